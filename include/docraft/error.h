@@ -1,0 +1,36 @@
+/* docraft error codes shared by the client library and the servers.
+ *
+ * Every docraft function that can fail returns an int: DOCRAFT_OK (0) on
+ * success or one of the positive codes below. Long-lived objects also keep an
+ * errmsg buffer with a human-readable reason for the last failure. */
+#ifndef DOCRAFT_ERROR_H
+#define DOCRAFT_ERROR_H
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define DOCRAFT_API __attribute__((visibility("default")))
+#else
+#define DOCRAFT_API
+#endif
+
+enum docraft_error {
+	DOCRAFT_OK = 0,
+	DOCRAFT_EINVAL,      /* bad argument: wrong type, unknown column, ... */
+	DOCRAFT_ENOTFOUND,   /* no such row / table / key */
+	DOCRAFT_ECORRUPT,    /* stored or received bytes do not decode */
+	DOCRAFT_EIO,         /* the storage engine failed (RocksDB, fs) */
+	DOCRAFT_ENOSPC,      /* disk full */
+	DOCRAFT_ENOMEM,      /* allocation failed */
+	DOCRAFT_ETOOOLD,     /* read time below the history cutoff */
+	DOCRAFT_ECLOCKSKEW,  /* remote hybrid time too far ahead */
+	DOCRAFT_ETOOBIG,     /* value or frame larger than allowed */
+	DOCRAFT_ECLOSED,     /* object is closed or shutting down */
+	DOCRAFT_ERROR_MAX
+};
+
+/* Static, never NULL; "unknown error" for codes out of range. */
+DOCRAFT_API const char *docraft_strerror(int code);
+
+/* Size of every errmsg buffer in the project. */
+#define DOCRAFT_ERRMSG_SIZE 256
+
+#endif

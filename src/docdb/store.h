@@ -1,0 +1,81 @@
+/* A DocDB store: one RocksDB instance holding one tablet's documents.
+ *
+ * Durability contract (design.md, "Durability: one log, not two"): RocksDB
+ * runs with its WAL disabled. store_apply writes a batch's pairs, each key
+ * suffixed with '#' DocHT(ht, write_id), together with the applied-index
+ * marker (raft index + hybrid time) in ONE RocksDB write batch. After a crash
+ * the store holds exactly what had been flushed, and store_applied() names
+ * the last batch in it; the caller replays later entries from its log.
+ *
+ * The marker lives under an internal key (first byte < '!'), so it sorts
+ * before every DocKey and is invisible to readers.
+ *
+ * Threading: a store may be read from any thread while one thread applies;
+ * store_close must not race with anything. */
+#ifndef DOCRAFT_DOCDB_STORE_H
+#define DOCRAFT_DOCDB_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct store_iter;
+
+struct store_options {
+	bool create_if_missing;        /* default true */
+	size_t write_buffer_size;      /* memtable bytes; 0 = RocksDB default */
+	uint64_t history_retention_us; /* 0 = 900 s (docdb-format.md §7.1) */
+};
+
+void store_options_default(struct store_options *o);
+
+/* Opens (creating if allowed) the store in directory path. On error returns a
+ * code, *out is NULL and errmsg (DOCRAFT_ERRMSG_SIZE) says why. */
+int store_open(const char *path, const struct store_options *opts, struct store **out,
+	       char *errmsg);
+/* Closes without flushing (what is not flushed is replayed from the log).
+ * NULL is a no-op. */
+void store_close(struct store *s);
+
+/* Applies serialized batch bytes (docdb/batch.h) at hybrid time ht as Raft
+ * entry raft_index. An index at or below the applied marker is skipped and
+ * returns 0 (replay is idempotent). Malformed bytes: DOCRAFT_ECORRUPT, nothing
+ * written. Disk full: DOCRAFT_ENOSPC. */
+int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uint64_t raft_index,
+		char *errmsg);
+
+/* Last applied index and hybrid time (0, 0 for a fresh store). Reflects
+ * memtable contents until a crash; after reopen, what was flushed. */
+void store_applied(const struct store *s, uint64_t *raft_index, uint64_t *ht);
+
+/* Flushes the memtables to SST files and waits. */
+int store_flush(struct store *s, char *errmsg);
+
+/* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
+uint64_t store_history_cutoff(const struct store *s);
+void store_set_history_cutoff(struct store *s, uint64_t ht);
+uint64_t store_history_retention_us(const struct store *s);
+
+/* Raw iteration over stored (key, value) pairs, internal records included
+ * (callers skip keys whose first byte is <= KT_INTERNAL_MAX).
+ * lower (inclusive) / upper (exclusive) may be NULL; they are copied. */
+struct store_iter *store_iter_new(struct store *s, const void *lower, size_t lower_len,
+				  const void *upper, size_t upper_len);
+void store_iter_free(struct store_iter *it);
+void store_iter_seek(struct store_iter *it, const void *key, size_t len);
+void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t len);
+void store_iter_seek_first(struct store_iter *it);
+void store_iter_seek_last(struct store_iter *it);
+void store_iter_next(struct store_iter *it);
+void store_iter_prev(struct store_iter *it);
+bool store_iter_valid(const struct store_iter *it);
+const uint8_t *store_iter_key(const struct store_iter *it, size_t *len);
+const uint8_t *store_iter_value(const struct store_iter *it, size_t *len);
+/* 0, or DOCRAFT_EIO with errmsg when iteration stopped on an error. */
+int store_iter_status(const struct store_iter *it, char *errmsg);
+
+/* Directory the store was opened from. */
+const char *store_path(const struct store *s);
+
+#endif

@@ -1,0 +1,135 @@
+#define _GNU_SOURCE
+#include "test.h"
+
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static jmp_buf fail_jmp;
+
+void test_note(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+}
+
+static void print_prefixed(const char *s)
+{
+	fputs("# ", stdout);
+	for (; *s; s++) {
+		fputc(*s, stdout);
+		if (*s == '\n')
+			fputs("# ", stdout);
+	}
+	fputc('\n', stdout);
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+	char msg[65536];
+	va_list ap;
+	int n = snprintf(msg, sizeof msg, "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	print_prefixed(msg);
+	fflush(stdout);
+	longjmp(fail_jmp, 1);
+}
+
+static void hex(const char *label, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	printf("#   %s (%zu):", label, n);
+	for (size_t i = 0; i < n; i++)
+		printf(" %02X", b[i]);
+	printf("\n");
+}
+
+void test_fail_mem(const char *file, int line, const char *what, const void *a, size_t alen,
+		   const void *b, size_t blen)
+{
+	printf("# %s:%d: %s differ\n", file, line, what);
+	hex("got ", a, alen);
+	hex("want", b, blen);
+	fflush(stdout);
+	longjmp(fail_jmp, 1);
+}
+
+int test_run(const struct test_case *cases, size_t n, int argc, char **argv)
+{
+	volatile size_t failed = 0;
+	size_t planned = 0;
+	const char *only = argc > 1 ? argv[1] : NULL;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < n; i++)
+		if (only == NULL || strcmp(only, cases[i].name) == 0)
+			planned++;
+	printf("1..%zu\n", planned);
+	volatile size_t num = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (only != NULL && strcmp(only, cases[i].name) != 0)
+			continue;
+		num++;
+		if (setjmp(fail_jmp) == 0) {
+			cases[i].fn();
+			printf("ok %zu - %s\n", (size_t)num, cases[i].name);
+		} else {
+			printf("not ok %zu - %s\n", (size_t)num, cases[i].name);
+			failed++;
+		}
+		fflush(stdout);
+	}
+	return failed ? 1 : 0;
+}
+
+void test_tmpdir_make(char *path, const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+	snprintf(path, 256, "%s/docraft-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+	if (mkdtemp(path) == NULL) {
+		perror("mkdtemp");
+		abort();
+	}
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+void test_tmpdir_remove(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+uint64_t test_seed(void)
+{
+	const char *s = getenv("TEST_SEED");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (seed == 0)
+		seed = 1;
+	printf("# seed %" PRIu64 " (replay with TEST_SEED=%" PRIu64 ")\n", seed, seed);
+	return seed;
+}
+
+uint64_t test_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * UINT64_C(2685821657736338717);
+}
