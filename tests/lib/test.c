@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "test.h"
 
 #include <ftw.h>
