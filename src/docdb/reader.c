@@ -1,0 +1,639 @@
+/* Rebuilding documents from versions (docdb-format.md §6.2).
+ *
+ * Design. Every read is a stream of (key, value) pairs in key order fed to a
+ * builder. Key order gives two facts the builder relies on: all versions of
+ * one path arrive together, newest first ('#' DocHT sorts newest first), and
+ * a path arrives before its descendants ('#' sorts below every subkey type).
+ * The builder keeps a stack of frames, one per path component of the last
+ * decided entry:
+ *
+ *   frame[d].overwrite  the newest write time at this path or above: any
+ *                       entry at or below it with an older DocHT is hidden
+ *   frame[d].exp        an explicit TTL inherited by descendants
+ *   frame[d].node       the document node, created lazily
+ *
+ * For each pair: skip it if it is newer than the read time, or an older
+ * version of the path just decided; pop the frames that are not prefixes of
+ * its path, push inherited frames down to its depth, and decide it: hidden
+ * (older than an ancestor's overwrite), absent (tombstone or expired), or a
+ * node (primitive or container marker). Ancestors of a node are created as
+ * implicit objects; implicit objects left without children are pruned at
+ * the end, which is how a CQL row or collection with nothing live vanishes.
+ *
+ * A sub-document read feeds the builder the versions of each ancestor path
+ * first (they may hide or expire the sub-document), then the subtree. */
+#include "docdb/reader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/err.h"
+#include "common/hlc.h"
+#include "docdb/docwrite.h"
+
+#define MAX_DEPTH 64
+
+struct frame {
+	size_t path_len;
+	struct docht overwrite;
+	bool has_exp;
+	int64_t exp_ttl_ms;
+	uint64_t exp_from;
+	struct docnode *node;
+};
+
+struct builder {
+	struct arena *a;
+	char *errmsg;
+	uint64_t read_ht;
+	int64_t default_ttl_ms;
+	size_t root_len;
+	struct frame base; /* context above the root: nothing hidden, no TTL */
+	struct frame st[MAX_DEPTH + 1];
+	size_t depth;
+	struct buf path; /* path of the last decided entry */
+	bool top_decided;
+	struct docnode *root;
+};
+
+const struct docnode *docnode_child(const struct docnode *n, const struct pv *key)
+{
+	if (n == NULL)
+		return NULL;
+	for (const struct docnode *c = n->children; c != NULL; c = c->next)
+		if (c->key.type == key->type && pv_compare(&c->key, key) == 0)
+			return c;
+	return NULL;
+}
+
+static void builder_init(struct builder *b, struct arena *a, uint64_t read_ht,
+			 int64_t default_ttl_ms, char *errmsg)
+{
+	memset(b, 0, sizeof *b);
+	b->a = a;
+	b->errmsg = errmsg;
+	b->read_ht = read_ht;
+	b->default_ttl_ms = default_ttl_ms;
+	buf_init(&b->path);
+}
+
+static void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
+{
+	b->root_len = root_len;
+	memset(&b->st[0], 0, sizeof b->st[0]);
+	b->st[0].path_len = root_len;
+	b->depth = 1;
+	buf_reset(&b->path);
+	buf_append(&b->path, root, root_len);
+	b->top_decided = false;
+	b->root = NULL;
+}
+
+static void builder_free(struct builder *b)
+{
+	buf_free(&b->path);
+}
+
+static int corrupt(struct builder *b, const char *what)
+{
+	return err_set(b->errmsg, DOCRAFT_ECORRUPT, "corrupt DocDB entry: %s", what);
+}
+
+static struct docnode *new_node(struct builder *b)
+{
+	struct docnode *n = arena_alloc(b->a, sizeof *n);
+	memset(n, 0, sizeof *n);
+	n->kind = VAL_OBJECT;
+	return n;
+}
+
+static void append_child(struct docnode *parent, struct docnode *n)
+{
+	n->parent_ = parent;
+	if (parent->last_ != NULL)
+		parent->last_->next = n;
+	else
+		parent->children = n;
+	parent->last_ = n;
+	parent->n_children++;
+	if (parent->kind == VAL_PRIMITIVE) {
+		/* A newer child under a primitive turns it into an object. */
+		parent->kind = VAL_OBJECT;
+		parent->has_marker = false;
+		parent->value = pv_null();
+	}
+}
+
+/* The node of frame d, creating it and its missing ancestors. key/bounds
+ * describe the entry being decided, whose path has these frames as prefixes. */
+static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const size_t *bounds,
+		       struct docnode **out)
+{
+	struct docnode *n, *parent = NULL;
+	int rv;
+	if (b->st[d].node != NULL) {
+		*out = b->st[d].node;
+		return 0;
+	}
+	if (d > 0 && (rv = ensure_node(b, d - 1, key, bounds, &parent)) != 0)
+		return rv;
+	n = new_node(b);
+	if (d > 0) {
+		const uint8_t *p = key + bounds[d - 1];
+		if (key_decode_pv(&p, key + bounds[d], &n->key, b->a) != 0)
+			return corrupt(b, "bad subkey");
+		append_child(parent, n);
+	} else {
+		b->root = n;
+	}
+	b->st[d].node = n;
+	*out = n;
+	return 0;
+}
+
+static bool expired(const struct builder *b, bool has_exp, int64_t ttl_ms, uint64_t from,
+		    uint64_t write_ht)
+{
+	if (!has_exp) {
+		if (b->default_ttl_ms <= 0)
+			return false;
+		ttl_ms = b->default_ttl_ms;
+		from = write_ht;
+	}
+	if (ttl_ms <= 0)
+		return false; /* TTL 0: never expires */
+	return ht_physical(b->read_ht) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
+}
+
+static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_t *val,
+		size_t vlen)
+{
+	size_t bounds[MAX_DEPTH + 1];
+	size_t plen, nd = 0, c;
+	struct docht d;
+	struct docvalue v;
+	struct frame *f;
+	const struct frame *par;
+	struct docnode *n;
+	int rv;
+
+	if (key_split_ht(key, klen, &plen, &d) != 0)
+		return corrupt(b, "bad hybrid time suffix");
+	if (d.ht > b->read_ht)
+		return 0;
+	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0)
+		return 0; /* an older version of a decided path */
+	if (plen < b->root_len || memcmp(key, b->path.data, b->root_len) != 0)
+		return corrupt(b, "key outside the document");
+
+	bounds[0] = b->root_len;
+	for (const uint8_t *p = key + b->root_len, *end = key + plen; p < end;) {
+		if (nd == MAX_DEPTH)
+			return corrupt(b, "document nested too deeply");
+		if (key_skip_pv(&p, end) != 0)
+			return corrupt(b, "bad subkey");
+		bounds[++nd] = (size_t)(p - key);
+	}
+
+	/* Pop frames that are not prefixes of this path. */
+	c = 1;
+	while (c < b->depth && c <= nd && b->st[c].path_len == bounds[c] &&
+	       memcmp(key, b->path.data, bounds[c]) == 0)
+		c++;
+	b->depth = c;
+	/* Push inherited frames down to this path's depth. */
+	while (b->depth <= nd) {
+		struct frame *nf = &b->st[b->depth];
+		*nf = b->st[b->depth - 1];
+		nf->path_len = bounds[b->depth];
+		nf->node = NULL;
+		b->depth++;
+	}
+	b->depth = nd + 1;
+	f = &b->st[nd];
+	par = nd > 0 ? &b->st[nd - 1] : &b->base;
+	buf_reset(&b->path);
+	buf_append(&b->path, key, plen);
+	b->top_decided = true;
+
+	if (docht_compare(d, par->overwrite) <= 0)
+		return 0; /* hidden by a newer write above it */
+	if (value_decode(val, vlen, &v) != 0)
+		return corrupt(b, "bad value");
+
+	f->overwrite = d;
+	f->has_exp = par->has_exp;
+	f->exp_ttl_ms = par->exp_ttl_ms;
+	f->exp_from = par->exp_from;
+	if (v.has_ttl) {
+		f->has_exp = true;
+		f->exp_ttl_ms = v.ttl_ms;
+		f->exp_from = d.ht;
+	}
+	if (v.kind == VAL_TOMBSTONE || expired(b, f->has_exp, f->exp_ttl_ms, f->exp_from, d.ht))
+		return 0;
+	if (v.kind == VAL_PACKED_ROW)
+		return err_set(b->errmsg, DOCRAFT_ECORRUPT, "packed rows are not readable yet");
+
+	if ((rv = ensure_node(b, nd, key, bounds, &n)) != 0)
+		return rv;
+	n->write_time = d;
+	n->has_ttl = f->has_exp;
+	n->ttl_ms = f->exp_ttl_ms;
+	n->ttl_from = f->exp_from;
+	if (v.kind == VAL_PRIMITIVE) {
+		n->kind = VAL_PRIMITIVE;
+		n->value = v.prim;
+		if (v.prim.type == PV_STRING)
+			n->value.v.s.p = arena_dup(b->a, v.prim.v.s.p, v.prim.v.s.len);
+	} else {
+		n->kind = v.kind;
+		n->has_marker = true;
+	}
+	return 0;
+}
+
+/* Drops implicit containers without children; returns n or NULL. */
+static struct docnode *prune(struct docnode *n)
+{
+	struct docnode **link = &n->children;
+	n->n_children = 0;
+	n->last_ = NULL;
+	while (*link != NULL) {
+		struct docnode *c = prune(*link);
+		if (c == NULL) {
+			*link = (*link)->next;
+			continue;
+		}
+		n->n_children++;
+		n->last_ = c;
+		if (!n->has_marker && n->kind != VAL_PRIMITIVE &&
+		    docht_compare(c->write_time, n->write_time) > 0)
+			n->write_time = c->write_time;
+		link = &c->next;
+	}
+	if (n->kind != VAL_PRIMITIVE && !n->has_marker && n->n_children == 0)
+		return NULL;
+	return n;
+}
+
+static struct docnode *builder_finish(struct builder *b)
+{
+	return b->root != NULL ? prune(b->root) : NULL;
+}
+
+/* Feeds every pair whose key starts with prefix (exact_path: whose path is
+ * exactly prefix, i.e. prefix '#' ...), starting at the iterator position. */
+static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *prefix,
+		       size_t plen, bool exact_path)
+{
+	for (; store_iter_valid(it); store_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = store_iter_key(it, &klen);
+		const uint8_t *v;
+		int rv;
+		if (klen < plen || memcmp(k, prefix, plen) != 0)
+			break;
+		if (exact_path && (klen == plen || k[plen] != KT_HYBRID_TIME))
+			break;
+		v = store_iter_value(it, &vlen);
+		if ((rv = feed(b, k, klen, v, vlen)) != 0)
+			return rv;
+	}
+	return store_iter_status(it, b->errmsg);
+}
+
+static int check_read_time(struct store *s, uint64_t read_ht, char *errmsg)
+{
+	uint64_t cutoff = store_history_cutoff(s);
+	if (read_ht == 0 || read_ht >= HT_INVALID)
+		return err_set(errmsg, DOCRAFT_EINVAL, "invalid read time %llu",
+			       (unsigned long long)read_ht);
+	if (read_ht < cutoff)
+		return err_set(errmsg, DOCRAFT_ETOOOLD,
+			       "read time %llu is below the history cutoff %llu",
+			       (unsigned long long)read_ht, (unsigned long long)cutoff);
+	return 0;
+}
+
+int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
+		   struct arena *a, const struct docnode **out, char *errmsg)
+{
+	struct builder b;
+	struct buf path = BUF_INIT;
+	struct store_iter *it;
+	const struct docnode *n;
+	int rv;
+
+	*out = NULL;
+	if ((rv = check_read_time(s, read_ht, errmsg)) != 0)
+		return rv;
+	if (nsub >= MAX_DEPTH)
+		return err_set(errmsg, DOCRAFT_EINVAL, "path deeper than %d levels", MAX_DEPTH);
+	if (dockey_len == 0 || dockey_prefix_len(dockey, dockey_len) != dockey_len)
+		return err_set(errmsg, DOCRAFT_EINVAL, "not a well-formed DocKey");
+
+	buf_append(&path, dockey, dockey_len);
+	buf_push(&path, KT_MAX_BYTE);
+	it = store_iter_new(s, dockey, dockey_len, path.data, path.len);
+	path.len = dockey_len;
+	builder_init(&b, a, read_ht, default_ttl_ms, errmsg);
+	builder_start(&b, dockey, dockey_len);
+
+	/* Versions of each ancestor path, then the subtree. */
+	for (size_t i = 0; i <= nsub; i++) {
+		bool last = i == nsub;
+		store_iter_seek(it, path.data, path.len);
+		if ((rv = feed_prefix(&b, it, path.data, path.len, !last)) != 0)
+			goto out;
+		if (!last)
+			key_append_pv(&path, &subkeys[i]);
+	}
+	n = builder_finish(&b);
+	for (size_t i = 0; i < nsub && n != NULL; i++)
+		n = docnode_child(n, &subkeys[i]);
+	*out = n;
+	rv = 0;
+out:
+	builder_free(&b);
+	store_iter_free(it);
+	buf_free(&path);
+	return rv;
+}
+
+const struct docnode *row_column(const struct row *r, const struct column *c)
+{
+	struct pv k = pv_column(c->id);
+	return docnode_child(r->root, &k);
+}
+
+const struct docnode *row_column_named(const struct row *r, const char *name)
+{
+	const struct column *c = schema_find(r->schema, name);
+	return c != NULL ? row_column(r, c) : NULL;
+}
+
+/* A CQL row exists when anything live is left under it (§6.2 step 4). */
+static bool row_exists(const struct docnode *root)
+{
+	return root != NULL && root->n_children > 0;
+}
+
+int reader_get_row(struct store *s, const struct schema *schema, const struct pv *key,
+		   size_t nkey, uint64_t read_ht, struct arena *a, struct row *out, bool *found,
+		   char *errmsg)
+{
+	struct buf dk = BUF_INIT;
+	const struct docnode *root;
+	int rv;
+
+	*found = false;
+	memset(out, 0, sizeof *out);
+	if ((rv = docwrite_dockey(schema, key, nkey, &dk, errmsg)) != 0)
+		goto out;
+	if ((rv = reader_get_doc(s, dk.data, dk.len, NULL, 0, read_ht, schema->default_ttl_ms, a,
+				 &root, errmsg)) != 0)
+		goto out;
+	out->schema = schema;
+	out->key = arena_dup(a, key, nkey * sizeof *key);
+	for (size_t i = 0; i < nkey; i++)
+		if (key[i].type == PV_STRING)
+			out->key[i].v.s.p = arena_dup(a, key[i].v.s.p, key[i].v.s.len);
+	out->root = root;
+	*found = row_exists(root);
+out:
+	buf_free(&dk);
+	return rv;
+}
+
+/* ---- scans ---------------------------------------------------------------
+ *
+ * A scan turns its spec into one byte interval [lo, hi) of DocKeys, then
+ * walks it row by row: forward, it feeds pairs until the DocKey changes;
+ * reversed, it finds the last key below hi, seeks to the start of that row,
+ * builds it forward, and steps to the key just before the row.
+ *
+ * Paging state: 0x01, BE64 read time, DocKey of the last row returned. */
+
+#define PAGING_V1 0x01
+
+/* lo/hi for a bound on range column c (logical bound, direction-aware). */
+static void bound_bytes(struct buf *lo, struct buf *hi, const struct buf *base,
+			const struct column *c, const struct pv *bound, bool incl, bool is_lower)
+{
+	struct pv v = *bound;
+	/* For a DESC column a logical lower bound limits the bytes from above. */
+	bool bytes_lower = is_lower != c->desc;
+	struct buf *dst = bytes_lower ? lo : hi;
+	v.desc = c->desc;
+	buf_reset(dst);
+	buf_append(dst, base->data, base->len);
+	key_append_pv(dst, &v);
+	if (bytes_lower ? !incl : incl)
+		buf_push(dst, KT_MAX_BYTE);
+}
+
+static int scan_interval(const struct schema *schema, const struct scan_spec *sp, struct buf *lo,
+			 struct buf *hi, bool *hi_set, char *errmsg)
+{
+	struct buf base = BUF_INIT;
+	struct pv comps[SCHEMA_MAX_COLUMNS];
+	int rv = 0;
+
+	*hi_set = false;
+	if (sp->hash_key == NULL) {
+		if (sp->n_eq || sp->lower || sp->upper)
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "range conditions need the full hash key");
+		buf_push(lo, KT_GROUP_END);
+		return 0;
+	}
+	if (sp->n_hash != schema->n_hash || schema->n_hash == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table %s: expected %zu hash key values, got %zu",
+			       schema->table, schema->n_hash, sp->n_hash);
+	if (sp->n_eq > schema->n_range ||
+	    ((sp->lower || sp->upper) && sp->n_eq >= schema->n_range))
+		return err_set(errmsg, DOCRAFT_EINVAL, "too many range conditions for table %s",
+			       schema->table);
+	for (size_t i = 0; i < schema->n_hash; i++) {
+		if ((rv = schema_check_value(schema->cols[i].type, &sp->hash_key[i], false,
+					     schema->cols[i].name, errmsg)) != 0)
+			return rv;
+		comps[i] = sp->hash_key[i];
+		comps[i].desc = 0;
+	}
+	buf_push(&base, KT_UINT16_HASH);
+	buf_append_be16(&base, key_hash_components(comps, schema->n_hash));
+	for (size_t i = 0; i < schema->n_hash; i++)
+		key_append_pv(&base, &comps[i]);
+	buf_push(&base, KT_GROUP_END);
+	for (size_t i = 0; i < sp->n_eq; i++) {
+		const struct column *c = &schema->cols[schema->n_hash + i];
+		struct pv v = sp->range_eq[i];
+		if ((rv = schema_check_value(c->type, &v, false, c->name, errmsg)) != 0)
+			goto out;
+		v.desc = c->desc;
+		key_append_pv(&base, &v);
+	}
+	buf_append(lo, base.data, base.len);
+	buf_append(hi, base.data, base.len);
+	buf_push(hi, KT_MAX_BYTE);
+	*hi_set = true;
+	if (sp->lower || sp->upper) {
+		const struct column *c = &schema->cols[schema->n_hash + sp->n_eq];
+		if ((sp->lower && (rv = schema_check_value(c->type, sp->lower, false, c->name, errmsg))) ||
+		    (sp->upper && (rv = schema_check_value(c->type, sp->upper, false, c->name, errmsg))))
+			goto out;
+		if (sp->lower)
+			bound_bytes(lo, hi, &base, c, sp->lower, sp->lower_incl, true);
+		if (sp->upper)
+			bound_bytes(lo, hi, &base, c, sp->upper, sp->upper_incl, false);
+	}
+out:
+	buf_free(&base);
+	return rv;
+}
+
+static int apply_paging(const struct scan_spec *sp, struct buf *lo, struct buf *hi, bool *hi_set,
+			uint64_t *read_ht, char *errmsg)
+{
+	const uint8_t *p = sp->paging;
+	size_t n = sp->paging_len, dl;
+	if (p == NULL || n == 0)
+		return 0;
+	if (n < 10 || p[0] != PAGING_V1)
+		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
+	dl = n - 9;
+	if (dockey_prefix_len(p + 9, dl) != dl)
+		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
+	/* The row must lie inside this scan's interval. */
+	if (memcmp(p + 9, lo->data, dl < lo->len ? dl : lo->len) < 0 ||
+	    (*hi_set && memcmp(p + 9, hi->data, dl < hi->len ? dl : hi->len) > 0))
+		return err_set(errmsg, DOCRAFT_EINVAL, "paging state does not belong to this scan");
+	*read_ht = be64_load(p + 1);
+	if (sp->reverse) {
+		buf_reset(hi);
+		buf_append(hi, p + 9, dl);
+		*hi_set = true;
+	} else {
+		buf_reset(lo);
+		buf_append(lo, p + 9, dl);
+		buf_push(lo, KT_MAX_BYTE);
+	}
+	return 0;
+}
+
+/* Builds the row whose first key the iterator is on; leaves the iterator on
+ * the first key after the row. */
+static int build_row(struct builder *b, struct store_iter *it, struct buf *cur,
+		     struct docnode **root)
+{
+	size_t klen, dl;
+	const uint8_t *k = store_iter_key(it, &klen);
+	int rv;
+	dl = dockey_prefix_len(k, klen);
+	if (dl == 0)
+		return corrupt(b, "key without a DocKey");
+	buf_reset(cur);
+	buf_append(cur, k, dl);
+	builder_start(b, cur->data, cur->len);
+	if ((rv = feed_prefix(b, it, cur->data, cur->len, false)) != 0)
+		return rv;
+	*root = builder_finish(b);
+	return 0;
+}
+
+static int decode_row(const struct schema *schema, const struct buf *dockey,
+		      struct docnode *root, struct arena *a, struct row *r, char *errmsg)
+{
+	const uint8_t *p = dockey->data;
+	struct dockey dk;
+	if (dockey_decode(&p, dockey->data + dockey->len, &dk, a) != 0)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "corrupt DocKey in table %s", schema->table);
+	r->schema = schema;
+	r->root = root;
+	r->key = arena_alloc(a, (dk.n_hashed + dk.n_range + 1) * sizeof *r->key);
+	memcpy(r->key, dk.hashed, dk.n_hashed * sizeof *r->key);
+	memcpy(r->key + dk.n_hashed, dk.range, dk.n_range * sizeof *r->key);
+	return 0;
+}
+
+int reader_scan(struct store *s, const struct schema *schema, const struct scan_spec *spec,
+		struct arena *a, struct row **rows, size_t *nrows, struct buf *paging_out,
+		char *errmsg)
+{
+	struct buf lo = BUF_INIT, hi = BUF_INIT, cur = BUF_INIT;
+	struct builder b;
+	struct store_iter *it = NULL;
+	struct row *out = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t read_ht = spec->read_ht;
+	bool hi_set;
+	int rv;
+
+	*rows = NULL;
+	*nrows = 0;
+	builder_init(&b, a, 0, schema->default_ttl_ms, errmsg);
+	if ((rv = scan_interval(schema, spec, &lo, &hi, &hi_set, errmsg)) != 0 ||
+	    (rv = apply_paging(spec, &lo, &hi, &hi_set, &read_ht, errmsg)) != 0 ||
+	    (rv = check_read_time(s, read_ht, errmsg)) != 0)
+		goto out;
+	b.read_ht = read_ht;
+	it = store_iter_new(s, lo.data, lo.len, hi_set ? hi.data : NULL, hi_set ? hi.len : 0);
+	if (spec->reverse)
+		store_iter_seek_last(it);
+	else
+		store_iter_seek(it, lo.data, lo.len);
+
+	while (store_iter_valid(it) && (spec->limit == 0 || n < spec->limit)) {
+		struct docnode *root = NULL;
+		if (spec->reverse) {
+			size_t klen, dl;
+			const uint8_t *k = store_iter_key(it, &klen);
+			if ((dl = dockey_prefix_len(k, klen)) == 0) {
+				rv = corrupt(&b, "key without a DocKey");
+				goto out;
+			}
+			buf_reset(&cur);
+			buf_append(&cur, k, dl);
+			store_iter_seek(it, cur.data, cur.len);
+		}
+		if ((rv = build_row(&b, it, &cur, &root)) != 0)
+			goto out;
+		if (spec->reverse)
+			store_iter_seek_for_prev(it, cur.data, cur.len);
+		if (!row_exists(root))
+			continue;
+		if (n == cap) {
+			struct row *grown;
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(out, cap * sizeof *out);
+			if (grown == NULL)
+				PANIC("out of memory");
+			out = grown;
+		}
+		if ((rv = decode_row(schema, &cur, root, a, &out[n], errmsg)) != 0)
+			goto out;
+		n++;
+	}
+	if ((rv = store_iter_status(it, errmsg)) != 0)
+		goto out;
+	if (spec->limit != 0 && n == spec->limit && store_iter_valid(it) && paging_out != NULL) {
+		buf_reset(paging_out);
+		buf_push(paging_out, PAGING_V1);
+		buf_append_be64(paging_out, read_ht);
+		buf_append(paging_out, cur.data, cur.len);
+	}
+	*rows = n ? arena_dup(a, out, n * sizeof *out) : NULL;
+	*nrows = n;
+out:
+	free(out);
+	store_iter_free(it);
+	builder_free(&b);
+	buf_free(&lo);
+	buf_free(&hi);
+	buf_free(&cur);
+	return rv;
+}
