@@ -173,6 +173,10 @@ static int check_colval(struct docwrite *w, const struct column *c, const struct
 			return rv;
 		return check_size(w, c, &cv->value);
 	}
+	if (cv->value.type != PV_NULL)
+		return err_set(w->errmsg, DOCRAFT_EINVAL,
+			       "column '%s' is a %s: give its elements, not a single value", c->name,
+			       col_type_name(c->type));
 	if (cv->n > 0 && cv->keys == NULL)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "column '%s': missing elements", c->name);
 	if (c->type == CT_MAP && cv->n > 0 && cv->vals == NULL)

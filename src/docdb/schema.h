@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "docraft/error.h"
 #include "docdb/pv.h"
 
 enum col_type {

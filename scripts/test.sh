@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole default test suite: installs what is missing, builds twice
+# (plain, and with AddressSanitizer + UBSan for the unit layer), runs every
+# default test through `meson test`, and ends with "N passed, N failed".
+#
+#   ./scripts/test.sh            everything
+#   ./scripts/test.sh --suite unit   one meson suite (both builds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/deps.sh
+
+docraft_ensure_packages libclang-rt-14-dev
+werror=false
+[ "${CI:-}" = "true" ] && werror=true
+
+docraft_build build -Dwerror=$werror
+docraft_build build-asan -Db_sanitize=address,undefined -Dwerror=$werror
+
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+status=0
+meson test -C build --no-rebuild --print-errorlogs "$@" || status=1
+meson test -C build-asan --no-rebuild --print-errorlogs --suite unit "$@" || status=1
+
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        continue
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line)["result"]
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+PY
+exit $status
