@@ -57,14 +57,18 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
+	/* Format straight into the free space; grow and redo when it is short. */
+	buf_reserve(b, 64);
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf((char *)b->data + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
 	ASSERT(n >= 0);
-	buf_reserve(b, (size_t)n + 1);
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)n >= b->cap - b->len) {
+		buf_reserve(b, (size_t)n + 1);
+		va_start(ap, fmt);
+		vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
 }
 

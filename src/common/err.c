@@ -38,16 +38,22 @@ int err_set(char *errmsg, int code, const char *fmt, ...)
 
 int err_wrap(char *errmsg, int code, const char *fmt, ...)
 {
-	char prefix[DOCRAFT_ERRMSG_SIZE];
 	char old[DOCRAFT_ERRMSG_SIZE];
+	size_t n;
 	va_list ap;
 	if (errmsg == NULL)
 		return code;
-	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof prefix, fmt, ap);
-	va_end(ap);
 	memcpy(old, errmsg, sizeof old);
 	old[sizeof old - 1] = '\0';
-	snprintf(errmsg, DOCRAFT_ERRMSG_SIZE, "%s: %s", prefix, old);
+	va_start(ap, fmt);
+	vsnprintf(errmsg, DOCRAFT_ERRMSG_SIZE, fmt, ap);
+	va_end(ap);
+	/* errmsg = "<prefix>: <old>", truncated to the buffer. */
+	n = strlen(errmsg);
+	for (const char *p = ": "; *p != '\0' && n + 1 < DOCRAFT_ERRMSG_SIZE; p++)
+		errmsg[n++] = *p;
+	for (const char *p = old; *p != '\0' && n + 1 < DOCRAFT_ERRMSG_SIZE; p++)
+		errmsg[n++] = *p;
+	errmsg[n] = '\0';
 	return code;
 }
