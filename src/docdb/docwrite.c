@@ -539,7 +539,8 @@ int docwrite_insert_subdoc(struct docwrite *w, const uint8_t *dockey, size_t doc
 		return rv;
 	if (nsub >= MAX_DEPTH)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "path deeper than %d levels", MAX_DEPTH);
-	memcpy(path, subkeys, nsub * sizeof *path);
+	if (nsub > 0)
+		memcpy(path, subkeys, nsub * sizeof *path);
 	if ((rv = insert_subdoc(w, dockey, dockey_len, path, nsub, doc)) != 0)
 		return rollback(w, m, rv);
 	return 0;
