@@ -28,13 +28,17 @@
 /* Appends type byte + payload of v (v->desc selects the descending form). */
 void key_append_pv(struct buf *out, const struct pv *v);
 /* Decodes one component at *p and advances *p. String payloads are unescaped
- * into arena a. Sets out->desc from the type byte. */
+ * into arena a (never borrowed from the input; a must not be NULL). Sets
+ * out->desc from the type byte ('|' sets null_high). On error *p is left
+ * unchanged. */
 int key_decode_pv(const uint8_t **p, const uint8_t *end, struct pv *out, struct arena *a);
 /* Advances *p past one component without decoding it. */
 int key_skip_pv(const uint8_t **p, const uint8_t *end);
 
 /* The 16-bit hash of hash-column values: hash16 over the raw big-endian
- * concatenation of §4.1 (no type bytes, no escaping). */
+ * concatenation of §4.1 (no type bytes, no escaping). desc is ignored; a
+ * PV_NULL contributes no bytes; uuids are hashed as their 16 RFC-order bytes;
+ * key-only types (column ids, array index) are a caller bug. No allocation. */
 uint16_t key_hash_components(const struct pv *hashed, size_t n);
 
 struct dockey {
@@ -64,7 +68,10 @@ struct docht {
 
 /* Appends the variable-length descending encoding (§3.3), without '#'. */
 void docht_append(struct buf *out, struct docht d);
-/* Decodes exactly len bytes. */
+/* Decodes exactly len bytes: the four fields must end at p + len and the low
+ * 5 bits of the last byte must equal len. The generation field is ignored (as
+ * YugabyteDB does); the physical part must fit 52 bits, logical 0..4095 and
+ * write_id a uint32, else DOCRAFT_ECORRUPT. */
 int docht_decode(const uint8_t *p, size_t len, struct docht *out);
 /* By ht, then write_id; <0, 0, >0. */
 static inline int docht_compare(struct docht a, struct docht b)

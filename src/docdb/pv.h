@@ -75,13 +75,50 @@ static inline struct pv pv_desc(struct pv v) { v.desc = 1; return v; }
 
 /* Logical order of two values of the same type (NaN == NaN, -0.0 < +0.0, as
  * the key encoding orders them); for different types, by type byte order.
- * desc is ignored: this is the ascending order. */
+ * desc is ignored: this is the ascending order. Precisely, the order is that
+ * of the ascending key encodings: NaN sorts above +inf, strings compare as
+ * unsigned bytes with a prefix first, uuids compare by their comparable form
+ * (§2.1: version-1 uuids by timestamp), and a PV_NULL with null_high has the
+ * type byte '|' (above every other type), '$' otherwise (below). */
 int pv_compare(const struct pv *a, const struct pv *b);
 bool pv_equal(const struct pv *a, const struct pv *b);
 
 /* Human-readable form used by the dump and the shell: 'text' (quotes
  * escaped, non-printable bytes as \xNN), 10, 1.5, true, NULL,
- * 123e4567-e89b-12d3-a456-426614174000, ts(…µs), col(3), syscol(0), idx(5). */
+ * 123e4567-e89b-12d3-a456-426614174000, ts(…µs), col(3), syscol(0), idx(5).
+ * Precisely: in strings ' and \ are backslash-escaped and bytes outside
+ * 0x20..0x7E are \xNN (lowercase hex); floats and doubles use the shortest
+ * %g form that reads back exactly (1, 1.5, 0.1, -0, 1e+300), NaN, Infinity,
+ * -Infinity; timestamps are ts(<microseconds>µs), e.g. ts(5µs). */
 void pv_format(struct buf *out, const struct pv *v);
+
+/* Canonical IEEE bits (§2.3): every NaN becomes the quiet NaN (0x7FC00000,
+ * 0x7FF8000000000000); -0.0 is kept. Shared by the key, value and hash
+ * encodings. */
+static inline uint32_t pv_float_bits(float f)
+{
+	uint32_t u;
+	if (f != f)
+		return UINT32_C(0x7FC00000);
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+static inline uint64_t pv_double_bits(double d)
+{
+	uint64_t u;
+	if (d != d)
+		return UINT64_C(0x7FF8000000000000);
+	memcpy(&u, &d, sizeof u);
+	return u;
+}
+
+/* The 16-byte "comparable" uuid form (§2.1, Uuid::EncodeToComparable) used
+ * on disk, key and value side alike: a version-1 uuid has its first 8 bytes
+ * reordered timestamp-high-first (6,7,4,5,0,1,2,3); any other version has its
+ * version nibble moved in front of bytes 0..5. Bytes 8..15 are unchanged.
+ * uuid_from_comparable is the exact inverse (a first nibble of 1 means
+ * version 1); every 16-byte string is the image of exactly one uuid. */
+void uuid_to_comparable(const uint8_t uuid[16], uint8_t out[16]);
+void uuid_from_comparable(const uint8_t cmp[16], uint8_t out[16]);
 
 #endif

@@ -67,7 +67,11 @@ static inline struct docvalue docvalue_kind(enum val_kind k)
 
 /* Appends control fields that are set, then the value. */
 void value_append(struct buf *out, const struct docvalue *v);
-/* Decodes exactly len bytes; strings and packed payloads borrow from p. */
+/* Decodes exactly len bytes; strings and packed payloads borrow from p.
+ * Control fields are accepted only in the order 'k', 't', 'u', each at most
+ * once (the intent-DocHT field '#' of §5.1 is not supported); a marker must
+ * be the last byte; a primitive payload must have its exact size. Anything
+ * else is DOCRAFT_ECORRUPT. An explicit 'k' 00 decodes as merge_flags 0. */
 int value_decode(const uint8_t *p, size_t len, struct docvalue *out);
 
 /* Value-side primitive only (type byte + payload). Key-only types
