@@ -82,9 +82,17 @@ int docwrite_dockey(const struct schema *s, const struct pv *key, size_t nkey, s
 	if (dk.has_hash)
 		dk.hash = key_hash_components(comps, s->n_hash);
 	dockey_append(out, &dk);
-	if (out->len > BATCH_MAX_KEY / 2)
-		return err_set(errmsg, DOCRAFT_ETOOBIG, "primary key of %zu bytes is too large",
-			       out->len);
+	if (out->len > BATCH_MAX_KEY / 2) {
+		/* Name the largest key column: that is the one to shorten. */
+		size_t big = 0;
+		for (size_t i = 1; i < nkey; i++)
+			if (key[i].type == PV_STRING &&
+			    (key[big].type != PV_STRING || key[i].v.s.len > key[big].v.s.len))
+				big = i;
+		return err_set(errmsg, DOCRAFT_ETOOBIG,
+			       "table %s: primary key of %zu bytes exceeds %u bytes (column '%s')",
+			       s->table, out->len, BATCH_MAX_KEY / 2, s->cols[big].name);
+	}
 	return 0;
 }
 
@@ -121,18 +129,28 @@ static int put_raw(struct docwrite *w, const uint8_t *prefix, size_t prefix_len,
 	buf_reset(&w->val);
 	value_append(&w->val, v);
 	if (w->key.len > BATCH_MAX_KEY)
-		return err_set(w->errmsg, DOCRAFT_ETOOBIG, "key of %zu bytes exceeds %u", w->key.len,
-			       BATCH_MAX_KEY);
+		return err_set(w->errmsg, DOCRAFT_ETOOBIG, "%s: key of %zu bytes exceeds %u",
+			       w->what ? w->what : "document", w->key.len, BATCH_MAX_KEY);
 	if (w->val.len > DOCWRITE_MAX_VALUE + 64)
-		return err_set(w->errmsg, DOCRAFT_ETOOBIG, "value of %zu bytes exceeds %u",
-			       w->val.len, DOCWRITE_MAX_VALUE);
+		return err_set(w->errmsg, DOCRAFT_ETOOBIG, "%s: value of %zu bytes exceeds %u",
+			       w->what ? w->what : "document", w->val.len, DOCWRITE_MAX_VALUE);
 	batch_put(w->batch, w->key.data, w->key.len, w->val.data, w->val.len);
 	return 0;
 }
 
 static int put(struct docwrite *w, const struct pv *subkeys, size_t nsub, const struct docvalue *v)
 {
-	return put_raw(w, w->doc.data, w->doc.len, subkeys, nsub, v);
+	char what[SCHEMA_MAX_NAME + 16];
+	if (nsub > 0 && subkeys[0].type == PV_COLUMN_ID) {
+		const struct column *c = schema_find_id(w->schema, (int32_t)subkeys[0].v.i64);
+		snprintf(what, sizeof what, "column '%s'", c ? c->name : "?");
+		w->what = what;
+	} else {
+		w->what = "row";
+	}
+	int rv = put_raw(w, w->doc.data, w->doc.len, subkeys, nsub, v);
+	w->what = NULL;
+	return rv;
 }
 
 static const struct column *find_regular(struct docwrite *w, const char *name)
@@ -388,7 +406,8 @@ int docwrite_map_put(struct docwrite *w, const struct pv *key, size_t nkey, cons
 	struct mark m = mark_of(w);
 	int rv;
 	if (n > 0 && mvals == NULL)
-		return err_set(w->errmsg, DOCRAFT_EINVAL, "map put without values");
+		return err_set(w->errmsg, DOCRAFT_EINVAL, "map '%s': keys given without values",
+			       col ? col : "?");
 	const struct column *c =
 		collection_op(w, key, nkey, col, CT_MAP, mkeys, mvals, n, ttl_ms, &rv);
 	if (c == NULL)
@@ -480,10 +499,13 @@ int docwrite_collection_replace(struct docwrite *w, const struct pv *key, size_t
 	return 0;
 }
 
-static int check_path(struct docwrite *w, const uint8_t *dockey, size_t dockey_len)
+static int check_path(struct docwrite *w, const uint8_t *dockey, size_t dockey_len, size_t nsub)
 {
 	if (dockey_len == 0 || dockey_prefix_len(dockey, dockey_len) != dockey_len)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "not a well-formed DocKey");
+	if (nsub > DOCDB_MAX_SUBKEYS)
+		return err_set(w->errmsg, DOCRAFT_EINVAL, "path deeper than %d levels",
+			       DOCDB_MAX_SUBKEYS);
 	return 0;
 }
 
@@ -491,7 +513,7 @@ int docwrite_put_path(struct docwrite *w, const uint8_t *dockey, size_t dockey_l
 		      const struct pv *subkeys, size_t nsub, const struct docvalue *v)
 {
 	int rv;
-	if ((rv = check_path(w, dockey, dockey_len)) != 0)
+	if ((rv = check_path(w, dockey, dockey_len, nsub)) != 0)
 		return rv;
 	return put_raw(w, dockey, dockey_len, subkeys, nsub, v);
 }
@@ -502,8 +524,6 @@ int docwrite_delete_path(struct docwrite *w, const uint8_t *dockey, size_t docke
 	struct docvalue v = docvalue_kind(VAL_TOMBSTONE);
 	return docwrite_put_path(w, dockey, dockey_len, subkeys, nsub, &v);
 }
-
-#define MAX_DEPTH 64
 
 static int insert_subdoc(struct docwrite *w, const uint8_t *dockey, size_t dockey_len,
 			 struct pv *path, size_t depth, const struct subdoc *doc)
@@ -517,9 +537,9 @@ static int insert_subdoc(struct docwrite *w, const uint8_t *dockey, size_t docke
 	v = docvalue_kind(VAL_OBJECT);
 	if ((rv = put_raw(w, dockey, dockey_len, path, depth, &v)) != 0)
 		return rv;
-	if (doc->n > 0 && depth + 1 >= MAX_DEPTH)
+	if (doc->n > 0 && depth + 1 > DOCDB_MAX_SUBKEYS)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "document nested deeper than %d levels",
-			       MAX_DEPTH);
+			       DOCDB_MAX_SUBKEYS);
 	for (size_t i = 0; i < doc->n; i++) {
 		path[depth] = doc->keys[i];
 		path[depth].desc = 0;
@@ -532,13 +552,11 @@ static int insert_subdoc(struct docwrite *w, const uint8_t *dockey, size_t docke
 int docwrite_insert_subdoc(struct docwrite *w, const uint8_t *dockey, size_t dockey_len,
 			   const struct pv *subkeys, size_t nsub, const struct subdoc *doc)
 {
-	struct pv path[MAX_DEPTH];
+	struct pv path[DOCDB_MAX_SUBKEYS];
 	struct mark m = mark_of(w);
 	int rv;
-	if ((rv = check_path(w, dockey, dockey_len)) != 0)
+	if ((rv = check_path(w, dockey, dockey_len, nsub)) != 0)
 		return rv;
-	if (nsub >= MAX_DEPTH)
-		return err_set(w->errmsg, DOCRAFT_EINVAL, "path deeper than %d levels", MAX_DEPTH);
 	if (nsub > 0)
 		memcpy(path, subkeys, nsub * sizeof *path);
 	if ((rv = insert_subdoc(w, dockey, dockey_len, path, nsub, doc)) != 0)

@@ -34,6 +34,10 @@
 
 #define DOCWRITE_NO_TTL (-1)
 
+/* Deepest document path accepted below a DocKey (subkeys), by writes and
+ * reads alike. */
+#define DOCDB_MAX_SUBKEYS 64
+
 /* Largest primitive value accepted (a clear DOCRAFT_ETOOBIG beyond). */
 #define DOCWRITE_MAX_VALUE (4u * 1024 * 1024)
 
@@ -74,6 +78,7 @@ struct docwrite {
 	struct buf key;  /* scratch */
 	struct buf val;  /* scratch */
 	struct buf doc;  /* encoded DocKey of the current row */
+	const char *what; /* what is being written, for size errors */
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 };
 

@@ -32,7 +32,7 @@
 #include "common/hlc.h"
 #include "docdb/docwrite.h"
 
-#define MAX_DEPTH 64
+#define MAX_DEPTH DOCDB_MAX_SUBKEYS
 
 struct frame {
 	size_t path_len;
@@ -330,7 +330,7 @@ int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 	*out = NULL;
 	if ((rv = check_read_time(s, read_ht, errmsg)) != 0)
 		return rv;
-	if (nsub >= MAX_DEPTH)
+	if (nsub > MAX_DEPTH)
 		return err_set(errmsg, DOCRAFT_EINVAL, "path deeper than %d levels", MAX_DEPTH);
 	if (dockey_len == 0 || dockey_prefix_len(dockey, dockey_len) != dockey_len)
 		return err_set(errmsg, DOCRAFT_EINVAL, "not a well-formed DocKey");
@@ -555,8 +555,10 @@ static int decode_row(const struct schema *schema, const struct buf *dockey,
 	r->schema = schema;
 	r->root = root;
 	r->key = arena_alloc(a, (dk.n_hashed + dk.n_range + 1) * sizeof *r->key);
-	memcpy(r->key, dk.hashed, dk.n_hashed * sizeof *r->key);
-	memcpy(r->key + dk.n_hashed, dk.range, dk.n_range * sizeof *r->key);
+	if (dk.n_hashed > 0)
+		memcpy(r->key, dk.hashed, dk.n_hashed * sizeof *r->key);
+	if (dk.n_range > 0)
+		memcpy(r->key + dk.n_hashed, dk.range, dk.n_range * sizeof *r->key);
 	return 0;
 }
 
@@ -575,6 +577,11 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 
 	*rows = NULL;
 	*nrows = 0;
+	/* Emptied first: left empty unless more rows may follow. A state read
+	 * from this same buffer stays valid: it is consumed before anything is
+	 * appended. */
+	if (paging_out != NULL)
+		buf_reset(paging_out);
 	builder_init(&b, a, 0, schema->default_ttl_ms, errmsg);
 	if ((rv = scan_interval(schema, spec, &lo, &hi, &hi_set, errmsg)) != 0 ||
 	    (rv = apply_paging(spec, &lo, &hi, &hi_set, &read_ht, errmsg)) != 0 ||
