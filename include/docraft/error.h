@@ -24,6 +24,12 @@ enum docraft_error {
 	DOCRAFT_ECLOCKSKEW,  /* remote hybrid time too far ahead */
 	DOCRAFT_ETOOBIG,     /* value or frame larger than allowed */
 	DOCRAFT_ECLOSED,     /* object is closed or shutting down */
+	DOCRAFT_ENOTLEADER,  /* not the leader: retry at the leader (hint given) */
+	DOCRAFT_ELEADERLOST, /* leadership lost mid-request: outcome unknown, the
+				request may still commit; retry with the same id */
+	DOCRAFT_EUNAVAILABLE,/* no leader / replica failed: retry later */
+	DOCRAFT_EBUSY,       /* overloaded: back off and retry */
+	DOCRAFT_ETIMEDOUT,   /* deadline passed: outcome unknown */
 	DOCRAFT_ERROR_MAX
 };
 

@@ -16,6 +16,11 @@ static const char *const names[DOCRAFT_ERROR_MAX] = {
 	[DOCRAFT_ECLOCKSKEW] = "clock skew too large",
 	[DOCRAFT_ETOOBIG] = "too big",
 	[DOCRAFT_ECLOSED] = "closed",
+	[DOCRAFT_ENOTLEADER] = "not the leader",
+	[DOCRAFT_ELEADERLOST] = "leadership lost, outcome unknown",
+	[DOCRAFT_EUNAVAILABLE] = "unavailable",
+	[DOCRAFT_EBUSY] = "busy",
+	[DOCRAFT_ETIMEDOUT] = "timed out",
 };
 
 const char *docraft_strerror(int code)

@@ -34,14 +34,17 @@ void store_options_default(struct store_options *o);
  * code, *out is NULL and errmsg (DOCRAFT_ERRMSG_SIZE) says why. */
 int store_open(const char *path, const struct store_options *opts, struct store **out,
 	       char *errmsg);
-/* Closes without flushing (what is not flushed is replayed from the log).
- * NULL is a no-op. */
+/* Closes without flushing (what is not flushed is replayed from the log;
+ * RocksDB's own flush at close is switched off). Iterators must be freed
+ * first. NULL is a no-op. */
 void store_close(struct store *s);
 
 /* Applies serialized batch bytes (docdb/batch.h) at hybrid time ht as Raft
  * entry raft_index. An index at or below the applied marker is skipped and
  * returns 0 (replay is idempotent). Malformed bytes: DOCRAFT_ECORRUPT, nothing
- * written. Disk full: DOCRAFT_ENOSPC. */
+ * written. Disk full: DOCRAFT_ENOSPC. ht of HT_MIN, HT_INVALID or HT_MAX:
+ * DOCRAFT_EINVAL. An empty batch only advances the marker. raft_index 0 means
+ * "not from the log": the pairs are written, the marker is left alone. */
 int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uint64_t raft_index,
 		char *errmsg);
 
@@ -72,7 +75,8 @@ void store_iter_prev(struct store_iter *it);
 bool store_iter_valid(const struct store_iter *it);
 const uint8_t *store_iter_key(const struct store_iter *it, size_t *len);
 const uint8_t *store_iter_value(const struct store_iter *it, size_t *len);
-/* 0, or DOCRAFT_EIO with errmsg when iteration stopped on an error. */
+/* 0, or a code (DOCRAFT_EIO, DOCRAFT_ECORRUPT, ...) with errmsg when
+ * iteration stopped on an error. */
 int store_iter_status(const struct store_iter *it, char *errmsg);
 
 /* Directory the store was opened from. */

@@ -1,0 +1,435 @@
+/* The RocksDB glue behind docdb/store.h.
+ *
+ * One RocksDB instance, default column family, bytewise order, WAL off. Every
+ * store_apply is one rocksdb_write carrying the batch's pairs (each key
+ * suffixed with '#' DocHT(ht, write_id)) and the applied marker, so whatever
+ * a flush persists is a prefix of the applied Raft entries and the marker
+ * names its last one. RocksDB's own flush-at-close is switched off
+ * (avoid_flush_during_shutdown): store_close does not flush, as the header
+ * promises, so the persisted state only ever moves at store_flush (or when a
+ * memtable fills up). */
+#include "docdb/store.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rocksdb/c.h>
+
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/err.h"
+#include "common/hlc.h"
+#include "common/log.h"
+#include "docdb/batch.h"
+#include "docdb/key.h"
+
+/* The applied marker: BE64 raft index, BE64 hybrid time. Its first byte is
+ * below KT_GROUP_END, so it sorts before every DocKey. */
+#define MARKER_KEY "\x01" "applied"
+#define MARKER_KEY_LEN (sizeof(MARKER_KEY) - 1)
+#define MARKER_VALUE_LEN 16
+
+/* rocksdb::InfoLogLevel, which c.h does not name. */
+#define ROCKSDB_WARN_LEVEL 2
+
+#define DEFAULT_RETENTION_US (UINT64_C(900) * 1000 * 1000)
+
+struct store {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_readoptions_t *ropts;  /* point reads (the marker at open) */
+	rocksdb_flushoptions_t *fopts;
+	/* Applier-only scratch, reused across store_apply calls. */
+	rocksdb_writebatch_t *wb;
+	struct buf key;
+	struct buf marker;
+	/* Written by the applier, read from any thread. */
+	pthread_mutex_t mu;
+	uint64_t applied_index;
+	uint64_t applied_ht;
+	_Atomic uint64_t history_cutoff;
+	uint64_t retention_us;
+	char *path;
+};
+
+struct store_iter {
+	struct store *s;
+	rocksdb_readoptions_t *ro;
+	rocksdb_iterator_t *it;
+	/* Copies of the bounds: RocksDB keeps pointers to them. */
+	uint8_t *lower;
+	uint8_t *upper;
+	uint8_t bounds[];
+};
+
+/* The one place a RocksDB error string becomes a docraft code: frees err,
+ * fills errmsg with the store path and the operation, returns the code. */
+static int rocks_err(char *errmsg, char *err, const char *path, const char *op)
+{
+	int code;
+	if (strstr(err, "No space left") != NULL || strncmp(err, "IO error: No space", 18) == 0)
+		code = DOCRAFT_ENOSPC;
+	else if (strncmp(err, "Corruption", 10) == 0)
+		code = DOCRAFT_ECORRUPT;
+	else if (strncmp(err, "Invalid argument", 16) == 0)
+		code = DOCRAFT_EINVAL;
+	else
+		code = DOCRAFT_EIO;
+	err_set(errmsg, code, "store %s: %s: %s", path, op, err);
+	rocksdb_free(err);
+	return code;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (p == NULL)
+		PANIC("out of memory allocating %zu bytes", n);
+	return p;
+}
+
+void store_options_default(struct store_options *o)
+{
+	o->create_if_missing = true;
+	o->write_buffer_size = 0;
+	o->history_retention_us = 0;
+}
+
+static int make_options(const struct store_options *o, const char *path,
+			rocksdb_options_t **out, char *errmsg)
+{
+	rocksdb_options_t *base = rocksdb_options_create();
+	rocksdb_options_t *opts = rocksdb_options_create();
+	char *err = NULL;
+	/* No C setter for this one in RocksDB 7.8; the option string has it. */
+	rocksdb_get_options_from_string(base, "avoid_flush_during_shutdown=true", opts, &err);
+	rocksdb_options_destroy(base);
+	if (err != NULL) {
+		rocksdb_options_destroy(opts);
+		return rocks_err(errmsg, err, path, "options");
+	}
+	/* The comparator is RocksDB's default bytewise one. */
+	rocksdb_options_set_create_if_missing(opts, o->create_if_missing ? 1 : 0);
+	if (o->write_buffer_size != 0)
+		rocksdb_options_set_write_buffer_size(opts, o->write_buffer_size);
+	/* RocksDB's own LOG file in the store directory: warnings and errors
+	 * only. Debian's 7.8 build keeps assert() on, and once a LOG write
+	 * fails (disk full) the next one aborts the process in
+	 * WritableFileWriter::AssertFalseAndGetStatusForPrevError; at INFO
+	 * level every background flush logs, which made that likely. */
+	rocksdb_options_set_info_log_level(opts, ROCKSDB_WARN_LEVEL);
+	rocksdb_options_set_keep_log_file_num(opts, 4);
+	*out = opts;
+	return 0;
+}
+
+static int load_marker(struct store *s, char *errmsg)
+{
+	char *err = NULL;
+	size_t len = 0;
+	char *v = rocksdb_get(s->db, s->ropts, MARKER_KEY, MARKER_KEY_LEN, &len, &err);
+	if (err != NULL)
+		return rocks_err(errmsg, err, s->path, "reading the applied marker");
+	if (v == NULL) {
+		s->applied_index = 0;
+		s->applied_ht = 0;
+		return 0;
+	}
+	if (len != MARKER_VALUE_LEN) {
+		rocksdb_free(v);
+		return err_set(errmsg, DOCRAFT_ECORRUPT,
+			       "store %s: applied marker is %zu bytes, want %d", s->path, len,
+			       MARKER_VALUE_LEN);
+	}
+	s->applied_index = be64_load((const uint8_t *)v);
+	s->applied_ht = be64_load((const uint8_t *)v + 8);
+	rocksdb_free(v);
+	return 0;
+}
+
+int store_open(const char *path, const struct store_options *opts, struct store **out,
+	       char *errmsg)
+{
+	char msg[DOCRAFT_ERRMSG_SIZE] = "";
+	struct store_options def;
+	struct store *s;
+	char *err = NULL;
+	int rv;
+
+	PRE(path != NULL && out != NULL);
+	*out = NULL;
+	if (opts == NULL) {
+		store_options_default(&def);
+		opts = &def;
+	}
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return err_set(errmsg, DOCRAFT_ENOMEM, "store %s: out of memory", path);
+	s->path = strdup(path);
+	if (s->path == NULL) {
+		free(s);
+		return err_set(errmsg, DOCRAFT_ENOMEM, "store %s: out of memory", path);
+	}
+	buf_init(&s->key);
+	buf_init(&s->marker);
+	pthread_mutex_init(&s->mu, NULL);
+	atomic_init(&s->history_cutoff, 0);
+	s->retention_us = opts->history_retention_us ? opts->history_retention_us
+						     : DEFAULT_RETENTION_US;
+
+	if ((rv = make_options(opts, path, &s->opts, msg)) != 0)
+		goto err_after_init;
+	s->wopts = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_disable_WAL(s->wopts, 1);
+	rocksdb_writeoptions_set_sync(s->wopts, 0);
+	s->ropts = rocksdb_readoptions_create();
+	s->fopts = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(s->fopts, 1);
+	s->wb = rocksdb_writebatch_create();
+
+	s->db = rocksdb_open(s->opts, path, &err);
+	if (err != NULL) {
+		rv = rocks_err(msg, err, path, "open");
+		goto err_after_init;
+	}
+	if ((rv = load_marker(s, msg)) != 0)
+		goto err_after_init;
+	LOG_INFO("store %s: opened, applied index %" PRIu64 " ht %" PRIu64, path,
+		 s->applied_index, s->applied_ht);
+	*out = s;
+	return 0;
+
+err_after_init:
+	LOG_INFO("%s", msg);
+	store_close(s);
+	return err_set(errmsg, rv, "%s", msg);
+}
+
+void store_close(struct store *s)
+{
+	if (s == NULL)
+		return;
+	if (s->db != NULL) {
+		rocksdb_close(s->db);
+		LOG_INFO("store %s: closed", s->path);
+	}
+	if (s->wb != NULL)
+		rocksdb_writebatch_destroy(s->wb);
+	if (s->fopts != NULL)
+		rocksdb_flushoptions_destroy(s->fopts);
+	if (s->ropts != NULL)
+		rocksdb_readoptions_destroy(s->ropts);
+	if (s->wopts != NULL)
+		rocksdb_writeoptions_destroy(s->wopts);
+	if (s->opts != NULL)
+		rocksdb_options_destroy(s->opts);
+	buf_free(&s->key);
+	buf_free(&s->marker);
+	pthread_mutex_destroy(&s->mu);
+	free(s->path);
+	free(s);
+}
+
+int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uint64_t raft_index,
+		char *errmsg)
+{
+	struct batch_iter bi;
+	const uint8_t *k, *v;
+	size_t kl, vl;
+	uint64_t applied;
+	uint32_t i;
+	char *err = NULL;
+	int rv;
+
+	PRE(s != NULL && (batch != NULL || len == 0));
+	if (ht == HT_MIN || ht == HT_INVALID || ht == HT_MAX)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "store %s: raft index %" PRIu64 ": invalid hybrid time %" PRIu64,
+			       s->path, raft_index, ht);
+	if (raft_index != 0) {
+		store_applied(s, &applied, NULL);
+		if (raft_index <= applied)
+			return 0;
+	}
+
+	batch_iter_init(&bi, batch, len);
+	for (i = 0; (rv = batch_next(&bi, &k, &kl, &v, &vl)) == 1; i++) {
+		buf_reset(&s->key);
+		buf_append(&s->key, k, kl);
+		buf_push(&s->key, KT_HYBRID_TIME);
+		docht_append(&s->key, (struct docht){.ht = ht, .write_id = i});
+		rocksdb_writebatch_put(s->wb, (const char *)s->key.data, s->key.len,
+				       (const char *)v, vl);
+	}
+	if (rv < 0) {
+		rocksdb_writebatch_clear(s->wb);
+		return err_set(errmsg, DOCRAFT_ECORRUPT,
+			       "store %s: raft index %" PRIu64
+			       ": malformed write batch: pair %" PRIu32 " at offset %zu",
+			       s->path, raft_index, i, (size_t)(bi.p - (const uint8_t *)batch));
+	}
+	if (raft_index != 0) {
+		buf_reset(&s->marker);
+		buf_append_be64(&s->marker, raft_index);
+		buf_append_be64(&s->marker, ht);
+		rocksdb_writebatch_put(s->wb, MARKER_KEY, MARKER_KEY_LEN,
+				       (const char *)s->marker.data, s->marker.len);
+	}
+	rocksdb_write(s->db, s->wopts, s->wb, &err);
+	rocksdb_writebatch_clear(s->wb);
+	if (err != NULL) {
+		char op[64];
+		snprintf(op, sizeof op, "write of raft index %" PRIu64, raft_index);
+		return rocks_err(errmsg, err, s->path, op);
+	}
+	if (raft_index != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->applied_index = raft_index;
+		s->applied_ht = ht;
+		pthread_mutex_unlock(&s->mu);
+	}
+	return 0;
+}
+
+void store_applied(const struct store *s, uint64_t *raft_index, uint64_t *ht)
+{
+	struct store *m = (struct store *)s; /* the mutex is not part of the value */
+	pthread_mutex_lock(&m->mu);
+	if (raft_index != NULL)
+		*raft_index = s->applied_index;
+	if (ht != NULL)
+		*ht = s->applied_ht;
+	pthread_mutex_unlock(&m->mu);
+}
+
+int store_flush(struct store *s, char *errmsg)
+{
+	char *err = NULL;
+	PRE(s != NULL);
+	rocksdb_flush(s->db, s->fopts, &err);
+	if (err != NULL)
+		return rocks_err(errmsg, err, s->path, "flush");
+	return 0;
+}
+
+uint64_t store_history_cutoff(const struct store *s)
+{
+	return atomic_load(&((struct store *)s)->history_cutoff);
+}
+
+void store_set_history_cutoff(struct store *s, uint64_t ht)
+{
+	atomic_store(&s->history_cutoff, ht);
+}
+
+uint64_t store_history_retention_us(const struct store *s)
+{
+	return s->retention_us;
+}
+
+const char *store_path(const struct store *s)
+{
+	return s->path;
+}
+
+struct store_iter *store_iter_new(struct store *s, const void *lower, size_t lower_len,
+				  const void *upper, size_t upper_len)
+{
+	struct store_iter *it;
+	size_t n = (lower ? lower_len : 0) + (upper ? upper_len : 0);
+
+	PRE(s != NULL);
+	it = xmalloc(sizeof *it + n);
+	it->s = s;
+	it->lower = NULL;
+	it->upper = NULL;
+	it->ro = rocksdb_readoptions_create();
+	if (lower != NULL) {
+		it->lower = it->bounds;
+		if (lower_len > 0)
+			memcpy(it->lower, lower, lower_len);
+		rocksdb_readoptions_set_iterate_lower_bound(it->ro, (const char *)it->lower,
+							    lower_len);
+	}
+	if (upper != NULL) {
+		it->upper = it->bounds + (lower ? lower_len : 0);
+		if (upper_len > 0)
+			memcpy(it->upper, upper, upper_len);
+		rocksdb_readoptions_set_iterate_upper_bound(it->ro, (const char *)it->upper,
+							    upper_len);
+	}
+	it->it = rocksdb_create_iterator(s->db, it->ro);
+	return it;
+}
+
+void store_iter_free(struct store_iter *it)
+{
+	if (it == NULL)
+		return;
+	rocksdb_iter_destroy(it->it);
+	rocksdb_readoptions_destroy(it->ro);
+	free(it);
+}
+
+void store_iter_seek(struct store_iter *it, const void *key, size_t len)
+{
+	rocksdb_iter_seek(it->it, (const char *)key, len);
+}
+
+void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t len)
+{
+	rocksdb_iter_seek_for_prev(it->it, (const char *)key, len);
+}
+
+void store_iter_seek_first(struct store_iter *it)
+{
+	rocksdb_iter_seek_to_first(it->it);
+}
+
+void store_iter_seek_last(struct store_iter *it)
+{
+	rocksdb_iter_seek_to_last(it->it);
+}
+
+void store_iter_next(struct store_iter *it)
+{
+	PRE(store_iter_valid(it));
+	rocksdb_iter_next(it->it);
+}
+
+void store_iter_prev(struct store_iter *it)
+{
+	PRE(store_iter_valid(it));
+	rocksdb_iter_prev(it->it);
+}
+
+bool store_iter_valid(const struct store_iter *it)
+{
+	return rocksdb_iter_valid(it->it) != 0;
+}
+
+const uint8_t *store_iter_key(const struct store_iter *it, size_t *len)
+{
+	PRE(store_iter_valid(it));
+	return (const uint8_t *)rocksdb_iter_key(it->it, len);
+}
+
+const uint8_t *store_iter_value(const struct store_iter *it, size_t *len)
+{
+	PRE(store_iter_valid(it));
+	return (const uint8_t *)rocksdb_iter_value(it->it, len);
+}
+
+int store_iter_status(const struct store_iter *it, char *errmsg)
+{
+	char *err = NULL;
+	rocksdb_iter_get_error(it->it, &err);
+	if (err != NULL)
+		return rocks_err(errmsg, err, it->s->path, "iterate");
+	return 0;
+}
