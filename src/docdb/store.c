@@ -238,15 +238,24 @@ void store_close(struct store *s)
 int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uint64_t raft_index,
 		char *errmsg)
 {
+	struct store_part part = {batch, len};
+	return store_apply_parts(s, &part, 1, NULL, 0, ht, raft_index, errmsg);
+}
+
+int store_apply_parts(struct store *s, const struct store_part *parts, size_t nparts,
+		      const struct store_raw *raw, size_t nraw, uint64_t ht, uint64_t raft_index,
+		      char *errmsg)
+{
 	struct batch_iter bi;
 	const uint8_t *k, *v;
 	size_t kl, vl;
 	uint64_t applied;
-	uint32_t i;
+	uint32_t i = 0;
+	size_t part = 0;
 	char *err = NULL;
-	int rv;
+	int rv = 0;
 
-	PRE(s != NULL && (batch != NULL || len == 0));
+	PRE(s != NULL && (parts != NULL || nparts == 0) && (raw != NULL || nraw == 0));
 	if (ht == HT_MIN || ht == HT_INVALID || ht == HT_MAX)
 		return err_set(errmsg, DOCRAFT_EINVAL,
 			       "store %s: raft index %" PRIu64 ": invalid hybrid time %" PRIu64,
@@ -257,21 +266,35 @@ int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uin
 			return 0;
 	}
 
-	batch_iter_init(&bi, batch, len);
-	for (i = 0; (rv = batch_next(&bi, &k, &kl, &v, &vl)) == 1; i++) {
-		buf_reset(&s->key);
-		buf_append(&s->key, k, kl);
-		buf_push(&s->key, KT_HYBRID_TIME);
-		docht_append(&s->key, (struct docht){.ht = ht, .write_id = i});
-		rocksdb_writebatch_put(s->wb, (const char *)s->key.data, s->key.len,
-				       (const char *)v, vl);
+	/* Write ids run on across the parts: together they are one batch. */
+	for (; part < nparts && rv >= 0; part++) {
+		PRE(parts[part].batch != NULL || parts[part].len == 0);
+		batch_iter_init(&bi, parts[part].batch, parts[part].len);
+		for (; (rv = batch_next(&bi, &k, &kl, &v, &vl)) == 1; i++) {
+			buf_reset(&s->key);
+			buf_append(&s->key, k, kl);
+			buf_push(&s->key, KT_HYBRID_TIME);
+			docht_append(&s->key, (struct docht){.ht = ht, .write_id = i});
+			rocksdb_writebatch_put(s->wb, (const char *)s->key.data, s->key.len,
+					       (const char *)v, vl);
+		}
 	}
 	if (rv < 0) {
 		rocksdb_writebatch_clear(s->wb);
 		return err_set(errmsg, DOCRAFT_ECORRUPT,
 			       "store %s: raft index %" PRIu64
-			       ": malformed write batch: pair %" PRIu32 " at offset %zu",
-			       s->path, raft_index, i, (size_t)(bi.p - (const uint8_t *)batch));
+			       ": malformed write batch: part %zu, pair %" PRIu32 " at offset %zu",
+			       s->path, raft_index, part - 1, i,
+			       (size_t)(bi.p - (const uint8_t *)parts[part - 1].batch));
+	}
+	for (size_t r = 0; r < nraw; r++) {
+		PRE(raw[r].klen > 0 && ((const uint8_t *)raw[r].key)[0] <= KT_INTERNAL_MAX &&
+		    ((const uint8_t *)raw[r].key)[0] != MARKER_KEY[0]);
+		if (raw[r].del)
+			rocksdb_writebatch_delete(s->wb, raw[r].key, raw[r].klen);
+		else
+			rocksdb_writebatch_put(s->wb, raw[r].key, raw[r].klen, raw[r].val,
+					       raw[r].vlen);
 	}
 	if (raft_index != 0) {
 		buf_reset(&s->marker);
@@ -293,6 +316,21 @@ int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uin
 		s->applied_ht = ht;
 		pthread_mutex_unlock(&s->mu);
 	}
+	return 0;
+}
+
+int store_checkpoint(struct store *s, const char *dir, char *errmsg)
+{
+	char *err = NULL;
+	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(s->db, &err);
+	if (err != NULL)
+		return rocks_err(errmsg, err, s->path, "creating a checkpoint object");
+	/* log_size_for_flush 0: flush the memtables first, so the checkpoint
+	 * holds everything applied (the WAL is off: nothing else would). */
+	rocksdb_checkpoint_create(cp, dir, 0, &err);
+	rocksdb_checkpoint_object_destroy(cp);
+	if (err != NULL)
+		return rocks_err(errmsg, err, s->path, "creating a checkpoint");
 	return 0;
 }
 

@@ -48,6 +48,36 @@ void store_close(struct store *s);
 int store_apply(struct store *s, const void *batch, size_t len, uint64_t ht, uint64_t raft_index,
 		char *errmsg);
 
+/* One serialized batch among several applied together (store_apply_parts). */
+struct store_part {
+	const void *batch;
+	size_t len;
+};
+
+/* An internal record written as-is (no hybrid time suffix) in the same
+ * RocksDB write batch: key[0] must be <= KT_INTERNAL_MAX and not the applied
+ * marker's byte 0x01. del: a delete of key (val ignored). */
+struct store_raw {
+	const void *key;
+	size_t klen;
+	const void *val;
+	size_t vlen;
+	bool del;
+};
+
+/* Like store_apply for the concatenation of parts (write ids run on across
+ * them), plus raw internal records, all in one atomic RocksDB write with the
+ * marker. Same skip / error rules as store_apply. */
+int store_apply_parts(struct store *s, const struct store_part *parts, size_t nparts,
+		      const struct store_raw *raw, size_t nraw, uint64_t ht, uint64_t raft_index,
+		      char *errmsg);
+
+/* Writes a RocksDB checkpoint (hard links where possible) of everything
+ * applied so far into dir, which must not exist; the memtables are flushed
+ * first. The checkpoint is a store that store_open can open: its marker
+ * names the last index it holds. Any thread. */
+int store_checkpoint(struct store *s, const char *dir, char *errmsg);
+
 /* Last applied index and hybrid time (0, 0 for a fresh store). Reflects
  * memtable contents until a crash; after reopen, what was flushed. */
 void store_applied(const struct store *s, uint64_t *raft_index, uint64_t *ht);

@@ -857,6 +857,71 @@ TEST(disk_full)
 
 /* disk_full runs first: its child uses RocksDB after fork(), which is only
  * safe while this process has not started RocksDB's background threads. */
+/* Several parts are one batch (write ids run on); raw internal records land
+ * in the same write; a checkpoint opens as a store holding everything. */
+TEST(parts_raw_and_checkpoint)
+{
+	struct fixture f;
+	struct batch b1, b2;
+	struct buf want = BUF_INIT;
+	char cp[400];
+	const uint64_t ht = ht_make(UINT64_C(1767225600000000), 0);
+	fixture_init(&f, "store-parts");
+	batch_init(&b1);
+	batch_init(&b2);
+	batch_put(&b1, "Sa", 2, "1", 1);
+	batch_put(&b2, "Sb", 2, "2", 1);
+	batch_put(&b2, "Sa", 2, "3", 1);
+	struct store_part parts[2] = {{b1.data.data, b1.data.len}, {b2.data.data, b2.data.len}};
+	struct store_raw raw[2] = {{"\x02r1", 3, "x", 1, false}, {"\x02r0", 3, NULL, 0, true}};
+	CHECK_OK_MSG(store_apply_parts(f.s, parts, 2, raw, 2, ht, 7, f.errmsg), f.errmsg);
+	uint64_t idx;
+	store_applied(f.s, &idx, NULL);
+	CHECK_EQ_U64(idx, 7);
+	/* "Sa" was written twice: write id 2 (the second part) sorts first. */
+	struct store_iter *it = store_iter_new(f.s, NULL, 0, NULL, 0);
+	store_iter_seek(it, "\x02", 1);
+	size_t kl, vl;
+	const uint8_t *k = store_iter_key(it, &kl), *v;
+	CHECK_EQ_MEM(k, kl, "\x02r1", 3);
+	store_iter_seek(it, "Sa", 2);
+	k = store_iter_key(it, &kl);
+	v = store_iter_value(it, &vl);
+	stored_key(&want, "Sa", 2, ht, 2);
+	CHECK_EQ_MEM(k, kl, want.data, want.len);
+	CHECK_EQ_MEM(v, vl, "3", 1);
+	store_iter_next(it);
+	k = store_iter_key(it, &kl);
+	stored_key(&want, "Sa", 2, ht, 0);
+	CHECK_EQ_MEM(k, kl, want.data, want.len);
+	store_iter_free(it);
+	/* A malformed second part writes nothing at all. */
+	struct store_part bad[2] = {{b1.data.data, b1.data.len}, {"\xff", 1}};
+	CHECK_EQ_INT(store_apply_parts(f.s, bad, 2, NULL, 0, ht + 1, 8, f.errmsg), DOCRAFT_ECORRUPT);
+	CHECK(strstr(f.errmsg, "part 1") != NULL);
+	store_applied(f.s, &idx, NULL);
+	CHECK_EQ_U64(idx, 7);
+
+	snprintf(cp, sizeof cp, "%s/checkpoint", f.dir);
+	CHECK_OK_MSG(store_checkpoint(f.s, cp, f.errmsg), f.errmsg);
+	CHECK(store_checkpoint(f.s, cp, f.errmsg) != 0); /* exists already */
+	struct store *c;
+	CHECK_OK_MSG(store_open(cp, NULL, &c, f.errmsg), f.errmsg);
+	store_applied(c, &idx, NULL);
+	CHECK_EQ_U64(idx, 7);
+	it = store_iter_new(c, "S", 1, "T", 1);
+	int n = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+		n++;
+	CHECK_EQ_INT(n, 3);
+	store_iter_free(it);
+	store_close(c);
+	buf_free(&want);
+	batch_free(&b1);
+	batch_free(&b2);
+	fixture_done(&f);
+}
+
 TEST_MAIN(T(disk_full), T(fresh_store), T(stored_key_format), T(replay_skipped),
 	  T(empty_batch_and_index_zero), T(marker_survives_reopen), T(iterator_bounds),
-	  T(concurrent_readers), T(corrupt_batch), T(invalid_hybrid_time), T(open_errors))
+	  T(concurrent_readers), T(corrupt_batch), T(invalid_hybrid_time), T(open_errors), T(parts_raw_and_checkpoint))
