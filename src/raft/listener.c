@@ -1,0 +1,659 @@
+/* One port per server process: accept, read the preamble, hand over.
+ *
+ * Design. raft_uv_transport hands raft_uv a connected stream and raft_uv
+ * then writes and reads its own framing directly on it (on the accepting
+ * side it first expects its own handshake, which the peer's raft_uv sends
+ * right after our preamble, usually in the same TCP segment). So the
+ * listener must consume exactly the preamble and not one byte more: anything
+ * it read past the preamble would be lost to the new owner, because libuv
+ * has no "unread".
+ *
+ * The rule that makes this exact, borrowed from canonical/raft's
+ * src/uv_tcp_listen.c: the alloc callback never offers more buffer than the
+ * bytes still missing from the current parse step (want - have). read(2)
+ * cannot return more than the buffer, so the kernel keeps everything after
+ * the preamble. The preamble is parsed in at most three steps whose sizes
+ * are known in advance: the fixed 7-byte head (magic, version, kind, tablet
+ * id length), then the tablet id plus, for RAFT, the 8-byte sender id and
+ * the 1-byte address length, then the address. When the last step
+ * completes, the read callback calls uv_read_stop before anything else and
+ * hands the stream over; a new owner that calls uv_read_start (raft_uv does
+ * so inside its accept callback) simply continues reading from the kernel
+ * buffer, in the same loop iteration or a later one (libuv polls level
+ * triggered).
+ *
+ * Each connection in its preamble phase ("incoming") has two handles: the
+ * raft_malloc'd TCP handle and a timer that closes a connection which stays
+ * silent or incomplete for the preamble timeout. Every failure — bad magic,
+ * version, kind, length or character, EOF, read error, timeout — is one
+ * path: uv_close both handles, free in the close callbacks. Nothing from
+ * the network is asserted. On hand-over only the timer is closed; the TCP
+ * handle leaves our bookkeeping.
+ *
+ * l->n_handles counts every handle the listener still has to see closed
+ * (the server socket, and the TCP handle and timer of each incoming). Once
+ * listener_close has been called and it drops to zero, the listener is
+ * freed and the caller's callback runs.
+ *
+ * RAFT connections are routed through a small chained hash table of
+ * registered tablets (tablet id -> transport, accept callback). A tablet
+ * that is not registered — not open here, or closed meanwhile — gets its
+ * connection closed; the peer's raft_uv retries on its own schedule. */
+#include "raft/listener.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#define HEAD_SIZE 7     /* magic, version, kind, tablet id length */
+#define RAFT_EXTRA 9    /* sender id, address length */
+#define REG_BUCKETS 256 /* power of two */
+#define ADDRESS_TEXT_MAX 22 /* "255.255.255.255:65535" */
+
+enum stage {
+	STAGE_HEAD = 0, /* reading the fixed head */
+	STAGE_BODY,     /* reading the tablet id (and the RAFT sender id, address length) */
+	STAGE_ADDR,     /* reading the RAFT sender address */
+};
+
+struct reg {
+	struct reg *next;
+	struct raft_uv_transport *t;
+	raft_uv_accept_cb cb;
+	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
+};
+
+struct handler {
+	listener_handler_cb cb;
+	void *arg;
+};
+
+struct incoming {
+	struct listener *l;
+	struct incoming *prev, *next; /* in l->pending while reading the preamble */
+	uv_tcp_t *tcp;                /* raft_malloc'd; NULL once handed over */
+	uv_timer_t timer;
+	unsigned n_open; /* handles of this incoming not yet closed */
+	size_t have;     /* preamble bytes in buf */
+	size_t want;     /* bytes buf must hold before the next parse step */
+	enum stage stage;
+	uint8_t buf[LISTENER_PREAMBLE_MAX];
+};
+
+struct listener {
+	uv_loop_t *loop;
+	uv_tcp_t server;
+	struct sockaddr_in addr;
+	char address[ADDRESS_TEXT_MAX + 1];
+	uint64_t timeout_ms;
+	struct handler handlers[LISTENER_COPY + 1];
+	struct incoming *pending; /* connections in their preamble phase */
+	struct reg *buckets[REG_BUCKETS];
+	size_t n_registered;
+	unsigned n_handles; /* handles not yet closed, see the design note */
+	bool closing;
+	struct listener_stats stats;
+	listener_close_cb close_cb;
+	void *close_arg;
+};
+
+/* ---- small helpers ---- */
+
+static void *xmalloc(size_t n)
+{
+	void *p = calloc(1, n);
+	if (p == NULL)
+		PANIC("out of memory (%zu bytes)", n);
+	return p;
+}
+
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x21 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static bool valid_tablet_id(const char *id, bool may_be_empty)
+{
+	size_t n = strnlen(id, LISTENER_TABLET_ID_MAX + 1);
+	if (n > LISTENER_TABLET_ID_MAX || (n == 0 && !may_be_empty))
+		return false;
+	return printable((const uint8_t *)id, n);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static unsigned hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s != '\0'; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h & (REG_BUCKETS - 1);
+}
+
+static struct reg **find_reg(struct listener *l, const char *tablet_id)
+{
+	struct reg **pp = &l->buckets[hash(tablet_id)];
+	while (*pp != NULL && strcmp((*pp)->tablet_id, tablet_id) != 0)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void free_handle(uv_handle_t *h)
+{
+	raft_free(h);
+}
+
+/* ---- address parsing, preamble encoding ---- */
+
+int listener_parse_address(const char *address, struct sockaddr_in *out, char *errmsg)
+{
+	char host[INET_ADDRSTRLEN];
+	const char *colon;
+	unsigned long port = 0;
+	size_t hlen;
+
+	if (address == NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "no address");
+	colon = strrchr(address, ':');
+	if (colon == NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "address '%.64s' has no port", address);
+	hlen = (size_t)(colon - address);
+	if (hlen == 0 || hlen >= sizeof host)
+		return err_set(errmsg, DOCRAFT_EINVAL, "address '%.64s': bad IPv4 host", address);
+	memcpy(host, address, hlen);
+	host[hlen] = '\0';
+	if (colon[1] == '\0')
+		return err_set(errmsg, DOCRAFT_EINVAL, "address '%.64s': empty port", address);
+	for (const char *p = colon + 1; *p != '\0' && port <= 65535; p++) {
+		if (*p < '0' || *p > '9')
+			port = 65536;
+		else
+			port = port * 10 + (unsigned long)(*p - '0');
+	}
+	if (port > 65535)
+		return err_set(errmsg, DOCRAFT_EINVAL, "address '%.64s': bad port", address);
+	memset(out, 0, sizeof *out);
+	out->sin_family = AF_INET;
+	out->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
+		return err_set(errmsg, DOCRAFT_EINVAL, "address '%.64s': not an IPv4 literal",
+			       address);
+	return 0;
+}
+
+size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, uint64_t id,
+				const char *address)
+{
+	size_t tlen, alen, n;
+
+	if (kind != LISTENER_RAFT && kind != LISTENER_RPC && kind != LISTENER_COPY)
+		return 0;
+	if (tablet_id == NULL || !valid_tablet_id(tablet_id, kind == LISTENER_RPC))
+		return 0;
+	tlen = strlen(tablet_id);
+	memcpy(buf, LISTENER_MAGIC, 4);
+	buf[4] = LISTENER_VERSION;
+	buf[5] = (uint8_t)kind;
+	buf[6] = (uint8_t)tlen;
+	memcpy(buf + HEAD_SIZE, tablet_id, tlen);
+	n = HEAD_SIZE + tlen;
+	if (kind != LISTENER_RAFT)
+		return n;
+	if (id == 0 || address == NULL)
+		return 0;
+	alen = strnlen(address, LISTENER_ADDRESS_MAX + 1);
+	if (alen == 0 || alen > LISTENER_ADDRESS_MAX || !printable((const uint8_t *)address, alen))
+		return 0;
+	put_be64(buf + n, id);
+	buf[n + 8] = (uint8_t)alen;
+	memcpy(buf + n + RAFT_EXTRA, address, alen);
+	return n + RAFT_EXTRA + alen;
+}
+
+/* ---- closing ---- */
+
+static void maybe_closed(struct listener *l)
+{
+	listener_close_cb cb;
+	void *arg;
+
+	if (!l->closing || l->n_handles > 0)
+		return;
+	ASSERT(l->pending == NULL);
+	cb = l->close_cb;
+	arg = l->close_arg;
+	free(l);
+	if (cb != NULL)
+		cb(arg);
+}
+
+/* One handle of an incoming is closed; the last one frees it. */
+static void incoming_handle_closed(struct incoming *in)
+{
+	struct listener *l = in->l;
+
+	ASSERT(in->n_open > 0 && l->n_handles > 0);
+	in->n_open--;
+	l->n_handles--;
+	if (in->n_open == 0)
+		free(in);
+	maybe_closed(l);
+}
+
+static void tcp_close_cb(uv_handle_t *h)
+{
+	struct incoming *in = h->data;
+	raft_free(h);
+	incoming_handle_closed(in);
+}
+
+static void timer_close_cb(uv_handle_t *h)
+{
+	incoming_handle_closed(h->data);
+}
+
+static void unlink_incoming(struct incoming *in)
+{
+	struct listener *l = in->l;
+	if (in->prev != NULL)
+		in->prev->next = in->next;
+	else
+		l->pending = in->next;
+	if (in->next != NULL)
+		in->next->prev = in->prev;
+	in->prev = in->next = NULL;
+}
+
+/* Drops a connection still in its preamble phase; counter is the
+ * listener_stats field that counts the reason. */
+static void abort_incoming(struct incoming *in, uint64_t *counter, const char *why)
+{
+	(*counter)++;
+	LOG_DEBUG("listener %s: closing connection: %s", in->l->address, why);
+	unlink_incoming(in);
+	uv_close((uv_handle_t *)in->tcp, tcp_close_cb);
+	uv_close((uv_handle_t *)&in->timer, timer_close_cb);
+}
+
+/* ---- preamble ---- */
+
+/* Consumes one complete parse step (have == want). Returns -1 on a malformed
+ * preamble, 0 when the next step needs more bytes (want was raised, or is
+ * already met), 1 when the preamble is complete. */
+static int parse_step(struct incoming *in)
+{
+	const uint8_t *b = in->buf;
+	size_t tlen;
+
+	ASSERT(in->have == in->want);
+	switch (in->stage) {
+	case STAGE_HEAD:
+		if (memcmp(b, LISTENER_MAGIC, 4) != 0 || b[4] != LISTENER_VERSION)
+			return -1;
+		if (b[5] != LISTENER_RAFT && b[5] != LISTENER_RPC && b[5] != LISTENER_COPY)
+			return -1;
+		tlen = b[6];
+		if (tlen > LISTENER_TABLET_ID_MAX || (tlen == 0 && b[5] != LISTENER_RPC))
+			return -1;
+		in->want = HEAD_SIZE + tlen + (b[5] == LISTENER_RAFT ? RAFT_EXTRA : 0);
+		in->stage = STAGE_BODY;
+		return 0;
+	case STAGE_BODY:
+		tlen = b[6];
+		if (!printable(b + HEAD_SIZE, tlen))
+			return -1;
+		if (b[5] != LISTENER_RAFT)
+			return 1;
+		if (get_be64(b + HEAD_SIZE + tlen) == 0 || b[HEAD_SIZE + tlen + 8] == 0)
+			return -1;
+		in->want += b[HEAD_SIZE + tlen + 8];
+		in->stage = STAGE_ADDR;
+		return 0;
+	case STAGE_ADDR:
+		tlen = b[6];
+		if (!printable(b + HEAD_SIZE + tlen + RAFT_EXTRA, b[HEAD_SIZE + tlen + 8]))
+			return -1;
+		return 1;
+	}
+	return -1;
+}
+
+/* The preamble is complete: stop reading, leave our bookkeeping, dispatch. */
+static void hand_over(struct incoming *in)
+{
+	struct listener *l = in->l;
+	uv_stream_t *s = (uv_stream_t *)in->tcp;
+	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
+	char address[LISTENER_ADDRESS_MAX + 1];
+	const uint8_t *b = in->buf;
+	size_t tlen = b[6];
+	int kind = b[5];
+	uint64_t id = 0;
+
+	uv_read_stop(s);
+	memcpy(tablet_id, b + HEAD_SIZE, tlen);
+	tablet_id[tlen] = '\0';
+	address[0] = '\0';
+	if (kind == LISTENER_RAFT) {
+		size_t alen = b[HEAD_SIZE + tlen + 8];
+		id = get_be64(b + HEAD_SIZE + tlen);
+		memcpy(address, b + HEAD_SIZE + tlen + RAFT_EXTRA, alen);
+		address[alen] = '\0';
+	}
+
+	/* The TCP handle is no longer ours; the timer closes and frees `in`. */
+	unlink_incoming(in);
+	in->tcp = NULL;
+	in->n_open--;
+	l->n_handles--;
+	uv_close((uv_handle_t *)&in->timer, timer_close_cb);
+	s->data = NULL;
+
+	if (kind == LISTENER_RAFT) {
+		struct reg *r = *find_reg(l, tablet_id);
+		if (r == NULL) {
+			l->stats.unroutable++;
+			TLOG_DEBUG(tablet_id, 0,
+				   "listener %s: raft connection from %llu (%s) for a tablet "
+				   "not open here, closing",
+				   l->address, (unsigned long long)id, address);
+			listener_stream_close(s);
+			return;
+		}
+		l->stats.handed_over++;
+		TLOG_DEBUG(tablet_id, 0, "listener %s: raft connection from %llu (%s)", l->address,
+			   (unsigned long long)id, address);
+		r->cb(r->t, id, address, s);
+		return;
+	}
+	if (l->handlers[kind].cb == NULL) {
+		l->stats.unroutable++;
+		LOG_DEBUG("listener %s: no handler for connection kind %d, closing", l->address,
+			  kind);
+		listener_stream_close(s);
+		return;
+	}
+	l->stats.handed_over++;
+	l->handlers[kind].cb(l->handlers[kind].arg, s, tablet_id);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct incoming *in = h->data;
+	(void)suggested;
+	/* Never offer more than the bytes still missing: see the design note. */
+	ASSERT(in->want > in->have && in->want <= sizeof in->buf);
+	buf->base = (char *)in->buf + in->have;
+	buf->len = in->want - in->have;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct incoming *in = s->data;
+	int rv = 0;
+
+	(void)buf;
+	if (nread == 0)
+		return; /* EAGAIN */
+	if (nread < 0) {
+		abort_incoming(in, &in->l->stats.dropped,
+			       nread == UV_EOF ? "EOF in preamble" : uv_strerror((int)nread));
+		return;
+	}
+	ASSERT((size_t)nread <= in->want - in->have);
+	in->have += (size_t)nread;
+	while (in->have == in->want) {
+		rv = parse_step(in);
+		if (rv != 0)
+			break;
+	}
+	if (rv < 0)
+		abort_incoming(in, &in->l->stats.malformed, "malformed preamble");
+	else if (rv > 0)
+		hand_over(in);
+}
+
+static void timeout_cb(uv_timer_t *t)
+{
+	struct incoming *in = t->data;
+	abort_incoming(in, &in->l->stats.timed_out, "preamble timeout");
+}
+
+static void connection_cb(uv_stream_t *server, int status)
+{
+	struct listener *l = server->data;
+	struct incoming *in;
+	int rv;
+
+	if (status < 0) {
+		LOG_WARN("listener %s: accept: %s", l->address, uv_strerror(status));
+		return;
+	}
+	in = xmalloc(sizeof *in);
+	in->l = l;
+	in->tcp = raft_malloc(sizeof *in->tcp);
+	if (in->tcp == NULL)
+		PANIC("out of memory");
+	in->want = HEAD_SIZE;
+	in->stage = STAGE_HEAD;
+	rv = uv_tcp_init(l->loop, in->tcp);
+	ASSERT(rv == 0);
+	in->tcp->data = in;
+	rv = uv_timer_init(l->loop, &in->timer);
+	ASSERT(rv == 0);
+	in->timer.data = in;
+	in->n_open = 2;
+	l->n_handles += 2;
+	in->next = l->pending;
+	if (l->pending != NULL)
+		l->pending->prev = in;
+	l->pending = in;
+
+	rv = uv_accept(server, (uv_stream_t *)in->tcp);
+	l->stats.accepted++;
+	if (rv != 0) {
+		abort_incoming(in, &l->stats.dropped, uv_strerror(rv));
+		return;
+	}
+	uv_tcp_nodelay(in->tcp, 1);
+	rv = uv_timer_start(&in->timer, timeout_cb, l->timeout_ms, 0);
+	ASSERT(rv == 0);
+	rv = uv_read_start((uv_stream_t *)in->tcp, alloc_cb, read_cb);
+	if (rv != 0)
+		abort_incoming(in, &l->stats.dropped, uv_strerror(rv));
+}
+
+/* ---- public ---- */
+
+static void free_listener_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+int listener_open(uv_loop_t *loop, const char *address, struct listener **out, char *errmsg)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof addr;
+	struct listener *l;
+	char ip[INET_ADDRSTRLEN];
+	int one = 1;
+	int fd, rv;
+
+	*out = NULL;
+	rv = listener_parse_address(address, &addr, errmsg);
+	if (rv != 0)
+		return rv;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_set(errmsg, DOCRAFT_EIO, "socket: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+	    bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+	    listen(fd, SOMAXCONN) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&addr, &alen) != 0) {
+		rv = err_set(errmsg, DOCRAFT_EIO, "listen on %s: %s", address, strerror(errno));
+		close(fd);
+		return rv;
+	}
+
+	l = xmalloc(sizeof *l);
+	l->loop = loop;
+	l->addr = addr;
+	inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+	snprintf(l->address, sizeof l->address, "%s:%u", ip, (unsigned)ntohs(addr.sin_port));
+	l->timeout_ms = LISTENER_DEFAULT_TIMEOUT_MS;
+	rv = uv_tcp_init(loop, &l->server);
+	ASSERT(rv == 0);
+	l->server.data = l;
+	l->n_handles = 1;
+	rv = uv_tcp_open(&l->server, fd);
+	if (rv != 0)
+		close(fd); /* not adopted by the handle */
+	else
+		rv = uv_listen((uv_stream_t *)&l->server, SOMAXCONN, connection_cb);
+	if (rv != 0) {
+		/* libuv refused a socket we just created: not expected. The
+		 * handle closes on the next loop run and frees l; no callback
+		 * reaches the caller. */
+		rv = err_set(errmsg, DOCRAFT_EIO, "listen on %s: %s", address, uv_strerror(rv));
+		uv_close((uv_handle_t *)&l->server, free_listener_cb);
+		return rv;
+	}
+	{
+		struct sigaction sa;
+		if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+			LOG_WARN("listener %s: SIGPIPE is not ignored; a peer closing a "
+				 "connection will kill this process", l->address);
+	}
+	LOG_INFO("listener: accepting on %s", l->address);
+	*out = l;
+	return 0;
+}
+
+const char *listener_address(const struct listener *l)
+{
+	return l->address;
+}
+
+const struct sockaddr_in *listener_sockaddr(const struct listener *l)
+{
+	return &l->addr;
+}
+
+uv_loop_t *listener_loop(const struct listener *l)
+{
+	return l->loop;
+}
+
+void listener_set_timeout(struct listener *l, uint64_t ms)
+{
+	PRE(ms > 0);
+	l->timeout_ms = ms;
+}
+
+int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, void *arg,
+			 char *errmsg)
+{
+	if (kind != LISTENER_RPC && kind != LISTENER_COPY)
+		return err_set(errmsg, DOCRAFT_EINVAL, "no handler for connection kind %d", kind);
+	l->handlers[kind].cb = cb;
+	l->handlers[kind].arg = arg;
+	return 0;
+}
+
+int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_transport *t,
+		      raft_uv_accept_cb cb, char *errmsg)
+{
+	struct reg **pp, *r;
+
+	PRE(!l->closing);
+	PRE(cb != NULL);
+	if (tablet_id == NULL || !valid_tablet_id(tablet_id, false))
+		return err_set(errmsg, DOCRAFT_EINVAL, "bad tablet id");
+	pp = find_reg(l, tablet_id);
+	if (*pp != NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "tablet %s is already registered on listener %s", tablet_id,
+			       l->address);
+	r = xmalloc(sizeof *r);
+	r->t = t;
+	r->cb = cb;
+	strcpy(r->tablet_id, tablet_id);
+	*pp = r;
+	l->n_registered++;
+	return 0;
+}
+
+void listener_unregister(struct listener *l, const char *tablet_id,
+			 const struct raft_uv_transport *t)
+{
+	struct reg **pp = find_reg(l, tablet_id);
+	struct reg *r = *pp;
+
+	if (r == NULL || r->t != t)
+		return;
+	*pp = r->next;
+	free(r);
+	l->n_registered--;
+}
+
+size_t listener_n_registered(const struct listener *l)
+{
+	return l->n_registered;
+}
+
+void listener_get_stats(const struct listener *l, struct listener_stats *out)
+{
+	*out = l->stats;
+}
+
+void listener_stream_close(uv_stream_t *stream)
+{
+	uv_close((uv_handle_t *)stream, free_handle);
+}
+
+static void server_close_cb(uv_handle_t *h)
+{
+	struct listener *l = h->data;
+	l->n_handles--;
+	maybe_closed(l);
+}
+
+void listener_close(struct listener *l, listener_close_cb cb, void *arg)
+{
+	PRE(!l->closing);
+	PRE(l->n_registered == 0);
+	LOG_INFO("listener %s: closing", l->address);
+	l->closing = true;
+	l->close_cb = cb;
+	l->close_arg = arg;
+	while (l->pending != NULL)
+		abort_incoming(l->pending, &l->stats.dropped, "listener closing");
+	uv_close((uv_handle_t *)&l->server, server_close_cb);
+}
