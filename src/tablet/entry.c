@@ -1,5 +1,6 @@
 #include "tablet/entry.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -22,6 +23,12 @@ void entry_add_request(struct buf *out, const uint8_t client_id[ENTRY_CLIENT_ID_
 	buf_append(out, batch, batch_len);
 }
 
+void entry_finish(struct buf *out)
+{
+	static const uint8_t zeros[8];
+	buf_append(out, zeros, (8 - out->len % 8) % 8);
+}
+
 int entry_open(struct entry_reader *r, const void *data, size_t len, char *errmsg)
 {
 	const uint8_t *p = data;
@@ -42,7 +49,10 @@ int entry_next(struct entry_reader *r, struct entry_request *out, char *errmsg)
 	size_t left = (size_t)(r->end - r->p);
 	uint32_t blen, count;
 	if (r->read == r->n_requests) {
-		if (left != 0) {
+		bool padding = left < 8;
+		for (size_t i = 0; padding && i < left; i++)
+			padding = r->p[i] == 0;
+		if (!padding) {
 			err_set(errmsg, DOCRAFT_ECORRUPT, "%zu stray bytes after the last request",
 				left);
 			return -DOCRAFT_ECORRUPT;

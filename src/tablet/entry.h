@@ -13,6 +13,9 @@
  *               forgotten: the client will never retry them)
  *     BE32      length of the request's DocDB batch (docdb/batch.h)
  *     bytes     the batch
+ *   0..7 zero bytes of padding to a multiple of 8 (entry_finish): raft_uv
+ *   0.15 pads entries to 8 bytes when it reads its segments but not when it
+ *   writes them, so an unpadded entry corrupts every later batch's offset.
  *
  * Batches are serialized pair lists, so the requests' batches taken in order
  * form one valid batch; write ids run on across requests, and a later request
@@ -45,6 +48,8 @@ struct entry_request {
 void entry_begin(struct buf *out, uint64_t ht, uint32_t n_requests);
 void entry_add_request(struct buf *out, const uint8_t client_id[ENTRY_CLIENT_ID_LEN],
 		       uint64_t seq, uint64_t min_running, const void *batch, size_t batch_len);
+/* Pads the entry to a multiple of 8 bytes; call after the last request. */
+void entry_finish(struct buf *out);
 /* Bytes one request adds to an entry. */
 static inline size_t entry_request_size(size_t batch_len) { return 16 + 8 + 8 + 4 + batch_len; }
 #define ENTRY_HEADER_SIZE 13

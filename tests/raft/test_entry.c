@@ -17,6 +17,7 @@ static void make(struct buf *out, struct batch *b1, struct batch *b2)
 	entry_begin(out, 12345, 2);
 	entry_add_request(out, c1, 7, 5, b1->data.data, b1->data.len);
 	entry_add_request(out, c2, 9, 9, b2->data.data, b2->data.len);
+	entry_finish(out);
 }
 
 TEST(round_trip)
@@ -39,6 +40,24 @@ TEST(round_trip)
 	CHECK_EQ_U64(q.seq, 9);
 	CHECK_EQ_MEM(q.batch, q.batch_len, b2.data.data, b2.data.len);
 	CHECK_EQ_INT(entry_next(&r, &q, err), 0);
+	CHECK_EQ_INT(e.len % 8, 0);
+	/* Up to 7 zero bytes of padding are accepted; non-zero or 8 are not. */
+	static const struct {
+		const char *tail;
+		size_t n;
+		int last;
+	} cases[] = {{"\0\0\0", 3, 0}, {"\0\0\0\0\0\0\0", 7, 0},
+		     {"\0\0\0\0\0\0\0\0", 8, -DOCRAFT_ECORRUPT}, {"\0\1", 2, -DOCRAFT_ECORRUPT}};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct buf p = BUF_INIT;
+		buf_append(&p, e.data, e.len);
+		buf_append(&p, cases[c].tail, cases[c].n);
+		CHECK_OK(entry_open(&r, p.data, p.len, err));
+		CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+		CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+		CHECK_EQ_INT(entry_next(&r, &q, err), cases[c].last);
+		buf_free(&p);
+	}
 	buf_free(&e);
 	batch_free(&b1);
 	batch_free(&b2);

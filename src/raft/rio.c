@@ -1,0 +1,448 @@
+/* rio: forwarding raft_io with the "Figure 8" guard for C-Raft 0.15.
+ *
+ * Design note.
+ *
+ * Forwarding. Each outer method calls the same method of the inner io with the
+ * inner pointer. When a forwarded call fails, inner->errmsg is copied to the
+ * outer errmsg, which is where raft looks (ErrMsgTransfer(r->io->errmsg)).
+ * raft also reads r->io->errmsg asynchronously, in appendLeaderCb when a disk
+ * write failed, so append requests are wrapped: rio allocates a small request
+ * (raft_malloc), gives it to the inner io, copies the errmsg on failure and
+ * then calls raft's callback with raft's own request. Every other request
+ * (send, snapshot put/get, async work) reaches the inner io unchanged: their
+ * callbacks get only the request, never an io, so they need no trampoline.
+ *
+ * The callbacks that do get an io (tick, recv, close) are trampolined: the
+ * inner io calls them with the INNER pointer, raft expects the outer one (it
+ * does struct raft *r = io->data). The trampoline finds the rio through
+ * inner->data:
+ *   - raft_uv: raft_init is given the outer io, so raft sets outer.data = r
+ *     and never sees inner; raft_uv calls its callbacks with its own back
+ *     pointer uv->io (== inner) and keeps its state in inner->impl and
+ *     transport->data, never in inner->data.
+ *   - raft_fixture: raft_fixture_grow ran raft_init on the inner io (so
+ *     inner->data was r); after rio_wrap_fixture raft only reads r->io, the
+ *     outer, and the fixture code never reads servers[i].io.data (checked in
+ *     the 0.15 object code: no access at that offset; it fires
+ *     io->tick_cb(io->io) and io->recv_cb(peer->io->io, msg) with the inner).
+ * So inner->data is free in both and a registry (with a lock, since tablets
+ * live on several loop threads) is not needed. A magic number in struct rio is
+ * checked in every trampoline, so an io that did use data would be caught at
+ * once rather than corrupt memory quietly.
+ *
+ * The guard (see rio.h for the why). Decision on a received
+ * RAFT_IO_APPEND_ENTRIES_RESULT with rejected == 0, only while the node is
+ * leader (raft ignores results otherwise):
+ *
+ *     last_log_index <= raft_last_applied(r)   pass  (cannot raise commit index)
+ *     barrier unknown or not yet stored here   drop
+ *     last_log_index <  term_first_index       drop
+ *     otherwise                                pass
+ *
+ * "Stored here" is learnt from the append callbacks: raft writes a batch that
+ * ends at its current last index (appendLeader and replicationAppend acquire
+ * "from index to the end"), so at io->append time the batch covers
+ * [raft_last_index - n + 1, raft_last_index]; the batch holding
+ * term_first_index, written in this leadership (epoch), marks it stored when it
+ * completes with status 0. A failed write leaves it unstored until a later
+ * batch covering that index succeeds (after a failed write raft truncates its
+ * log there and the next entries of this term are appended at that index).
+ *
+ * Why the first line is safe: 0.15's replicationQuorum(r, last_stored) only
+ * commits last_stored, and only if last_stored > commit_index; a match index
+ * <= last_applied <= commit_index is below it and is never counted. Without
+ * this line a follower catching up through InstallSnapshot (whose reply
+ * carries the snapshot index, usually below the barrier) would be re-sent the
+ * snapshot forever.
+ *
+ * Send hold: while leader with term_first_index == 0, outgoing AppendEntries
+ * fail with RAFT_NOCONNECTION (raft frees its request and retries on the next
+ * heartbeat or trigger; the callback is not called, as the raft_io contract
+ * for a failed call requires). Other messages pass (votes, InstallSnapshot).
+ *
+ * Leadership tracking: after every forwarded tick and recv, if raft_state is
+ * not RAFT_LEADER, term_first_index is reset. A node cannot lose and regain
+ * leadership without ticking in between (it must time out to campaign), so a
+ * stale index never survives into a later term. */
+#include "raft/rio.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/check.h"
+
+#define RIO_MAGIC 0x52494f31u /* "RIO1" */
+
+/* The wrapper for one append request (see the design note). */
+struct append_req {
+	struct raft_io_append req;  /* given to the inner io; req.data = this */
+	struct raft_io_append *orig; /* raft's request */
+	raft_io_append_cb cb;       /* raft's callback */
+	struct rio *g;
+	bool has_barrier;           /* batch holds term_first_index of epoch */
+	uint64_t epoch;
+};
+
+static struct rio *outer_rio(struct raft_io *io)
+{
+	struct rio *g = (struct rio *)((char *)io - offsetof(struct rio, io));
+	ASSERT(g->magic == RIO_MAGIC);
+	return g;
+}
+
+static struct rio *inner_rio(struct raft_io *inner)
+{
+	struct rio *g = inner->data;
+	ASSERT(g != NULL && g->magic == RIO_MAGIC && g->inner == inner);
+	return g;
+}
+
+static void copy_errmsg(struct rio *g)
+{
+	memcpy(g->io.errmsg, g->inner->errmsg, sizeof g->io.errmsg);
+	g->io.errmsg[sizeof g->io.errmsg - 1] = '\0';
+}
+
+/* rv is the inner io's return code; copies its errmsg on failure. */
+static int fwd(struct rio *g, int rv)
+{
+	if (rv != 0)
+		copy_errmsg(g);
+	return rv;
+}
+
+static bool is_leader(struct rio *g)
+{
+	struct raft *r = g->io.data;
+	return r != NULL && raft_state(r) == RAFT_LEADER;
+}
+
+static void forget(struct rio *g)
+{
+	g->term_first_index = 0;
+	g->barrier_stored = false;
+	g->epoch++;
+}
+
+/* Forgets the barrier once the node is seen not to lead. */
+static void observe(struct rio *g)
+{
+	if (g->term_first_index != 0 && !is_leader(g))
+		forget(g);
+}
+
+static bool drop_result(struct rio *g, const struct raft_append_entries_result *res)
+{
+	struct raft *r = g->io.data;
+
+	if (!g->guard || res->rejected != 0 || !is_leader(g))
+		return false;
+	if (res->last_log_index <= raft_last_applied(r))
+		return false;
+	if (g->term_first_index == 0 || !g->barrier_stored)
+		return true;
+	return res->last_log_index < g->term_first_index;
+}
+
+/* ---- trampolines: inner io -> raft ---- */
+
+static void tick_tramp(struct raft_io *inner)
+{
+	struct rio *g = inner_rio(inner);
+
+	g->tick_cb(&g->io);
+	observe(g);
+}
+
+static void recv_tramp(struct raft_io *inner, struct raft_message *m)
+{
+	struct rio *g = inner_rio(inner);
+
+	/* Only results are ever dropped: they own no memory. AppendEntries
+	 * (entry batches) and InstallSnapshot (data, configuration) are always
+	 * handed to raft, which takes ownership of their buffers. */
+	if (m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
+	    drop_result(g, &m->append_entries_result)) {
+		g->n_dropped++;
+		return;
+	}
+	g->recv_cb(&g->io, m);
+	observe(g);
+}
+
+static void close_tramp(struct raft_io *inner)
+{
+	struct rio *g = inner_rio(inner);
+
+	if (g->close_cb != NULL)
+		g->close_cb(&g->io);
+}
+
+static void append_tramp(struct raft_io_append *req, int status)
+{
+	struct append_req *a = req->data;
+	struct raft_io_append *orig = a->orig;
+	raft_io_append_cb cb = a->cb;
+
+	if (status != 0)
+		copy_errmsg(a->g);
+	else if (a->has_barrier && a->epoch == a->g->epoch)
+		a->g->barrier_stored = true;
+	raft_free(a);
+	if (cb != NULL)
+		cb(orig, status);
+}
+
+/* ---- outer methods: raft -> inner io ---- */
+
+static int io_init(struct raft_io *io, raft_id id, const char *address)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->init(g->inner, id, address));
+}
+
+static void io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct rio *g = outer_rio(io);
+
+	g->close_cb = cb;
+	forget(g);
+	g->inner->close(g->inner, close_tramp);
+}
+
+static int io_load(struct raft_io *io, raft_term *term, raft_id *voted_for,
+		   struct raft_snapshot **snapshot, raft_index *start_index,
+		   struct raft_entry *entries[], size_t *n_entries)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->load(g->inner, term, voted_for, snapshot, start_index, entries,
+				     n_entries));
+}
+
+static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+		    raft_io_recv_cb recv)
+{
+	struct rio *g = outer_rio(io);
+
+	g->tick_cb = tick;
+	g->recv_cb = recv;
+	return fwd(g, g->inner->start(g->inner, msecs, tick_tramp, recv_tramp));
+}
+
+static int io_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->bootstrap(g->inner, conf));
+}
+
+static int io_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->recover(g->inner, conf));
+}
+
+static int io_set_term(struct raft_io *io, raft_term term)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->set_term(g->inner, term));
+}
+
+static int io_set_vote(struct raft_io *io, raft_id server_id)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->set_vote(g->inner, server_id));
+}
+
+static int io_send(struct raft_io *io, struct raft_io_send *req,
+		   const struct raft_message *message, raft_io_send_cb cb)
+{
+	struct rio *g = outer_rio(io);
+
+	if (g->guard && message->type == RAFT_IO_APPEND_ENTRIES &&
+	    g->term_first_index == 0 && is_leader(g)) {
+		g->n_held++;
+		snprintf(g->io.errmsg, sizeof g->io.errmsg,
+			 "rio: no AppendEntries before this leadership's barrier");
+		return RAFT_NOCONNECTION;
+	}
+	return fwd(g, g->inner->send(g->inner, req, message, cb));
+}
+
+static int io_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct rio *g = outer_rio(io);
+	struct append_req *a;
+	int rv;
+
+	a = raft_malloc(sizeof *a);
+	if (a == NULL) {
+		snprintf(g->io.errmsg, sizeof g->io.errmsg, "rio: out of memory");
+		return RAFT_NOMEM;
+	}
+	a->req.data = a;
+	a->orig = req;
+	a->cb = cb;
+	a->g = g;
+	a->has_barrier = false;
+	a->epoch = g->epoch;
+	if (g->term_first_index != 0 && is_leader(g)) {
+		/* raft writes a batch that ends at its last index (appendLeader and
+		 * replicationAppend acquire "from index to the end"). */
+		raft_index last = raft_last_index(g->io.data);
+		raft_index first = last + 1 - n;
+		a->has_barrier = first <= g->term_first_index && g->term_first_index <= last;
+	}
+	req->cb = cb;
+	rv = g->inner->append(g->inner, &a->req, entries, n, append_tramp);
+	if (rv != 0) {
+		raft_free(a);
+		copy_errmsg(g);
+	}
+	return rv;
+}
+
+static int io_truncate(struct raft_io *io, raft_index index)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->truncate(g->inner, index));
+}
+
+static int io_snapshot_put(struct raft_io *io, unsigned trailing,
+			   struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+			   raft_io_snapshot_put_cb cb)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->snapshot_put(g->inner, trailing, req, snapshot, cb));
+}
+
+static int io_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+			   raft_io_snapshot_get_cb cb)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->snapshot_get(g->inner, req, cb));
+}
+
+static raft_time io_time(struct raft_io *io)
+{
+	struct rio *g = outer_rio(io);
+	return g->inner->time(g->inner);
+}
+
+static int io_random(struct raft_io *io, int min, int max)
+{
+	struct rio *g = outer_rio(io);
+	return g->inner->random(g->inner, min, max);
+}
+
+static int io_async_work(struct raft_io *io, struct raft_io_async_work *req,
+			 raft_io_async_work_cb cb)
+{
+	struct rio *g = outer_rio(io);
+	return fwd(g, g->inner->async_work(g->inner, req, cb));
+}
+
+/* ---- API ---- */
+
+static bool inner_complete(const struct raft_io *inner)
+{
+	return inner->init != NULL && inner->close != NULL && inner->load != NULL &&
+	       inner->start != NULL && inner->bootstrap != NULL && inner->recover != NULL &&
+	       inner->set_term != NULL && inner->set_vote != NULL && inner->send != NULL &&
+	       inner->append != NULL && inner->truncate != NULL &&
+	       inner->snapshot_put != NULL && inner->snapshot_get != NULL &&
+	       inner->time != NULL && inner->random != NULL;
+}
+
+int rio_wrap(struct rio *g, struct raft_io *inner)
+{
+	PRE(g != NULL && inner != NULL);
+
+	if (!inner_complete(inner))
+		return RAFT_INVALID;
+
+	memset(g, 0, sizeof *g);
+	g->inner = inner;
+	g->magic = RIO_MAGIC;
+	g->guard = true;
+
+	/* version 2 + async_work: accepted by raft_init with a v3 FSM that sets
+	 * snapshot_async (raft_uv 0.15 implements async_work but says 1). */
+	g->io.version = inner->async_work != NULL ? 2 : 1;
+	g->io.data = NULL; /* set by raft_init (or rio_wrap_fixture) */
+	g->io.impl = inner->impl;
+	g->io.init = io_init;
+	g->io.close = io_close;
+	g->io.load = io_load;
+	g->io.start = io_start;
+	g->io.bootstrap = io_bootstrap;
+	g->io.recover = io_recover;
+	g->io.set_term = io_set_term;
+	g->io.set_vote = io_set_vote;
+	g->io.send = io_send;
+	g->io.append = io_append;
+	g->io.truncate = io_truncate;
+	g->io.snapshot_put = io_snapshot_put;
+	g->io.snapshot_get = io_snapshot_get;
+	g->io.time = io_time;
+	g->io.random = io_random;
+	g->io.async_work = inner->async_work != NULL ? io_async_work : NULL;
+
+	inner->data = g;
+	return 0;
+}
+
+int rio_wrap_fixture(struct rio *g, struct raft *r)
+{
+	int rv;
+
+	PRE(g != NULL && r != NULL && r->io != NULL);
+	/* Wrapping twice would make the rio its own inner. */
+	PRE(r->io->init != io_init);
+
+	rv = rio_wrap(g, r->io);
+	if (rv != 0)
+		return rv;
+	g->io.data = r;
+	r->io = &g->io;
+	return 0;
+}
+
+int rio_on_leader(struct rio *g, struct raft *r, struct raft_barrier *req, raft_barrier_cb cb)
+{
+	int rv;
+
+	PRE(g != NULL && r != NULL && req != NULL);
+	PRE(g->io.data == r);
+
+	if (g->term_first_index != 0) {
+		/* Already known for this leadership: just another barrier. */
+		return raft_barrier(r, req, cb);
+	}
+	/* raft_barrier appends at last index + 1, then writes it and sends
+	 * AppendEntries carrying it, in the same call. Setting the index first
+	 * lets those go out instead of being held until the next heartbeat,
+	 * and lets io_append recognise the barrier's write. */
+	forget(g);
+	g->term_first_index = raft_last_index(r) + 1;
+	rv = raft_barrier(r, req, cb);
+	if (rv != 0) {
+		forget(g);
+		return rv;
+	}
+	ASSERT(req->index == g->term_first_index);
+	return 0;
+}
+
+void rio_on_not_leader(struct rio *g)
+{
+	PRE(g != NULL);
+	forget(g);
+}
+
+void rio_set_guard(struct rio *g, bool on)
+{
+	PRE(g != NULL);
+	g->guard = on;
+}

@@ -1,0 +1,1106 @@
+/* A tablet replica: C-Raft group + DocDB store. See tablet.h for the contract.
+ *
+ * Design.
+ *
+ * One poll per loop turn (a uv_prepare handle) drives everything that is not
+ * a raft callback:
+ *
+ *   poll ─┬─ raft_state changed? ── leader: rio_on_leader (barrier) ──► READY
+ *         │                          when the barrier applies
+ *         │                     └── not leader: fail queued requests
+ *         ├─ READY leader: queued writes ──► entries (group commit) ─► raft_apply
+ *         │                queued reads  ──► one raft_barrier per batch
+ *         └─ a restore asked for a checkpoint copy ──► copy procedure
+ *
+ * Requests are answered from raft callbacks (apply/barrier) or from the poll,
+ * never from inside tablet_write / tablet_read.
+ *
+ * The state machine (fsm v3). apply: the entry's index is
+ * raft_last_applied() + 1 (0.15 does not pass it); an index at or below the
+ * store's applied marker is skipped (it is durable already: replay after a
+ * restart), otherwise the entry's batches (minus requests the retry table
+ * has seen) and the retry records go to the store in one RocksDB write with
+ * the new marker. snapshot: a marker {index} taken on the loop thread;
+ * snapshot_async (threadpool) flushes RocksDB, so when raft writes the marker
+ * and truncates its log, everything up to the marker is in SST files.
+ * restore: a marker above the store's applied index means this replica lacks
+ * data raft no longer has (it was sent a snapshot): it must copy a checkpoint
+ * from a healthy replica before it may apply anything.
+ *
+ * Failure: an apply that fails (disk full, corruption) or a raft group that
+ * goes UNAVAILABLE marks the tablet FAILED; its raft instance is closed from
+ * the next poll and every pending request fails with DOCRAFT_EUNAVAILABLE.
+ * Nothing is ever left hanging. */
+#include "tablet/tablet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <raft/uv.h>
+
+#include "common/check.h"
+#include "common/err.h"
+#include "common/hlc.h"
+#include "common/log.h"
+#include "raft/listener.h"
+#include "raft/rio.h"
+#include "raft/transport.h"
+#include "tablet/retry.h"
+
+#define SNAPSHOT_MAGIC "DRSN"
+#define SNAPSHOT_LEN (4 + 1 + 8)
+
+/* One Raft entry proposed by this replica as leader. */
+struct inflight {
+	struct raft_apply req;
+	struct tablet *t;
+	uint64_t ht;
+	struct tablet_write *writes; /* answered when the entry applies */
+	struct inflight *prev, *next;
+};
+
+/* A barrier whose callback may outlive a leadership (or the tablet's raft
+ * instance): the callback finds the tablet through it. */
+struct barrier {
+	struct raft_barrier req;
+	struct tablet *t;
+	uint64_t epoch;
+	struct tablet_read *reads; /* read barrier: reads it serves */
+};
+
+struct tablet {
+	uv_loop_t *loop;
+	struct tablet_options o;
+	char id[LISTENER_TABLET_ID_MAX + 1];
+	char *dir, *raft_dir, *db_dir, *address;
+
+	struct store *store;
+	struct raft raft;
+	struct raft_io uvio;
+	struct rio rio;
+	struct raft_uv_transport transport;
+	struct raft_fsm fsm;
+	bool raft_open;     /* raft_init done, raft not closed yet */
+	bool raft_started;
+	bool raft_closing;  /* raft_close called, raft_closed not yet */
+
+	struct hlc hlc;
+	struct retry_table retry;
+	struct retry_changes changes;
+	struct buf entry;   /* scratch */
+
+	uv_prepare_t poll;
+	enum tablet_role role;
+	uint64_t epoch;                 /* bumped on every leadership change */
+	bool leader_barrier_pending;
+
+	struct tablet_write *wq_head, *wq_tail; /* queued, not proposed */
+	struct tablet_write *done;              /* answered in the next poll */
+	struct inflight *if_head, *if_tail;     /* proposed, not answered */
+	struct tablet_read *rq_head, *rq_tail;  /* waiting for a barrier */
+	bool read_barrier_busy;
+
+	bool snapshot_busy;
+	bool snapshot_requested;
+	uint64_t copy_min_index;        /* restore asked for a copy (>= this) */
+
+	uint64_t log_last_at_start;
+	struct tablet_status st;
+
+	bool closing;
+	tablet_close_cb close_cb;
+	void *close_arg;
+};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (p == NULL)
+		PANIC("out of memory");
+	return p;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *p = malloc(n);
+	if (p == NULL)
+		PANIC("out of memory");
+	snprintf(p, n, "%s/%s", a, b);
+	return p;
+}
+
+static int mkdir_p(const char *path, char *errmsg)
+{
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return 0;
+	return err_set(errmsg, errno == ENOSPC ? DOCRAFT_ENOSPC : DOCRAFT_EIO,
+		       "cannot create directory %s: %s", path, strerror(errno));
+}
+
+/* The term as raft knows it: 0.15 has no accessor; struct raft is public
+ * there (c-raft.md §2.9). Used for logs and status only. */
+static uint64_t term_of(struct tablet *t)
+{
+	return t->raft_open ? t->raft.current_term : 0;
+}
+
+#define TLOG(level, t, ...) LOG_AT(level, (t)->id, term_of(t), __VA_ARGS__)
+
+/* One place where raft codes become docraft codes. */
+static int from_raft(int rv)
+{
+	switch (rv) {
+	case 0: return 0;
+	case RAFT_NOTLEADER: return DOCRAFT_ENOTLEADER;
+	case RAFT_LEADERSHIPLOST: return DOCRAFT_ELEADERLOST;
+	case RAFT_SHUTDOWN: return DOCRAFT_ELEADERLOST;
+	case RAFT_NOMEM: return DOCRAFT_ENOMEM;
+	case RAFT_NOSPACE: return DOCRAFT_ENOSPC;
+	case RAFT_TOOBIG: return DOCRAFT_ETOOBIG;
+	case RAFT_BUSY:
+	case RAFT_CANTCHANGE: return DOCRAFT_EBUSY;
+	case RAFT_BADID:
+	case RAFT_NOTFOUND:
+	case RAFT_BADROLE:
+	case RAFT_DUPLICATEID:
+	case RAFT_DUPLICATEADDRESS: return DOCRAFT_EINVAL;
+	case RAFT_CORRUPT: return DOCRAFT_ECORRUPT;
+	default: return DOCRAFT_EIO;
+	}
+}
+
+const char *tablet_role_name(enum tablet_role r)
+{
+	static const char *const names[] = {"follower", "candidate", "leader (not ready)",
+					    "leader", "copying", "failed", "closed"};
+	return (size_t)r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+void tablet_options_default(struct tablet_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->heartbeat_ms = 100;
+	o->election_ms = 1000;
+	o->snapshot_threshold = 4096;
+	o->snapshot_trailing = 8192;
+	o->max_clock_skew_us = 500000;
+	o->max_entry_bytes = 4u << 20;
+	store_options_default(&o->store);
+}
+
+/* ---- answering requests --------------------------------------------------- */
+
+static void answer_write(struct tablet_write *w, int status, uint64_t ht)
+{
+	struct tablet_write *d = w->dups_;
+	w->dups_ = NULL;
+	w->cb(w, status, ht);
+	while (d != NULL) {
+		struct tablet_write *next = d->dups_;
+		d->dups_ = NULL;
+		d->cb(d, status, ht);
+		d = next;
+	}
+}
+
+static void fail_queued(struct tablet *t, int status)
+{
+	struct tablet_write *w = t->wq_head;
+	struct tablet_read *r = t->rq_head;
+	t->wq_head = t->wq_tail = NULL;
+	t->rq_head = t->rq_tail = NULL;
+	while (w != NULL) {
+		struct tablet_write *next = w->next_;
+		answer_write(w, status, 0);
+		w = next;
+	}
+	while (r != NULL) {
+		struct tablet_read *next = r->next_;
+		r->cb(r, status, 0);
+		r = next;
+	}
+}
+
+static void answer_done(struct tablet *t)
+{
+	while (t->done != NULL) {
+		struct tablet_write *w = t->done;
+		t->done = w->next_;
+		answer_write(w, w->status_, w->ht_);
+	}
+}
+
+/* ---- the state machine ---------------------------------------------------- */
+
+static void fail(struct tablet *t, int code, const char *why)
+{
+	if (t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
+		return;
+	TLOG(LOG_LVL_ERROR, t, "replica failed: %s", why);
+	snprintf(t->st.errmsg, sizeof t->st.errmsg, "%s", why);
+	(void)code;
+	t->role = TABLET_FAILED;
+}
+
+/* The clock never goes below a time already applied. */
+static void observe_ht(struct tablet *t, uint64_t ht)
+{
+	if (ht > t->hlc.last)
+		t->hlc.last = ht;
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct tablet *t = fsm->data;
+	uint64_t idx = raft_last_applied(&t->raft) + 1;
+	uint64_t applied;
+	struct entry_reader er;
+	struct entry_request q;
+	struct store_part parts[64];
+	struct store_part *pp = parts;
+	size_t np = 0, cap = sizeof parts / sizeof parts[0];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+
+	*result = NULL;
+	if (t->copy_min_index != 0 || t->role == TABLET_FAILED)
+		return 0; /* waits for a checkpoint / closing: re-applied after */
+	store_applied(t->store, &applied, NULL);
+	if (idx <= applied) {
+		t->st.skipped++;
+		return 0;
+	}
+	if (entry_open(&er, buf->base, buf->len, errmsg) != 0) {
+		fail(t, DOCRAFT_ECORRUPT, errmsg);
+		return RAFT_MALFORMED;
+	}
+	retry_changes_reset(&t->changes);
+	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
+		if (retry_applied(&t->retry, q.client_id, q.seq))
+			continue; /* a retry of a write already applied */
+		retry_record(&t->retry, q.client_id, q.seq, q.min_running, er.ht, &t->changes);
+		if (np == cap) {
+			struct store_part *grown = malloc(cap * 2 * sizeof *grown);
+			if (grown == NULL)
+				PANIC("out of memory");
+			memcpy(grown, pp, np * sizeof *pp);
+			if (pp != parts)
+				free(pp);
+			pp = grown;
+			cap *= 2;
+		}
+		pp[np].batch = q.batch;
+		pp[np].len = q.batch_len;
+		np++;
+	}
+	if (rv < 0) {
+		fail(t, DOCRAFT_ECORRUPT, errmsg);
+		rv = RAFT_MALFORMED;
+		goto out;
+	}
+	retry_changes_finish(&t->changes);
+	rv = store_apply_parts(t->store, pp, np, t->changes.raw, t->changes.n, er.ht, idx, errmsg);
+	if (rv != 0) {
+		char why[DOCRAFT_ERRMSG_SIZE + 64];
+		snprintf(why, sizeof why, "apply of index %" PRIu64 ": %s", idx, errmsg);
+		fail(t, rv, why);
+		rv = rv == DOCRAFT_ENOSPC ? RAFT_NOSPACE : RAFT_IOERR;
+		goto out;
+	}
+	observe_ht(t, er.ht);
+	if (idx <= t->log_last_at_start)
+		t->st.replayed++;
+	rv = 0;
+out:
+	if (pp != parts)
+		free(pp);
+	return rv;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet *t = fsm->data;
+	struct raft_buffer *b;
+	uint8_t *p;
+	uint64_t idx = raft_last_applied(&t->raft);
+	if (t->snapshot_busy || t->copy_min_index != 0 || t->role == TABLET_FAILED)
+		return RAFT_BUSY;
+	b = raft_malloc(sizeof *b);
+	p = raft_malloc(SNAPSHOT_LEN);
+	if (b == NULL || p == NULL) {
+		raft_free(b);
+		raft_free(p);
+		return RAFT_NOMEM;
+	}
+	memcpy(p, SNAPSHOT_MAGIC, 4);
+	p[4] = 1;
+	for (int i = 0; i < 8; i++)
+		p[5 + i] = (uint8_t)(idx >> (56 - 8 * i));
+	b->base = p;
+	b->len = SNAPSHOT_LEN;
+	*bufs = b;
+	*n = 1;
+	t->snapshot_busy = true;
+	TLOG(LOG_LVL_DEBUG, t, "snapshot at index %" PRIu64, idx);
+	return 0;
+}
+
+/* Threadpool: everything applied so far (>= the marker's index) to SST. */
+static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet *t = fsm->data;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	(void)bufs;
+	(void)n;
+	if (store_flush(t->store, errmsg) != 0) {
+		LOG_ERROR("tablet %s: flush for a snapshot failed: %s", t->id, errmsg);
+		return RAFT_IOERR;
+	}
+	return 0;
+}
+
+static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet *t = fsm->data;
+	for (unsigned i = 0; i < *n; i++)
+		raft_free((*bufs)[i].base);
+	raft_free(*bufs);
+	*bufs = NULL;
+	*n = 0;
+	t->snapshot_busy = false;
+	return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct tablet *t = fsm->data;
+	const uint8_t *p = buf->base;
+	uint64_t x = 0, applied;
+	if (buf->len != SNAPSHOT_LEN || memcmp(p, SNAPSHOT_MAGIC, 4) != 0 || p[4] != 1) {
+		raft_free(buf->base);
+		fail(t, DOCRAFT_ECORRUPT, "snapshot marker is malformed");
+		return 0; /* failing here would wedge raft; the tablet closes */
+	}
+	for (int i = 0; i < 8; i++)
+		x = x << 8 | p[5 + i];
+	raft_free(buf->base);
+	store_applied(t->store, &applied, NULL);
+	if (applied >= x)
+		return 0;
+	TLOG(LOG_LVL_WARN, t, "snapshot %" PRIu64 " is past the store's index %" PRIu64
+	     ": needs a checkpoint copy", x, applied);
+	t->copy_min_index = x;
+	return 0;
+}
+
+/* ---- raft instance ------------------------------------------------------- */
+
+static int raft_setup(struct tablet *t, char *errmsg)
+{
+	int rv;
+	memset(&t->fsm, 0, sizeof t->fsm);
+	t->fsm.version = 3;
+	t->fsm.data = t;
+	t->fsm.apply = fsm_apply;
+	t->fsm.snapshot = fsm_snapshot;
+	t->fsm.restore = fsm_restore;
+	t->fsm.snapshot_finalize = fsm_snapshot_finalize;
+	t->fsm.snapshot_async = fsm_snapshot_async;
+
+	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
+		return rv;
+	rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
+	if (rv != 0) {
+		err_set(errmsg, from_raft(rv), "tablet %s: raft_uv_init: %s", t->id, t->uvio.errmsg);
+		transport_close(&t->transport);
+		return from_raft(rv) ? from_raft(rv) : DOCRAFT_EIO;
+	}
+	raft_uv_set_auto_recovery(&t->uvio, false);
+	raft_uv_set_segment_size(&t->uvio, 1u << 20);
+	if ((rv = rio_wrap(&t->rio, &t->uvio)) != 0) {
+		raft_uv_close(&t->uvio);
+		transport_close(&t->transport);
+		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
+			       raft_strerror(rv));
+	}
+	rv = raft_init(&t->raft, &t->rio.io, &t->fsm, t->o.raft_id, t->address);
+	if (rv != 0) {
+		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,
+			rv == -1 ? "version mismatch" : raft_errmsg(&t->raft));
+		raft_uv_close(&t->uvio);
+		transport_close(&t->transport);
+		return DOCRAFT_EIO;
+	}
+	raft_set_heartbeat_timeout(&t->raft, t->o.heartbeat_ms);
+	raft_set_election_timeout(&t->raft, t->o.election_ms);
+	raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
+	raft_set_snapshot_trailing(&t->raft, t->o.snapshot_trailing);
+	raft_set_pre_vote(&t->raft, true);
+	t->raft_open = true;
+	t->raft_started = false;
+	return 0;
+}
+
+static void raft_closed(struct raft *r);
+static void start_close(struct tablet *t);
+
+/* ---- open / bootstrap / start -------------------------------------------- */
+
+static void poll_cb(uv_prepare_t *h);
+
+int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet **out,
+		char *errmsg)
+{
+	struct tablet *t;
+	int rv;
+
+	*out = NULL;
+	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id must be 1..%d characters",
+			       LISTENER_TABLET_ID_MAX);
+	if (o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "tablet %s: dir, address, listener and raft id are required", o->id);
+	t = calloc(1, sizeof *t);
+	if (t == NULL)
+		PANIC("out of memory");
+	t->loop = loop;
+	t->o = *o;
+	snprintf(t->id, sizeof t->id, "%s", o->id);
+	t->dir = xstrdup(o->dir);
+	t->address = xstrdup(o->address);
+	t->raft_dir = path_join(o->dir, "raft");
+	t->db_dir = path_join(o->dir, "db");
+	t->o.id = t->id;
+	t->o.dir = t->dir;
+	t->o.address = t->address;
+	if (t->o.max_entry_bytes == 0 || t->o.max_entry_bytes > ENTRY_MAX_BYTES)
+		t->o.max_entry_bytes = ENTRY_MAX_BYTES;
+	hlc_init(&t->hlc, o->max_clock_skew_us ? o->max_clock_skew_us : 500000, NULL, NULL);
+	retry_init(&t->retry);
+	retry_changes_init(&t->changes);
+	buf_init(&t->entry);
+
+	if ((rv = mkdir_p(t->dir, errmsg)) != 0 || (rv = mkdir_p(t->raft_dir, errmsg)) != 0)
+		goto err;
+	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0)
+		goto err;
+	if ((rv = retry_load(&t->retry, t->store, errmsg)) != 0)
+		goto err_store;
+	store_applied(t->store, &t->st.flushed_index, NULL);
+	{
+		uint64_t ht;
+		store_applied(t->store, NULL, &ht);
+		observe_ht(t, ht);
+	}
+	if ((rv = raft_setup(t, errmsg)) != 0)
+		goto err_store;
+	uv_prepare_init(loop, &t->poll);
+	t->poll.data = t;
+	uv_prepare_start(&t->poll, poll_cb);
+	TLOG(LOG_LVL_INFO, t, "opened: raft id %llu at %s, store applied index %" PRIu64,
+	     (unsigned long long)o->raft_id, t->address, t->st.flushed_index);
+	*out = t;
+	return 0;
+
+err_store:
+	store_close(t->store);
+err:
+	retry_free(&t->retry);
+	retry_changes_free(&t->changes);
+	buf_free(&t->entry);
+	free(t->dir);
+	free(t->address);
+	free(t->raft_dir);
+	free(t->db_dir);
+	free(t);
+	return rv;
+}
+
+int tablet_bootstrap(struct tablet *t, const struct tablet_peer *peers, size_t n, char *errmsg)
+{
+	struct raft_configuration conf;
+	int rv = 0;
+	raft_configuration_init(&conf);
+	for (size_t i = 0; i < n && rv == 0; i++)
+		rv = raft_configuration_add(&conf, peers[i].id, peers[i].address, peers[i].role);
+	if (rv != 0) {
+		raft_configuration_close(&conf);
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad configuration: %s", t->id,
+			       raft_strerror(rv));
+	}
+	rv = raft_bootstrap(&t->raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv == RAFT_CANTBOOTSTRAP)
+		return 0;
+	if (rv != 0)
+		return err_set(errmsg, from_raft(rv), "tablet %s: bootstrap: %s", t->id,
+			       raft_errmsg(&t->raft));
+	return 0;
+}
+
+int tablet_start(struct tablet *t, char *errmsg)
+{
+	int rv;
+	if (t->closing || t->role == TABLET_FAILED)
+		return err_set(errmsg, DOCRAFT_ECLOSED, "tablet %s is closed", t->id);
+	rv = raft_start(&t->raft);
+	if (rv != 0)
+		return err_set(errmsg, from_raft(rv), "tablet %s: raft_start: %s", t->id,
+			       raft_errmsg(&t->raft));
+	t->raft_started = true;
+	t->log_last_at_start = raft_last_index(&t->raft);
+	TLOG(LOG_LVL_INFO, t, "started: log ends at %" PRIu64 ", store at %" PRIu64,
+	     t->log_last_at_start, t->st.flushed_index);
+	return 0;
+}
+
+/* ---- leadership ------------------------------------------------------------ */
+
+static struct barrier *barrier_new(struct tablet *t)
+{
+	struct barrier *b = calloc(1, sizeof *b);
+	if (b == NULL)
+		PANIC("out of memory");
+	b->t = t;
+	b->epoch = t->epoch;
+	b->req.data = b;
+	return b;
+}
+
+static void leader_barrier_cb(struct raft_barrier *req, int status)
+{
+	struct barrier *b = req->data;
+	struct tablet *t = b->t;
+	t->leader_barrier_pending = false;
+	if (status == 0 && b->epoch == t->epoch && t->role == TABLET_LEADER_NOT_READY) {
+		t->role = TABLET_LEADER;
+		TLOG(LOG_LVL_INFO, t, "leader ready at index %" PRIu64,
+		     (uint64_t)raft_last_applied(&t->raft));
+	}
+	free(b);
+}
+
+static void become_leader(struct tablet *t)
+{
+	struct barrier *b;
+	int rv;
+	if (t->leader_barrier_pending)
+		return;
+	b = barrier_new(t);
+	rv = rio_on_leader(&t->rio, &t->raft, &b->req, leader_barrier_cb);
+	if (rv != 0) {
+		free(b); /* failed: no callback; the next poll tries again */
+		return;
+	}
+	t->leader_barrier_pending = true;
+}
+
+static void step_down(struct tablet *t)
+{
+	rio_on_not_leader(&t->rio);
+	fail_queued(t, DOCRAFT_ENOTLEADER);
+}
+
+/* ---- group commit --------------------------------------------------------- */
+
+static void inflight_unlink(struct tablet *t, struct inflight *f)
+{
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		t->if_head = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	else
+		t->if_tail = f->prev;
+}
+
+static void apply_cb(struct raft_apply *req, int status, void *result)
+{
+	struct inflight *f = req->data;
+	struct tablet *t = f->t;
+	struct tablet_write *w = f->writes;
+	int code = from_raft(status);
+	(void)result;
+	inflight_unlink(t, f);
+	if (code == DOCRAFT_ENOTLEADER)
+		code = DOCRAFT_ELEADERLOST; /* it was in the log: may still commit */
+	while (w != NULL) {
+		struct tablet_write *next = w->next_;
+		answer_write(w, code, code == 0 ? f->ht : 0);
+		w = next;
+	}
+	free(f);
+}
+
+/* A queued write that duplicates one in flight waits for it. */
+static bool attach_duplicate(struct tablet *t, struct tablet_write *w)
+{
+	for (struct inflight *f = t->if_head; f != NULL; f = f->next)
+		for (struct tablet_write *o = f->writes; o != NULL; o = o->next_)
+			if (o->seq == w->seq &&
+			    memcmp(o->client_id, w->client_id, ENTRY_CLIENT_ID_LEN) == 0) {
+				w->dups_ = o->dups_;
+				o->dups_ = w;
+				return true;
+			}
+	return false;
+}
+
+static void propose(struct tablet *t)
+{
+	while (t->wq_head != NULL) {
+		struct tablet_write *take = NULL, **tail = &take, *w;
+		struct raft_buffer rb;
+		struct inflight *f;
+		size_t bytes = ENTRY_HEADER_SIZE;
+		uint32_t n = 0;
+		int rv;
+
+		/* Take what fits in one entry; answer retries of applied writes. */
+		while ((w = t->wq_head) != NULL) {
+			size_t need = entry_request_size(w->batch_len);
+			if (n > 0 && bytes + need > t->o.max_entry_bytes)
+				break;
+			t->wq_head = w->next_;
+			if (t->wq_head == NULL)
+				t->wq_tail = NULL;
+			w->next_ = NULL;
+			if (retry_applied(&t->retry, w->client_id, w->seq)) {
+				w->status_ = 0;
+				w->ht_ = 0;
+				w->next_ = t->done;
+				t->done = w;
+				continue;
+			}
+			if (attach_duplicate(t, w))
+				continue;
+			*tail = w;
+			tail = &w->next_;
+			bytes += need;
+			n++;
+		}
+		if (n == 0)
+			continue;
+
+		f = calloc(1, sizeof *f);
+		if (f == NULL)
+			PANIC("out of memory");
+		f->t = t;
+		f->ht = hlc_now(&t->hlc);
+		f->writes = take;
+		buf_reset(&t->entry);
+		entry_begin(&t->entry, f->ht, n);
+		for (w = take; w != NULL; w = w->next_)
+			entry_add_request(&t->entry, w->client_id, w->seq, w->min_running, w->batch,
+					  w->batch_len);
+		entry_finish(&t->entry);
+		rb.len = t->entry.len;
+		rb.base = raft_malloc(rb.len);
+		if (rb.base == NULL)
+			PANIC("out of memory");
+		memcpy(rb.base, t->entry.data, rb.len);
+		f->req.data = f;
+		rv = raft_apply(&t->raft, &f->req, &rb, 1, apply_cb);
+		if (rv != 0) {
+			raft_free(rb.base);
+			for (w = take; w != NULL;) {
+				struct tablet_write *next = w->next_;
+				answer_write(w, from_raft(rv), 0);
+				w = next;
+			}
+			free(f);
+			continue;
+		}
+		f->prev = t->if_tail;
+		if (t->if_tail)
+			t->if_tail->next = f;
+		else
+			t->if_head = f;
+		t->if_tail = f;
+		t->st.entries++;
+		t->st.writes += n;
+	}
+}
+
+/* ---- reads ----------------------------------------------------------------- */
+
+/* Below every write still in flight: a later read at this time sees the same
+ * data. */
+static uint64_t safe_time(struct tablet *t)
+{
+	uint64_t now = hlc_now(&t->hlc);
+	if (t->if_head != NULL && t->if_head->ht <= now)
+		return t->if_head->ht - 1;
+	return now;
+}
+
+static void read_barrier_cb(struct raft_barrier *req, int status)
+{
+	struct barrier *b = req->data;
+	struct tablet *t = b->t;
+	struct tablet_read *r = b->reads;
+	int code = from_raft(status);
+	bool ok = status == 0 && b->epoch == t->epoch && t->role == TABLET_LEADER;
+	uint64_t ht = ok ? safe_time(t) : 0;
+	t->read_barrier_busy = false;
+	if (!ok && code == 0)
+		code = DOCRAFT_ENOTLEADER;
+	if (code == DOCRAFT_ELEADERLOST)
+		code = DOCRAFT_ENOTLEADER; /* a read has no effect: just retry */
+	while (r != NULL) {
+		struct tablet_read *next = r->next_;
+		r->cb(r, ok ? 0 : code, ht);
+		r = next;
+	}
+	free(b);
+}
+
+static void issue_read_barrier(struct tablet *t)
+{
+	struct barrier *b;
+	int rv;
+	if (t->read_barrier_busy || t->rq_head == NULL)
+		return;
+	b = barrier_new(t);
+	b->reads = t->rq_head;
+	rv = raft_barrier(&t->raft, &b->req, read_barrier_cb);
+	if (rv != 0) {
+		free(b);
+		return; /* not leader any more: the poll fails the reads */
+	}
+	t->rq_head = t->rq_tail = NULL;
+	t->read_barrier_busy = true;
+}
+
+/* ---- the poll ---------------------------------------------------------------- */
+
+/* A restore found the store behind raft's snapshot: the replica must copy a
+ * checkpoint from a healthy replica before it may apply anything. */
+static void start_copy(struct tablet *t)
+{
+	char why[128];
+	snprintf(why, sizeof why, "needs a checkpoint copy (snapshot index %" PRIu64 ")",
+		 t->copy_min_index);
+	fail(t, DOCRAFT_EUNAVAILABLE, why);
+}
+
+static void poll_cb(uv_prepare_t *h)
+{
+	struct tablet *t = h->data;
+	enum tablet_role was = t->role;
+	answer_done(t);
+	if (t->closing || !t->raft_open)
+		return;
+	if (t->copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
+		start_copy(t);
+	if (t->role == TABLET_FAILED) {
+		fail_queued(t, DOCRAFT_EUNAVAILABLE);
+		start_close(t);
+		return;
+	}
+	if (t->role == TABLET_COPYING)
+		return;
+	if (!t->raft_started)
+		return;
+	switch (raft_state(&t->raft)) {
+	case RAFT_LEADER:
+		if (t->role != TABLET_LEADER && t->role != TABLET_LEADER_NOT_READY) {
+			t->epoch++;
+			t->role = TABLET_LEADER_NOT_READY;
+			TLOG(LOG_LVL_INFO, t, "became leader");
+		}
+		if (t->role == TABLET_LEADER_NOT_READY)
+			become_leader(t);
+		break;
+	case RAFT_CANDIDATE:
+		t->role = TABLET_CANDIDATE;
+		break;
+	case RAFT_FOLLOWER:
+		t->role = TABLET_FOLLOWER;
+		break;
+	default:
+		fail(t, DOCRAFT_EUNAVAILABLE, "raft group became unavailable");
+		fail_queued(t, DOCRAFT_EUNAVAILABLE);
+		start_close(t);
+		return;
+	}
+	if ((was == TABLET_LEADER || was == TABLET_LEADER_NOT_READY) &&
+	    t->role != TABLET_LEADER && t->role != TABLET_LEADER_NOT_READY) {
+		t->epoch++;
+		TLOG(LOG_LVL_INFO, t, "lost leadership");
+		step_down(t);
+	}
+	if (t->role == TABLET_LEADER) {
+		propose(t);
+		issue_read_barrier(t);
+	} else if (t->role != TABLET_LEADER_NOT_READY) {
+		fail_queued(t, DOCRAFT_ENOTLEADER);
+	}
+	if (t->snapshot_requested && !t->snapshot_busy) {
+		/* A threshold of 1 makes raft snapshot after its next apply pass. */
+		raft_set_snapshot_threshold(&t->raft, 1);
+		t->snapshot_requested = false;
+	} else if (!t->snapshot_busy) {
+		raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
+	}
+	answer_done(t);
+}
+
+/* ---- public requests -------------------------------------------------------- */
+
+int tablet_write(struct tablet *t, struct tablet_write *req)
+{
+	if (t->closing || t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
+		return DOCRAFT_ECLOSED;
+	if (req->cb == NULL || (req->batch == NULL && req->batch_len != 0))
+		return DOCRAFT_EINVAL;
+	if (entry_request_size(req->batch_len) + ENTRY_HEADER_SIZE > t->o.max_entry_bytes)
+		return DOCRAFT_ETOOBIG;
+	req->next_ = NULL;
+	req->dups_ = NULL;
+	if (t->wq_tail)
+		t->wq_tail->next_ = req;
+	else
+		t->wq_head = req;
+	t->wq_tail = req;
+	return 0;
+}
+
+int tablet_read(struct tablet *t, struct tablet_read *req)
+{
+	if (t->closing || t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
+		return DOCRAFT_ECLOSED;
+	if (req->cb == NULL)
+		return DOCRAFT_EINVAL;
+	req->next_ = NULL;
+	if (t->rq_tail)
+		t->rq_tail->next_ = req;
+	else
+		t->rq_head = req;
+	t->rq_tail = req;
+	return 0;
+}
+
+/* ---- membership ------------------------------------------------------------- */
+
+struct change {
+	struct raft_change req;
+	struct tablet *t;
+	raft_id id;
+	bool promote; /* after raft_add: assign voter */
+	tablet_change_cb cb;
+	void *arg;
+};
+
+static void change_cb(struct raft_change *req, int status)
+{
+	struct change *c = req->data;
+	if (status == 0 && c->promote) {
+		c->promote = false;
+		int rv = raft_assign(&c->t->raft, &c->req, c->id, RAFT_VOTER, change_cb);
+		if (rv == 0)
+			return;
+		status = rv;
+	}
+	c->cb(c->arg, from_raft(status));
+	free(c);
+}
+
+static struct change *change_new(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg)
+{
+	struct change *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		PANIC("out of memory");
+	c->t = t;
+	c->id = id;
+	c->cb = cb;
+	c->arg = arg;
+	c->req.data = c;
+	return c;
+}
+
+static int change_start(struct tablet *t, struct change *c, int rv, const char *what, char *errmsg)
+{
+	if (rv == 0)
+		return 0;
+	free(c);
+	return err_set(errmsg, from_raft(rv), "tablet %s: %s: %s", t->id, what, raft_strerror(rv));
+}
+
+static int check_leader(struct tablet *t, char *errmsg)
+{
+	if (t->closing || !t->raft_open)
+		return err_set(errmsg, DOCRAFT_ECLOSED, "tablet %s is closed", t->id);
+	if (t->role != TABLET_LEADER)
+		return err_set(errmsg, DOCRAFT_ENOTLEADER, "tablet %s: not the leader", t->id);
+	return 0;
+}
+
+int tablet_add_replica(struct tablet *t, raft_id id, const char *address, tablet_change_cb cb,
+		       void *arg, char *errmsg)
+{
+	struct change *c;
+	int rv;
+	if ((rv = check_leader(t, errmsg)) != 0)
+		return rv;
+	c = change_new(t, id, cb, arg);
+	c->promote = true;
+	return change_start(t, c, raft_add(&t->raft, &c->req, id, address, change_cb), "add",
+			    errmsg);
+}
+
+int tablet_remove_replica(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg,
+			  char *errmsg)
+{
+	struct change *c;
+	int rv;
+	if ((rv = check_leader(t, errmsg)) != 0)
+		return rv;
+	c = change_new(t, id, cb, arg);
+	return change_start(t, c, raft_remove(&t->raft, &c->req, id, change_cb), "remove", errmsg);
+}
+
+struct transfer {
+	struct raft_transfer req;
+	tablet_change_cb cb;
+	void *arg;
+};
+
+static void transfer_cb(struct raft_transfer *req)
+{
+	struct transfer *x = req->data;
+	x->cb(x->arg, 0);
+	free(x);
+}
+
+int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg, char *errmsg)
+{
+	struct transfer *x;
+	int rv;
+	if ((rv = check_leader(t, errmsg)) != 0)
+		return rv;
+	x = calloc(1, sizeof *x);
+	if (x == NULL)
+		PANIC("out of memory");
+	x->cb = cb;
+	x->arg = arg;
+	x->req.data = x;
+	rv = raft_transfer(&t->raft, &x->req, id, transfer_cb);
+	if (rv != 0) {
+		free(x);
+		return err_set(errmsg, from_raft(rv), "tablet %s: transfer: %s", t->id,
+			       raft_strerror(rv));
+	}
+	return 0;
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+raft_id tablet_leader(struct tablet *t, const char **address)
+{
+	raft_id id = 0;
+	const char *a = NULL;
+	if (t->raft_open && t->raft_started)
+		raft_leader(&t->raft, &id, &a);
+	if (address != NULL)
+		*address = a != NULL ? a : "";
+	return id;
+}
+
+void tablet_get_status(struct tablet *t, struct tablet_status *st)
+{
+	const char *a;
+	*st = t->st;
+	st->role = t->role;
+	st->term = term_of(t);
+	st->leader_id = tablet_leader(t, &a);
+	snprintf(st->leader_address, sizeof st->leader_address, "%s", a);
+	if (t->raft_open) {
+		st->last_index = raft_last_index(&t->raft);
+		st->applied_index = raft_last_applied(&t->raft);
+	}
+}
+
+const char *tablet_id(const struct tablet *t)
+{
+	return t->id;
+}
+
+struct store *tablet_store(struct tablet *t)
+{
+	return t->store;
+}
+
+void tablet_request_snapshot(struct tablet *t)
+{
+	t->snapshot_requested = true;
+}
+
+/* ---- close ------------------------------------------------------------------ */
+
+static void poll_closed(uv_handle_t *h)
+{
+	struct tablet *t = h->data;
+	tablet_close_cb cb = t->close_cb;
+	void *arg = t->close_arg;
+	answer_done(t);
+	fail_queued(t, DOCRAFT_ECLOSED);
+	store_close(t->store);
+	retry_free(&t->retry);
+	retry_changes_free(&t->changes);
+	buf_free(&t->entry);
+	TLOG(LOG_LVL_INFO, t, "closed");
+	free(t->dir);
+	free(t->address);
+	free(t->raft_dir);
+	free(t->db_dir);
+	t->role = TABLET_CLOSED;
+	if (cb != NULL)
+		cb(t, arg);
+	free(t);
+}
+
+static void raft_closed(struct raft *r)
+{
+	struct tablet *t = r->data;
+	raft_uv_close(&t->uvio);
+	transport_close(&t->transport);
+	t->raft_open = false;
+	t->raft_started = false;
+	t->raft_closing = false;
+	if (t->closing)
+		uv_close((uv_handle_t *)&t->poll, poll_closed);
+}
+
+/* Closes the raft instance; the tablet (store, poll) lives on until
+ * tablet_close. Pending raft requests fire their callbacks from raft_close. */
+static void start_close(struct tablet *t)
+{
+	if (!t->raft_open || t->raft_closing)
+		return;
+	t->raft_closing = true;
+	t->raft.data = t;
+	raft_close(&t->raft, raft_closed);
+}
+
+void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
+{
+	PRE(!t->closing);
+	t->closing = true;
+	t->close_cb = cb;
+	t->close_arg = arg;
+	if (t->raft_open) {
+		start_close(t); /* raft_closed then closes the poll handle */
+		return;
+	}
+	uv_close((uv_handle_t *)&t->poll, poll_closed);
+}

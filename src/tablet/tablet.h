@@ -1,0 +1,196 @@
+/* A tablet replica: one C-Raft group whose state machine is a DocDB store.
+ *
+ *   client write ──► queue ──(group commit, one hybrid time)──► raft_apply
+ *                                                      │ committed
+ *   every replica: fsm apply ─► store_apply_parts(batch, retry records,
+ *                                                  applied index) ─► answer
+ *
+ * Lifecycle: tablet_open (creates dir/raft and dir/db, opens the store and
+ * raft_uv behind the rio guard and the shared-port transport) →
+ * [tablet_bootstrap on first start, same configuration on every replica] →
+ * tablet_start → ... → tablet_close. A replica whose raft group becomes
+ * unavailable or fails to apply is closed and reported (tablet_failed).
+ *
+ * Leadership: each loop turn the tablet polls raft_state. On becoming leader
+ * it appends a barrier (rio_on_leader); only once that barrier has applied
+ * is the leader READY: every entry of earlier terms is applied, the hybrid
+ * clock is past every applied write, and writes and reads are served.
+ * Requests that reach a replica that is not a ready leader fail with
+ * DOCRAFT_ENOTLEADER; tablet_leader gives the hint.
+ *
+ * Writes: DocDB batches with a client id and sequence number. Requests
+ * queued during one loop turn go into one Raft entry (group commit, capped by
+ * size). A retried (client id, seq) that was applied is answered "ok" at once
+ * and is never applied twice; one that is still in flight is answered with
+ * the original. DOCRAFT_ELEADERLOST means the outcome is unknown: the entry
+ * may still commit; retry with the same id.
+ *
+ * Reads (linearizable): a read waits for a Raft barrier issued after it
+ * arrived to apply (one barrier serves every read queued before it), then
+ * gets a read hybrid time: the leader's safe time, below every write still
+ * in flight, so a later read at the same time sees the same data. The caller
+ * then reads tablet_store() at that time on the loop thread.
+ *
+ * Durability: RocksDB's WAL is off; the applied index is recorded in every
+ * RocksDB write. Raft snapshots are markers taken only after RocksDB has
+ * flushed up to their index (fsm v3 snapshot_async), so the log is truncated
+ * only below what is durable. A follower whose log fell behind the leader's
+ * snapshot copies a checkpoint of a healthy replica (remote_copy.h) and then
+ * rejoins.
+ *
+ * Threading: everything here runs on the loop thread of the tablet (the
+ * server's loop), except where a prototype says otherwise. A call that takes
+ * a callback and fails synchronously never calls it; callbacks never run
+ * inside the call that registered them. */
+#ifndef DOCRAFT_TABLET_TABLET_H
+#define DOCRAFT_TABLET_TABLET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <raft.h>
+#include <uv.h>
+
+#include "docraft/error.h"
+#include "docdb/store.h"
+#include "tablet/entry.h"
+
+struct tablet;
+struct listener;
+struct copy_server;
+
+struct tablet_options {
+	const char *id;           /* tablet id, 1..64 printable characters */
+	const char *dir;          /* data directory (created): dir/raft, dir/db */
+	raft_id raft_id;          /* this replica's id in the group */
+	const char *address;      /* this replica's address: its server "ip:port" */
+	struct listener *listener;     /* the server's port (raft + copy traffic) */
+	struct copy_server *copy;      /* registers the store as a copy source; may be NULL */
+	unsigned heartbeat_ms;         /* default 100 */
+	unsigned election_ms;          /* default 1000 */
+	unsigned snapshot_threshold;   /* entries; default 4096 */
+	unsigned snapshot_trailing;    /* entries; default 8192 */
+	uint64_t max_clock_skew_us;    /* default 500 ms */
+	size_t max_entry_bytes;        /* group commit cap; default 4 MiB */
+	struct store_options store;    /* options of the DocDB store */
+};
+
+void tablet_options_default(struct tablet_options *o);
+
+/* Opens the replica's store and raft instance (not started). On error *out
+ * is NULL and errmsg says why. */
+int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet **out,
+		char *errmsg);
+
+/* One replica of the initial configuration. */
+struct tablet_peer {
+	raft_id id;
+	const char *address;
+	int role; /* RAFT_VOTER, RAFT_STANDBY or RAFT_SPARE */
+};
+
+/* Writes the initial configuration (identical on every replica) before the
+ * first tablet_start. Returns 0 if the replica already had one. */
+int tablet_bootstrap(struct tablet *t, const struct tablet_peer *peers, size_t n, char *errmsg);
+int tablet_start(struct tablet *t, char *errmsg);
+
+/* Closes: pending requests fail with DOCRAFT_ECLOSED (writes in a Raft entry
+ * with DOCRAFT_ELEADERLOST), raft and the store are closed, and cb runs on a
+ * later loop turn; the tablet memory is freed after cb returns. */
+typedef void (*tablet_close_cb)(struct tablet *t, void *arg);
+void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg);
+
+/* ---- writes ------------------------------------------------------------- */
+
+struct tablet_write;
+/* status: 0, or DOCRAFT_ENOTLEADER / ELEADERLOST / ECLOSED / EUNAVAILABLE /
+ * ETOOBIG / EIO ...; ht: the hybrid time the write applied at (status 0). */
+typedef void (*tablet_write_cb)(struct tablet_write *req, int status, uint64_t ht);
+
+struct tablet_write {
+	void *data; /* caller's */
+	uint8_t client_id[ENTRY_CLIENT_ID_LEN];
+	uint64_t seq;
+	uint64_t min_running;
+	const void *batch; /* serialized DocDB batch, borrowed until cb */
+	size_t batch_len;
+	tablet_write_cb cb;
+	/* private */
+	struct tablet_write *next_;
+	struct tablet_write *dups_; /* retries waiting for this request */
+	int status_;
+	uint64_t ht_;
+};
+
+/* Queues a write. Synchronous errors (no callback): DOCRAFT_ECLOSED,
+ * DOCRAFT_ETOOBIG (batch larger than an entry may be), DOCRAFT_EINVAL. */
+int tablet_write(struct tablet *t, struct tablet_write *req);
+
+/* ---- reads -------------------------------------------------------------- */
+
+struct tablet_read;
+/* status 0: read tablet_store(t) at read_ht now, on the loop thread. */
+typedef void (*tablet_read_cb)(struct tablet_read *req, int status, uint64_t read_ht);
+
+struct tablet_read {
+	void *data;
+	tablet_read_cb cb;
+	/* private */
+	struct tablet_read *next_;
+};
+
+/* Queues a linearizable read (see the top of this file). */
+int tablet_read(struct tablet *t, struct tablet_read *req);
+
+/* ---- membership and leadership ----------------------------------------- */
+
+typedef void (*tablet_change_cb)(void *arg, int status);
+
+/* Adds a replica (already seeded with a checkpoint, or empty: it then catches
+ * up by copy) as a spare, then promotes it to voter. One change at a time. */
+int tablet_add_replica(struct tablet *t, raft_id id, const char *address, tablet_change_cb cb,
+		       void *arg, char *errmsg);
+int tablet_remove_replica(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg,
+			  char *errmsg);
+/* Transfers leadership to id (0: any up-to-date voter). */
+int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg, char *errmsg);
+
+/* ---- state -------------------------------------------------------------- */
+
+enum tablet_role {
+	TABLET_FOLLOWER = 0,
+	TABLET_CANDIDATE,
+	TABLET_LEADER_NOT_READY,
+	TABLET_LEADER,
+	TABLET_COPYING,  /* fetching a checkpoint from a peer */
+	TABLET_FAILED,
+	TABLET_CLOSED,
+};
+
+struct tablet_status {
+	enum tablet_role role;
+	uint64_t term;
+	raft_id leader_id;
+	char leader_address[256];
+	uint64_t last_index;
+	uint64_t applied_index;
+	uint64_t flushed_index;   /* applied index persisted in SST files at open */
+	uint64_t replayed;        /* entries re-applied since open (> flushed) */
+	uint64_t skipped;         /* entries at or below the store's marker */
+	uint64_t entries;         /* entries this replica proposed as leader */
+	uint64_t writes;          /* client writes it put in those entries */
+	uint64_t copies;          /* checkpoint copies installed */
+	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED */
+};
+
+void tablet_get_status(struct tablet *t, struct tablet_status *st);
+const char *tablet_id(const struct tablet *t);
+const char *tablet_role_name(enum tablet_role r);
+/* The leader as this replica knows it (0 / "" when unknown). */
+raft_id tablet_leader(struct tablet *t, const char **address);
+struct store *tablet_store(struct tablet *t);
+/* Forces a Raft snapshot soon (tests, admin). */
+void tablet_request_snapshot(struct tablet *t);
+
+#endif

@@ -1,0 +1,759 @@
+/* rio forwarding: a stub inner io (every method, error messages, callbacks
+ * reaching raft with the outer io), a 3-server raft_fixture cluster with every
+ * server wrapped, and one real raft_uv instance (TCP on 127.0.0.1, temp dir)
+ * with a v3 FSM whose snapshot_async runs, which raft_uv 0.15 alone refuses. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <raft.h>
+#include <raft/fixture.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#include "raft/rio.h"
+#include "test.h"
+
+/* ---- stub inner io ---- */
+
+enum {
+	M_INIT, M_CLOSE, M_LOAD, M_START, M_BOOTSTRAP, M_RECOVER, M_SET_TERM, M_SET_VOTE,
+	M_SEND, M_APPEND, M_TRUNCATE, M_SNAPSHOT_PUT, M_SNAPSHOT_GET, M_TIME, M_RANDOM,
+	M_ASYNC_WORK, M_COUNT
+};
+
+struct stub {
+	struct raft_io io;
+	unsigned calls[M_COUNT];
+	bool fail;                    /* next call fails with RAFT_IOERR */
+	raft_io_tick_cb tick;
+	raft_io_recv_cb recv;
+	struct raft_io_append *append_req;
+	raft_io_append_cb append_cb;
+};
+
+static struct stub *stub_of(struct raft_io *io)
+{
+	struct stub *s = io->impl;
+	CHECK(io == &s->io); /* rio forwards the inner pointer */
+	return s;
+}
+
+static int stub_ret(struct stub *s, unsigned m, const char *name)
+{
+	s->calls[m]++;
+	if (!s->fail)
+		return 0;
+	s->fail = false;
+	snprintf(s->io.errmsg, sizeof s->io.errmsg, "stub: %s failed", name);
+	return RAFT_IOERR;
+}
+
+static int stub_init(struct raft_io *io, raft_id id, const char *address)
+{
+	(void)id;
+	(void)address;
+	return stub_ret(stub_of(io), M_INIT, "init");
+}
+
+static void stub_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	stub_of(io)->calls[M_CLOSE]++;
+	cb(io);
+}
+
+static int stub_load(struct raft_io *io, raft_term *term, raft_id *voted_for,
+		     struct raft_snapshot **snapshot, raft_index *start_index,
+		     struct raft_entry *entries[], size_t *n_entries)
+{
+	*term = 7;
+	*voted_for = 0;
+	*snapshot = NULL;
+	*start_index = 1;
+	*entries = NULL;
+	*n_entries = 0;
+	return stub_ret(stub_of(io), M_LOAD, "load");
+}
+
+static int stub_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+		      raft_io_recv_cb recv)
+{
+	struct stub *s = stub_of(io);
+	(void)msecs;
+	s->tick = tick;
+	s->recv = recv;
+	return stub_ret(s, M_START, "start");
+}
+
+static int stub_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	(void)conf;
+	return stub_ret(stub_of(io), M_BOOTSTRAP, "bootstrap");
+}
+
+static int stub_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	(void)conf;
+	return stub_ret(stub_of(io), M_RECOVER, "recover");
+}
+
+static int stub_set_term(struct raft_io *io, raft_term term)
+{
+	(void)term;
+	return stub_ret(stub_of(io), M_SET_TERM, "set_term");
+}
+
+static int stub_set_vote(struct raft_io *io, raft_id id)
+{
+	(void)id;
+	return stub_ret(stub_of(io), M_SET_VOTE, "set_vote");
+}
+
+static int stub_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
+		     raft_io_send_cb cb)
+{
+	(void)req;
+	(void)m;
+	(void)cb;
+	return stub_ret(stub_of(io), M_SEND, "send");
+}
+
+static int stub_append(struct raft_io *io, struct raft_io_append *req,
+		       const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct stub *s = stub_of(io);
+	(void)entries;
+	(void)n;
+	s->append_req = req;
+	s->append_cb = cb;
+	return stub_ret(s, M_APPEND, "append");
+}
+
+static int stub_truncate(struct raft_io *io, raft_index index)
+{
+	(void)index;
+	return stub_ret(stub_of(io), M_TRUNCATE, "truncate");
+}
+
+static int stub_snapshot_put(struct raft_io *io, unsigned trailing,
+			     struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+			     raft_io_snapshot_put_cb cb)
+{
+	(void)trailing;
+	(void)req;
+	(void)snapshot;
+	(void)cb;
+	return stub_ret(stub_of(io), M_SNAPSHOT_PUT, "snapshot_put");
+}
+
+static int stub_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+			     raft_io_snapshot_get_cb cb)
+{
+	(void)req;
+	(void)cb;
+	return stub_ret(stub_of(io), M_SNAPSHOT_GET, "snapshot_get");
+}
+
+static raft_time stub_time(struct raft_io *io)
+{
+	stub_of(io)->calls[M_TIME]++;
+	return 4242;
+}
+
+static int stub_random(struct raft_io *io, int min, int max)
+{
+	stub_of(io)->calls[M_RANDOM]++;
+	return min + max;
+}
+
+static int stub_async_work(struct raft_io *io, struct raft_io_async_work *req,
+			   raft_io_async_work_cb cb)
+{
+	(void)req;
+	(void)cb;
+	return stub_ret(stub_of(io), M_ASYNC_WORK, "async_work");
+}
+
+static void stub_setup(struct stub *s, bool with_async_work)
+{
+	memset(s, 0, sizeof *s);
+	s->io.version = 1; /* what raft_uv 0.15 says */
+	s->io.impl = s;
+	s->io.init = stub_init;
+	s->io.close = stub_close;
+	s->io.load = stub_load;
+	s->io.start = stub_start;
+	s->io.bootstrap = stub_bootstrap;
+	s->io.recover = stub_recover;
+	s->io.set_term = stub_set_term;
+	s->io.set_vote = stub_set_vote;
+	s->io.send = stub_send;
+	s->io.append = stub_append;
+	s->io.truncate = stub_truncate;
+	s->io.snapshot_put = stub_snapshot_put;
+	s->io.snapshot_get = stub_snapshot_get;
+	s->io.time = stub_time;
+	s->io.random = stub_random;
+	s->io.async_work = with_async_work ? stub_async_work : NULL;
+}
+
+/* What "raft" saw through the outer io. */
+static struct raft_io *seen_io;
+static struct raft_message *seen_msg;
+static unsigned seen_ticks, seen_recvs, seen_closes, seen_appends;
+static int seen_status;
+
+static void up_tick(struct raft_io *io)
+{
+	seen_io = io;
+	seen_ticks++;
+}
+
+static void up_recv(struct raft_io *io, struct raft_message *m)
+{
+	seen_io = io;
+	seen_msg = m;
+	seen_recvs++;
+}
+
+static void up_close(struct raft_io *io)
+{
+	seen_io = io;
+	seen_closes++;
+}
+
+static void up_append(struct raft_io_append *req, int status)
+{
+	seen_status = status;
+	seen_appends++;
+	CHECK(req->data == &seen_appends);
+}
+
+/* Every method reaches the inner io with the inner pointer; a failed call's
+ * message shows up in the outer errmsg; tick/recv/close come back with the
+ * outer io; an asynchronous append failure carries the inner message too. */
+TEST(stub_forwards_every_method)
+{
+	static struct stub s;
+	static struct rio g;
+	struct raft_io *o = &g.io;
+	struct raft_configuration conf;
+	struct raft_message m;
+	struct raft_io_append req;
+	struct raft_entry entry;
+	raft_term term;
+	raft_id vote;
+	struct raft_snapshot *snap;
+	raft_index start;
+	struct raft_entry *entries;
+	size_t n;
+
+	stub_setup(&s, true);
+	CHECK_OK(rio_wrap(&g, &s.io));
+	CHECK_EQ_INT(o->version, 2);
+	CHECK(o->async_work != NULL);
+	CHECK(s.io.data == &g);
+	CHECK(o->impl == s.io.impl);
+	CHECK(o->data == NULL);
+	raft_configuration_init(&conf);
+
+	CHECK_OK(o->init(o, 1, "1"));
+	CHECK_OK(o->load(o, &term, &vote, &snap, &start, &entries, &n));
+	CHECK_EQ_U64(term, 7);
+	CHECK_OK(o->bootstrap(o, &conf));
+	CHECK_OK(o->recover(o, &conf));
+	CHECK_OK(o->set_term(o, 3));
+	CHECK_OK(o->set_vote(o, 2));
+	CHECK_OK(o->send(o, NULL, &m, NULL));
+	CHECK_OK(o->truncate(o, 5));
+	CHECK_OK(o->snapshot_put(o, 0, NULL, NULL, NULL));
+	CHECK_OK(o->snapshot_get(o, NULL, NULL));
+	CHECK_OK(o->async_work(o, NULL, NULL));
+	CHECK_EQ_U64(o->time(o), 4242);
+	CHECK_EQ_INT(o->random(o, 10, 20), 30);
+	CHECK_OK(o->start(o, 100, up_tick, up_recv));
+	for (unsigned k = 0; k < M_COUNT; k++)
+		if (k != M_CLOSE && k != M_APPEND)
+			CHECK_EQ_INT(s.calls[k], 1);
+
+	/* Synchronous failures: the inner message is copied out. */
+	s.fail = true;
+	CHECK_EQ_INT(o->set_term(o, 4), RAFT_IOERR);
+	CHECK_EQ_STR(o->errmsg, "stub: set_term failed");
+	s.fail = true;
+	CHECK_EQ_INT(o->send(o, NULL, &m, NULL), RAFT_IOERR);
+	CHECK_EQ_STR(o->errmsg, "stub: send failed");
+
+	/* Callbacks that carry an io come back with the outer one. */
+	s.tick(&s.io);
+	CHECK(seen_io == o);
+	CHECK_EQ_INT(seen_ticks, 1);
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_IO_APPEND_ENTRIES_RESULT; /* no raft attached: passes */
+	s.recv(&s.io, &m);
+	CHECK(seen_io == o && seen_msg == &m);
+	CHECK_EQ_INT(seen_recvs, 1);
+
+	/* Append: raft's request and callback, through a wrapper. */
+	memset(&entry, 0, sizeof entry);
+	req.data = &seen_appends;
+	CHECK_OK(o->append(o, &req, &entry, 1, up_append));
+	CHECK(s.append_req != &req);
+	snprintf(s.io.errmsg, sizeof s.io.errmsg, "stub: disk full");
+	s.append_cb(s.append_req, RAFT_NOSPACE);
+	CHECK_EQ_INT(seen_appends, 1);
+	CHECK_EQ_INT(seen_status, RAFT_NOSPACE);
+	CHECK_EQ_STR(o->errmsg, "stub: disk full");
+	CHECK_OK(o->append(o, &req, &entry, 1, up_append));
+	s.append_cb(s.append_req, 0);
+	CHECK_EQ_INT(seen_appends, 2);
+	CHECK_EQ_INT(seen_status, 0);
+	s.fail = true; /* failed call: no callback, wrapper freed (ASan) */
+	CHECK_EQ_INT(o->append(o, &req, &entry, 1, up_append), RAFT_IOERR);
+	CHECK_EQ_STR(o->errmsg, "stub: append failed");
+	CHECK_EQ_INT(seen_appends, 2);
+
+	o->close(o, up_close);
+	CHECK(seen_io == o);
+	CHECK_EQ_INT(seen_closes, 1);
+	raft_configuration_close(&conf);
+}
+
+TEST(stub_version_and_validation)
+{
+	static struct stub s;
+	static struct rio g;
+
+	stub_setup(&s, false);
+	CHECK_OK(rio_wrap(&g, &s.io));
+	CHECK_EQ_INT(g.io.version, 1); /* no async_work to forward */
+	CHECK(g.io.async_work == NULL);
+
+	stub_setup(&s, true);
+	s.io.send = NULL;
+	CHECK_EQ_INT(rio_wrap(&g, &s.io), RAFT_INVALID);
+}
+
+/* ---- 3-server fixture, all wrapped ---- */
+
+struct counter_fsm {
+	struct raft *r;
+	unsigned n;
+	uint64_t sum;
+	raft_index last;
+};
+
+static int counter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct counter_fsm *c = fsm->data;
+	uint64_t v;
+	raft_index idx = raft_last_applied(c->r) + 1;
+
+	CHECK(buf->len == sizeof v);
+	CHECK(idx > c->last);
+	memcpy(&v, buf->base, sizeof v);
+	c->n++;
+	c->sum += v;
+	c->last = idx;
+	*result = NULL;
+	return 0;
+}
+
+static int counter_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	(void)fsm;
+	(void)bufs;
+	(void)n;
+	return RAFT_BUSY;
+}
+
+static int counter_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	(void)fsm;
+	raft_free(buf->base);
+	return 0;
+}
+
+struct done {
+	bool done;
+	int status;
+};
+
+static void done_barrier_cb(struct raft_barrier *req, int status)
+{
+	struct done *d = req->data;
+	d->done = true;
+	d->status = status;
+}
+
+static void done_apply_cb(struct raft_apply *req, int status, void *result)
+{
+	struct done *d = req->data;
+	(void)result;
+	d->done = true;
+	d->status = status;
+}
+
+static bool any_leader(struct raft_fixture *f, void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; i < raft_fixture_n(f); i++)
+		if (raft_state(raft_fixture_get(f, i)) == RAFT_LEADER)
+			return true;
+	return false;
+}
+
+TEST(fixture_cluster_applies_through_rio)
+{
+	enum { NS = 3, NREQ = 100 };
+	static struct raft_fixture f;
+	static struct raft_fsm fsms[NS];
+	static struct counter_fsm cs[NS];
+	static struct rio rios[NS];
+	static struct raft_apply reqs[NREQ];
+	static struct done dones[NREQ];
+	struct raft_barrier barrier;
+	struct done bdone = {false, -1};
+	struct raft_configuration conf;
+	struct raft *r;
+	unsigned l = NS;
+	uint64_t want_sum = 0;
+
+	memset(cs, 0, sizeof cs);
+	CHECK_OK(raft_fixture_initialize(&f));
+	for (unsigned i = 0; i < NS; i++) {
+		memset(&fsms[i], 0, sizeof fsms[i]);
+		fsms[i].version = 1;
+		fsms[i].data = &cs[i];
+		fsms[i].apply = counter_apply;
+		fsms[i].snapshot = counter_snapshot;
+		fsms[i].restore = counter_restore;
+		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
+		cs[i].r = raft_fixture_get(&f, i);
+		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
+		CHECK(cs[i].r->io == &rios[i].io);
+	}
+	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
+	raft_configuration_close(&conf);
+	CHECK_OK(raft_fixture_start(&f));
+
+	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 5000));
+	for (unsigned i = 0; i < NS; i++)
+		if (raft_state(cs[i].r) == RAFT_LEADER)
+			l = i;
+	CHECK(l < NS);
+	r = cs[l].r;
+	barrier.data = &bdone;
+	CHECK_OK(rio_on_leader(&rios[l], r, &barrier, done_barrier_cb));
+	CHECK_EQ_U64(rio_term_first_index(&rios[l]), barrier.index);
+	CHECK(raft_fixture_step_until_has_leader(&f, 2000));
+	CHECK_EQ_INT(raft_fixture_leader_index(&f), l);
+
+	for (unsigned k = 0; k < NREQ; k++) {
+		struct raft_buffer buf;
+		uint64_t v = 1000 + k;
+
+		buf.len = sizeof v;
+		buf.base = raft_malloc(buf.len);
+		CHECK(buf.base != NULL);
+		memcpy(buf.base, &v, sizeof v);
+		reqs[k].data = &dones[k];
+		dones[k].done = false;
+		CHECK_OK(raft_apply(r, &reqs[k], &buf, 1, done_apply_cb));
+		want_sum += v;
+	}
+	CHECK(raft_fixture_step_until_applied(&f, NS, reqs[NREQ - 1].index, 5000));
+	CHECK(bdone.done);
+	CHECK_EQ_INT(bdone.status, 0);
+	for (unsigned k = 0; k < NREQ; k++)
+		CHECK(dones[k].done && dones[k].status == 0);
+	for (unsigned i = 0; i < NS; i++) {
+		CHECK_EQ_INT(cs[i].n, NREQ);
+		CHECK_EQ_U64(cs[i].sum, want_sum);
+		CHECK_EQ_U64(cs[i].last, reqs[NREQ - 1].index);
+	}
+	/* The fixture reaches its backend through r->io->impl here. */
+	CHECK(raft_fixture_step_until_delivered(&f, l, (l + 1) % NS, 1000));
+	CHECK_EQ_U64(rios[l].n_dropped, 0);
+	raft_fixture_close(&f);
+}
+
+/* ---- one raft_uv instance ---- */
+
+struct uvt {
+	uv_loop_t loop;
+	uv_timer_t guard_timer;
+	struct raft_uv_transport transport;
+	struct raft_io io;
+	struct rio g;
+	struct raft raft;
+	struct raft_fsm fsm;
+	struct raft_barrier barrier;
+	struct done bdone;
+	struct raft_apply apply;
+	struct done adone;
+	pthread_t loop_thread;
+	unsigned applied;
+	unsigned to_apply;
+	unsigned snapshots;       /* fsm->snapshot calls (loop thread) */
+	unsigned asyncs;          /* fsm->snapshot_async calls (pool thread) */
+	unsigned finalized;       /* fsm->snapshot_finalize calls */
+	bool async_off_loop;
+	uint64_t start;           /* uv_now at start */
+	bool closing;             /* raft_close called */
+	bool closed;              /* its callback fired */
+	bool timed_out;
+};
+
+static int uvt_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct uvt *t = fsm->data;
+	(void)buf;
+	t->applied++;
+	*result = NULL;
+	return 0;
+}
+
+static int uvt_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct uvt *t = fsm->data;
+
+	t->snapshots++;
+	*bufs = raft_malloc(sizeof **bufs);
+	CHECK(*bufs != NULL);
+	(*bufs)[0].len = 8;
+	(*bufs)[0].base = raft_malloc(8);
+	CHECK((*bufs)[0].base != NULL);
+	memcpy((*bufs)[0].base, "marker!!", 8);
+	*n = 1;
+	return 0;
+}
+
+static int uvt_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct uvt *t = fsm->data;
+	(void)bufs;
+	(void)n;
+	__atomic_add_fetch(&t->asyncs, 1, __ATOMIC_SEQ_CST);
+	if (!pthread_equal(pthread_self(), t->loop_thread))
+		__atomic_store_n(&t->async_off_loop, true, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int uvt_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct uvt *t = fsm->data;
+
+	t->finalized++;
+	for (unsigned i = 0; i < *n; i++)
+		raft_free((*bufs)[i].base);
+	raft_free(*bufs);
+	*bufs = NULL;
+	*n = 0;
+	return 0;
+}
+
+static int uvt_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	(void)fsm;
+	raft_free(buf->base);
+	return 0;
+}
+
+static void uvt_raft_close_cb(struct raft *r)
+{
+	struct uvt *t = r->data;
+
+	raft_uv_close(&t->io);
+	raft_uv_tcp_close(&t->transport);
+	uv_close((uv_handle_t *)&t->guard_timer, NULL);
+	t->closed = true;
+}
+
+static void uvt_finish(struct uvt *t)
+{
+	if (t->closing)
+		return;
+	t->closing = true;
+	raft_close(&t->raft, uvt_raft_close_cb);
+}
+
+static void uvt_apply_next(struct uvt *t);
+
+static void uvt_apply_cb(struct raft_apply *req, int status, void *result)
+{
+	struct uvt *t = req->data;
+	(void)result;
+	t->adone.done = true;
+	t->adone.status = status;
+	if (status != 0) {
+		t->to_apply = 0; /* the guard timer closes and the test fails */
+		return;
+	}
+	uvt_apply_next(t);
+}
+
+/* Applies one entry at a time, each from the previous one's callback. */
+static void uvt_apply_next(struct uvt *t)
+{
+	struct raft_buffer buf;
+
+	if (t->to_apply == 0)
+		return; /* the guard timer closes once a snapshot is done */
+	t->to_apply--;
+	buf.len = 8;
+	buf.base = raft_malloc(buf.len);
+	CHECK(buf.base != NULL);
+	memset(buf.base, 'a', buf.len);
+	t->apply.data = t;
+	t->adone.done = false;
+	t->adone.status = raft_apply(&t->raft, &t->apply, &buf, 1, uvt_apply_cb);
+	if (t->adone.status != 0) {
+		raft_free(buf.base);
+		t->adone.done = true;
+		t->to_apply = 0;
+	}
+}
+
+/* Closes once everything is applied and every snapshot finalized, or on
+ * failure or timeout. raft_close is only called from this timer, never from
+ * inside an apply callback: raft_uv 0.15 closed from there with writes in
+ * flight aborts in uv_poll_stop ("!uv__is_closing(handle)"), with or without
+ * rio. */
+static void uvt_guard_cb(uv_timer_t *timer)
+{
+	struct uvt *t = timer->data;
+
+	if (t->to_apply == 0 && t->adone.done &&
+	    (t->adone.status != 0 || (t->finalized > 0 && t->finalized == t->snapshots))) {
+		uvt_finish(t);
+		return;
+	}
+	if (uv_now(&t->loop) - t->start > 20000) {
+		t->timed_out = true;
+		uvt_finish(t);
+	}
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port;
+
+	CHECK(fd >= 0);
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static unsigned count_snapshot_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	CHECK(d != NULL);
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "snapshot-", 9) == 0 && strstr(e->d_name, ".meta") == NULL)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void count_handle(uv_handle_t *h, void *arg)
+{
+	unsigned *n = arg;
+	if (!uv_is_closing(h))
+		(*n)++;
+}
+
+TEST(uv_single_node_v3_fsm)
+{
+	static struct uvt t;
+	char dir[512];
+	char address[64];
+	struct raft_configuration conf;
+	unsigned open_handles = 0;
+	int rv;
+
+	memset(&t, 0, sizeof t);
+	test_tmpdir_make(dir, "rio");
+	snprintf(address, sizeof address, "127.0.0.1:%d", free_port());
+	t.loop_thread = pthread_self();
+	t.to_apply = 40;
+
+	CHECK_OK(uv_loop_init(&t.loop));
+	CHECK_OK(uv_timer_init(&t.loop, &t.guard_timer));
+	t.guard_timer.data = &t;
+	CHECK_OK(raft_uv_tcp_init(&t.transport, &t.loop));
+	CHECK_OK(raft_uv_init(&t.io, &t.loop, dir, &t.transport));
+	CHECK_EQ_INT(t.io.version, 1); /* the 0.15 bug rio works around */
+	raft_uv_set_segment_size(&t.io, 256 * 1024);
+	CHECK_OK(rio_wrap(&t.g, &t.io));
+	CHECK_EQ_INT(t.g.io.version, 2);
+
+	t.fsm.version = 3;
+	t.fsm.data = &t;
+	t.fsm.apply = uvt_apply;
+	t.fsm.snapshot = uvt_snapshot;
+	t.fsm.restore = uvt_restore;
+	t.fsm.snapshot_finalize = uvt_snapshot_finalize;
+	t.fsm.snapshot_async = uvt_snapshot_async;
+	rv = raft_init(&t.raft, &t.g.io, &t.fsm, 1, address);
+	CHECK_OK_MSG(rv, raft_errmsg(&t.raft));
+	t.raft.data = &t;
+	raft_set_snapshot_threshold(&t.raft, 16);
+	raft_set_snapshot_trailing(&t.raft, 8);
+
+	raft_configuration_init(&conf);
+	CHECK_OK(raft_configuration_add(&conf, 1, address, RAFT_VOTER));
+	CHECK_OK_MSG(raft_bootstrap(&t.raft, &conf), raft_errmsg(&t.raft));
+	raft_configuration_close(&conf);
+	CHECK_OK_MSG(raft_start(&t.raft), raft_errmsg(&t.raft));
+
+	/* A single voter elects itself inside raft_start. */
+	CHECK_EQ_INT(raft_state(&t.raft), RAFT_LEADER);
+	t.barrier.data = &t.bdone;
+	CHECK_OK(rio_on_leader(&t.g, &t.raft, &t.barrier, done_barrier_cb));
+	CHECK_EQ_U64(rio_term_first_index(&t.g), t.barrier.index);
+	uvt_apply_next(&t);
+	t.start = uv_now(&t.loop);
+	CHECK_OK(uv_timer_start(&t.guard_timer, uvt_guard_cb, 100, 100));
+
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+
+	CHECK(t.closed);
+	CHECK(!t.timed_out);
+	uv_walk(&t.loop, count_handle, &open_handles);
+	CHECK_EQ_INT(open_handles, 0);
+	CHECK_EQ_INT(uv_loop_close(&t.loop), 0);
+
+	CHECK(t.bdone.done);
+	CHECK_EQ_INT(t.bdone.status, 0);
+	CHECK_EQ_INT(t.applied, 40);
+	CHECK_EQ_INT(t.adone.status, 0);
+	CHECK(t.snapshots >= 1);
+	CHECK(t.asyncs >= 1);
+	CHECK(t.async_off_loop);
+	CHECK(t.finalized >= 1);
+	CHECK(count_snapshot_files(dir) >= 1);
+	test_note("raft_uv: %u entries applied, %u snapshots (%u async), tfi %llu", t.applied,
+		  t.snapshots, t.asyncs, (unsigned long long)t.barrier.index);
+	test_tmpdir_remove(dir);
+}
+
+TEST_MAIN(T(stub_forwards_every_method), T(stub_version_and_validation),
+	  T(fixture_cluster_applies_through_rio), T(uv_single_node_v3_fsm))

@@ -1,0 +1,419 @@
+/* Tablet replicas on real raft_uv over loopback, in one process and one
+ * loop: three servers (listeners on 127.0.0.1/.2/.3), one tablet with a
+ * replica on each. Writes through the leader, linearizable reads, retried
+ * writes applied once, restarts that replay only what was not flushed, and
+ * leadership transfer with writes in flight. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <inttypes.h>
+
+#include "common/hlc.h"
+#include "docdb/batch.h"
+#include "docdb/key.h"
+#include "raft/listener.h"
+#include "tablet/tablet.h"
+#include "test.h"
+
+#define N 3
+
+struct node {
+	struct listener *l;
+	struct tablet *t;
+	char dir[300];
+	char addr[32];
+};
+
+struct cluster {
+	uv_loop_t loop;
+	char base[256];
+	struct node n[N];
+	int port;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+};
+
+static struct cluster C;
+
+static void node_open(int i, bool bootstrap)
+{
+	struct tablet_options o;
+	struct tablet_peer peers[N];
+	tablet_options_default(&o);
+	o.id = "tab1";
+	o.dir = C.n[i].dir;
+	o.raft_id = (raft_id)(i + 1);
+	o.address = C.n[i].addr;
+	o.listener = C.n[i].l;
+	o.heartbeat_ms = 50;
+	o.election_ms = 500;
+	o.snapshot_threshold = 64;
+	o.snapshot_trailing = 32;
+	CHECK_OK_MSG(tablet_open(&C.loop, &o, &C.n[i].t, C.errmsg), C.errmsg);
+	for (int j = 0; j < N; j++) {
+		peers[j].id = (raft_id)(j + 1);
+		peers[j].address = C.n[j].addr;
+		peers[j].role = RAFT_VOTER;
+	}
+	if (bootstrap)
+		CHECK_OK_MSG(tablet_bootstrap(C.n[i].t, peers, N, C.errmsg), C.errmsg);
+	CHECK_OK_MSG(tablet_start(C.n[i].t, C.errmsg), C.errmsg);
+}
+
+static void cluster_up(const char *tag)
+{
+	memset(&C, 0, sizeof C);
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_OK(uv_loop_init(&C.loop));
+	test_tmpdir_make(C.base, tag);
+	C.port = 20000 + (int)(getpid() % 20000);
+	for (int i = 0; i < N; i++) {
+		snprintf(C.n[i].addr, sizeof C.n[i].addr, "127.0.0.%d:%d", i + 1, C.port);
+		snprintf(C.n[i].dir, sizeof C.n[i].dir, "%s/n%d", C.base, i + 1);
+		CHECK_OK_MSG(listener_open(&C.loop, C.n[i].addr, &C.n[i].l, C.errmsg), C.errmsg);
+	}
+	for (int i = 0; i < N; i++)
+		node_open(i, true);
+}
+
+static int closed_count;
+static void on_closed(struct tablet *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	closed_count++;
+}
+
+static void node_close(int i)
+{
+	int before = closed_count;
+	tablet_close(C.n[i].t, on_closed, NULL);
+	for (int k = 0; k < 10000 && closed_count == before; k++)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	CHECK(closed_count == before + 1);
+	C.n[i].t = NULL;
+}
+
+static void listener_closed(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+static void cluster_down(void)
+{
+	int n = 0;
+	for (int i = 0; i < N; i++)
+		if (C.n[i].t != NULL)
+			node_close(i);
+	for (int i = 0; i < N; i++)
+		listener_close(C.n[i].l, listener_closed, &n);
+	for (int k = 0; k < 1000 && n < N; k++)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	CHECK_EQ_INT(n, N);
+	uv_run(&C.loop, UV_RUN_NOWAIT);
+	CHECK_EQ_INT(uv_loop_close(&C.loop), 0);
+	test_tmpdir_remove(C.base);
+}
+
+/* Runs the loop until pred() or about timeout_ms of loop time passes. */
+static bool run_until(bool (*pred)(void *), void *arg, unsigned timeout_ms)
+{
+	uint64_t end = uv_now(&C.loop) + timeout_ms;
+	while (!pred(arg)) {
+		if (uv_now(&C.loop) > end)
+			return false;
+		uv_run(&C.loop, UV_RUN_ONCE);
+		uv_update_time(&C.loop);
+	}
+	return true;
+}
+
+static int leader_index(void)
+{
+	for (int i = 0; i < N; i++) {
+		struct tablet_status st;
+		if (C.n[i].t == NULL)
+			continue;
+		tablet_get_status(C.n[i].t, &st);
+		if (st.role == TABLET_LEADER)
+			return i;
+	}
+	return -1;
+}
+
+static bool has_leader(void *arg)
+{
+	(void)arg;
+	return leader_index() >= 0;
+}
+
+/* ---- writes -------------------------------------------------------------- */
+
+struct w {
+	struct tablet_write req;
+	struct batch b;
+	int status;
+	bool done;
+	uint64_t ht;
+};
+
+static void write_cb(struct tablet_write *req, int status, uint64_t ht)
+{
+	struct w *w = req->data;
+	w->status = status;
+	w->ht = ht;
+	w->done = true;
+}
+
+static void w_init(struct w *w, uint8_t client, uint64_t seq, const char *key, const char *val)
+{
+	char k[64];
+	memset(w, 0, sizeof *w);
+	batch_init(&w->b);
+	/* A minimal DocKey: one string range component. */
+	struct buf dk = BUF_INIT;
+	struct pv comp = pv_str(key);
+	struct dockey d = {false, 0, 0, 1, NULL, &comp};
+	dockey_append(&dk, &d);
+	snprintf(k, sizeof k, "%s", val);
+	batch_put(&w->b, dk.data, dk.len, k, strlen(k));
+	buf_free(&dk);
+	memset(w->req.client_id, client, sizeof w->req.client_id);
+	w->req.seq = seq;
+	w->req.min_running = 1;
+	w->req.batch = w->b.data.data;
+	w->req.batch_len = w->b.data.len;
+	w->req.cb = write_cb;
+	w->req.data = w;
+}
+
+static bool all_done(void *arg)
+{
+	struct w **ws = arg;
+	for (int i = 0; ws[i] != NULL; i++)
+		if (!ws[i]->done)
+			return false;
+	return true;
+}
+
+static bool applied_on_all(void *arg)
+{
+	uint64_t want = *(uint64_t *)arg;
+	for (int i = 0; i < N; i++) {
+		uint64_t idx;
+		if (C.n[i].t == NULL)
+			continue;
+		store_applied(tablet_store(C.n[i].t), &idx, NULL);
+		if (idx < want)
+			return false;
+	}
+	return true;
+}
+
+/* Number of stored pairs (data keys only) of a replica. */
+static int count_pairs(int i)
+{
+	const uint8_t lo = KT_GROUP_END;
+	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, NULL, 0);
+	int n = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+		n++;
+	store_iter_free(it);
+	return n;
+}
+
+/* A checksum of every stored pair of a replica. */
+static uint64_t checksum(int i)
+{
+	const uint8_t lo = KT_GROUP_END;
+	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, NULL, 0);
+	uint64_t h = 1469598103934665603ULL;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+		for (size_t j = 0; j < kl; j++)
+			h = (h ^ k[j]) * 1099511628211ULL;
+		for (size_t j = 0; j < vl; j++)
+			h = (h ^ v[j]) * 1099511628211ULL;
+		h = (h ^ 0xFF) * 1099511628211ULL;
+	}
+	store_iter_free(it);
+	return h;
+}
+
+#define NW 200
+
+TEST(writes_reads_and_retries)
+{
+	static struct w ws[NW + 1];
+	struct w *list[NW + 2];
+	cluster_up("tablet-uv");
+	CHECK_MSG(run_until(has_leader, NULL, 10000), "no leader");
+	int l = leader_index();
+
+	/* 200 writes submitted in one loop turn: group commit packs them. */
+	for (int i = 0; i < NW; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "k%03d", i);
+		w_init(&ws[i], 1, (uint64_t)i + 1, k, "v");
+		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
+		list[i] = &ws[i];
+	}
+	list[NW] = NULL;
+	CHECK(run_until(all_done, list, 10000));
+	for (int i = 0; i < NW; i++)
+		CHECK_MSG(ws[i].status == 0, "write %d: %d", i, ws[i].status);
+	struct tablet_status st;
+	tablet_get_status(C.n[l].t, &st);
+	test_note("%" PRIu64 " writes in %" PRIu64 " entries", st.writes, st.entries);
+	CHECK(st.entries < NW / 4);
+
+	/* A retry of an applied write is answered ok and not applied again. */
+	int pairs = count_pairs(l);
+	struct w again;
+	w_init(&again, 1, 7, "k007", "changed");
+	CHECK_OK(tablet_write(C.n[l].t, &again.req));
+	struct w *one[2] = {&again, NULL};
+	CHECK(run_until(all_done, one, 5000));
+	CHECK_EQ_INT(again.status, 0);
+	CHECK_EQ_INT(count_pairs(l), pairs);
+
+	/* Every replica converges to the same bytes. */
+	uint64_t idx;
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	for (int i = 0; i < N; i++)
+		CHECK_EQ_U64(checksum(i), checksum(l));
+
+	/* A follower refuses writes and names the leader. */
+	int f = (l + 1) % N;
+	struct w fw;
+	w_init(&fw, 2, 1, "x", "y");
+	CHECK_OK(tablet_write(C.n[f].t, &fw.req));
+	struct w *fl[2] = {&fw, NULL};
+	CHECK(run_until(all_done, fl, 5000));
+	CHECK_EQ_INT(fw.status, DOCRAFT_ENOTLEADER);
+	const char *hint;
+	CHECK_EQ_U64(tablet_leader(C.n[f].t, &hint), (uint64_t)(l + 1));
+	CHECK_EQ_STR(hint, C.n[l].addr);
+
+	for (int i = 0; i < NW; i++)
+		batch_free(&ws[i].b);
+	batch_free(&again.b);
+	batch_free(&fw.b);
+	cluster_down();
+}
+
+struct r {
+	struct tablet_read req;
+	int status;
+	bool done;
+	uint64_t ht;
+};
+
+static void read_cb(struct tablet_read *req, int status, uint64_t ht)
+{
+	struct r *r = req->data;
+	r->status = status;
+	r->ht = ht;
+	r->done = true;
+}
+
+static bool reads_done(void *arg)
+{
+	struct r *rs = arg;
+	for (int i = 0; i < 10; i++)
+		if (!rs[i].done)
+			return false;
+	return true;
+}
+
+/* Reads are answered after a barrier, at a time past every acknowledged
+ * write; a follower refuses them. */
+TEST(linearizable_reads)
+{
+	struct r rs[10];
+	cluster_up("tablet-uv-read");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	struct w w;
+	w_init(&w, 3, 1, "a", "1");
+	CHECK_OK(tablet_write(C.n[l].t, &w.req));
+	struct w *one[2] = {&w, NULL};
+	CHECK(run_until(all_done, one, 5000));
+	CHECK_EQ_INT(w.status, 0);
+	memset(rs, 0, sizeof rs);
+	for (int i = 0; i < 10; i++) {
+		rs[i].req.data = &rs[i];
+		rs[i].req.cb = read_cb;
+		CHECK_OK(tablet_read(C.n[i < 8 ? l : (l + 1) % N].t, &rs[i].req));
+	}
+	CHECK(run_until(reads_done, rs, 5000));
+	for (int i = 0; i < 8; i++) {
+		CHECK_EQ_INT(rs[i].status, 0);
+		CHECK(rs[i].ht > w.ht);
+	}
+	CHECK_EQ_INT(rs[8].status, DOCRAFT_ENOTLEADER);
+	batch_free(&w.b);
+	cluster_down();
+}
+
+/* All replicas stop without flushing (like kill -9: nothing was flushed but
+ * what snapshots forced) and restart: identical state, and the entries
+ * re-applied are at most those the stores had not flushed. */
+TEST(restart_replays_only_unflushed)
+{
+	static struct w ws[NW];
+	struct w *list[NW + 1];
+	uint64_t sum_before, idx;
+	cluster_up("tablet-uv-restart");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < NW / 4; i++) {
+			char k[16];
+			int j = round * (NW / 4) + i;
+			snprintf(k, sizeof k, "r%03d", j);
+			w_init(&ws[j], 4, (uint64_t)j + 1, k, "v");
+			CHECK_OK(tablet_write(C.n[l].t, &ws[j].req));
+			list[i] = &ws[j];
+		}
+		list[NW / 4] = NULL;
+		CHECK(run_until(all_done, list, 10000));
+	}
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	sum_before = checksum(l);
+	uint64_t unflushed[N];
+	for (int i = 0; i < N; i++) {
+		struct tablet_status st;
+		tablet_get_status(C.n[i].t, &st);
+		unflushed[i] = st.applied_index;
+	}
+	for (int i = 0; i < N; i++)
+		node_close(i);
+	for (int i = 0; i < N; i++) {
+		node_open(i, false);
+		struct tablet_status st;
+		tablet_get_status(C.n[i].t, &st);
+		test_note("replica %d: store index at open %" PRIu64 ", raft applied %" PRIu64, i + 1,
+			  st.flushed_index, unflushed[i]);
+		unflushed[i] -= st.flushed_index;
+	}
+	CHECK(run_until(has_leader, NULL, 10000));
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	for (int i = 0; i < N; i++) {
+		struct tablet_status st;
+		tablet_get_status(C.n[i].t, &st);
+		test_note("replica %d: replayed %" PRIu64 " (unflushed %" PRIu64 ")", i + 1,
+			  st.replayed, unflushed[i]);
+		CHECK(st.replayed <= unflushed[i]);
+		CHECK_EQ_U64(checksum(i), sum_before);
+	}
+	for (int i = 0; i < NW; i++)
+		batch_free(&ws[i].b);
+	cluster_down();
+}
+
+TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed))
