@@ -49,10 +49,8 @@
 #include "raft/listener.h"
 #include "raft/rio.h"
 #include "raft/transport.h"
-#include "tablet/retry.h"
+#include "tablet/fsm.h"
 
-#define SNAPSHOT_MAGIC "DRSN"
-#define SNAPSHOT_LEN (4 + 1 + 8)
 
 /* One Raft entry proposed by this replica as leader. */
 struct inflight {
@@ -83,14 +81,12 @@ struct tablet {
 	struct raft_io uvio;
 	struct rio rio;
 	struct raft_uv_transport transport;
-	struct raft_fsm fsm;
+	struct tablet_fsm fsm;
 	bool raft_open;     /* raft_init done, raft not closed yet */
 	bool raft_started;
 	bool raft_closing;  /* raft_close called, raft_closed not yet */
 
 	struct hlc hlc;
-	struct retry_table retry;
-	struct retry_changes changes;
 	struct buf entry;   /* scratch */
 
 	uv_prepare_t poll;
@@ -104,11 +100,7 @@ struct tablet {
 	struct tablet_read *rq_head, *rq_tail;  /* waiting for a barrier */
 	bool read_barrier_busy;
 
-	bool snapshot_busy;
 	bool snapshot_requested;
-	uint64_t copy_min_index;        /* restore asked for a copy (>= this) */
-
-	uint64_t log_last_at_start;
 	struct tablet_status st;
 
 	bool closing;
@@ -249,171 +241,11 @@ static void fail(struct tablet *t, int code, const char *why)
 	t->role = TABLET_FAILED;
 }
 
-/* The clock never goes below a time already applied. */
-static void observe_ht(struct tablet *t, uint64_t ht)
-{
-	if (ht > t->hlc.last)
-		t->hlc.last = ht;
-}
-
-static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
-{
-	struct tablet *t = fsm->data;
-	uint64_t idx = raft_last_applied(&t->raft) + 1;
-	uint64_t applied;
-	struct entry_reader er;
-	struct entry_request q;
-	struct store_part parts[64];
-	struct store_part *pp = parts;
-	size_t np = 0, cap = sizeof parts / sizeof parts[0];
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	int rv;
-
-	*result = NULL;
-	if (t->copy_min_index != 0 || t->role == TABLET_FAILED)
-		return 0; /* waits for a checkpoint / closing: re-applied after */
-	store_applied(t->store, &applied, NULL);
-	if (idx <= applied) {
-		t->st.skipped++;
-		return 0;
-	}
-	if (entry_open(&er, buf->base, buf->len, errmsg) != 0) {
-		fail(t, DOCRAFT_ECORRUPT, errmsg);
-		return RAFT_MALFORMED;
-	}
-	retry_changes_reset(&t->changes);
-	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
-		if (retry_applied(&t->retry, q.client_id, q.seq))
-			continue; /* a retry of a write already applied */
-		retry_record(&t->retry, q.client_id, q.seq, q.min_running, er.ht, &t->changes);
-		if (np == cap) {
-			struct store_part *grown = malloc(cap * 2 * sizeof *grown);
-			if (grown == NULL)
-				PANIC("out of memory");
-			memcpy(grown, pp, np * sizeof *pp);
-			if (pp != parts)
-				free(pp);
-			pp = grown;
-			cap *= 2;
-		}
-		pp[np].batch = q.batch;
-		pp[np].len = q.batch_len;
-		np++;
-	}
-	if (rv < 0) {
-		fail(t, DOCRAFT_ECORRUPT, errmsg);
-		rv = RAFT_MALFORMED;
-		goto out;
-	}
-	retry_changes_finish(&t->changes);
-	rv = store_apply_parts(t->store, pp, np, t->changes.raw, t->changes.n, er.ht, idx, errmsg);
-	if (rv != 0) {
-		char why[DOCRAFT_ERRMSG_SIZE + 64];
-		snprintf(why, sizeof why, "apply of index %" PRIu64 ": %s", idx, errmsg);
-		fail(t, rv, why);
-		rv = rv == DOCRAFT_ENOSPC ? RAFT_NOSPACE : RAFT_IOERR;
-		goto out;
-	}
-	observe_ht(t, er.ht);
-	if (idx <= t->log_last_at_start)
-		t->st.replayed++;
-	rv = 0;
-out:
-	if (pp != parts)
-		free(pp);
-	return rv;
-}
-
-static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
-{
-	struct tablet *t = fsm->data;
-	struct raft_buffer *b;
-	uint8_t *p;
-	uint64_t idx = raft_last_applied(&t->raft);
-	if (t->snapshot_busy || t->copy_min_index != 0 || t->role == TABLET_FAILED)
-		return RAFT_BUSY;
-	b = raft_malloc(sizeof *b);
-	p = raft_malloc(SNAPSHOT_LEN);
-	if (b == NULL || p == NULL) {
-		raft_free(b);
-		raft_free(p);
-		return RAFT_NOMEM;
-	}
-	memcpy(p, SNAPSHOT_MAGIC, 4);
-	p[4] = 1;
-	for (int i = 0; i < 8; i++)
-		p[5 + i] = (uint8_t)(idx >> (56 - 8 * i));
-	b->base = p;
-	b->len = SNAPSHOT_LEN;
-	*bufs = b;
-	*n = 1;
-	t->snapshot_busy = true;
-	TLOG(LOG_LVL_DEBUG, t, "snapshot at index %" PRIu64, idx);
-	return 0;
-}
-
-/* Threadpool: everything applied so far (>= the marker's index) to SST. */
-static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
-{
-	struct tablet *t = fsm->data;
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	(void)bufs;
-	(void)n;
-	if (store_flush(t->store, errmsg) != 0) {
-		LOG_ERROR("tablet %s: flush for a snapshot failed: %s", t->id, errmsg);
-		return RAFT_IOERR;
-	}
-	return 0;
-}
-
-static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
-{
-	struct tablet *t = fsm->data;
-	for (unsigned i = 0; i < *n; i++)
-		raft_free((*bufs)[i].base);
-	raft_free(*bufs);
-	*bufs = NULL;
-	*n = 0;
-	t->snapshot_busy = false;
-	return 0;
-}
-
-static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
-{
-	struct tablet *t = fsm->data;
-	const uint8_t *p = buf->base;
-	uint64_t x = 0, applied;
-	if (buf->len != SNAPSHOT_LEN || memcmp(p, SNAPSHOT_MAGIC, 4) != 0 || p[4] != 1) {
-		raft_free(buf->base);
-		fail(t, DOCRAFT_ECORRUPT, "snapshot marker is malformed");
-		return 0; /* failing here would wedge raft; the tablet closes */
-	}
-	for (int i = 0; i < 8; i++)
-		x = x << 8 | p[5 + i];
-	raft_free(buf->base);
-	store_applied(t->store, &applied, NULL);
-	if (applied >= x)
-		return 0;
-	TLOG(LOG_LVL_WARN, t, "snapshot %" PRIu64 " is past the store's index %" PRIu64
-	     ": needs a checkpoint copy", x, applied);
-	t->copy_min_index = x;
-	return 0;
-}
-
 /* ---- raft instance ------------------------------------------------------- */
 
 static int raft_setup(struct tablet *t, char *errmsg)
 {
 	int rv;
-	memset(&t->fsm, 0, sizeof t->fsm);
-	t->fsm.version = 3;
-	t->fsm.data = t;
-	t->fsm.apply = fsm_apply;
-	t->fsm.snapshot = fsm_snapshot;
-	t->fsm.restore = fsm_restore;
-	t->fsm.snapshot_finalize = fsm_snapshot_finalize;
-	t->fsm.snapshot_async = fsm_snapshot_async;
-
 	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
 		return rv;
 	rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
@@ -430,7 +262,7 @@ static int raft_setup(struct tablet *t, char *errmsg)
 		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
 			       raft_strerror(rv));
 	}
-	rv = raft_init(&t->raft, &t->rio.io, &t->fsm, t->o.raft_id, t->address);
+	rv = raft_init(&t->raft, &t->rio.io, &t->fsm.fsm, t->o.raft_id, t->address);
 	if (rv != 0) {
 		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,
 			rv == -1 ? "version mismatch" : raft_errmsg(&t->raft));
@@ -443,6 +275,7 @@ static int raft_setup(struct tablet *t, char *errmsg)
 	raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
 	raft_set_snapshot_trailing(&t->raft, t->o.snapshot_trailing);
 	raft_set_pre_vote(&t->raft, true);
+	tablet_fsm_bind(&t->fsm, &t->raft);
 	t->raft_open = true;
 	t->raft_started = false;
 	return 0;
@@ -484,22 +317,15 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	if (t->o.max_entry_bytes == 0 || t->o.max_entry_bytes > ENTRY_MAX_BYTES)
 		t->o.max_entry_bytes = ENTRY_MAX_BYTES;
 	hlc_init(&t->hlc, o->max_clock_skew_us ? o->max_clock_skew_us : 500000, NULL, NULL);
-	retry_init(&t->retry);
-	retry_changes_init(&t->changes);
 	buf_init(&t->entry);
 
 	if ((rv = mkdir_p(t->dir, errmsg)) != 0 || (rv = mkdir_p(t->raft_dir, errmsg)) != 0)
 		goto err;
 	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0)
 		goto err;
-	if ((rv = retry_load(&t->retry, t->store, errmsg)) != 0)
-		goto err_store;
+	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
+		goto err_fsm;
 	store_applied(t->store, &t->st.flushed_index, NULL);
-	{
-		uint64_t ht;
-		store_applied(t->store, NULL, &ht);
-		observe_ht(t, ht);
-	}
 	if ((rv = raft_setup(t, errmsg)) != 0)
 		goto err_store;
 	uv_prepare_init(loop, &t->poll);
@@ -511,10 +337,13 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	return 0;
 
 err_store:
+	tablet_fsm_close(&t->fsm);
+	store_close(t->store);
+	goto err;
+err_fsm:
+	tablet_fsm_close(&t->fsm);
 	store_close(t->store);
 err:
-	retry_free(&t->retry);
-	retry_changes_free(&t->changes);
 	buf_free(&t->entry);
 	free(t->dir);
 	free(t->address);
@@ -556,9 +385,9 @@ int tablet_start(struct tablet *t, char *errmsg)
 		return err_set(errmsg, from_raft(rv), "tablet %s: raft_start: %s", t->id,
 			       raft_errmsg(&t->raft));
 	t->raft_started = true;
-	t->log_last_at_start = raft_last_index(&t->raft);
+	t->fsm.log_last_at_start = raft_last_index(&t->raft);
 	TLOG(LOG_LVL_INFO, t, "started: log ends at %" PRIu64 ", store at %" PRIu64,
-	     t->log_last_at_start, t->st.flushed_index);
+	     t->fsm.log_last_at_start, t->st.flushed_index);
 	return 0;
 }
 
@@ -674,7 +503,7 @@ static void propose(struct tablet *t)
 			if (t->wq_head == NULL)
 				t->wq_tail = NULL;
 			w->next_ = NULL;
-			if (retry_applied(&t->retry, w->client_id, w->seq)) {
+			if (retry_applied(&t->fsm.retry, w->client_id, w->seq)) {
 				w->status_ = 0;
 				w->ht_ = 0;
 				w->next_ = t->done;
@@ -789,7 +618,7 @@ static void start_copy(struct tablet *t)
 {
 	char why[128];
 	snprintf(why, sizeof why, "needs a checkpoint copy (snapshot index %" PRIu64 ")",
-		 t->copy_min_index);
+		 t->fsm.copy_min_index);
 	fail(t, DOCRAFT_EUNAVAILABLE, why);
 }
 
@@ -800,7 +629,9 @@ static void poll_cb(uv_prepare_t *h)
 	answer_done(t);
 	if (t->closing || !t->raft_open)
 		return;
-	if (t->copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
+	if (t->fsm.failed)
+		fail(t, DOCRAFT_EIO, t->fsm.errmsg);
+	if (t->fsm.copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
 		start_copy(t);
 	if (t->role == TABLET_FAILED) {
 		fail_queued(t, DOCRAFT_EUNAVAILABLE);
@@ -845,11 +676,11 @@ static void poll_cb(uv_prepare_t *h)
 	} else if (t->role != TABLET_LEADER_NOT_READY) {
 		fail_queued(t, DOCRAFT_ENOTLEADER);
 	}
-	if (t->snapshot_requested && !t->snapshot_busy) {
+	if (t->snapshot_requested && !t->fsm.snapshot_busy) {
 		/* A threshold of 1 makes raft snapshot after its next apply pass. */
 		raft_set_snapshot_threshold(&t->raft, 1);
 		t->snapshot_requested = false;
-	} else if (!t->snapshot_busy) {
+	} else if (!t->fsm.snapshot_busy) {
 		raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
 	}
 	answer_done(t);
@@ -1020,6 +851,8 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 {
 	const char *a;
 	*st = t->st;
+	st->replayed = t->fsm.replayed;
+	st->skipped = t->fsm.skipped;
 	st->role = t->role;
 	st->term = term_of(t);
 	st->leader_id = tablet_leader(t, &a);
@@ -1054,9 +887,8 @@ static void poll_closed(uv_handle_t *h)
 	void *arg = t->close_arg;
 	answer_done(t);
 	fail_queued(t, DOCRAFT_ECLOSED);
+	tablet_fsm_close(&t->fsm);
 	store_close(t->store);
-	retry_free(&t->retry);
-	retry_changes_free(&t->changes);
 	buf_free(&t->entry);
 	TLOG(LOG_LVL_INFO, t, "closed");
 	free(t->dir);

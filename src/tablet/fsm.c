@@ -1,0 +1,227 @@
+/* The tablet state machine; the contract is in fsm.h. */
+#include "tablet/fsm.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "tablet/entry.h"
+
+#define FLOG(level, f, ...) LOG_AT(level, (f)->id, (f)->raft ? (f)->raft->current_term : 0, __VA_ARGS__)
+
+static void failed(struct tablet_fsm *f, const char *why)
+{
+	if (f->failed)
+		return;
+	f->failed = true;
+	snprintf(f->errmsg, sizeof f->errmsg, "%s", why);
+	FLOG(LOG_LVL_ERROR, f, "state machine failed: %s", why);
+}
+
+/* The clock never goes below a time already applied. */
+static void observe_ht(struct tablet_fsm *f, uint64_t ht)
+{
+	if (ht > f->hlc->last)
+		f->hlc->last = ht;
+}
+
+static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct tablet_fsm *f = fsm->data;
+	uint64_t idx = raft_last_applied(f->raft) + 1;
+	uint64_t applied;
+	struct entry_reader er;
+	struct entry_request q;
+	struct store_part parts[64];
+	struct store_part *pp = parts;
+	size_t np = 0, cap = sizeof parts / sizeof parts[0];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+
+	*result = NULL;
+	if (f->copy_min_index != 0 || f->failed)
+		return 0; /* re-applied from the log once raft restarts */
+	store_applied(f->store, &applied, NULL);
+	if (idx <= applied) {
+		f->skipped++;
+		return 0;
+	}
+	if (entry_open(&er, buf->base, buf->len, errmsg) != 0) {
+		failed(f, errmsg);
+		return RAFT_MALFORMED;
+	}
+	retry_changes_reset(&f->changes);
+	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
+		if (retry_applied(&f->retry, q.client_id, q.seq))
+			continue; /* a retry of a write already applied */
+		retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht, &f->changes);
+		if (np == cap) {
+			struct store_part *grown = malloc(cap * 2 * sizeof *grown);
+			if (grown == NULL)
+				PANIC("out of memory");
+			memcpy(grown, pp, np * sizeof *pp);
+			if (pp != parts)
+				free(pp);
+			pp = grown;
+			cap *= 2;
+		}
+		pp[np].batch = q.batch;
+		pp[np].len = q.batch_len;
+		np++;
+	}
+	if (rv < 0) {
+		failed(f, errmsg);
+		rv = RAFT_MALFORMED;
+		goto out;
+	}
+	retry_changes_finish(&f->changes);
+	rv = store_apply_parts(f->store, pp, np, f->changes.raw, f->changes.n, er.ht, idx, errmsg);
+	if (rv != 0) {
+		char why[DOCRAFT_ERRMSG_SIZE + 64];
+		snprintf(why, sizeof why, "apply of index %" PRIu64 ": %s", idx, errmsg);
+		failed(f, why);
+		rv = rv == DOCRAFT_ENOSPC ? RAFT_NOSPACE : RAFT_IOERR;
+		goto out;
+	}
+	observe_ht(f, er.ht);
+	if (idx <= f->log_last_at_start)
+		f->replayed++;
+	rv = 0;
+out:
+	if (pp != parts)
+		free(pp);
+	return rv;
+}
+
+static int snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet_fsm *f = fsm->data;
+	struct raft_buffer *b;
+	uint8_t *p;
+	uint64_t idx = raft_last_applied(f->raft);
+	if (f->snapshot_busy || f->copy_min_index != 0 || f->failed)
+		return RAFT_BUSY;
+	if (f->fsm.snapshot_async == NULL) {
+		/* No threadpool (e.g. raft_fixture): flush here, synchronously. */
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		if (store_flush(f->store, errmsg) != 0) {
+			FLOG(LOG_LVL_ERROR, f, "flush for a snapshot failed: %s", errmsg);
+			return RAFT_BUSY;
+		}
+	}
+	b = raft_malloc(sizeof *b);
+	p = raft_malloc(FSM_SNAPSHOT_LEN);
+	if (b == NULL || p == NULL) {
+		raft_free(b);
+		raft_free(p);
+		return RAFT_NOMEM;
+	}
+	memcpy(p, FSM_SNAPSHOT_MAGIC, 4);
+	p[4] = 1;
+	for (int i = 0; i < 8; i++)
+		p[5 + i] = (uint8_t)(idx >> (56 - 8 * i));
+	b->base = p;
+	b->len = FSM_SNAPSHOT_LEN;
+	*bufs = b;
+	*n = 1;
+	f->snapshot_busy = true;
+	FLOG(LOG_LVL_DEBUG, f, "snapshot at index %" PRIu64, idx);
+	return 0;
+}
+
+/* Threadpool: everything applied so far (>= the marker's index) to SST. */
+static int snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet_fsm *f = fsm->data;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	(void)bufs;
+	(void)n;
+	if (store_flush(f->store, errmsg) != 0) {
+		LOG_ERROR("tablet %s: flush for a snapshot failed: %s", f->id, errmsg);
+		return RAFT_IOERR;
+	}
+	return 0;
+}
+
+static int snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct tablet_fsm *f = fsm->data;
+	for (unsigned i = 0; i < *n; i++)
+		raft_free((*bufs)[i].base);
+	raft_free(*bufs);
+	*bufs = NULL;
+	*n = 0;
+	f->snapshot_busy = false;
+	return 0;
+}
+
+static int restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct tablet_fsm *f = fsm->data;
+	const uint8_t *p = buf->base;
+	uint64_t x = 0, applied;
+	if (buf->len != FSM_SNAPSHOT_LEN || memcmp(p, FSM_SNAPSHOT_MAGIC, 4) != 0 || p[4] != 1) {
+		raft_free(buf->base);
+		/* Failing here would wedge raft; the owner closes the tablet. */
+		failed(f, "snapshot marker is malformed");
+		return 0;
+	}
+	for (int i = 0; i < 8; i++)
+		x = x << 8 | p[5 + i];
+	raft_free(buf->base);
+	store_applied(f->store, &applied, NULL);
+	if (applied >= x)
+		return 0;
+	FLOG(LOG_LVL_WARN, f,
+	     "snapshot %" PRIu64 " is past the store's index %" PRIu64 ": needs a checkpoint copy",
+	     x, applied);
+	f->copy_min_index = x;
+	return 0;
+}
+
+int tablet_fsm_init(struct tablet_fsm *f, const char *id, struct store *s, struct hlc *hlc,
+		    char *errmsg)
+{
+	uint64_t ht;
+	memset(f, 0, sizeof *f);
+	f->id = id;
+	f->store = s;
+	f->hlc = hlc;
+	retry_init(&f->retry);
+	retry_changes_init(&f->changes);
+	f->fsm.version = 3;
+	f->fsm.data = f;
+	f->fsm.apply = apply;
+	f->fsm.snapshot = snapshot;
+	f->fsm.restore = restore;
+	f->fsm.snapshot_finalize = snapshot_finalize;
+	f->fsm.snapshot_async = snapshot_async;
+	store_applied(s, NULL, &ht);
+	observe_ht(f, ht);
+	return retry_load(&f->retry, s, errmsg);
+}
+
+void tablet_fsm_bind(struct tablet_fsm *f, struct raft *r)
+{
+	f->raft = r;
+}
+
+int tablet_fsm_set_store(struct tablet_fsm *f, struct store *s, char *errmsg)
+{
+	uint64_t ht;
+	f->store = s;
+	f->copy_min_index = 0;
+	store_applied(s, NULL, &ht);
+	observe_ht(f, ht);
+	return retry_load(&f->retry, s, errmsg);
+}
+
+void tablet_fsm_close(struct tablet_fsm *f)
+{
+	retry_free(&f->retry);
+	retry_changes_free(&f->changes);
+}

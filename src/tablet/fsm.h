@@ -1,0 +1,65 @@
+/* The tablet's Raft state machine (fsm v3) over a DocDB store.
+ *
+ * apply     the entry's index is raft_last_applied() + 1 (0.15 does not pass
+ *           it). At or below the store's applied marker: skipped (durable
+ *           already; a replay after restart). Otherwise the entry's batches,
+ *           minus requests the retry table has seen, and the retry records go
+ *           to the store in one RocksDB write with the new marker.
+ * snapshot  a marker {index} taken on the loop thread; snapshot_async (libuv
+ *           threadpool) flushes RocksDB before raft writes the marker and
+ *           truncates its log, so the log is only cut below what is durable.
+ *           With fsm.snapshot_async set to NULL (an io without a threadpool,
+ *           such as raft_fixture's) the flush happens inside snapshot.
+ * restore   a marker above the store's marker means this replica was sent a
+ *           snapshot of data it does not have: copy_min_index is set, applies
+ *           become no-ops and snapshots are refused until the owner has
+ *           installed a checkpoint of a healthy replica and restarted raft.
+ *
+ * An apply that cannot complete (corrupt entry, disk full) sets failed and
+ * errmsg; the owner must then close the raft instance from a later loop
+ * callback (never from inside a raft callback).
+ *
+ * Threading: the loop thread of the raft instance, except snapshot_async. */
+#ifndef DOCRAFT_TABLET_FSM_H
+#define DOCRAFT_TABLET_FSM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raft.h>
+
+#include "common/hlc.h"
+#include "docraft/error.h"
+#include "docdb/store.h"
+#include "tablet/retry.h"
+
+#define FSM_SNAPSHOT_MAGIC "DRSN"
+#define FSM_SNAPSHOT_LEN 13
+
+struct tablet_fsm {
+	struct raft_fsm fsm;     /* hand &f->fsm to raft_init */
+	struct raft *raft;       /* set by tablet_fsm_bind before raft_start */
+	const char *id;          /* tablet id, for logs (borrowed) */
+	struct store *store;     /* borrowed; may be swapped while raft is closed */
+	struct hlc *hlc;         /* observes every applied hybrid time */
+	struct retry_table retry;
+	struct retry_changes changes;
+	bool snapshot_busy;
+	uint64_t copy_min_index; /* != 0: waiting for a checkpoint copy */
+	bool failed;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t log_last_at_start; /* entries up to here count as replayed */
+	uint64_t replayed;
+	uint64_t skipped;
+};
+
+/* Loads the retry table from s. */
+int tablet_fsm_init(struct tablet_fsm *f, const char *id, struct store *s, struct hlc *hlc,
+		    char *errmsg);
+void tablet_fsm_bind(struct tablet_fsm *f, struct raft *r);
+/* Points the fsm at another store (after a checkpoint copy) and reloads the
+ * retry table from it. Only while raft is closed. */
+int tablet_fsm_set_store(struct tablet_fsm *f, struct store *s, char *errmsg);
+void tablet_fsm_close(struct tablet_fsm *f);
+
+#endif
