@@ -126,7 +126,8 @@ static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq)
 		c->cap = c->cap ? c->cap * 2 : 8;
 		c->seqs = xrealloc(c->seqs, c->cap * sizeof *c->seqs);
 	}
-	memmove(c->seqs + i + 1, c->seqs + i, (c->n - i) * sizeof *c->seqs);
+	if (c->n > i)
+		memmove(c->seqs + i + 1, c->seqs + i, (c->n - i) * sizeof *c->seqs);
 	c->seqs[i] = seq;
 	c->n++;
 	t->nrecords++;
@@ -196,7 +197,8 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	drop = lower_bound(c, min_running);
 	for (size_t i = 0; i < drop; i++)
 		change(ch, cid, c->seqs[i], true, 0);
-	memmove(c->seqs, c->seqs + drop, (c->n - drop) * sizeof *c->seqs);
+	if (drop > 0)
+		memmove(c->seqs, c->seqs + drop, (c->n - drop) * sizeof *c->seqs);
 	c->n -= drop;
 	t->nrecords -= drop;
 	if (!retry_applied(t, cid, seq)) {
