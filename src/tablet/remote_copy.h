@@ -46,8 +46,10 @@ struct store;
  * slow flush. */
 #define COPY_KEEPALIVE_MS 1000u
 /* Default cap on transfers a server runs at once (each holds a buffer and a
- * checkpoint directory); more get an error frame with DOCRAFT_EBUSY. */
-#define COPY_DEFAULT_MAX_TRANSFERS 8u
+ * checkpoint directory, and its checkpoint occupies a libuv pool thread for
+ * one memtable flush: keep the cap below UV_THREADPOOL_SIZE, which raft_uv
+ * shares); more get an error frame with DOCRAFT_EBUSY. */
+#define COPY_DEFAULT_MAX_TRANSFERS 4u
 
 /* CRC-32C (Castagnoli) of n bytes, continuing from crc (0 to start): the
  * per-file integrity check of the wire format. Any thread. */
@@ -102,52 +104,55 @@ struct copy_server {
 };
 
 /* Serves COPY connections arriving at l (which must run on loop): becomes
- * l's LISTENER_COPY handler. On failure returns a code with errmsg and cs
- * needs no close. The listener must outlive the server (close the server,
- * then the listener). cs must stay at the same address until the close
- * callback. */
+ * l's LISTENER_COPY handler. Loop thread. cs is caller memory, initialised
+ * here, which must stay at the same address until the close callback; l is
+ * borrowed and must outlive the server (close the server, then the
+ * listener). On failure returns a code with errmsg and cs needs no close. */
 int copy_server_init(struct copy_server *cs, uv_loop_t *loop, struct listener *l,
 		     char *errmsg);
 
-/* Changes the options for transfers started afterwards. DOCRAFT_EINVAL with
- * errmsg for a buffer size out of range. */
+/* Changes the options (copied) for transfers started afterwards. Loop
+ * thread. DOCRAFT_EINVAL with errmsg for a buffer size out of range. */
 int copy_server_set_options(struct copy_server *cs, const struct copy_server_options *o,
 			    char *errmsg);
 
 /* Makes store s, the store of tablet_id (1..64 printable ASCII bytes,
- * copied), available for copying. s is borrowed: it must stay open until
- * copy_server_unregister(cs, tablet_id) has returned. Checkpoints are
- * written in directories "<store_path(s)>.copy-<n>", which the server
- * removes; one left by a crash is removed before its name is used again,
- * and copy_server_remove_leftovers removes them all. DOCRAFT_EINVAL for a bad
- * id or an id already registered; DOCRAFT_ECLOSED once closing. */
+ * copied), available for copying. Loop thread. s is borrowed: it must stay
+ * open until copy_server_unregister(cs, tablet_id) has returned.
+ * Checkpoints are written in directories "<store_path(s)>.copy-<n>", which
+ * the server removes; one left by a crash is removed before its name is
+ * used again, and copy_server_remove_leftovers removes them all.
+ * DOCRAFT_EINVAL for a bad id or an id already registered; DOCRAFT_ECLOSED
+ * once closing. */
 int copy_server_register(struct copy_server *cs, const char *tablet_id, struct store *s,
 			 char *errmsg);
 
-/* Withdraws tablet_id (no-op if not registered). When it returns the server
- * no longer touches the store, which the caller may close: if a checkpoint
- * of it is being written on the threadpool at that moment, this call waits
- * for store_checkpoint to return (the loop thread blocks for the rest of one
- * memtable flush, like store_close would). Transfers of the tablet in
- * progress are aborted: the destination gets an error frame
- * (DOCRAFT_ECLOSED, "tablet ... unregistered"), and each checkpoint
- * directory is removed asynchronously — it is a separate directory of hard
- * links, so the store may go away meanwhile. */
+/* Withdraws tablet_id (no-op if not registered). Loop thread. When it
+ * returns the server no longer touches the store, which the caller may
+ * close: if a checkpoint of it is being written on the threadpool at that
+ * moment, this call waits for store_checkpoint to return (the loop thread
+ * blocks for the rest of one memtable flush, as store_close would).
+ * Transfers of the tablet in progress are aborted: the destination gets an
+ * error frame (DOCRAFT_ECLOSED, "tablet ... unregistered"), and each
+ * checkpoint directory is removed asynchronously — it is a separate
+ * directory of hard links, so the store may go away meanwhile. */
 void copy_server_unregister(struct copy_server *cs, const char *tablet_id);
 
-/* Counters (a copy). */
+/* Counters, copied into *out. Loop thread. */
 void copy_server_get_stats(const struct copy_server *cs, struct copy_server_stats *out);
 
-/* Removes the handler from the listener, unregisters every tablet still
- * registered (as copy_server_unregister, so stores must stay open until this
- * returns), aborts every transfer (DOCRAFT_ECLOSED), and calls cb on a later
- * loop iteration once every transfer's checkpoint directory is removed and
- * every handle is closed. Must not be called twice. */
+/* Loop thread. Removes the handler from the listener, aborts every
+ * transfer (DOCRAFT_ECLOSED, "copy server closing"), unregisters every tablet
+ * still registered (as copy_server_unregister: stores must stay open until
+ * this returns), and calls cb on a later loop iteration once every
+ * transfer's checkpoint directory is removed and every handle is closed.
+ * Must not be called twice; nothing else may be called afterwards. */
 void copy_server_close(struct copy_server *cs, copy_server_close_cb cb);
 
 /* Removes the "<store_path>.copy-*" directories a crashed process may have
- * left (call before the store is registered; blocking file-system work, so
- * at startup or on the threadpool). Returns 0 or DOCRAFT_EIO with errmsg. */
+ * left (call before the store is registered). Any thread, but blocking
+ * file-system work: at startup or on the threadpool. Returns 0, or
+ * DOCRAFT_EIO / DOCRAFT_EINVAL with errmsg. */
 int copy_server_remove_leftovers(const char *store_path, char *errmsg);
 
 /* ---- destination side ---- */
@@ -162,8 +167,9 @@ struct copy_fetcher;
  * .tmp directory was removed, and errmsg (req->errmsg) says why:
  *   DOCRAFT_EUNAVAILABLE  connection refused, reset, or closed before the end
  *   DOCRAFT_ETIMEDOUT     nothing from the source for the idle period
- *   DOCRAFT_ECORRUPT      malformed frame, short file, CRC mismatch, or a copy
- *                         whose marker differs from the end frame
+ *   DOCRAFT_ECORRUPT      malformed frame, short file, CRC mismatch, a copy
+ *                         that does not open as a store or whose marker
+ *                         differs from the end frame
  *   DOCRAFT_EIO, DOCRAFT_ENOSPC  local file-system errors
  *   DOCRAFT_ECLOSED       copy_fetch_cancel
  *   any code the source sent in an error frame, e.g. DOCRAFT_ENOTFOUND for a
@@ -203,14 +209,16 @@ struct copy_fetch {
  * ever calling cb and with nothing to release: DOCRAFT_EINVAL for a bad
  * address, tablet id, buffer size or a dest_dir that exists (or is too
  * long), DOCRAFT_EIO if dest_dir cannot be checked or no socket can be made.
- * Strings are copied. Loop thread only. */
+ * Strings are copied; req is borrowed until cb (its impl is set while the
+ * fetch runs, NULL again before cb). Loop thread only. */
 int copy_fetch(uv_loop_t *loop, const char *address, const char *tablet_id, const char *dest_dir,
 	       struct copy_fetch *req, copy_fetch_cb cb, char *errmsg);
 
-/* Aborts a running fetch: cb comes later with DOCRAFT_ECLOSED and the .tmp
- * directory removed — unless the copy was already being renamed into place,
- * in which case cb reports success. No-op if the fetch is already failing.
- * Only between a successful copy_fetch and its callback. */
+/* Loop thread. Aborts a running fetch: cb comes later with DOCRAFT_ECLOSED
+ * and the .tmp directory removed — unless the copy was already being
+ * renamed into place, in which case cb reports success. No-op if the fetch
+ * is already failing. Only between a successful copy_fetch and its
+ * callback. */
 void copy_fetch_cancel(struct copy_fetch *req);
 
 #endif

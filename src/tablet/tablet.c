@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 
 #include <raft/uv.h>
@@ -50,6 +51,7 @@
 #include "raft/rio.h"
 #include "raft/transport.h"
 #include "tablet/fsm.h"
+#include "tablet/remote_copy.h"
 
 
 /* One Raft entry proposed by this replica as leader. */
@@ -103,6 +105,14 @@ struct tablet {
 	bool snapshot_requested;
 	struct tablet_status st;
 
+	/* Checkpoint copy (role COPYING). */
+	bool copy_pending;          /* raft closing for a copy */
+	char copy_source[256];      /* address of the replica copied from */
+	char *copy_dir;             /* dir/db.copy */
+	struct copy_fetch copy_req;
+	uv_timer_t copy_timer;      /* retry delay */
+	unsigned copy_attempts;
+
 	bool closing;
 	tablet_close_cb close_cb;
 	void *close_arg;
@@ -126,6 +136,19 @@ static char *path_join(const char *a, const char *b)
 		PANIC("out of memory");
 	snprintf(p, n, "%s/%s", a, b);
 	return p;
+}
+
+static int remove_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static int mkdir_p(const char *path, char *errmsg)
@@ -311,6 +334,7 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	t->address = xstrdup(o->address);
 	t->raft_dir = path_join(o->dir, "raft");
 	t->db_dir = path_join(o->dir, "db");
+	t->copy_dir = path_join(o->dir, "db.copy");
 	t->o.id = t->id;
 	t->o.dir = t->dir;
 	t->o.address = t->address;
@@ -321,13 +345,24 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 
 	if ((rv = mkdir_p(t->dir, errmsg)) != 0 || (rv = mkdir_p(t->raft_dir, errmsg)) != 0)
 		goto err;
+	remove_tree(t->copy_dir); /* a copy interrupted by a crash */
+	if ((rv = copy_server_remove_leftovers(t->db_dir, errmsg)) != 0)
+		goto err;
 	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0)
 		goto err;
 	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
 		goto err_fsm;
 	store_applied(t->store, &t->st.flushed_index, NULL);
-	if ((rv = raft_setup(t, errmsg)) != 0)
+	if (t->o.copy != NULL &&
+	    (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
 		goto err_store;
+	if ((rv = raft_setup(t, errmsg)) != 0) {
+		if (t->o.copy != NULL)
+			copy_server_unregister(t->o.copy, t->id);
+		goto err_store;
+	}
+	uv_timer_init(loop, &t->copy_timer);
+	t->copy_timer.data = t;
 	uv_prepare_init(loop, &t->poll);
 	t->poll.data = t;
 	uv_prepare_start(&t->poll, poll_cb);
@@ -349,6 +384,7 @@ err:
 	free(t->address);
 	free(t->raft_dir);
 	free(t->db_dir);
+	free(t->copy_dir);
 	free(t);
 	return rv;
 }
@@ -612,14 +648,118 @@ static void issue_read_barrier(struct tablet *t)
 
 /* ---- the poll ---------------------------------------------------------------- */
 
-/* A restore found the store behind raft's snapshot: the replica must copy a
- * checkpoint from a healthy replica before it may apply anything. */
+/* ---- checkpoint copy ------------------------------------------------------
+ *
+ * A restore found the store behind raft's snapshot: raft no longer has the
+ * entries this replica lacks. The replica closes its raft instance, copies a
+ * checkpoint of the leader's store (remote_copy.h; the leader flushed up to
+ * the snapshot before sending it, so its checkpoint holds at least that
+ * much), swaps it in for its own store, and starts raft again on the same
+ * raft directory: raft restores the snapshot (now at or below the store's
+ * marker) and the leader sends what follows. */
+
+#define COPY_MAX_ATTEMPTS 10
+#define COPY_RETRY_MS 1000
+
+static void copy_fetch_start(struct tablet *t);
+static void close_handles(struct tablet *t);
+static void raft_restart_after_copy(struct tablet *t);
+
+static void copy_timer_cb(uv_timer_t *h)
+{
+	struct tablet *t = h->data;
+	if (!t->closing)
+		copy_fetch_start(t);
+}
+
+static void copy_done(struct copy_fetch *req, int status, uint64_t applied_index,
+		      uint64_t applied_ht, const char *msg)
+{
+	struct tablet *t = req->data;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char *old;
+	int rv;
+	(void)applied_ht;
+	if (t->closing) {
+		remove_tree(t->copy_dir);
+		close_handles(t);
+		return;
+	}
+	if (status != 0) {
+		TLOG(LOG_LVL_WARN, t, "checkpoint copy from %s failed (attempt %u): %s",
+		     t->copy_source, t->copy_attempts, msg);
+		if (t->copy_attempts >= COPY_MAX_ATTEMPTS) {
+			fail(t, status, "checkpoint copy failed too often");
+			return;
+		}
+		uv_timer_start(&t->copy_timer, copy_timer_cb, COPY_RETRY_MS, 0);
+		return;
+	}
+	if (applied_index < t->fsm.copy_min_index) {
+		TLOG(LOG_LVL_WARN, t, "copy holds index %" PRIu64 ", need %" PRIu64 ": again",
+		     applied_index, t->fsm.copy_min_index);
+		remove_tree(t->copy_dir);
+		uv_timer_start(&t->copy_timer, copy_timer_cb, COPY_RETRY_MS, 0);
+		return;
+	}
+	/* Swap the copy in: db -> db.old, db.copy -> db. */
+	store_close(t->store);
+	t->store = NULL;
+	old = path_join(t->dir, "db.old");
+	remove_tree(old);
+	if (rename(t->db_dir, old) != 0 || rename(t->copy_dir, t->db_dir) != 0) {
+		snprintf(errmsg, sizeof errmsg, "cannot install the copy: %s", strerror(errno));
+		free(old);
+		fail(t, DOCRAFT_EIO, errmsg);
+		return;
+	}
+	remove_tree(old);
+	free(old);
+	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0 ||
+	    (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
+		fail(t, rv, errmsg);
+		return;
+	}
+	t->st.copies++;
+	TLOG(LOG_LVL_INFO, t, "installed a checkpoint copy at index %" PRIu64 " from %s",
+	     applied_index, t->copy_source);
+	raft_restart_after_copy(t);
+}
+
+static void copy_fetch_start(struct tablet *t)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+	t->copy_attempts++;
+	remove_tree(t->copy_dir);
+	memset(&t->copy_req, 0, sizeof t->copy_req);
+	t->copy_req.data = t;
+	rv = copy_fetch(t->loop, t->copy_source, t->id, t->copy_dir, &t->copy_req, copy_done,
+			errmsg);
+	if (rv != 0) {
+		TLOG(LOG_LVL_WARN, t, "cannot start a checkpoint copy: %s", errmsg);
+		if (t->copy_attempts >= COPY_MAX_ATTEMPTS)
+			fail(t, rv, errmsg);
+		else
+			uv_timer_start(&t->copy_timer, copy_timer_cb, COPY_RETRY_MS, 0);
+	}
+}
+
 static void start_copy(struct tablet *t)
 {
-	char why[128];
-	snprintf(why, sizeof why, "needs a checkpoint copy (snapshot index %" PRIu64 ")",
-		 t->fsm.copy_min_index);
-	fail(t, DOCRAFT_EUNAVAILABLE, why);
+	const char *leader = NULL;
+	raft_id id = 0;
+	raft_leader(&t->raft, &id, &leader);
+	if (id == 0 || leader == NULL || id == t->o.raft_id)
+		return; /* wait until a leader is known */
+	snprintf(t->copy_source, sizeof t->copy_source, "%s", leader);
+	TLOG(LOG_LVL_WARN, t, "copying a checkpoint from leader %llu at %s (need index %" PRIu64 ")",
+	     (unsigned long long)id, leader, t->fsm.copy_min_index);
+	t->role = TABLET_COPYING;
+	t->copy_pending = true;
+	t->copy_attempts = 0;
+	fail_queued(t, DOCRAFT_EUNAVAILABLE);
+	start_close(t);
 }
 
 static void poll_cb(uv_prepare_t *h)
@@ -888,17 +1028,31 @@ static void poll_closed(uv_handle_t *h)
 	answer_done(t);
 	fail_queued(t, DOCRAFT_ECLOSED);
 	tablet_fsm_close(&t->fsm);
-	store_close(t->store);
+	store_close(t->store); /* NULL after a failed copy swap: a no-op */
 	buf_free(&t->entry);
 	TLOG(LOG_LVL_INFO, t, "closed");
 	free(t->dir);
 	free(t->address);
 	free(t->raft_dir);
 	free(t->db_dir);
+	free(t->copy_dir);
 	t->role = TABLET_CLOSED;
 	if (cb != NULL)
 		cb(t, arg);
 	free(t);
+}
+
+/* libuv finishes closes in reverse order: chain them so the tablet, which
+ * embeds both handles, is freed only after the last one. */
+static void timer_closed(uv_handle_t *h)
+{
+	struct tablet *t = h->data;
+	uv_close((uv_handle_t *)&t->poll, poll_closed);
+}
+
+static void close_handles(struct tablet *t)
+{
+	uv_close((uv_handle_t *)&t->copy_timer, timer_closed);
 }
 
 static void raft_closed(struct raft *r)
@@ -909,8 +1063,29 @@ static void raft_closed(struct raft *r)
 	t->raft_open = false;
 	t->raft_started = false;
 	t->raft_closing = false;
-	if (t->closing)
-		uv_close((uv_handle_t *)&t->poll, poll_closed);
+	if (t->closing) {
+		close_handles(t);
+		return;
+	}
+	if (t->copy_pending) {
+		t->copy_pending = false;
+		if (t->o.copy != NULL)
+			copy_server_unregister(t->o.copy, t->id);
+		copy_fetch_start(t);
+	}
+}
+
+static void raft_restart_after_copy(struct tablet *t)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
+	if ((rv = raft_setup(t, errmsg)) != 0 || (rv = tablet_start(t, errmsg)) != 0) {
+		fail(t, rv, errmsg);
+		return;
+	}
+	t->role = TABLET_FOLLOWER;
 }
 
 /* Closes the raft instance; the tablet (store, poll) lives on until
@@ -930,9 +1105,17 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
 	t->closing = true;
 	t->close_cb = cb;
 	t->close_arg = arg;
+	if (t->o.copy != NULL)
+		copy_server_unregister(t->o.copy, t->id);
 	if (t->raft_open) {
 		start_close(t); /* raft_closed then closes the poll handle */
 		return;
 	}
-	uv_close((uv_handle_t *)&t->poll, poll_closed);
+	uv_timer_stop(&t->copy_timer);
+	if (t->copy_req.impl != NULL) {
+		/* A fetch runs: its callback finishes the close. */
+		copy_fetch_cancel(&t->copy_req);
+		return;
+	}
+	close_handles(t);
 }
