@@ -43,8 +43,14 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	int rv;
 
 	*result = NULL;
-	if (f->copy_min_index != 0 || f->failed)
-		return 0; /* re-applied from the log once raft restarts */
+	/* A failed state machine must never let raft move on: on a leader that
+	 * would acknowledge writes that were not stored. While waiting for a
+	 * copy a follower may skip (raft re-applies after its restart), a
+	 * leader may not. */
+	if (f->failed)
+		return RAFT_IOERR;
+	if (f->copy_min_index != 0)
+		return raft_state(f->raft) == RAFT_LEADER ? RAFT_IOERR : 0;
 	store_applied(f->store, &applied, NULL);
 	if (idx <= applied) {
 		f->skipped++;
@@ -84,7 +90,8 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 		char why[DOCRAFT_ERRMSG_SIZE + 64];
 		snprintf(why, sizeof why, "apply of index %" PRIu64 ": %s", idx, errmsg);
 		failed(f, why);
-		rv = rv == DOCRAFT_ENOSPC ? RAFT_NOSPACE : RAFT_IOERR;
+		rv = rv == DOCRAFT_ENOSPC ? RAFT_NOSPACE
+		   : rv == DOCRAFT_EINVAL || rv == DOCRAFT_ECORRUPT ? RAFT_MALFORMED : RAFT_IOERR;
 		goto out;
 	}
 	observe_ht(f, er.ht);
@@ -102,9 +109,14 @@ static int snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *
 	struct tablet_fsm *f = fsm->data;
 	struct raft_buffer *b;
 	uint8_t *p;
-	uint64_t idx = raft_last_applied(f->raft);
+	uint64_t idx;
 	if (f->snapshot_busy || f->copy_min_index != 0 || f->failed)
 		return RAFT_BUSY;
+	/* The marker names the store's index, not raft's: the last applied
+	 * entry may be a barrier or a configuration change, which never reach
+	 * the store. Everything up to raft_last_applied() is in the store up to
+	 * this index, and it is what restore compares with. */
+	store_applied(f->store, &idx, NULL);
 	if (f->fsm.snapshot_async == NULL) {
 		/* No threadpool (e.g. raft_fixture): flush here, synchronously. */
 		char errmsg[DOCRAFT_ERRMSG_SIZE];

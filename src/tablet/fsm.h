@@ -5,19 +5,23 @@
  *           already; a replay after restart). Otherwise the entry's batches,
  *           minus requests the retry table has seen, and the retry records go
  *           to the store in one RocksDB write with the new marker.
- * snapshot  a marker {index} taken on the loop thread; snapshot_async (libuv
+ * snapshot  a marker {the store's applied index} taken on the loop thread (not
+ *           raft's: the snapshot may end on a barrier); snapshot_async (libuv
  *           threadpool) flushes RocksDB before raft writes the marker and
  *           truncates its log, so the log is only cut below what is durable.
  *           With fsm.snapshot_async set to NULL (an io without a threadpool,
  *           such as raft_fixture's) the flush happens inside snapshot.
  * restore   a marker above the store's marker means this replica was sent a
  *           snapshot of data it does not have: copy_min_index is set, applies
- *           become no-ops and snapshots are refused until the owner has
+ *           become no-ops on a follower (errors on a leader, which must never
+ *           acknowledge what it did not store) and snapshots are refused until
+ *           the owner has
  *           installed a checkpoint of a healthy replica and restarted raft.
  *
  * An apply that cannot complete (corrupt entry, disk full) sets failed and
- * errmsg; the owner must then close the raft instance from a later loop
- * callback (never from inside a raft callback).
+ * errmsg, and every later apply fails too, so raft never moves past it; the
+ * owner must then close the raft instance from a later loop callback (never
+ * from inside a raft callback).
  *
  * Threading: the loop thread of the raft instance, except snapshot_async. */
 #ifndef DOCRAFT_TABLET_FSM_H

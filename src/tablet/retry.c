@@ -9,6 +9,7 @@
 struct retry_client {
 	uint8_t id[ENTRY_CLIENT_ID_LEN];
 	uint64_t *seqs; /* sorted, distinct */
+	uint64_t *hts;  /* hts[i]: when seqs[i] was applied */
 	size_t n;
 	size_t cap;
 };
@@ -31,6 +32,7 @@ void retry_free(struct retry_table *t)
 	for (size_t i = 0; i < t->nslots; i++)
 		if (t->slots[i] != NULL) {
 			free(t->slots[i]->seqs);
+			free(t->slots[i]->hts);
 			free(t->slots[i]);
 		}
 	free(t->slots);
@@ -106,18 +108,28 @@ static size_t lower_bound(const struct retry_client *c, uint64_t s)
 	return lo;
 }
 
-bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
-		   uint64_t seq)
+bool retry_applied_at(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		      uint64_t seq, uint64_t *ht)
 {
 	const struct retry_client *c = find(t, cid);
 	size_t i;
 	if (c == NULL)
 		return false;
 	i = lower_bound(c, seq);
-	return i < c->n && c->seqs[i] == seq;
+	if (i >= c->n || c->seqs[i] != seq)
+		return false;
+	if (ht != NULL)
+		*ht = c->hts[i];
+	return true;
 }
 
-static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq)
+bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		   uint64_t seq)
+{
+	return retry_applied_at(t, cid, seq, NULL);
+}
+
+static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq, uint64_t ht)
 {
 	size_t i = lower_bound(c, seq);
 	if (i < c->n && c->seqs[i] == seq)
@@ -125,10 +137,14 @@ static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq)
 	if (c->n == c->cap) {
 		c->cap = c->cap ? c->cap * 2 : 8;
 		c->seqs = xrealloc(c->seqs, c->cap * sizeof *c->seqs);
+		c->hts = xrealloc(c->hts, c->cap * sizeof *c->hts);
 	}
-	if (c->n > i)
+	if (c->n > i) {
 		memmove(c->seqs + i + 1, c->seqs + i, (c->n - i) * sizeof *c->seqs);
+		memmove(c->hts + i + 1, c->hts + i, (c->n - i) * sizeof *c->hts);
+	}
 	c->seqs[i] = seq;
+	c->hts[i] = ht;
 	c->n++;
 	t->nrecords++;
 }
@@ -197,12 +213,14 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	drop = lower_bound(c, min_running);
 	for (size_t i = 0; i < drop; i++)
 		change(ch, cid, c->seqs[i], true, 0);
-	if (drop > 0)
+	if (drop > 0) {
 		memmove(c->seqs, c->seqs + drop, (c->n - drop) * sizeof *c->seqs);
+		memmove(c->hts, c->hts + drop, (c->n - drop) * sizeof *c->hts);
+	}
 	c->n -= drop;
 	t->nrecords -= drop;
 	if (!retry_applied(t, cid, seq)) {
-		add_seq(t, c, seq);
+		add_seq(t, c, seq, ht);
 		change(ch, cid, seq, false, ht);
 	}
 }
@@ -221,7 +239,14 @@ int retry_load(struct retry_table *t, struct store *s, char *errmsg)
 			return err_set(errmsg, DOCRAFT_ECORRUPT,
 				       "retry record with a key of %zu bytes", kl);
 		}
-		add_seq(t, get(t, k + 1), be64_load(k + 1 + ENTRY_CLIENT_ID_LEN));
+		size_t vl;
+		const uint8_t *v = store_iter_value(it, &vl);
+		if (vl != 8) {
+			store_iter_free(it);
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "retry record with a value of %zu bytes", vl);
+		}
+		add_seq(t, get(t, k + 1), be64_load(k + 1 + ENTRY_CLIENT_ID_LEN), be64_load(v));
 	}
 	rv = store_iter_status(it, errmsg);
 	store_iter_free(it);

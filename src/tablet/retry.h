@@ -53,6 +53,9 @@ int retry_load(struct retry_table *t, struct store *s, char *errmsg);
 
 bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 		   uint64_t seq);
+/* Like retry_applied; *ht (may be NULL) gets the hybrid time it applied at. */
+bool retry_applied_at(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		      uint64_t seq, uint64_t *ht);
 /* Marks (cid, seq) applied at ht and forgets cid's records below min_running,
  * appending the matching puts/deletes to ch. */
 void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,

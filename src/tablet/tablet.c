@@ -103,6 +103,8 @@ struct tablet {
 	bool read_barrier_busy;
 
 	bool snapshot_requested;
+	bool snapshot_barrier;      /* a barrier to trigger it is in flight */
+	uint64_t last_term;         /* term when raft was last open (logs) */
 	struct tablet_status st;
 
 	/* Checkpoint copy (role COPYING). */
@@ -163,7 +165,9 @@ static int mkdir_p(const char *path, char *errmsg)
  * there (c-raft.md §2.9). Used for logs and status only. */
 static uint64_t term_of(struct tablet *t)
 {
-	return t->raft_open ? t->raft.current_term : 0;
+	if (t->raft_open)
+		t->last_term = t->raft.current_term;
+	return t->last_term;
 }
 
 #define TLOG(level, t, ...) LOG_AT(level, (t)->id, term_of(t), __VA_ARGS__)
@@ -539,9 +543,8 @@ static void propose(struct tablet *t)
 			if (t->wq_head == NULL)
 				t->wq_tail = NULL;
 			w->next_ = NULL;
-			if (retry_applied(&t->fsm.retry, w->client_id, w->seq)) {
+			if (retry_applied_at(&t->fsm.retry, w->client_id, w->seq, &w->ht_)) {
 				w->status_ = 0;
-				w->ht_ = 0;
 				w->next_ = t->done;
 				t->done = w;
 				continue;
@@ -626,6 +629,14 @@ static void read_barrier_cb(struct raft_barrier *req, int status)
 		r->cb(r, ok ? 0 : code, ht);
 		r = next;
 	}
+	free(b);
+}
+
+static void snapshot_barrier_cb(struct raft_barrier *req, int status)
+{
+	struct barrier *b = req->data;
+	(void)status;
+	b->t->snapshot_barrier = false;
 	free(b);
 }
 
@@ -721,6 +732,7 @@ static void copy_done(struct copy_fetch *req, int status, uint64_t applied_index
 		return;
 	}
 	t->st.copies++;
+	t->st.flushed_index = applied_index;
 	TLOG(LOG_LVL_INFO, t, "installed a checkpoint copy at index %" PRIu64 " from %s",
 	     applied_index, t->copy_source);
 	raft_restart_after_copy(t);
@@ -816,12 +828,24 @@ static void poll_cb(uv_prepare_t *h)
 	} else if (t->role != TABLET_LEADER_NOT_READY) {
 		fail_queued(t, DOCRAFT_ENOTLEADER);
 	}
-	if (t->snapshot_requested && !t->fsm.snapshot_busy) {
-		/* A threshold of 1 makes raft snapshot after its next apply pass. */
-		raft_set_snapshot_threshold(&t->raft, 1);
-		t->snapshot_requested = false;
-	} else if (!t->fsm.snapshot_busy) {
-		raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
+	if (t->snapshot_requested) {
+		/* Raft snapshots after an apply pass once last_applied is
+		 * threshold entries past the last snapshot: a threshold of 1
+		 * and (on a leader) a barrier to apply make one happen; the
+		 * threshold is restored once it has started. */
+		if (t->fsm.snapshot_busy) {
+			t->snapshot_requested = false;
+			raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
+		} else {
+			raft_set_snapshot_threshold(&t->raft, 1);
+			if (t->role == TABLET_LEADER && !t->snapshot_barrier) {
+				struct barrier *b = barrier_new(t);
+				if (raft_barrier(&t->raft, &b->req, snapshot_barrier_cb) == 0)
+					t->snapshot_barrier = true;
+				else
+					free(b);
+			}
+		}
 	}
 	answer_done(t);
 }
@@ -904,7 +928,8 @@ static int change_start(struct tablet *t, struct change *c, int rv, const char *
 	if (rv == 0)
 		return 0;
 	free(c);
-	return err_set(errmsg, from_raft(rv), "tablet %s: %s: %s", t->id, what, raft_strerror(rv));
+	return err_set(errmsg, from_raft(rv), "tablet %s: %s: %s", t->id, what,
+		       raft_errmsg(&t->raft));
 }
 
 static int check_leader(struct tablet *t, char *errmsg)
@@ -969,7 +994,7 @@ int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg
 	if (rv != 0) {
 		free(x);
 		return err_set(errmsg, from_raft(rv), "tablet %s: transfer: %s", t->id,
-			       raft_strerror(rv));
+			       raft_errmsg(&t->raft));
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/histogram.h"
 #include "common/log.h"
 #include "test.h"
 
@@ -703,7 +704,35 @@ TEST(log_init_reads_env_once)
 	free(out);
 }
 
-TEST_MAIN(T(err_set_formats_and_returns_code), T(err_set_truncates_at_errmsg_size),
+/* Quantiles stay within the histogram's 1/64 relative error. */
+TEST(histogram_quantiles)
+{
+	static struct histogram h, g;
+	histogram_init(&h);
+	CHECK_EQ_U64(histogram_quantile(&h, 0.5), 0);
+	for (uint64_t v = 1; v <= 100000; v++)
+		histogram_record(&h, v);
+	CHECK_EQ_U64(h.count, 100000);
+	CHECK_EQ_U64(h.min, 1);
+	CHECK_EQ_U64(h.max, 100000);
+	const double qs[] = {0.01, 0.5, 0.9, 0.99, 0.999};
+	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+		double want = qs[i] * 100000, got = (double)histogram_quantile(&h, qs[i]);
+		CHECK_MSG(got >= want * (1 - 1.0 / 64) - 1 && got <= want * (1 + 1.0 / 64) + 1,
+			  "q%.3f: %.0f vs %.0f", qs[i], got, want);
+	}
+	CHECK_EQ_U64(histogram_quantile(&h, 1), 100000);
+	histogram_init(&g);
+	histogram_record(&g, 5);
+	histogram_record(&g, UINT64_C(1) << 50); /* clamps into the last bucket */
+	histogram_merge(&h, &g);
+	CHECK_EQ_U64(h.count, 100002);
+	CHECK_EQ_U64(h.min, 1);
+	CHECK_EQ_U64(histogram_quantile(&h, 1), UINT64_C(1) << 50);
+	CHECK_EQ_U64(histogram_quantile(&g, 0), 5);
+}
+
+TEST_MAIN(T(histogram_quantiles), T(err_set_formats_and_returns_code), T(err_set_truncates_at_errmsg_size),
 	  T(err_null_errmsg_returns_code), T(err_wrap_prefixes), T(err_wrap_truncates_at_errmsg_size),
 	  T(strerror_covers_every_code), T(strerror_out_of_range),
 	  T(buf_starts_empty), T(buf_append_and_push_exact_bytes), T(buf_big_and_little_endian),

@@ -1,0 +1,358 @@
+/* Child processes for real-process tests. See proc.h. */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHILDREN 64
+
+/* Every child spawned and not reaped yet. */
+static struct proc *children[MAX_CHILDREN];
+static bool atexit_done;
+
+uint64_t proc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void at_exit(void)
+{
+	proc_kill_all();
+}
+
+static void track(struct proc *p)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		if (children[i] == NULL) {
+			children[i] = p;
+			return;
+		}
+	}
+	/* More than MAX_CHILDREN alive is a test bug: do not lose track. */
+	kill(-p->pid, SIGKILL);
+	abort();
+}
+
+static void untrack(struct proc *p)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] == p)
+			children[i] = NULL;
+}
+
+static void close_fds(struct proc *p)
+{
+	if (p->in_fd >= 0)
+		close(p->in_fd);
+	if (p->out_fd >= 0)
+		close(p->out_fd);
+	p->in_fd = p->out_fd = -1;
+}
+
+int proc_spawn(struct proc *p, char *const argv[], const char *stderr_path)
+{
+	int in[2], out[2], err_fd = -1;
+	pid_t parent = getpid();
+	pid_t pid;
+
+	memset(p, 0, sizeof *p);
+	p->in_fd = p->out_fd = -1;
+	if (!atexit_done) {
+		signal(SIGPIPE, SIG_IGN);
+		atexit(at_exit);
+		atexit_done = true;
+	}
+	if (pipe2(in, O_CLOEXEC) != 0)
+		return -1;
+	if (pipe2(out, O_CLOEXEC) != 0) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	if (stderr_path != NULL) {
+		err_fd = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (err_fd < 0)
+			goto fail;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		goto fail;
+	if (pid == 0) {
+		/* Child: only async-signal-safe calls from here to exec. */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127); /* the parent died before prctl */
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		if (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	/* Parent: also set the group here, so a kill right away reaches it. */
+	setpgid(pid, pid);
+	close(in[0]);
+	close(out[1]);
+	if (err_fd >= 0)
+		close(err_fd);
+	p->pid = pid;
+	p->in_fd = in[1];
+	p->out_fd = out[0];
+	fcntl(p->in_fd, F_SETFL, fcntl(p->in_fd, F_GETFL) | O_NONBLOCK);
+	fcntl(p->out_fd, F_SETFL, fcntl(p->out_fd, F_GETFL) | O_NONBLOCK);
+	track(p);
+	return 0;
+fail:
+	{
+		int e = errno;
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		if (err_fd >= 0)
+			close(err_fd);
+		errno = e;
+	}
+	return -1;
+}
+
+int proc_send(struct proc *p, int timeout_ms, const char *fmt, ...)
+{
+	char small[1024];
+	char *line = small;
+	size_t off = 0, n;
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	va_list ap;
+	int k, rv = -1;
+
+	if (p->pid == 0 || p->in_fd < 0)
+		return -1;
+	va_start(ap, fmt);
+	k = vsnprintf(small, sizeof small - 1, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -1;
+	if ((size_t)k >= sizeof small - 1) {
+		line = malloc((size_t)k + 2);
+		if (line == NULL)
+			return -1;
+		va_start(ap, fmt);
+		vsnprintf(line, (size_t)k + 1, fmt, ap);
+		va_end(ap);
+	}
+	line[k] = '\n';
+	n = (size_t)k + 1;
+	while (off < n) {
+		ssize_t w = write(p->in_fd, line + off, n - off);
+		if (w > 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = {p->in_fd, POLLOUT, 0};
+			uint64_t now = proc_now_ms();
+			if (now >= end)
+				goto out;
+			poll(&pfd, 1, (int)(end - now));
+			continue;
+		}
+		goto out; /* EPIPE: the child is gone */
+	}
+	rv = 0;
+out:
+	if (line != small)
+		free(line);
+	return rv;
+}
+
+bool proc_take_line(struct proc *p, char *line, size_t cap)
+{
+	char *nl = memchr(p->buf, '\n', p->len);
+	size_t n;
+	if (nl == NULL) {
+		if (p->len == sizeof p->buf) {
+			/* A line longer than the buffer: hand out what there is. */
+			nl = p->buf + p->len - 1;
+		} else {
+			return false;
+		}
+	}
+	n = (size_t)(nl - p->buf);
+	if (cap > 0) {
+		size_t c = n < cap - 1 ? n : cap - 1;
+		memcpy(line, p->buf, c);
+		line[c] = '\0';
+	}
+	memmove(p->buf, nl + 1, p->len - n - 1);
+	p->len -= n + 1;
+	return true;
+}
+
+/* Reads what is available; true if bytes or EOF arrived. */
+static bool fill(struct proc *p)
+{
+	bool got = false;
+	while (p->out_fd >= 0 && !p->eof && p->len < sizeof p->buf) {
+		ssize_t r = read(p->out_fd, p->buf + p->len, sizeof p->buf - p->len);
+		if (r > 0) {
+			p->len += (size_t)r;
+			got = true;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			break;
+		p->eof = true; /* EOF or a read error */
+		got = true;
+	}
+	return got;
+}
+
+int proc_poll(struct proc **ps, size_t n, int timeout_ms)
+{
+	struct pollfd pfd[MAX_CHILDREN];
+	struct proc *who[MAX_CHILDREN];
+	size_t m = 0;
+	int got = 0;
+
+	for (size_t i = 0; i < n && m < MAX_CHILDREN; i++) {
+		struct proc *p = ps[i];
+		if (p == NULL || p->out_fd < 0 || p->eof)
+			continue;
+		/* Bytes already buffered count as news only if a line is there. */
+		if (memchr(p->buf, '\n', p->len) != NULL)
+			timeout_ms = 0;
+		pfd[m].fd = p->out_fd;
+		pfd[m].events = POLLIN;
+		pfd[m].revents = 0;
+		who[m++] = p;
+	}
+	if (m == 0) {
+		if (timeout_ms > 0)
+			usleep((useconds_t)timeout_ms * 1000);
+		return 0;
+	}
+	if (poll(pfd, m, timeout_ms) <= 0)
+		return 0;
+	for (size_t i = 0; i < m; i++)
+		if (pfd[i].revents != 0 && fill(who[i]))
+			got++;
+	return got;
+}
+
+int proc_read_line(struct proc *p, char *line, size_t cap, int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		uint64_t now;
+		if (proc_take_line(p, line, cap))
+			return 1;
+		fill(p);
+		if (proc_take_line(p, line, cap))
+			return 1;
+		if (p->eof || p->out_fd < 0)
+			return -1;
+		now = proc_now_ms();
+		if (now >= end)
+			return 0;
+		struct pollfd pfd = {p->out_fd, POLLIN, 0};
+		poll(&pfd, 1, (int)(end - now));
+	}
+}
+
+int proc_signal(struct proc *p, int sig)
+{
+	if (p->pid <= 0)
+		return -1;
+	return kill(-p->pid, sig);
+}
+
+bool proc_wait(struct proc *p, int timeout_ms, int *status)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	unsigned nap = 1;
+	if (p->pid <= 0) {
+		if (status != NULL)
+			*status = p->status;
+		return true;
+	}
+	for (;;) {
+		int st;
+		pid_t r = waitpid(p->pid, &st, WNOHANG);
+		if (r == p->pid || (r < 0 && errno == ECHILD)) {
+			p->status = r == p->pid ? st : 0;
+			if (status != NULL)
+				*status = p->status;
+			/* Anything left in the group (there should be nothing). */
+			kill(-p->pid, SIGKILL);
+			p->pid = 0;
+			close_fds(p);
+			untrack(p);
+			return true;
+		}
+		if (proc_now_ms() >= end)
+			return false;
+		usleep(nap * 1000);
+		if (nap < 20)
+			nap *= 2;
+	}
+}
+
+void proc_kill(struct proc *p)
+{
+	if (p->pid <= 0) {
+		close_fds(p);
+		return;
+	}
+	kill(-p->pid, SIGKILL);
+	kill(p->pid, SIGKILL);
+	/* SIGKILL cannot be caught; a process stuck in uninterruptible I/O
+	 * still goes within seconds. */
+	if (!proc_wait(p, 30000, NULL)) {
+		fprintf(stderr, "proc: pid %d did not die after SIGKILL\n", (int)p->pid);
+		untrack(p);
+		close_fds(p);
+		p->pid = 0;
+	}
+}
+
+void proc_kill_all_from_signal(void)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		struct proc *p = children[i];
+		if (p != NULL && p->pid > 0)
+			kill(-p->pid, SIGKILL);
+	}
+}
+
+int proc_kill_all(void)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		if (children[i] != NULL) {
+			proc_kill(children[i]);
+			children[i] = NULL;
+			n++;
+		}
+	}
+	return n;
+}
