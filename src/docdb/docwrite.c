@@ -7,11 +7,13 @@
 #include "docdb/docwrite.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/err.h"
 #include "docdb/key.h"
+#include "docdb/packed.h"
 
 /* CQL's limit: 20 years. */
 #define MAX_TTL_MS (630720000LL * 1000)
@@ -294,9 +296,114 @@ static int put_column(struct docwrite *w, const struct column *c, const struct c
 	return put_elements(w, c, cv->keys, cv->vals, cv->n, ttl_ms, false);
 }
 
+static bool packable(const struct column *c)
+{
+	return c->kind == COL_REGULAR && !col_type_is_collection(c->type);
+}
+
+/* The version to pack an INSERT with, or NULL when it is not packed: the
+ * table option is off, or the INSERT leaves out a packable column (§8.4:
+ * only an INSERT that gives them all is packed, as YCQL does; packing a
+ * partial one would turn the columns it leaves out into NULLs that hide
+ * their older values). The columns are valid and distinct (check_cols). */
+static const struct schema_version *pack_version(struct docwrite *w, const struct colval *cols,
+						 size_t ncols)
+{
+	const struct schema_version *sv;
+	size_t given = 0;
+	if (!w->schema->packed || (sv = schema_version_get(w->schema, w->schema->version)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < ncols; i++)
+		if (packable(schema_find(w->schema, cols[i].name)))
+			given++;
+	return given == sv->n ? sv : NULL;
+}
+
+/* Slot of column id in a version (its ids ascend: schema order). */
+static size_t slot_of(const struct schema_version *sv, int32_t id)
+{
+	size_t lo = 0, hi = sv->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sv->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	PRE(lo < sv->n && sv->ids[lo] == id);
+	return lo;
+}
+
+/* A packed INSERT (§8): DocKey -> [TTL] 'z' <every packable column> first,
+ * so that it takes the batch's next write id before the cells of the same
+ * statement (§3.4); then, as separate cells, the columns that did not fit
+ * the size limit (their slots stay NULL, and the cells' higher write ids
+ * win over them) and the collections. No liveness column: a live packed
+ * row stands in for it. */
+static int write_packed(struct docwrite *w, const struct schema_version *sv,
+			const struct colval *cols, size_t ncols, int64_t ttl_ms)
+{
+	struct docvalue *vals = calloc(sv->n + 1, sizeof *vals);
+	const struct docvalue **slots = calloc(sv->n + 1, sizeof *slots);
+	bool *separate = calloc(ncols + 1, sizeof *separate);
+	struct buf payload = BUF_INIT;
+	struct docvalue row = docvalue_kind(VAL_PACKED_ROW);
+	size_t used = 0;
+	int rv = 0;
+
+	if (vals == NULL || slots == NULL || separate == NULL)
+		PANIC("out of memory");
+	/* Slots in packing order, so that the size limit keeps the leading
+	 * columns whatever order the caller gave them in. */
+	for (size_t i = 0; i < ncols; i++) {
+		const struct column *c = schema_find(w->schema, cols[i].name);
+		size_t k;
+		if (!packable(c)) {
+			separate[i] = true;
+			continue;
+		}
+		k = slot_of(sv, c->id);
+		if (cols[i].value.type != PV_NULL) {
+			vals[k] = docvalue_of(cols[i].value);
+			with_ttl(&vals[k], ttl_ms);
+			slots[k] = &vals[k];
+		}
+	}
+	for (size_t k = 0; k < sv->n; k++) {
+		size_t size;
+		if (slots[k] == NULL)
+			continue;
+		size = packed_value_size(slots[k]);
+		if (size <= PACKED_SIZE_LIMIT - used) {
+			used += size;
+			continue;
+		}
+		slots[k] = NULL;
+		for (size_t i = 0; i < ncols; i++)
+			if (schema_find(w->schema, cols[i].name)->id == sv->ids[k])
+				separate[i] = true;
+	}
+	packed_encode(&payload, sv->version, slots, sv->n);
+	row.packed = payload.data;
+	row.packed_len = payload.len;
+	with_ttl(&row, ttl_ms);
+	if ((rv = put(w, NULL, 0, &row)) != 0)
+		goto out;
+	for (size_t i = 0; i < ncols && rv == 0; i++)
+		if (separate[i])
+			rv = put_column(w, schema_find(w->schema, cols[i].name), &cols[i], ttl_ms, false);
+out:
+	buf_free(&payload);
+	free(separate);
+	free(slots);
+	free(vals);
+	return rv;
+}
+
 static int write_row(struct docwrite *w, const struct pv *key, size_t nkey,
 		     const struct colval *cols, size_t ncols, int64_t ttl_ms, bool insert)
 {
+	const struct schema_version *sv;
 	struct mark m = mark_of(w);
 	int rv;
 	if ((rv = begin(w, key, nkey)) != 0 || (rv = check_ttl(w, ttl_ms)) != 0 ||
@@ -304,6 +411,11 @@ static int write_row(struct docwrite *w, const struct pv *key, size_t nkey,
 		return rv;
 	if (!insert && ncols == 0)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "UPDATE needs at least one column");
+	if (insert && (sv = pack_version(w, cols, ncols)) != NULL) {
+		if ((rv = write_packed(w, sv, cols, ncols, ttl_ms)) != 0)
+			return rollback(w, m, rv);
+		return 0;
+	}
 	if (insert) {
 		struct pv sub = pv_liveness();
 		struct docvalue v = docvalue_of(pv_null());

@@ -18,6 +18,13 @@
  * as the seed layout shows; to replace an existing collection use the
  * replace operations (see docs/docdb.md).
  *
+ * Packed tables (schema->packed): an INSERT that gives every packable column
+ * (regular, non-collection; NULL allowed) writes instead of the liveness
+ * column and those columns one packed row, DocKey -> ['t' TTL] 'z' ...
+ * (docdb/packed.h), carrying the TTL on the row and on each column; columns
+ * that do not fit PACKED_SIZE_LIMIT and the collections follow as ordinary
+ * cells. Any other INSERT, and every other operation, writes as above.
+ *
  * A TTL of DOCWRITE_NO_TTL leaves the value without a TTL field (the table
  * default applies on read); 0 means "never expires". */
 #ifndef DOCRAFT_DOCDB_DOCWRITE_H

@@ -5,6 +5,7 @@
 #include "common/arena.h"
 #include "common/hlc.h"
 #include "docdb/key.h"
+#include "docdb/packed.h"
 #include "docdb/value.h"
 
 static void put_pv(struct buf *out, const struct pv *v, const struct dump_opts *o)
@@ -57,6 +58,68 @@ static const char *marker(uint8_t kind, bool redis)
 	}
 }
 
+static void put_control(struct buf *out, const struct docvalue *v, const struct dump_opts *o)
+{
+	if (v->merge_flags)
+		buf_printf(out, "(MERGE = %" PRIu64 ") ", v->merge_flags);
+	if (v->has_ttl) {
+		if (o->redis && v->ttl_ms % 1000 == 0)
+			buf_printf(out, "%" PRId64 ", ", v->ttl_ms / 1000);
+		else if (o->redis)
+			buf_printf(out, "%" PRId64 "ms, ", v->ttl_ms);
+		else if (v->ttl_ms % 1000 == 0)
+			buf_printf(out, "(TTL = %" PRId64 ") ", v->ttl_ms / 1000);
+		else
+			buf_printf(out, "(TTL = %" PRId64 "ms) ", v->ttl_ms);
+	}
+	if (v->has_user_ts)
+		buf_printf(out, "(TIMESTAMP = %" PRId64 ") ", v->user_ts);
+}
+
+/* [PACKED ROW v1: msg='msg1', views=(TTL = 60) 10, category=NULL] with a
+ * schema that knows the version (dropped columns as col(<id>)), else
+ * [PACKED ROW v1, 20 bytes]. */
+static void put_packed(struct buf *out, const struct docvalue *v, const struct dump_opts *o)
+{
+	const struct schema_version *sv = NULL;
+	struct packed_row r;
+	uint32_t version;
+	if (packed_version(v->packed, v->packed_len, &version) != 0) {
+		buf_printf(out, "[PACKED ROW <corrupt %zu bytes>]", v->packed_len);
+		return;
+	}
+	if (o->schema != NULL)
+		sv = schema_version_get(o->schema, version);
+	if (sv == NULL) {
+		buf_printf(out, "[PACKED ROW v%u, %zu bytes]", version, v->packed_len);
+		return;
+	}
+	if (packed_parse(v->packed, v->packed_len, sv->n, &r) != 0) {
+		buf_printf(out, "[PACKED ROW v%u <corrupt %zu bytes>]", version, v->packed_len);
+		return;
+	}
+	buf_printf(out, "[PACKED ROW v%u", version);
+	for (size_t i = 0; i < sv->n; i++) {
+		const struct column *c = schema_find_id(o->schema, sv->ids[i]);
+		struct docvalue cv;
+		bool is_null;
+		buf_printf(out, "%s", i == 0 ? ": " : ", ");
+		if (c != NULL)
+			buf_printf(out, "%s=", c->name);
+		else
+			buf_printf(out, "col(%d)=", sv->ids[i]);
+		if (packed_column(&r, i, &cv, &is_null) != 0) {
+			buf_printf(out, "<corrupt>");
+		} else if (is_null) {
+			buf_printf(out, "NULL");
+		} else {
+			put_control(out, &cv, o);
+			put_pv(out, &cv.prim, o);
+		}
+	}
+	buf_push(out, ']');
+}
+
 static void put_value(struct buf *out, const uint8_t *val, size_t vlen, const struct dump_opts *o)
 {
 	struct docvalue v;
@@ -64,27 +127,14 @@ static void put_value(struct buf *out, const uint8_t *val, size_t vlen, const st
 		buf_printf(out, "<corrupt value of %zu bytes>", vlen);
 		return;
 	}
-	if (v.merge_flags)
-		buf_printf(out, "(MERGE = %" PRIu64 ") ", v.merge_flags);
-	if (v.has_ttl) {
-		if (o->redis && v.ttl_ms % 1000 == 0)
-			buf_printf(out, "%" PRId64 ", ", v.ttl_ms / 1000);
-		else if (o->redis)
-			buf_printf(out, "%" PRId64 "ms, ", v.ttl_ms);
-		else if (v.ttl_ms % 1000 == 0)
-			buf_printf(out, "(TTL = %" PRId64 ") ", v.ttl_ms / 1000);
-		else
-			buf_printf(out, "(TTL = %" PRId64 "ms) ", v.ttl_ms);
-	}
-	if (v.has_user_ts)
-		buf_printf(out, "(TIMESTAMP = %" PRId64 ") ", v.user_ts);
+	put_control(out, &v, o);
 	if (v.kind == VAL_PRIMITIVE) {
 		if (v.prim.type == PV_NULL)
 			buf_printf(out, "[NULL]");
 		else
 			put_pv(out, &v.prim, o);
 	} else if (v.kind == VAL_PACKED_ROW) {
-		buf_printf(out, "[PACKED ROW %zu bytes]", v.packed_len);
+		put_packed(out, &v, o);
 	} else {
 		buf_printf(out, "%s", marker(v.kind, o->redis));
 	}

@@ -3,10 +3,12 @@
  *   (0x1210, 'user1', 10), msg_column_id, T1 -> 'msg1'
  *   (0xfca0, 'abc.com'), liveness_column_id, T1 -> (TTL = 86400) [NULL]
  *   (0x1210, 'user1', 10), T5 -> [DELETE]
+ *   (0x1210, 'user1', 10), T1 -> [PACKED ROW v0: msg='msg1']
  *
  * hash, hash and range components, subkeys (column ids named from a schema
  * when one is given), the hybrid time (or a label from the caller), then the
- * value with its TTL / user timestamp. Redis notation (redis = true) prints
+ * value with its TTL / user timestamp. A packed row shows its schema version
+ * and, when the schema knows that version, each column (with its own TTL). Redis notation (redis = true) prints
  * strings bare, TTLs as "15, value1" and Redis type markers. Pure formatting:
  * never fails on garbage, which it shows as <corrupt ...>. */
 #ifndef DOCRAFT_DOCDB_DUMP_H

@@ -21,7 +21,23 @@
  * the end, which is how a CQL row or collection with nothing live vanishes.
  *
  * A sub-document read feeds the builder the versions of each ancestor path
- * first (they may hide or expire the sub-document), then the subtree. */
+ * first (they may hide or expire the sub-document), then the subtree.
+ *
+ * Packed rows (§6.2 steps 1 and 3, §8). A packed row at the DocKey is read
+ * as what the INSERT it replaces would have written at its DocHT: the
+ * liveness column ('$' with the row's TTL) and each column of its schema
+ * version (its value with its own TTL, else the row's; a NULL slot is a
+ * column tombstone). It is not an overwrite of the whole row: it hides only
+ * older versions of those paths, never newer cells and never other columns
+ * or collections. So the root's versions are walked past packed rows (they
+ * are kept, newest first) down to the newest other entry, which decides the
+ * root as before (a row tombstone hides every older packed row and cell).
+ * When the first column entry arrives, the kept rows become "virtual cells",
+ * one per path, from the newest row that has it, sorted by path; each is fed
+ * through the same decision as a stored pair just before the stored pairs
+ * of its path or of later paths, or dropped when the path's newest stored
+ * version is newer. A packed row in a read that has no schema (so no
+ * packings) is an error. */
 #include "docdb/reader.h"
 
 #include <stdlib.h>
@@ -31,6 +47,7 @@
 #include "common/err.h"
 #include "common/hlc.h"
 #include "docdb/docwrite.h"
+#include "docdb/packed.h"
 
 #define MAX_DEPTH DOCDB_MAX_SUBKEYS
 
@@ -43,11 +60,30 @@ struct frame {
 	struct docnode *node;
 };
 
+/* A packed row kept from the root's versions; its payload is in pbytes. */
+struct prow {
+	struct docht d;
+	bool has_ttl;
+	int64_t ttl_ms;
+	size_t off, len;
+};
+
+/* One column (or the liveness) of a packed row, to be fed as a stored pair
+ * with the subkey sub at DocHT d. */
+#define VSUB_MAX 11 /* 'K' + svarint */
+struct vcell {
+	struct docht d;
+	struct docvalue v;
+	uint8_t sub[VSUB_MAX];
+	uint8_t sub_len;
+};
+
 struct builder {
 	struct arena *a;
 	char *errmsg;
 	uint64_t read_ht;
 	int64_t default_ttl_ms;
+	const struct schema *schema; /* packings; NULL: packed rows are an error */
 	size_t root_len;
 	struct frame base; /* context above the root: nothing hidden, no TTL */
 	struct frame st[MAX_DEPTH + 1];
@@ -55,6 +91,14 @@ struct builder {
 	struct buf path; /* path of the last decided entry */
 	bool top_decided;
 	struct docnode *root;
+	/* Packed rows of the current document (see the design note). */
+	struct prow *prows;
+	size_t nprows, prows_cap;
+	struct buf pbytes;
+	struct vcell *vcells;
+	size_t nvcells, vnext, vcells_cap;
+	bool vready; /* prows turned into vcells */
+	struct buf vkey; /* scratch: a virtual cell's subkey or key */
 };
 
 const struct docnode *docnode_child(const struct docnode *n, const struct pv *key)
@@ -68,14 +112,17 @@ const struct docnode *docnode_child(const struct docnode *n, const struct pv *ke
 }
 
 static void builder_init(struct builder *b, struct arena *a, uint64_t read_ht,
-			 int64_t default_ttl_ms, char *errmsg)
+			 int64_t default_ttl_ms, const struct schema *schema, char *errmsg)
 {
 	memset(b, 0, sizeof *b);
 	b->a = a;
 	b->errmsg = errmsg;
 	b->read_ht = read_ht;
 	b->default_ttl_ms = default_ttl_ms;
+	b->schema = schema;
 	buf_init(&b->path);
+	buf_init(&b->pbytes);
+	buf_init(&b->vkey);
 }
 
 static void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
@@ -88,11 +135,20 @@ static void builder_start(struct builder *b, const uint8_t *root, size_t root_le
 	buf_append(&b->path, root, root_len);
 	b->top_decided = false;
 	b->root = NULL;
+	b->nprows = 0;
+	buf_reset(&b->pbytes);
+	b->nvcells = 0;
+	b->vnext = 0;
+	b->vready = false;
 }
 
 static void builder_free(struct builder *b)
 {
 	buf_free(&b->path);
+	buf_free(&b->pbytes);
+	buf_free(&b->vkey);
+	free(b->prows);
+	free(b->vcells);
 }
 
 static int corrupt(struct builder *b, const char *what)
@@ -166,35 +222,19 @@ static bool expired(const struct builder *b, bool has_exp, int64_t ttl_ms, uint6
 	return ht_physical(b->read_ht) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
 }
 
-static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_t *val,
-		size_t vlen)
+/* Decides one entry: key[0..plen) is its path, bounds[0..nd] the ends of
+ * its components (bounds[0] = the root). dv is its value, or NULL to decode
+ * val/vlen (only once it is known not to be hidden). */
+static int decide(struct builder *b, const uint8_t *key, size_t plen, const size_t *bounds,
+		  size_t nd, struct docht d, const struct docvalue *dv, const uint8_t *val,
+		  size_t vlen)
 {
-	size_t bounds[MAX_DEPTH + 1];
-	size_t plen, nd = 0, c;
-	struct docht d;
+	size_t c;
 	struct docvalue v;
 	struct frame *f;
 	const struct frame *par;
 	struct docnode *n;
 	int rv;
-
-	if (key_split_ht(key, klen, &plen, &d) != 0)
-		return corrupt(b, "bad hybrid time suffix");
-	if (d.ht > b->read_ht)
-		return 0;
-	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0)
-		return 0; /* an older version of a decided path */
-	if (plen < b->root_len || memcmp(key, b->path.data, b->root_len) != 0)
-		return corrupt(b, "key outside the document");
-
-	bounds[0] = b->root_len;
-	for (const uint8_t *p = key + b->root_len, *end = key + plen; p < end;) {
-		if (nd == MAX_DEPTH)
-			return corrupt(b, "document nested too deeply");
-		if (key_skip_pv(&p, end) != 0)
-			return corrupt(b, "bad subkey");
-		bounds[++nd] = (size_t)(p - key);
-	}
 
 	/* Pop frames that are not prefixes of this path. */
 	c = 1;
@@ -219,7 +259,9 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 
 	if (docht_compare(d, par->overwrite) <= 0)
 		return 0; /* hidden by a newer write above it */
-	if (value_decode(val, vlen, &v) != 0)
+	if (dv != NULL)
+		v = *dv;
+	else if (value_decode(val, vlen, &v) != 0)
 		return corrupt(b, "bad value");
 
 	f->overwrite = d;
@@ -234,7 +276,7 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 	if (v.kind == VAL_TOMBSTONE || expired(b, f->has_exp, f->exp_ttl_ms, f->exp_from, d.ht))
 		return 0;
 	if (v.kind == VAL_PACKED_ROW)
-		return err_set(b->errmsg, DOCRAFT_ECORRUPT, "packed rows are not readable yet");
+		return corrupt(b, "packed row below the DocKey");
 
 	if ((rv = ensure_node(b, nd, key, bounds, &n)) != 0)
 		return rv;
@@ -252,6 +294,205 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 		n->has_marker = true;
 	}
 	return 0;
+}
+
+/* Keeps a packed row met among the root's versions (newer than every root
+ * entry decided so far, since none is). */
+static void keep_packed(struct builder *b, struct docht d, const struct docvalue *v)
+{
+	struct prow *r;
+	if (b->nprows == b->prows_cap) {
+		b->prows_cap = b->prows_cap ? 2 * b->prows_cap : 4;
+		r = realloc(b->prows, b->prows_cap * sizeof *r);
+		if (r == NULL)
+			PANIC("out of memory");
+		b->prows = r;
+	}
+	r = &b->prows[b->nprows++];
+	r->d = d;
+	r->has_ttl = v->has_ttl;
+	r->ttl_ms = v->ttl_ms;
+	r->off = b->pbytes.len;
+	r->len = v->packed_len;
+	buf_append(&b->pbytes, v->packed, v->packed_len);
+}
+
+static struct vcell *new_vcell(struct builder *b, struct docht d, const struct pv *sub)
+{
+	struct vcell *vc;
+	if (b->nvcells == b->vcells_cap) {
+		b->vcells_cap = b->vcells_cap ? 2 * b->vcells_cap : 16;
+		vc = realloc(b->vcells, b->vcells_cap * sizeof *vc);
+		if (vc == NULL)
+			PANIC("out of memory");
+		b->vcells = vc;
+	}
+	vc = &b->vcells[b->nvcells++];
+	memset(vc, 0, sizeof *vc);
+	vc->d = d;
+	buf_reset(&b->vkey);
+	key_append_pv(&b->vkey, sub);
+	PRE(b->vkey.len <= VSUB_MAX);
+	memcpy(vc->sub, b->vkey.data, b->vkey.len);
+	vc->sub_len = (uint8_t)b->vkey.len;
+	return vc;
+}
+
+static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	if (c != 0)
+		return c;
+	return an < bn ? -1 : an > bn;
+}
+
+static int cmp_vcell(const void *x, const void *y)
+{
+	const struct vcell *a = x, *b = y;
+	return cmp_bytes(a->sub, a->sub_len, b->sub, b->sub_len);
+}
+
+static bool has_vcell(struct builder *b, const struct pv *sub)
+{
+	buf_reset(&b->vkey);
+	key_append_pv(&b->vkey, sub);
+	for (size_t i = 0; i < b->nvcells; i++)
+		if (cmp_bytes(b->vcells[i].sub, b->vcells[i].sub_len, b->vkey.data, b->vkey.len) == 0)
+			return true;
+	return false;
+}
+
+/* Turns the kept packed rows into virtual cells (newest row first: a path
+ * takes its cell from the newest row that has it). */
+static int make_vcells(struct builder *b)
+{
+	b->vready = true;
+	if (b->nprows == 0)
+		return 0;
+	if (b->schema == NULL)
+		return err_set(b->errmsg, DOCRAFT_EINVAL,
+			       "a packed row needs its table's schema to be read "
+			       "(reader_get_table_doc)");
+	for (size_t i = 0; i < b->nprows; i++) {
+		const struct prow *r = &b->prows[i];
+		const struct schema_version *sv;
+		struct packed_row pr;
+		struct pv live = pv_liveness();
+		struct vcell *vc;
+		int rv;
+		if ((rv = packed_parse_schema(b->pbytes.data + r->off, r->len, b->schema, &pr, &sv,
+					      b->errmsg)) != 0)
+			return rv;
+		if (i == 0) {
+			vc = new_vcell(b, r->d, &live);
+			vc->v = docvalue_of(pv_null());
+			vc->v.has_ttl = r->has_ttl;
+			vc->v.ttl_ms = r->ttl_ms;
+		}
+		for (size_t k = 0; k < sv->n; k++) {
+			struct pv sub = pv_column(sv->ids[k]);
+			struct docvalue v;
+			bool is_null;
+			if (schema_id_dropped(b->schema, sv->ids[k]) || (i > 0 && has_vcell(b, &sub)))
+				continue;
+			if (packed_column(&pr, k, &v, &is_null) != 0)
+				return corrupt(b, "bad column in a packed row");
+			if (is_null) {
+				v = docvalue_kind(VAL_TOMBSTONE);
+			} else if (!v.has_ttl && r->has_ttl) {
+				v.has_ttl = true; /* the row's TTL, unless its own */
+				v.ttl_ms = r->ttl_ms;
+			}
+			vc = new_vcell(b, r->d, &sub);
+			vc->v = v;
+		}
+	}
+	qsort(b->vcells, b->nvcells, sizeof *b->vcells, cmp_vcell);
+	return 0;
+}
+
+static int feed_vcell(struct builder *b, const struct vcell *vc)
+{
+	size_t bounds[2] = {b->root_len, b->root_len + vc->sub_len};
+	buf_reset(&b->vkey);
+	buf_append(&b->vkey, b->path.data, b->root_len);
+	buf_append(&b->vkey, vc->sub, vc->sub_len);
+	return decide(b, b->vkey.data, b->vkey.len, bounds, 1, vc->d, &vc->v, NULL, 0);
+}
+
+/* Feeds the virtual cells due before a stored entry whose first subkey is
+ * sub (nd: its depth, d: its DocHT): those of earlier paths, and the one
+ * of its own path when newer than it (deeper entries: always). A virtual
+ * cell older than the newest stored version of its path is dropped. sub ==
+ * NULL: the document ends, feed them all. */
+static int feed_vcells(struct builder *b, const uint8_t *sub, size_t sub_len, size_t nd,
+		       struct docht d)
+{
+	int rv;
+	for (; b->vnext < b->nvcells; b->vnext++) {
+		const struct vcell *vc = &b->vcells[b->vnext];
+		int c = sub ? cmp_bytes(vc->sub, vc->sub_len, sub, sub_len) : -1;
+		if (c > 0)
+			break;
+		if (c == 0 && nd == 1 && docht_compare(vc->d, d) <= 0)
+			continue;
+		if ((rv = feed_vcell(b, vc)) != 0)
+			return rv;
+	}
+	return 0;
+}
+
+static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_t *val,
+		size_t vlen)
+{
+	size_t bounds[MAX_DEPTH + 1];
+	size_t plen, nd = 0;
+	struct docht d;
+	struct docvalue v;
+	int rv;
+
+	if (key_split_ht(key, klen, &plen, &d) != 0)
+		return corrupt(b, "bad hybrid time suffix");
+	if (d.ht > b->read_ht)
+		return 0;
+	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0)
+		return 0; /* an older version of a decided path */
+	if (plen < b->root_len || memcmp(key, b->path.data, b->root_len) != 0)
+		return corrupt(b, "key outside the document");
+
+	if (plen == b->root_len && !b->vready) {
+		/* A root entry is never hidden: decode it now, to keep packed
+		 * rows and walk on to older root versions. */
+		if (value_decode(val, vlen, &v) != 0)
+			return corrupt(b, "bad value");
+		if (v.kind == VAL_PACKED_ROW) {
+			keep_packed(b, d, &v);
+			return 0;
+		}
+		bounds[0] = b->root_len;
+		return decide(b, key, plen, bounds, 0, d, &v, NULL, 0);
+	}
+
+	bounds[0] = b->root_len;
+	for (const uint8_t *p = key + b->root_len, *end = key + plen; p < end;) {
+		if (nd == MAX_DEPTH)
+			return corrupt(b, "document nested too deeply");
+		if (key_skip_pv(&p, end) != 0)
+			return corrupt(b, "bad subkey");
+		bounds[++nd] = (size_t)(p - key);
+	}
+	if (nd > 0) {
+		if (!b->vready && (rv = make_vcells(b)) != 0)
+			return rv;
+		if (b->vnext < b->nvcells) {
+			if ((rv = feed_vcells(b, key + bounds[0], bounds[1] - bounds[0], nd, d)) != 0)
+				return rv;
+			if (b->top_decided && plen == b->path.len &&
+			    memcmp(key, b->path.data, plen) == 0)
+				return 0; /* older than the packed row's cell */
+		}
+	}
+	return decide(b, key, plen, bounds, nd, d, NULL, val, vlen);
 }
 
 /* Drops implicit containers without children; returns n or NULL. */
@@ -278,9 +519,45 @@ static struct docnode *prune(struct docnode *n)
 	return n;
 }
 
-static struct docnode *builder_finish(struct builder *b)
+static int builder_finish(struct builder *b, struct docnode **out)
 {
-	return b->root != NULL ? prune(b->root) : NULL;
+	int rv;
+	*out = NULL;
+	if (!b->vready && (rv = make_vcells(b)) != 0)
+		return rv;
+	if ((rv = feed_vcells(b, NULL, 0, 0, (struct docht){0, 0})) != 0)
+		return rv;
+	*out = b->root != NULL ? prune(b->root) : NULL;
+	return 0;
+}
+
+/* Drops the cells of dropped columns from a row's root (their packed slots
+ * never make it there); returns root, or NULL when nothing is left. */
+static struct docnode *drop_dropped(const struct schema *s, struct docnode *root)
+{
+	struct docnode **link;
+	if (root == NULL || s == NULL || !schema_has_dropped(s) || root->kind == VAL_PRIMITIVE)
+		return root;
+	root->n_children = 0;
+	root->last_ = NULL;
+	if (!root->has_marker)
+		memset(&root->write_time, 0, sizeof root->write_time);
+	for (link = &root->children; *link != NULL;) {
+		struct docnode *c = *link;
+		if (c->key.type == PV_COLUMN_ID && c->key.v.i64 >= INT32_MIN &&
+		    c->key.v.i64 <= INT32_MAX && schema_id_dropped(s, (int32_t)c->key.v.i64)) {
+			*link = c->next;
+			continue;
+		}
+		root->n_children++;
+		root->last_ = c;
+		if (!root->has_marker && docht_compare(c->write_time, root->write_time) > 0)
+			root->write_time = c->write_time;
+		link = &c->next;
+	}
+	if (!root->has_marker && root->n_children == 0)
+		return NULL;
+	return root;
 }
 
 /* Feeds every pair whose key starts with prefix (exact_path: whose path is
@@ -317,13 +594,14 @@ static int check_read_time(struct store *s, uint64_t read_ht, char *errmsg)
 	return 0;
 }
 
-int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
-		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
-		   struct arena *a, const struct docnode **out, char *errmsg)
+static int get_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
+		   size_t dockey_len, const struct pv *subkeys, size_t nsub, uint64_t read_ht,
+		   int64_t default_ttl_ms, struct arena *a, const struct docnode **out, char *errmsg)
 {
 	struct builder b;
 	struct buf path = BUF_INIT;
 	struct store_iter *it;
+	struct docnode *root;
 	const struct docnode *n;
 	int rv;
 
@@ -339,7 +617,7 @@ int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 	buf_push(&path, KT_MAX_BYTE);
 	it = store_iter_new(s, dockey, dockey_len, path.data, path.len);
 	path.len = dockey_len;
-	builder_init(&b, a, read_ht, default_ttl_ms, errmsg);
+	builder_init(&b, a, read_ht, default_ttl_ms, schema, errmsg);
 	builder_start(&b, dockey, dockey_len);
 
 	/* Versions of each ancestor path, then the subtree. */
@@ -351,7 +629,9 @@ int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		if (!last)
 			key_append_pv(&path, &subkeys[i]);
 	}
-	n = builder_finish(&b);
+	if ((rv = builder_finish(&b, &root)) != 0)
+		goto out;
+	n = drop_dropped(schema, root);
 	for (size_t i = 0; i < nsub && n != NULL; i++)
 		n = docnode_child(n, &subkeys[i]);
 	*out = n;
@@ -361,6 +641,23 @@ out:
 	store_iter_free(it);
 	buf_free(&path);
 	return rv;
+}
+
+int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
+		   struct arena *a, const struct docnode **out, char *errmsg)
+{
+	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, a, out,
+		       errmsg);
+}
+
+int reader_get_table_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
+			 size_t dockey_len, const struct pv *subkeys, size_t nsub,
+			 uint64_t read_ht, struct arena *a, const struct docnode **out,
+			 char *errmsg)
+{
+	return get_doc(s, schema, dockey, dockey_len, subkeys, nsub, read_ht,
+		       schema->default_ttl_ms, a, out, errmsg);
 }
 
 const struct docnode *row_column(const struct row *r, const struct column *c)
@@ -393,8 +690,8 @@ int reader_get_row(struct store *s, const struct schema *schema, const struct pv
 	memset(out, 0, sizeof *out);
 	if ((rv = docwrite_dockey(schema, key, nkey, &dk, errmsg)) != 0)
 		goto out;
-	if ((rv = reader_get_doc(s, dk.data, dk.len, NULL, 0, read_ht, schema->default_ttl_ms, a,
-				 &root, errmsg)) != 0)
+	if ((rv = reader_get_table_doc(s, schema, dk.data, dk.len, NULL, 0, read_ht, a, &root,
+					errmsg)) != 0)
 		goto out;
 	out->schema = schema;
 	out->key = arena_dup(a, key, nkey * sizeof *key);
@@ -541,7 +838,9 @@ static int build_row(struct builder *b, struct store_iter *it, struct buf *cur,
 	builder_start(b, cur->data, cur->len);
 	if ((rv = feed_prefix(b, it, cur->data, cur->len, false)) != 0)
 		return rv;
-	*root = builder_finish(b);
+	if ((rv = builder_finish(b, root)) != 0)
+		return rv;
+	*root = drop_dropped(b->schema, *root);
 	return 0;
 }
 
@@ -582,7 +881,7 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 	 * appended. */
 	if (paging_out != NULL)
 		buf_reset(paging_out);
-	builder_init(&b, a, 0, schema->default_ttl_ms, errmsg);
+	builder_init(&b, a, 0, schema->default_ttl_ms, schema, errmsg);
 	if ((rv = scan_interval(schema, spec, &lo, &hi, &hi_set, errmsg)) != 0 ||
 	    (rv = apply_paging(spec, &lo, &hi, &hi_set, &read_ht, errmsg)) != 0 ||
 	    (rv = check_read_time(s, read_ht, errmsg)) != 0)

@@ -9,6 +9,16 @@
  * when it has a live liveness column or at least one live column, so a row
  * written only by UPDATE disappears when all its columns are gone.
  *
+ * A packed row (docdb/packed.h) reads exactly as the liveness column and
+ * column cells it replaces, written at its DocHT: it yields a 'J' 0 node
+ * (so a live packed row keeps the row alive) and one 'K' <id> node per
+ * column of its schema version, each hiding only older versions of its own
+ * path; newer cells win. Columns its version lacks are simply absent.
+ * Decoding needs the table schema: reader_get_row, reader_scan and
+ * reader_get_table_doc have it; reader_get_doc fails on a packed row with
+ * DOCRAFT_EINVAL. With a schema, cells and slots of dropped columns are not
+ * returned.
+ *
  * Results live in the caller's arena (valid until it is reset or freed).
  * Reads below the store's history cutoff fail with DOCRAFT_ETOOOLD.
  * Threading: any thread; concurrent with store_apply. */
@@ -53,6 +63,14 @@ const struct docnode *docnode_child(const struct docnode *n, const struct pv *ke
 int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
 		   struct arena *a, const struct docnode **out, char *errmsg);
+
+/* reader_get_doc for a document of a table: the schema decodes packed rows
+ * (their columns appear as 'K' <id> children and 'J' 0, as if unpacked)
+ * and gives the default TTL. */
+int reader_get_table_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
+			 size_t dockey_len, const struct pv *subkeys, size_t nsub,
+			 uint64_t read_ht, struct arena *a, const struct docnode **out,
+			 char *errmsg);
 
 /* A row of a table. */
 struct row {

@@ -15,6 +15,14 @@ static char *xstrdup(const char *s)
 	return p;
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (p == NULL)
+		PANIC("out of memory");
+	return p;
+}
+
 int schema_init(struct schema *s, const char *table, char *errmsg)
 {
 	memset(s, 0, sizeof *s);
@@ -23,6 +31,8 @@ int schema_init(struct schema *s, const char *table, char *errmsg)
 			       SCHEMA_MAX_NAME - 1);
 	s->table = xstrdup(table);
 	s->version = 0;
+	s->versions = xcalloc(1, sizeof *s->versions);
+	s->nversions = 1;
 	return 0;
 }
 
@@ -30,6 +40,9 @@ void schema_free(struct schema *s)
 {
 	for (size_t i = 0; i < s->ncols; i++)
 		free(s->cols[i].name);
+	for (size_t i = 0; i < s->nversions; i++)
+		free(s->versions[i].ids);
+	free(s->versions);
 	free(s->cols);
 	free(s->table);
 	memset(s, 0, sizeof *s);
@@ -39,13 +52,51 @@ void schema_copy(struct schema *dst, const struct schema *src)
 {
 	*dst = *src;
 	dst->table = xstrdup(src->table);
-	dst->cols = calloc(src->ncols ? src->ncols : 1, sizeof *dst->cols);
-	if (dst->cols == NULL)
-		PANIC("out of memory");
+	dst->cols = xcalloc(src->ncols ? src->ncols : 1, sizeof *dst->cols);
 	for (size_t i = 0; i < src->ncols; i++) {
 		dst->cols[i] = src->cols[i];
 		dst->cols[i].name = xstrdup(src->cols[i].name);
 	}
+	dst->versions = xcalloc(src->nversions ? src->nversions : 1, sizeof *dst->versions);
+	for (size_t i = 0; i < src->nversions; i++) {
+		const struct schema_version *v = &src->versions[i];
+		dst->versions[i] = *v;
+		dst->versions[i].ids = xcalloc(v->n ? v->n : 1, sizeof *v->ids);
+		if (v->n > 0)
+			memcpy(dst->versions[i].ids, v->ids, v->n * sizeof *v->ids);
+	}
+}
+
+/* Appends a new version, a copy of the current one's columns. */
+static void push_version(struct schema *s)
+{
+	struct schema_version *v = realloc(s->versions, (s->nversions + 1) * sizeof *v);
+	const struct schema_version *last;
+	if (v == NULL)
+		PANIC("out of memory");
+	s->versions = v;
+	last = s->nversions > 0 ? &v[s->nversions - 1] : NULL;
+	v = &v[s->nversions++];
+	v->version = ++s->version;
+	v->n = last ? last->n : 0;
+	v->ids = xcalloc(v->n + 1, sizeof *v->ids);
+	if (v->n > 0)
+		memcpy(v->ids, last->ids, v->n * sizeof *v->ids);
+}
+
+static void pop_version(struct schema *s)
+{
+	free(s->versions[--s->nversions].ids);
+	s->version--;
+}
+
+const struct schema_version *schema_version_get(const struct schema *s, uint32_t version)
+{
+	/* Versions are dense and ascending: look from the newest. */
+	for (size_t i = s->nversions; i-- > 0;)
+		if (s->versions[i].version == version)
+			return &s->versions[i];
+	return NULL;
 }
 
 bool col_type_is_collection(enum col_type t)
@@ -169,6 +220,52 @@ int schema_add_column(struct schema *s, const char *name, enum col_kind kind, en
 		s->n_hash++;
 	else if (kind == COL_RANGE)
 		s->n_range++;
+	if (kind == COL_REGULAR && !col_type_is_collection(type) && s->nversions > 0) {
+		struct schema_version *v = &s->versions[s->nversions - 1];
+		int32_t *ids = realloc(v->ids, (v->n + 1) * sizeof *ids);
+		if (ids == NULL)
+			PANIC("out of memory");
+		ids[v->n++] = c->id;
+		v->ids = ids;
+	}
+	return 0;
+}
+
+int schema_add_regular_column(struct schema *s, const char *name, enum col_type type,
+			      enum col_type elem_type, enum col_type value_type, char *errmsg)
+{
+	int rv;
+	push_version(s);
+	rv = schema_add_column(s, name, COL_REGULAR, type, elem_type, value_type, false, errmsg);
+	if (rv != 0)
+		pop_version(s);
+	return rv;
+}
+
+int schema_drop_column(struct schema *s, const char *name, char *errmsg)
+{
+	const struct column *c = name ? schema_find(s, name) : NULL;
+	struct schema_version *v;
+	size_t i;
+	int32_t id;
+	if (c == NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table %s has no column '%s'", s->table,
+			       name ? name : "(null)");
+	if (c->kind != COL_REGULAR)
+		return err_set(errmsg, DOCRAFT_EINVAL, "cannot drop primary key column '%s'", name);
+	id = c->id;
+	i = (size_t)(c - s->cols);
+	free(s->cols[i].name);
+	memmove(&s->cols[i], &s->cols[i + 1], (s->ncols - i - 1) * sizeof *s->cols);
+	s->ncols--;
+	push_version(s);
+	v = &s->versions[s->nversions - 1];
+	for (size_t j = 0; j < v->n; j++)
+		if (v->ids[j] == id) {
+			memmove(&v->ids[j], &v->ids[j + 1], (v->n - j - 1) * sizeof *v->ids);
+			v->n--;
+			break;
+		}
 	return 0;
 }
 

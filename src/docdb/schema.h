@@ -1,12 +1,21 @@
 /* A table schema: hash columns, range columns (each ASC or DESC), regular
  * columns of primitive or collection type (map<k,v>, set<t>, list<t>), a
- * default TTL and a version. Every column has a stable column id, assigned
- * from 0 in declaration order (docdb-format.md §2.4); regular columns are
- * stored under the subkey 'K' <id>, the liveness column under 'J' 0.
+ * default TTL, the table option `packed` and a version. Every column has a
+ * stable column id, assigned from 0 in declaration order (docdb-format.md
+ * §2.4) and never reused, not even after the column is dropped; regular
+ * columns are stored under the subkey 'K' <id>, the liveness column under
+ * 'J' 0.
  *
- * Ownership: a schema owns its column names. Build one with schema_init +
- * schema_add_column, release with schema_free. Immutable once built; may then
- * be shared read-only between threads. */
+ * Versions: a schema is built at version 0 (schema_add_column). Altering a
+ * built schema (schema_add_regular_column, schema_drop_column) bumps the
+ * version and keeps, for every version so far, its packable columns: the
+ * regular non-collection columns in schema order (§8.1). Packed rows name
+ * their version, so rows written before an ALTER stay readable
+ * (docdb/packed.h).
+ *
+ * Ownership: a schema owns its column names and version history. Build one
+ * with schema_init + schema_add_column, release with schema_free. Immutable
+ * once built (between ALTERs); may then be shared read-only between threads. */
 #ifndef DOCRAFT_DOCDB_SCHEMA_H
 #define DOCRAFT_DOCDB_SCHEMA_H
 
@@ -54,6 +63,13 @@ struct column {
 	bool desc;          /* range columns: DESC */
 };
 
+/* The packable columns of one schema version (§8.1), in packing order. */
+struct schema_version {
+	uint32_t version;
+	size_t n;
+	int32_t *ids;
+};
+
 struct schema {
 	char *table;
 	struct column *cols; /* hash columns, then range, then regular */
@@ -63,6 +79,13 @@ struct schema {
 	int64_t default_ttl_ms; /* 0 = none */
 	uint32_t version;
 	int32_t next_id;
+	/* Table option: an INSERT that gives every packable column writes one
+	 * packed row (docwrite.h). Off by default. */
+	bool packed;
+	/* Every version so far, oldest first; the last one is `version`. Empty
+	 * until the first column is added. */
+	struct schema_version *versions;
+	size_t nversions;
 };
 
 int schema_init(struct schema *s, const char *table, char *errmsg);
@@ -81,12 +104,35 @@ static inline int schema_add(struct schema *s, const char *name, enum col_kind k
 	return schema_add_column(s, name, kind, type, 0, 0, false, errmsg);
 }
 
+/* ALTER TABLE ADD: a regular column (elem_type/value_type as above) added
+ * to a built schema as a new version. Errors as schema_add_column; on error
+ * the schema is unchanged. */
+int schema_add_regular_column(struct schema *s, const char *name, enum col_type type,
+			      enum col_type elem_type, enum col_type value_type, char *errmsg);
+/* ALTER TABLE DROP: removes a regular column as a new version; its id is
+ * never given to another column. DOCRAFT_EINVAL for an unknown or a key
+ * column (the schema is then unchanged). Readers ignore the dropped
+ * column's stored cells and packed slots. */
+int schema_drop_column(struct schema *s, const char *name, char *errmsg);
+/* The packable columns of a version, or NULL if the schema has no such
+ * version (none yet, or one it never had). */
+const struct schema_version *schema_version_get(const struct schema *s, uint32_t version);
 /* Deep copy (dst is overwritten, not freed first). */
 void schema_copy(struct schema *dst, const struct schema *src);
 
 const struct column *schema_find(const struct schema *s, const char *name);
 const struct column *schema_find_id(const struct schema *s, int32_t id);
 static inline size_t schema_nkeys(const struct schema *s) { return s->n_hash + s->n_range; }
+/* Whether any column was ever dropped (ids are dense otherwise), and
+ * whether id is one of them. */
+static inline bool schema_has_dropped(const struct schema *s)
+{
+	return s->ncols < (size_t)s->next_id;
+}
+static inline bool schema_id_dropped(const struct schema *s, int32_t id)
+{
+	return schema_has_dropped(s) && id >= 0 && id < s->next_id && schema_find_id(s, id) == NULL;
+}
 
 bool col_type_is_collection(enum col_type t);
 /* "text", "int", "map<text, int>" ...; static or written into out. */

@@ -1,7 +1,14 @@
 #include "fixture.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+bool fx_packed(void)
+{
+	const char *e = getenv("DOCRAFT_TEST_PACKED");
+	return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
+}
 
 void fx_open(struct fx *f, const char *tag)
 {

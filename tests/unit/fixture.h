@@ -35,6 +35,10 @@ struct fx {
 	struct arena arena;
 };
 
+/* Whether the read suites run with packed tables: DOCRAFT_TEST_PACKED set
+ * to anything but "" or "0" (meson registers them both ways). */
+bool fx_packed(void);
+
 void fx_open(struct fx *f, const char *tag);
 /* Closes the store (without flushing) and reopens it. */
 void fx_reopen(struct fx *f);

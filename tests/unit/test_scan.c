@@ -9,6 +9,9 @@
  * r2 are ASC or DESC in the four combinations. Keys include strings that are
  * prefixes of each other and contain NUL bytes, and INT32_MIN / INT32_MAX.
  *
+ * Also run as test_scan_packed (DOCRAFT_TEST_PACKED=1: packed tables, the
+ * same expected results).
+ *
  * Like test_reader.c, each case keeps its store in the global C so a failed
  * CHECK still gets its temp dir removed. */
 #include <stdio.h>
@@ -65,6 +68,7 @@ static void ctx_open(const char *tag, const char *table)
 	batch_init(&C.b);
 	C.open = true;
 	CHECK_OK_MSG(schema_init(&C.s, table, err), err);
+	C.s.packed = fx_packed();
 }
 
 static void col(const char *name, enum col_kind kind, enum col_type type, bool desc)
