@@ -153,12 +153,26 @@ static void remove_tree(const char *path)
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Creates path and its missing parents. */
 static int mkdir_p(const char *path, char *errmsg)
 {
-	if (mkdir(path, 0755) == 0 || errno == EEXIST)
-		return 0;
-	return err_set(errmsg, errno == ENOSPC ? DOCRAFT_ENOSPC : DOCRAFT_EIO,
-		       "cannot create directory %s: %s", path, strerror(errno));
+	char tmp[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return err_set(errmsg, DOCRAFT_EINVAL, "path too long: %s", path);
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return err_set(errmsg, errno == ENOSPC ? DOCRAFT_ENOSPC : DOCRAFT_EIO,
+				       "cannot create directory %s: %s", tmp, strerror(errno));
+		*p = c;
+		if (c == '\0')
+			return 0;
+	}
 }
 
 /* The term as raft knows it: 0.15 has no accessor; struct raft is public
