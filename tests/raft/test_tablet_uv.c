@@ -557,5 +557,48 @@ TEST(transfer_with_writes_in_flight)
 	cluster_down();
 }
 
+static int change_status = -1;
+static void change_cb(void *arg, int status)
+{
+	(void)arg;
+	change_status = status;
+}
+
+static bool change_done(void *arg)
+{
+	(void)arg;
+	return change_status != -1;
+}
+
+/* A removed replica no longer counts: with it gone, writes still commit on
+ * the remaining two; a second change while one runs is refused. */
+TEST(remove_replica)
+{
+	struct w ws[2];
+	struct w *list[2] = {&ws[0], NULL};
+	cluster_up("tablet-uv-remove");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	int f = (l + 1) % N;
+	change_status = -1;
+	CHECK_OK_MSG(tablet_remove_replica(C.n[l].t, (raft_id)(f + 1), change_cb, NULL, C.errmsg),
+		     C.errmsg);
+	CHECK(tablet_remove_replica(C.n[l].t, (raft_id)(f + 1), change_cb, NULL, C.errmsg) != 0);
+	CHECK(run_until(change_done, NULL, 5000));
+	CHECK_EQ_INT(change_status, 0);
+	node_close(f);
+	w_init(&ws[0], 7, 1, "after-remove", "v");
+	CHECK_OK(tablet_write(C.n[l].t, &ws[0].req));
+	CHECK(run_until(all_done, list, 5000));
+	CHECK_EQ_INT(ws[0].status, 0);
+	/* A follower cannot change membership. */
+	int other = (l + 2) % N;
+	CHECK_EQ_INT(tablet_remove_replica(C.n[other].t, (raft_id)(l + 1), change_cb, NULL,
+					   C.errmsg), DOCRAFT_ENOTLEADER);
+	batch_free(&ws[0].b);
+	(void)ws[1];
+	cluster_down();
+}
+
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
-	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight))
+	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica))
