@@ -616,6 +616,15 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 	buf_append(&path, dockey, dockey_len);
 	buf_push(&path, KT_MAX_BYTE);
 	it = store_iter_new(s, dockey, dockey_len, path.data, path.len);
+	/* Again now that the iterator pins the files: a compaction raises the
+	 * cutoff before it drops anything, so one that started after the first
+	 * check is seen here, and one that had not would not affect the pinned
+	 * version. */
+	if ((rv = check_read_time(s, read_ht, errmsg)) != 0) {
+		store_iter_free(it);
+		buf_free(&path);
+		return rv;
+	}
 	path.len = dockey_len;
 	builder_init(&b, a, read_ht, default_ttl_ms, schema, errmsg);
 	builder_start(&b, dockey, dockey_len);
@@ -888,6 +897,8 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 		goto out;
 	b.read_ht = read_ht;
 	it = store_iter_new(s, lo.data, lo.len, hi_set ? hi.data : NULL, hi_set ? hi.len : 0);
+	if ((rv = check_read_time(s, read_ht, errmsg)) != 0) /* see reader_get_doc */
+		goto out;
 	if (spec->reverse)
 		store_iter_seek_last(it);
 	else

@@ -25,6 +25,7 @@
 #include "common/hlc.h"
 #include "common/log.h"
 #include "docdb/batch.h"
+#include "docdb/compaction.h"
 #include "docdb/key.h"
 
 /* The applied marker: BE64 raft index, BE64 hybrid time. Its first byte is
@@ -54,6 +55,11 @@ struct store {
 	uint64_t applied_ht;
 	_Atomic uint64_t history_cutoff;
 	uint64_t retention_us;
+	/* Compaction GC: gc_mu serialises raising and persisting the cutoff;
+	 * gc_cutoff is the persisted one (written under gc_mu). */
+	pthread_mutex_t gc_mu;
+	_Atomic uint64_t gc_cutoff;
+	_Atomic int64_t default_ttl_ms;
 	char *path;
 };
 
@@ -98,6 +104,7 @@ void store_options_default(struct store_options *o)
 	o->create_if_missing = true;
 	o->write_buffer_size = 0;
 	o->history_retention_us = 0;
+	o->default_ttl_ms = 0;
 }
 
 static int make_options(const struct store_options *o, const char *path,
@@ -178,12 +185,27 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 	buf_init(&s->key);
 	buf_init(&s->marker);
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->gc_mu, NULL);
 	atomic_init(&s->history_cutoff, 0);
+	atomic_init(&s->gc_cutoff, 0);
+	atomic_init(&s->default_ttl_ms, opts->default_ttl_ms);
 	s->retention_us = opts->history_retention_us ? opts->history_retention_us
 						     : DEFAULT_RETENTION_US;
 
 	if ((rv = make_options(opts, path, &s->opts, msg)) != 0)
 		goto err_after_init;
+	/* Compaction GC (compaction.c): the persisted cutoff first, since
+	 * compactions may start as soon as RocksDB opens; one subcompaction per
+	 * job, so each filter sees its job's keys in order. */
+	{
+		uint64_t c = 0;
+		if ((rv = compaction_cutoff_load(path, &c, msg)) != 0)
+			goto err_after_init;
+		atomic_store(&s->gc_cutoff, c);
+		atomic_store(&s->history_cutoff, c);
+	}
+	rocksdb_options_set_compaction_filter_factory(s->opts, compaction_factory_create(s));
+	rocksdb_options_set_max_subcompactions(s->opts, 1);
 	s->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_disable_WAL(s->wopts, 1);
 	rocksdb_writeoptions_set_sync(s->wopts, 0);
@@ -231,6 +253,7 @@ void store_close(struct store *s)
 	buf_free(&s->key);
 	buf_free(&s->marker);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->gc_mu);
 	free(s->path);
 	free(s);
 }
@@ -331,7 +354,9 @@ int store_checkpoint(struct store *s, const char *dir, char *errmsg)
 	rocksdb_checkpoint_object_destroy(cp);
 	if (err != NULL)
 		return rocks_err(errmsg, err, s->path, "creating a checkpoint");
-	return 0;
+	/* The GC cutoff, read after the files were linked: at least the cutoff
+	 * of every compaction whose output the checkpoint holds. */
+	return compaction_cutoff_save(dir, atomic_load(&s->gc_cutoff), errmsg);
 }
 
 void store_applied(const struct store *s, uint64_t *raft_index, uint64_t *ht)
@@ -362,7 +387,77 @@ uint64_t store_history_cutoff(const struct store *s)
 
 void store_set_history_cutoff(struct store *s, uint64_t ht)
 {
+	pthread_mutex_lock(&s->gc_mu);
+	if (ht < atomic_load(&s->gc_cutoff))
+		ht = atomic_load(&s->gc_cutoff);
 	atomic_store(&s->history_cutoff, ht);
+	pthread_mutex_unlock(&s->gc_mu);
+}
+
+int store_raise_history_cutoff(struct store *s, uint64_t ht, uint64_t *in_effect, char *errmsg)
+{
+	int rv = 0;
+	pthread_mutex_lock(&s->gc_mu);
+	if (ht > atomic_load(&s->gc_cutoff)) {
+		if ((rv = compaction_cutoff_save(s->path, ht, errmsg)) == 0)
+			atomic_store(&s->gc_cutoff, ht);
+	}
+	if (atomic_load(&s->history_cutoff) < atomic_load(&s->gc_cutoff))
+		atomic_store(&s->history_cutoff, atomic_load(&s->gc_cutoff));
+	if (in_effect != NULL)
+		*in_effect = atomic_load(&s->gc_cutoff);
+	pthread_mutex_unlock(&s->gc_mu);
+	return rv;
+}
+
+int store_compact(struct store *s, uint64_t cutoff_ht, char *errmsg)
+{
+	return store_compact_range(s, NULL, 0, NULL, 0, cutoff_ht, errmsg);
+}
+
+int store_compact_range(struct store *s, const void *lo, size_t lo_len, const void *hi,
+			size_t hi_len, uint64_t cutoff_ht, char *errmsg)
+{
+	rocksdb_compactoptions_t *co;
+	uint64_t before = 0, after = 0, applied = 0;
+	int rv;
+
+	PRE(s != NULL);
+	if (cutoff_ht >= HT_INVALID)
+		return err_set(errmsg, DOCRAFT_EINVAL, "store %s: invalid history cutoff %" PRIu64,
+			       s->path, cutoff_ht);
+	if (cutoff_ht == 0) {
+		store_applied(s, NULL, &applied);
+		cutoff_ht = compaction_auto_cutoff(hlc_wall_clock(NULL), applied, s->retention_us);
+	}
+	if (cutoff_ht < store_history_cutoff(s))
+		cutoff_ht = store_history_cutoff(s);
+	/* Manual jobs use the store's cutoff as they start: raise it now. */
+	if ((rv = store_raise_history_cutoff(s, cutoff_ht, NULL, errmsg)) != 0)
+		return rv;
+	co = rocksdb_compactoptions_create();
+	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, 2 /* kForce */);
+	rocksdb_property_int(s->db, "rocksdb.background-errors", &before);
+	rocksdb_compact_range_opt(s->db, co, lo, lo ? lo_len : 0, hi, hi ? hi_len : 0);
+	rocksdb_property_int(s->db, "rocksdb.background-errors", &after);
+	rocksdb_compactoptions_destroy(co);
+	if (after > before)
+		return err_set(errmsg, DOCRAFT_EIO,
+			       "store %s: compaction failed (%" PRIu64
+			       " background errors, see the RocksDB LOG)",
+			       s->path, after - before);
+	return 0;
+}
+
+int64_t store_default_ttl_ms(const struct store *s)
+{
+	return atomic_load(&((struct store *)s)->default_ttl_ms);
+}
+
+void store_set_default_ttl_ms(struct store *s, int64_t ttl_ms)
+{
+	atomic_store(&s->default_ttl_ms, ttl_ms);
 }
 
 uint64_t store_history_retention_us(const struct store *s)

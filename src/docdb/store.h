@@ -26,6 +26,7 @@ struct store_options {
 	bool create_if_missing;        /* default true */
 	size_t write_buffer_size;      /* memtable bytes; 0 = RocksDB default */
 	uint64_t history_retention_us; /* 0 = 900 s (docdb-format.md §7.1) */
+	int64_t default_ttl_ms;        /* table default TTL for compaction GC; <= 0 none */
 };
 
 void store_options_default(struct store_options *o);
@@ -87,8 +88,43 @@ int store_flush(struct store *s, char *errmsg);
 
 /* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
 uint64_t store_history_cutoff(const struct store *s);
+/* Sets the in-memory cutoff, but never below the persisted one (data below
+ * it may be gone); not persisted itself, but the next compaction persists
+ * the cutoff it uses, which is never lower than this. */
 void store_set_history_cutoff(struct store *s, uint64_t ht);
 uint64_t store_history_retention_us(const struct store *s);
+
+/* ---- compaction GC (docdb/compaction.h) ----
+ *
+ * Every RocksDB compaction runs the DocDB GC at a history cutoff. The cutoff
+ * only rises, is persisted (in the store directory, and copied into
+ * checkpoints) before any entry is dropped, and comes back at store_open.
+ * Assumes writes arrive in hybrid-time order above the cutoff, as Raft
+ * applies them. */
+
+/* Raises the history cutoff to at least ht: persists it first (durably),
+ * then makes readers see it. *in_effect (may be NULL) gets the persisted
+ * cutoff afterwards (on failure: the one persisted before). Any thread. */
+int store_raise_history_cutoff(struct store *s, uint64_t ht, uint64_t *in_effect, char *errmsg);
+
+/* A manual FULL compaction at history cutoff cutoff_ht (0: now - retention,
+ * see compaction_auto_cutoff; never below the cutoff already in effect):
+ * raises the cutoff, flushes the memtables and rewrites every level down to
+ * the bottommost one through the GC. RocksDB reports no error through its C
+ * API here; a background error counted meanwhile becomes DOCRAFT_EIO.
+ * cutoff_ht >= HT_INVALID: DOCRAFT_EINVAL. Any thread. */
+int store_compact(struct store *s, uint64_t cutoff_ht, char *errmsg);
+/* The same for the keys in [lo, hi], both inclusive as in RocksDB's
+ * CompactRange (NULL: unbounded). Jobs that do not
+ * take every SST file are not full: they keep tombstones and rewrite expired
+ * values as tombstones. */
+int store_compact_range(struct store *s, const void *lo, size_t lo_len, const void *hi,
+			size_t hi_len, uint64_t cutoff_ht, char *errmsg);
+
+/* The table default TTL compactions use (store_options.default_ttl_ms; must
+ * match the schema's, or GC and reads disagree). Read at each job's start. */
+int64_t store_default_ttl_ms(const struct store *s);
+void store_set_default_ttl_ms(struct store *s, int64_t ttl_ms);
 
 /* Raw iteration over stored (key, value) pairs, internal records included
  * (callers skip keys whose first byte is <= KT_INTERNAL_MAX).
