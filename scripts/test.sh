@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/deps.sh
 
-docraft_ensure_packages libclang-rt-14-dev
+docraft_ensure_packages libclang-rt-14-dev clang
 werror=false
 [ "${CI:-}" = "true" ] && werror=true
 

@@ -2,7 +2,10 @@
  *
  * Every docraft function that can fail returns an int: DOCRAFT_OK (0) on
  * success or one of the positive codes below. Long-lived objects also keep an
- * errmsg buffer with a human-readable reason for the last failure. */
+ * errmsg buffer with a human-readable reason for the last failure.
+ *
+ * The values are also the status codes of the RPC wire protocol (enum
+ * Status in proto/rpc.proto): never renumber them, only append. */
 #ifndef DOCRAFT_ERROR_H
 #define DOCRAFT_ERROR_H
 
@@ -30,6 +33,9 @@ enum docraft_error {
 	DOCRAFT_EUNAVAILABLE,/* no leader / replica failed: retry later */
 	DOCRAFT_EBUSY,       /* overloaded: back off and retry */
 	DOCRAFT_ETIMEDOUT,   /* deadline passed: outcome unknown */
+	DOCRAFT_ETABLETNOTFOUND, /* tablet not hosted by this server: refresh
+				    its locations from the master and retry */
+	DOCRAFT_ETABLENOTFOUND,  /* no such table (not retryable) */
 	DOCRAFT_ERROR_MAX
 };
 

@@ -21,6 +21,8 @@ static const char *const names[DOCRAFT_ERROR_MAX] = {
 	[DOCRAFT_EUNAVAILABLE] = "unavailable",
 	[DOCRAFT_EBUSY] = "busy",
 	[DOCRAFT_ETIMEDOUT] = "timed out",
+	[DOCRAFT_ETABLETNOTFOUND] = "tablet not found",
+	[DOCRAFT_ETABLENOTFOUND] = "table not found",
 };
 
 const char *docraft_strerror(int code)

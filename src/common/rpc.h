@@ -1,0 +1,316 @@
+/* RPC on libuv: request/response calls in frames (rpc_frame.h) over TCP
+ * connections to a server's one port (raft/listener.h, preamble kind
+ * LISTENER_RPC). Messages are protobuf (proto/rpc.proto and its siblings);
+ * this layer moves bytes and never looks inside a payload except to build
+ * and read ErrorInfo.
+ *
+ * Server: rpc_server_init attaches to a listener, rpc_server_register maps a
+ * method number to a handler. A handler receives a struct rpc_call and must
+ * answer it exactly once, now or later, with rpc_reply, rpc_reply_message,
+ * rpc_reply_error or rpc_reply_errorf; that frees the call. If the
+ * connection closed meanwhile the answer is dropped, safely: the call stays
+ * valid until answered (rpc_call_abandoned tells the handler it may give up
+ * early, but it must still answer).
+ *
+ * Client: one struct rpc_client per process (or per loop) shares one
+ * connection per server address among all its callers. rpc_call sends a
+ * request and calls back exactly once with the outcome: the reply, the
+ * server's error (code, message, leader hint), DOCRAFT_ETIMEDOUT when the
+ * deadline passes first (a reply arriving later is ignored),
+ * DOCRAFT_EUNAVAILABLE when the connection fails or cannot be made (no new
+ * attempt to that address before its backoff has passed: calls fail fast
+ * meanwhile), DOCRAFT_ETOOBIG for a reply larger than the maximum frame,
+ * DOCRAFT_ECLOSED when the client closes first. Whether a request was
+ * executed is unknown after TIMED_OUT or UNAVAILABLE, unless
+ * rpc_result.sent is false.
+ *
+ * Async rules (libuv's): a function taking a callback that returns an error
+ * never calls it; callbacks never run inside the call that registered them
+ * (failures found inside rpc_call are delivered from the loop); memory
+ * given to a close function may be released only in or after its callback.
+ *
+ * Threading: a server or client and everything it hands out belong to the
+ * thread running its loop. The process must ignore SIGPIPE (listener.h).
+ *
+ * Wire format, lifetimes and failure handling: the design note at the top
+ * of rpc.c. */
+#ifndef DOCRAFT_COMMON_RPC_H
+#define DOCRAFT_COMMON_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+#include <uv.h>
+
+#include "common/rpc_frame.h"
+#include "docraft/error.h"
+
+struct listener;
+
+/* "255.255.255.255:65535" */
+#define RPC_ADDRESS_MAX 21
+
+#define RPC_DEFAULT_MAX_INFLIGHT 10000
+#define RPC_DEFAULT_CONNECT_TIMEOUT_MS 3000
+#define RPC_DEFAULT_BACKOFF_MIN_MS 50
+#define RPC_DEFAULT_BACKOFF_MAX_MS 5000
+
+/* ------------------------------------------------------------------------
+ * Server
+ * ------------------------------------------------------------------------ */
+
+struct rpc_server_options {
+	/* Largest frame received or sent, header included
+	 * (RPC_FRAME_MIN_MAX.., default RPC_FRAME_DEFAULT_MAX). A larger
+	 * request is answered TOO_BIG and its connection closed; a larger
+	 * reply is replaced by a TOO_BIG error. */
+	uint32_t max_frame;
+	/* Calls per connection handed to handlers and not yet answered
+	 * (>= 1, default RPC_DEFAULT_MAX_INFLIGHT); beyond it, requests are
+	 * answered SERVICE_BUSY without reaching a handler. */
+	uint32_t max_inflight;
+};
+
+struct rpc_server_stats {
+	uint64_t connections;    /* accepted */
+	uint64_t calls;          /* requests received */
+	uint64_t replies;        /* answers written (errors included) */
+	uint64_t abandoned;      /* calls whose connection closed before the answer */
+	uint64_t unknown_method; /* answered INVALID_ARGUMENT "unknown method" */
+	uint64_t busy;           /* answered SERVICE_BUSY */
+	uint64_t malformed;      /* connections closed for a malformed frame */
+	uint64_t too_big;        /* connections closed for an oversized frame */
+};
+
+struct rpc_server;
+struct rpc_sconn;
+struct rpc_method_entry;
+
+/* One request being handled. Allocated by the server, handed to the
+ * handler, freed by the answer (rpc_reply*). */
+struct rpc_call {
+	void *data; /* free for the handler */
+
+	/* Read-only. */
+	uint16_t method;
+	uint64_t call_id;
+	const uint8_t *request; /* the request payload (NULL if empty), valid until answered */
+	size_t request_len;
+	uint32_t budget_ms; /* the caller's time budget when it sent the call; 0 = none */
+	uint64_t deadline;  /* uv_now() by which the caller gives up; 0 = none */
+	char peer[RPC_ADDRESS_MAX + 1]; /* "ip:port" of the caller ("" if unknown) */
+
+	/* Private. */
+	struct rpc_sconn *conn; /* NULL once the connection is gone */
+	struct rpc_call *prev, *next;
+	uint8_t *payload; /* owns request */
+};
+
+/* Receives a request for a registered method. Called on the loop thread;
+ * arg is the registration's. The handler owns call until it answers. */
+typedef void (*rpc_handler_cb)(void *arg, struct rpc_call *call);
+/* The server's memory may be released from here on. */
+typedef void (*rpc_server_close_cb)(struct rpc_server *srv);
+
+struct rpc_server {
+	void *data; /* free for the owner */
+
+	/* Private. */
+	uv_loop_t *loop;
+	struct listener *l;
+	struct rpc_server_options opts;
+	struct rpc_method_entry *methods; /* sorted by method */
+	size_t n_methods, cap_methods;
+	struct rpc_sconn *conns;
+	uint8_t *rbuf; /* one read buffer, shared by every connection */
+	uv_timer_t closer;
+	unsigned n_handles; /* handles not yet closed */
+	bool closing;
+	rpc_server_close_cb close_cb;
+	struct rpc_server_stats stats;
+};
+
+/* Initializes srv (caller memory) and makes it the LISTENER_RPC handler of
+ * l, which must run on loop. METHOD_PING is registered (echo, see
+ * proto/rpc.proto). Options are the defaults (rpc_server_configure).
+ * DOCRAFT_EINVAL with errmsg if the listener refuses; then nothing is left
+ * to close. Otherwise srv must be closed with rpc_server_close, before l. */
+int rpc_server_init(struct rpc_server *srv, uv_loop_t *loop, struct listener *l, char *errmsg);
+
+void rpc_server_options_default(struct rpc_server_options *o);
+/* Replaces the options; max_frame applies to connections accepted
+ * afterwards and to every answer sent afterwards. DOCRAFT_EINVAL if out of
+ * range (nothing changed). */
+int rpc_server_configure(struct rpc_server *srv, const struct rpc_server_options *o,
+			 char *errmsg);
+
+/* Routes requests for method (1..65535) to handler(arg, call).
+ * DOCRAFT_EINVAL for method 0 or a method already registered (METHOD_PING
+ * included). Not while closing. */
+int rpc_server_register(struct rpc_server *srv, uint16_t method, rpc_handler_cb handler,
+			void *arg, char *errmsg);
+
+/* Answers call with a success status and payload (copied; len may be 0).
+ * Frees call. Dropped if the connection is gone. If the frame would exceed
+ * max_frame, a TOO_BIG error is sent instead (and logged). */
+void rpc_reply(struct rpc_call *call, const void *payload, size_t len);
+/* The same with msg packed as the payload. */
+void rpc_reply_message(struct rpc_call *call, const ProtobufCMessage *msg);
+/* Answers with an error: code is a DOCRAFT_E* code other than DOCRAFT_OK;
+ * message (may be NULL) says why; for DOCRAFT_ENOTLEADER, leader_address
+ * (may be NULL: unknown) and leader_id (0: unknown) name the leader.
+ * Strings are copied. Frees call. */
+void rpc_reply_error(struct rpc_call *call, int code, const char *message,
+		     const char *leader_address, uint64_t leader_id);
+/* rpc_reply_error without a leader hint, message formatted (truncated to
+ * DOCRAFT_ERRMSG_SIZE). */
+void rpc_reply_errorf(struct rpc_call *call, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* True once the caller can no longer receive the answer (its connection
+ * closed, or the server is closing). The handler must still answer. */
+bool rpc_call_abandoned(const struct rpc_call *call);
+
+/* Unregisters from the listener, closes every connection (calls being
+ * handled become abandoned and stay valid until answered) and calls
+ * cb(srv) once every handle is closed, never synchronously. Must be called
+ * once, before the listener is closed. */
+void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb);
+
+void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out);
+
+/* ------------------------------------------------------------------------
+ * Client
+ * ------------------------------------------------------------------------ */
+
+struct rpc_client_options {
+	/* Largest frame sent or received, header included (default
+	 * RPC_FRAME_DEFAULT_MAX). A larger request fails synchronously with
+	 * DOCRAFT_ETOOBIG; a larger reply fails its call with
+	 * DOCRAFT_ETOOBIG and its connection (other calls: UNAVAILABLE). */
+	uint32_t max_frame;
+	/* A connection not established within this time fails (>= 1). */
+	uint32_t connect_timeout_ms;
+	/* After a failed connection (connect error, or lost before its first
+	 * response), no new one is attempted to that address for a delay
+	 * growing from backoff_min_ms to backoff_max_ms (doubling, jittered
+	 * down by up to half); calls meanwhile fail fast with UNAVAILABLE. A
+	 * connection that worked and is then lost is retried at once. */
+	uint32_t backoff_min_ms;
+	uint32_t backoff_max_ms;
+};
+
+struct rpc_client_stats {
+	uint64_t calls;            /* accepted by rpc_call */
+	uint64_t connects;         /* connection attempts */
+	uint64_t connect_failures; /* attempts that failed before connecting */
+	uint64_t disconnects;      /* established connections lost or closed */
+	uint64_t timeouts;         /* calls failed TIMED_OUT */
+	uint64_t fail_fast;        /* calls failed at once: address in backoff */
+	uint64_t late_replies;     /* responses to no pending call (ignored) */
+};
+
+/* The outcome of a call, valid only during its callback. */
+struct rpc_result {
+	int status;                 /* DOCRAFT_OK or a DOCRAFT_E* code */
+	const char *message;        /* never NULL; "" on success */
+	const char *leader_address; /* never NULL; "" when not known */
+	uint64_t leader_id;         /* 0 when not known */
+	const uint8_t *reply;       /* the reply payload on success, else NULL */
+	size_t reply_len;
+	bool sent; /* false: the request certainly never reached the server */
+};
+
+struct rpc_client;
+struct rpc_call_req;
+struct rpc_peer;
+struct rpc_cconn;
+
+typedef void (*rpc_call_cb)(struct rpc_call_req *req, const struct rpc_result *res);
+/* The client's memory may be released from here on. */
+typedef void (*rpc_client_close_cb)(struct rpc_client *cl);
+
+/* One outgoing call; caller memory that must stay valid until its callback
+ * runs, and may be reused or freed from the callback on. */
+struct rpc_call_req {
+	void *data; /* free for the caller */
+
+	/* Private. */
+	struct rpc_client *cl;
+	struct rpc_cconn *conn; /* connection it was sent on, NULL if none */
+	struct rpc_call_req *prev, *next; /* in conn->calls or cl->done */
+	struct rpc_call_req *id_next;     /* in the call id table */
+	size_t heap_index;                /* in the deadline heap, or SIZE_MAX */
+	uint64_t id;
+	uint64_t deadline;
+	uint32_t timeout_ms;
+	uint16_t method;
+	rpc_call_cb cb;
+	int status; /* outcome, once queued in cl->done */
+	bool sent;
+	char address[RPC_ADDRESS_MAX + 1];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+};
+
+#define RPC_PEER_BUCKETS 64
+
+struct rpc_client {
+	void *data; /* free for the owner */
+
+	/* Private. */
+	uv_loop_t *loop;
+	struct rpc_client_options opts;
+	struct rpc_peer *peers[RPC_PEER_BUCKETS]; /* by address, kept until close */
+	struct rpc_call_req **ids;                /* pending calls by id */
+	size_t ids_mask, n_ids;
+	struct rpc_call_req **heap; /* pending calls by deadline */
+	size_t heap_len, heap_cap;
+	struct rpc_call_req *done, *done_tail; /* failed, callback not yet run */
+	uv_timer_t deadline_timer;
+	uv_timer_t defer_timer;
+	uint64_t next_id;
+	uint64_t rand;
+	uint8_t *rbuf; /* one read buffer, shared by every connection */
+	unsigned n_handles;
+	bool closing;
+	rpc_client_close_cb close_cb;
+	struct rpc_client_stats stats;
+};
+
+/* Initializes cl (caller memory) on loop with the default options. Always
+ * succeeds (returns 0); cl must be closed with rpc_client_close. */
+int rpc_client_init(struct rpc_client *cl, uv_loop_t *loop);
+
+void rpc_client_options_default(struct rpc_client_options *o);
+/* Replaces the options; max_frame applies to requests sent and connections
+ * opened afterwards. DOCRAFT_EINVAL if out of range (nothing changed). */
+int rpc_client_configure(struct rpc_client *cl, const struct rpc_client_options *o,
+			 char *errmsg);
+
+/* Calls method at address ("a.b.c.d:port") with the request payload
+ * (copied before returning; len may be 0) and a deadline of timeout_ms
+ * (>= 1) from now, also sent to the server as its time budget. cb(req,
+ * result) runs exactly once, from the loop, never inside rpc_call.
+ *
+ * Synchronous failures (cb is never called): DOCRAFT_EINVAL (bad address,
+ * method 0, timeout 0), DOCRAFT_ETOOBIG (frame larger than max_frame),
+ * DOCRAFT_ECLOSED (client closing); errmsg (may be NULL) says why. */
+int rpc_call(struct rpc_client *cl, const char *address, uint16_t method, const void *request,
+	     size_t len, uint32_t timeout_ms, struct rpc_call_req *req, rpc_call_cb cb,
+	     char *errmsg);
+/* The same with msg packed as the request payload. */
+int rpc_call_message(struct rpc_client *cl, const char *address, uint16_t method,
+		     const ProtobufCMessage *msg, uint32_t timeout_ms, struct rpc_call_req *req,
+		     rpc_call_cb cb, char *errmsg);
+
+/* Fails every pending call with DOCRAFT_ECLOSED (callbacks run from the
+ * loop, all before cb), closes every connection and calls cb(cl) once
+ * every handle is closed, never synchronously. Later rpc_call fail with
+ * DOCRAFT_ECLOSED. Must be called once. */
+void rpc_client_close(struct rpc_client *cl, rpc_client_close_cb cb);
+
+void rpc_client_get_stats(const struct rpc_client *cl, struct rpc_client_stats *out);
+
+#endif

@@ -1,0 +1,1289 @@
+/* RPC server and client (src/common/rpc.c) on real loopback sockets
+ * (127.0.0.1 and 127.0.0.2), one uv loop per case.
+ *
+ * Round trips, 1000 calls in flight on one connection answered in reverse
+ * order, deadlines and late replies, server loss and reconnection with
+ * backoff, malformed and oversized frames from a raw client, server-side
+ * errors with their codes and leader hint, busy servers, client close.
+ *
+ * Every wait drives the loop until a condition holds or a guard timer
+ * fires; nothing sleeps. Every case ends with uv_loop_close() == 0. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/rpc.h"
+#include "common/rpc_frame.h"
+#include "raft/listener.h"
+#include "rpc.pb-c.h"
+#include "test.h"
+
+#define N_CONCURRENT 1000
+
+/* Test methods (60000.. is reserved for tests in proto/rpc.proto). */
+enum {
+	M_HOLD = 60001,  /* kept by the test until it answers */
+	M_ECHO = 60002,  /* answers the request bytes at once */
+	M_ERROR = 60003, /* answers the error whose code is the 4-byte request */
+	M_BIG = 60004,   /* answers as many bytes as the 4-byte request says */
+	M_CLOSE = 60005, /* closes the server, then answers */
+	M_UNKNOWN = 777, /* never registered */
+};
+
+/* ---- driving the loop ---- */
+
+static void guard_cb(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
+static void flag_close_cb(uv_handle_t *h)
+{
+	*(bool *)h->data = true;
+}
+
+struct waiter {
+	bool (*pred)(void *);
+	void *arg;
+	bool expired;
+};
+
+/* Stops the loop as soon as the condition holds: checked before and after
+ * every poll, so a callback run from a timer at the top of an iteration
+ * does not leave the loop blocked in the poll that follows it. */
+static void waiter_check(uv_handle_t *h)
+{
+	struct waiter *w = h->data;
+	if (w->expired || w->pred(w->arg))
+		uv_stop(h->loop);
+}
+
+static void waiter_prepare_cb(uv_prepare_t *p)
+{
+	waiter_check((uv_handle_t *)p);
+}
+
+static void waiter_check_cb(uv_check_t *c)
+{
+	waiter_check((uv_handle_t *)c);
+}
+
+static void waiter_guard_cb(uv_timer_t *t)
+{
+	struct waiter *w = t->data;
+	w->expired = true;
+	uv_stop(t->loop);
+}
+
+static void count_close_cb(uv_handle_t *h)
+{
+	(*(int *)h->data)--;
+}
+
+/* Runs loop until pred(arg) or timeout_ms; returns pred(arg). */
+static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms)
+{
+	struct waiter w = {pred, arg, false};
+	uv_timer_t guard;
+	uv_prepare_t prep;
+	uv_check_t check;
+	int open = 3;
+	bool ok;
+
+	uv_timer_init(loop, &guard);
+	uv_prepare_init(loop, &prep);
+	uv_check_init(loop, &check);
+	guard.data = prep.data = check.data = &w;
+	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
+	uv_prepare_start(&prep, waiter_prepare_cb);
+	uv_check_start(&check, waiter_check_cb);
+	while (!pred(arg) && !w.expired)
+		uv_run(loop, UV_RUN_DEFAULT);
+	ok = pred(arg);
+	guard.data = prep.data = check.data = &open;
+	uv_close((uv_handle_t *)&guard, count_close_cb);
+	uv_close((uv_handle_t *)&prep, count_close_cb);
+	uv_close((uv_handle_t *)&check, count_close_cb);
+	while (open > 0)
+		uv_run(loop, UV_RUN_NOWAIT);
+	return ok;
+}
+
+static bool is_true(void *p)
+{
+	return *(bool *)p;
+}
+
+static void flag_cb(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static bool never(void *p)
+{
+	(void)p;
+	return false;
+}
+
+/* Runs the loop for about ms. */
+static void run_for(uv_loop_t *loop, uint64_t ms)
+{
+	run_until(loop, never, NULL, ms);
+}
+
+/* Runs until nothing is left on the loop (bounded), then closes it. */
+static int finish_loop(uv_loop_t *loop)
+{
+	uv_timer_t guard;
+	bool expired = false, closed = false;
+
+	uv_timer_init(loop, &guard);
+	guard.data = &expired;
+	uv_timer_start(&guard, guard_cb, 10000, 0);
+	uv_unref((uv_handle_t *)&guard);
+	while (uv_loop_alive(loop) && !expired)
+		uv_run(loop, UV_RUN_ONCE);
+	guard.data = &closed;
+	uv_close((uv_handle_t *)&guard, flag_close_cb);
+	while (!closed)
+		uv_run(loop, UV_RUN_NOWAIT);
+	return uv_loop_close(loop);
+}
+
+/* ---- a server on a listener, held calls ---- */
+
+#define HOLD_MAX 2048
+
+struct server {
+	uv_loop_t *loop;
+	struct listener *l;
+	struct rpc_server srv;
+	bool srv_closed, l_closed;
+	struct rpc_call *held[HOLD_MAX];
+	size_t n_held;
+	char address[32];
+};
+
+static void hold_handler(void *arg, struct rpc_call *call)
+{
+	struct server *s = arg;
+	CHECK(s->n_held < HOLD_MAX);
+	s->held[s->n_held++] = call;
+}
+
+static void echo_handler(void *arg, struct rpc_call *call)
+{
+	(void)arg;
+	rpc_reply(call, call->request, call->request_len);
+}
+
+static uint32_t request_u32(const struct rpc_call *call)
+{
+	return call->request_len == 4 ? be32_load(call->request) : 0;
+}
+
+static void error_handler(void *arg, struct rpc_call *call)
+{
+	int code = (int)request_u32(call);
+	(void)arg;
+	if (code == DOCRAFT_ENOTLEADER)
+		rpc_reply_error(call, code, "not the leader of tablet t1", "127.0.0.2:9100", 3);
+	else
+		rpc_reply_errorf(call, code, "failing with %s", docraft_strerror(code));
+}
+
+static void server_closed_cb(struct rpc_server *srv);
+
+static void close_handler(void *arg, struct rpc_call *call)
+{
+	struct server *s = arg;
+	rpc_server_close(&s->srv, server_closed_cb);
+	CHECK(rpc_call_abandoned(call));
+	rpc_reply(call, "bye", 3); /* dropped */
+}
+
+static void big_handler(void *arg, struct rpc_call *call)
+{
+	size_t n = request_u32(call);
+	uint8_t *p = calloc(1, n + 1);
+	(void)arg;
+	rpc_reply(call, p, n);
+	free(p);
+}
+
+/* Opens a listener on address (port 0: any) and an RPC server on it. */
+static void server_start(struct server *s, uv_loop_t *loop, const char *address)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE] = "";
+
+	memset(s, 0, sizeof *s);
+	s->loop = loop;
+	CHECK_OK_MSG(listener_open(loop, address, &s->l, errmsg), errmsg);
+	snprintf(s->address, sizeof s->address, "%s", listener_address(s->l));
+	CHECK_OK_MSG(rpc_server_init(&s->srv, loop, s->l, errmsg), errmsg);
+	s->srv.data = s;
+	CHECK_OK(rpc_server_register(&s->srv, M_HOLD, hold_handler, s, errmsg));
+	CHECK_OK(rpc_server_register(&s->srv, M_ECHO, echo_handler, s, errmsg));
+	CHECK_OK(rpc_server_register(&s->srv, M_ERROR, error_handler, s, errmsg));
+	CHECK_OK(rpc_server_register(&s->srv, M_BIG, big_handler, s, errmsg));
+	CHECK_OK(rpc_server_register(&s->srv, M_CLOSE, close_handler, s, errmsg));
+	/* Registrations are unique; method 0 is not one. */
+	CHECK_EQ_INT(rpc_server_register(&s->srv, M_ECHO, echo_handler, s, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(rpc_server_register(&s->srv, DOCRAFT__METHOD__METHOD_PING, echo_handler, s,
+					 errmsg),
+		     DOCRAFT_EINVAL);
+	CHECK_EQ_INT(rpc_server_register(&s->srv, 0, echo_handler, s, errmsg), DOCRAFT_EINVAL);
+}
+
+static void server_closed_cb(struct rpc_server *srv)
+{
+	((struct server *)srv->data)->srv_closed = true;
+}
+
+static void listener_closed_cb(void *arg)
+{
+	((struct server *)arg)->l_closed = true;
+}
+
+/* Closes the RPC server and then the listener. Held calls stay held. */
+static void server_stop(struct server *s)
+{
+	rpc_server_close(&s->srv, server_closed_cb);
+	CHECK(!s->srv_closed); /* never synchronous */
+	CHECK(run_until(s->loop, is_true, &s->srv_closed, 5000));
+	listener_close(s->l, listener_closed_cb, s);
+	CHECK(run_until(s->loop, is_true, &s->l_closed, 5000));
+}
+
+struct held_n {
+	struct server *s;
+	size_t n;
+};
+
+static bool has_held(void *p)
+{
+	struct held_n *h = p;
+	return h->s->n_held >= h->n;
+}
+
+static void wait_held(struct server *s, size_t n)
+{
+	struct held_n h = {s, n};
+	CHECK_MSG(run_until(s->loop, has_held, &h, 5000), "%zu of %zu calls held", s->n_held, n);
+}
+
+/* ---- client side: calls recorded into results ---- */
+
+struct result {
+	struct rpc_call_req req;
+	bool done;
+	int status;
+	char message[DOCRAFT_ERRMSG_SIZE];
+	char leader[64];
+	uint64_t leader_id;
+	bool sent;
+	struct buf reply;
+	int order;      /* completion order, from 1 */
+	uint64_t at;    /* loop time of completion */
+	int *counter;   /* shared completion counter, optional */
+};
+
+static int completions;
+
+static void result_cb(struct rpc_call_req *req, const struct rpc_result *r)
+{
+	struct result *x = req->data;
+
+	CHECK(x != NULL && &x->req == req);
+	CHECK(!x->done); /* exactly once */
+	x->done = true;
+	x->status = r->status;
+	snprintf(x->message, sizeof x->message, "%s", r->message);
+	snprintf(x->leader, sizeof x->leader, "%s", r->leader_address);
+	x->leader_id = r->leader_id;
+	x->sent = r->sent;
+	buf_init(&x->reply);
+	if (r->status == DOCRAFT_OK)
+		buf_append(&x->reply, r->reply, r->reply_len);
+	else
+		CHECK(r->reply == NULL && r->reply_len == 0);
+	x->order = ++completions;
+	x->at = uv_now(req->cl->loop);
+	if (x->counter != NULL)
+		(*x->counter)++;
+}
+
+static bool result_done(void *p)
+{
+	return ((struct result *)p)->done;
+}
+
+static bool counter_reached(void *p)
+{
+	return *(int *)p >= N_CONCURRENT;
+}
+
+static void result_free(struct result *x)
+{
+	buf_free(&x->reply);
+}
+
+/* Starts a call whose outcome lands in x. */
+static int start(struct rpc_client *cl, const char *address, uint16_t method, const void *p,
+		 size_t n, uint32_t timeout_ms, struct result *x)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+
+	memset(x, 0, sizeof *x);
+	x->req.data = x;
+	rv = rpc_call(cl, address, method, p, n, timeout_ms, &x->req, result_cb, errmsg);
+	CHECK(!x->done); /* never called back inside rpc_call */
+	return rv;
+}
+
+/* One call, waited for. */
+static void call(uv_loop_t *loop, struct rpc_client *cl, const char *address, uint16_t method,
+		 const void *p, size_t n, uint32_t timeout_ms, struct result *x)
+{
+	CHECK_OK(start(cl, address, method, p, n, timeout_ms, x));
+	CHECK_MSG(run_until(loop, result_done, x, (uint64_t)timeout_ms + 5000),
+		  "call of method %u not completed", method);
+}
+
+static void call_u32(uv_loop_t *loop, struct rpc_client *cl, const char *address,
+		     uint16_t method, uint32_t v, struct result *x)
+{
+	uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+	call(loop, cl, address, method, b, sizeof b, 5000, x);
+}
+
+/* A METHOD_PING round trip; checks the echo. Returns the status. */
+static int ping(uv_loop_t *loop, struct rpc_client *cl, const char *address, uint64_t seq)
+{
+	Docraft__PingRequest rq = DOCRAFT__PING_REQUEST__INIT;
+	Docraft__PingResponse *rs;
+	char data[32];
+	struct result x;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int status;
+
+	snprintf(data, sizeof data, "ping %llu", (unsigned long long)seq);
+	rq.seq = seq;
+	rq.data.data = (uint8_t *)data;
+	rq.data.len = strlen(data);
+	memset(&x, 0, sizeof x);
+	x.req.data = &x;
+	CHECK_OK_MSG(rpc_call_message(cl, address, DOCRAFT__METHOD__METHOD_PING, &rq.base, 5000,
+				      &x.req, result_cb, errmsg),
+		     errmsg);
+	CHECK(run_until(loop, result_done, &x, 10000));
+	status = x.status;
+	if (status == DOCRAFT_OK) {
+		rs = docraft__ping_response__unpack(NULL, x.reply.len, x.reply.data);
+		CHECK(rs != NULL);
+		CHECK_EQ_U64(rs->seq, seq);
+		CHECK_EQ_MEM(rs->data.data, rs->data.len, data, strlen(data));
+		docraft__ping_response__free_unpacked(rs, NULL);
+	}
+	result_free(&x);
+	return status;
+}
+
+struct client {
+	struct rpc_client cl;
+	bool closed;
+};
+
+static void client_closed_cb(struct rpc_client *cl)
+{
+	((struct client *)cl->data)->closed = true;
+}
+
+static void client_start(struct client *c, uv_loop_t *loop)
+{
+	memset(c, 0, sizeof *c);
+	CHECK_OK(rpc_client_init(&c->cl, loop));
+	c->cl.data = c;
+}
+
+static void client_stop(uv_loop_t *loop, struct client *c)
+{
+	rpc_client_close(&c->cl, client_closed_cb);
+	CHECK(!c->closed);
+	CHECK(run_until(loop, is_true, &c->closed, 5000));
+}
+
+static void start_loop(uv_loop_t *loop)
+{
+	signal(SIGPIPE, SIG_IGN); /* see listener.h */
+	CHECK_OK(uv_loop_init(loop));
+}
+
+/* ---- a raw client speaking bytes ---- */
+
+struct raw {
+	uv_tcp_t tcp;
+	uv_connect_t creq;
+	bool connected, failed, ended, closed;
+	struct buf in;
+};
+
+static void raw_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char sink[65536];
+	(void)h;
+	(void)suggested;
+	buf->base = sink;
+	buf->len = sizeof sink;
+}
+
+static void raw_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct raw *r = s->data;
+	if (nread > 0)
+		buf_append(&r->in, buf->base, (size_t)nread);
+	if (nread < 0) {
+		r->ended = true;
+		uv_read_stop(s);
+	}
+}
+
+static void raw_connect_cb(uv_connect_t *req, int status)
+{
+	struct raw *r = req->data;
+	if (status != 0) {
+		r->failed = true;
+		return;
+	}
+	r->connected = true;
+	uv_read_start((uv_stream_t *)&r->tcp, raw_alloc_cb, raw_read_cb);
+}
+
+static bool raw_connect_done(void *p)
+{
+	struct raw *r = p;
+	return r->connected || r->failed;
+}
+
+static bool raw_ended(void *p)
+{
+	return ((struct raw *)p)->ended;
+}
+
+static bool raw_closed(void *p)
+{
+	return ((struct raw *)p)->closed;
+}
+
+static void raw_write_cb(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+static void raw_write(struct raw *r, const void *p, size_t n)
+{
+	uv_write_t *w = malloc(sizeof *w + n);
+	uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)n);
+	memcpy(w + 1, p, n);
+	CHECK_OK(uv_write(w, (uv_stream_t *)&r->tcp, &b, 1, raw_write_cb));
+}
+
+/* Connects and sends the RPC preamble. */
+static void raw_open(uv_loop_t *loop, struct raw *r, const char *address)
+{
+	struct sockaddr_in a;
+	uint8_t pre[LISTENER_PREAMBLE_MAX];
+	size_t n;
+
+	memset(r, 0, sizeof *r);
+	CHECK_OK(listener_parse_address(address, &a, NULL));
+	uv_tcp_init(loop, &r->tcp);
+	r->tcp.data = r;
+	r->creq.data = r;
+	CHECK_OK(uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&a, raw_connect_cb));
+	CHECK(run_until(loop, raw_connect_done, r, 5000));
+	CHECK(r->connected);
+	n = listener_preamble_encode(pre, LISTENER_RPC, "", 0, NULL);
+	CHECK(n > 0);
+	raw_write(r, pre, n);
+}
+
+static void raw_close_cb(uv_handle_t *h)
+{
+	((struct raw *)h->data)->closed = true;
+}
+
+static void raw_close(uv_loop_t *loop, struct raw *r)
+{
+	uv_close((uv_handle_t *)&r->tcp, raw_close_cb);
+	CHECK(run_until(loop, raw_closed, r, 5000));
+	buf_free(&r->in);
+}
+
+static void raw_header(uint8_t *h, uint32_t length, uint8_t kind, uint8_t flags, uint64_t id,
+		       uint16_t method, uint16_t status, uint32_t budget)
+{
+	struct buf b = BUF_INIT;
+	buf_append_be32(&b, length);
+	buf_push(&b, kind);
+	buf_push(&b, flags);
+	buf_append_be64(&b, id);
+	buf_append_be16(&b, method);
+	buf_append_be16(&b, status);
+	buf_append_be32(&b, budget);
+	memcpy(h, b.data, RPC_FRAME_HEADER_SIZE);
+	buf_free(&b);
+}
+
+/* ---- cases ---- */
+
+/* Pings, sequential and from two servers; one connection per address,
+ * shared by every caller of the client. */
+TEST(ping_round_trips)
+{
+	uv_loop_t loop;
+	struct server s1, s2;
+	struct client c;
+	struct rpc_client_stats cs;
+	struct rpc_server_stats ss;
+
+	start_loop(&loop);
+	server_start(&s1, &loop, "127.0.0.1:0");
+	server_start(&s2, &loop, "127.0.0.2:0");
+	client_start(&c, &loop);
+	for (uint64_t i = 1; i <= 20; i++) {
+		CHECK_EQ_INT(ping(&loop, &c.cl, s1.address, i), DOCRAFT_OK);
+		CHECK_EQ_INT(ping(&loop, &c.cl, s2.address, 100 + i), DOCRAFT_OK);
+	}
+	/* An empty request reaches the handler as zero bytes. */
+	{
+		struct result x;
+		call(&loop, &c.cl, s1.address, M_ECHO, NULL, 0, 1000, &x);
+		CHECK_EQ_INT(x.status, DOCRAFT_OK);
+		CHECK_EQ_U64(x.reply.len, 0);
+		CHECK_EQ_STR(x.message, "");
+		CHECK(x.sent);
+		result_free(&x);
+	}
+	/* A request trickling in one byte per write decodes all the same. */
+	{
+		struct raw r;
+		struct buf frame = BUF_INIT;
+		struct rpc_frame f = {.kind = RPC_FRAME_REQUEST, .call_id = 5, .method = M_ECHO,
+				      .budget_ms = 1000, .payload = (uint8_t *)"trickle", .len = 7};
+		struct rpc_frame_decoder dec;
+		const uint8_t *p;
+		size_t n;
+
+		raw_open(&loop, &r, s1.address);
+		rpc_frame_encode(&frame, &f);
+		for (size_t i = 0; i < frame.len; i++) {
+			raw_write(&r, frame.data + i, 1);
+			run_for(&loop, 1);
+		}
+		for (int i = 0; i < 500 && r.in.len < RPC_FRAME_HEADER_SIZE + 7; i++)
+			run_for(&loop, 10);
+		rpc_frame_decoder_init(&dec, RPC_FRAME_DEFAULT_MAX);
+		p = r.in.data;
+		n = r.in.len;
+		CHECK_EQ_INT(rpc_frame_decoder_next(&dec, &p, &n, &f), RPC_FRAME_READY);
+		CHECK_EQ_INT(f.kind, RPC_FRAME_RESPONSE);
+		CHECK_EQ_U64(f.call_id, 5);
+		CHECK_EQ_INT(f.status, DOCRAFT_OK);
+		CHECK_EQ_MEM(f.payload, f.len, "trickle", 7);
+		free(f.payload);
+		rpc_frame_decoder_free(&dec);
+		buf_free(&frame);
+		raw_close(&loop, &r);
+	}
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.connects, 2);
+	CHECK_EQ_U64(cs.calls, 41);
+	CHECK_EQ_U64(cs.timeouts + cs.connect_failures + cs.disconnects + cs.late_replies, 0);
+	rpc_server_get_stats(&s1.srv, &ss);
+	CHECK_EQ_U64(ss.connections, 2); /* the client's and the raw one */
+	CHECK_EQ_U64(ss.calls, 22);
+	CHECK_EQ_U64(ss.replies, 22);
+	client_stop(&loop, &c);
+	server_stop(&s1);
+	server_stop(&s2);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* 1000 calls in flight on one connection, answered in reverse order: each
+ * caller gets its own answer, in the order the server answered. */
+TEST(thousand_in_flight_out_of_order)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result *x = calloc(N_CONCURRENT, sizeof *x);
+	int done = 0;
+	struct rpc_client_stats cs;
+	struct rpc_server_stats ss;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	completions = 0;
+	for (uint32_t i = 0; i < N_CONCURRENT; i++) {
+		uint8_t b[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8),
+				(uint8_t)i};
+		CHECK_OK(start(&c.cl, s.address, M_HOLD, b, sizeof b, 10000, &x[i]));
+		x[i].counter = &done;
+	}
+	wait_held(&s, N_CONCURRENT);
+	CHECK_EQ_INT(done, 0);
+	for (size_t i = N_CONCURRENT; i-- > 0;) {
+		struct rpc_call *call = s.held[i];
+		CHECK_EQ_U64(call->request_len, 4);
+		CHECK_EQ_U64(be32_load(call->request), i); /* arrived in order sent */
+		CHECK(call->budget_ms > 0 && call->budget_ms <= 10000);
+		CHECK(call->deadline > 0);
+		CHECK(strncmp(call->peer, "127.0.0.1:", 10) == 0);
+		CHECK(!rpc_call_abandoned(call));
+		rpc_reply(call, call->request, call->request_len);
+	}
+	s.n_held = 0;
+	CHECK(run_until(&loop, counter_reached, &done, 10000));
+	for (uint32_t i = 0; i < N_CONCURRENT; i++) {
+		CHECK_MSG(x[i].done, "call %u not completed", i);
+		CHECK_EQ_INT(x[i].status, DOCRAFT_OK);
+		CHECK_EQ_U64(x[i].reply.len, 4);
+		CHECK_EQ_U64(be32_load(x[i].reply.data), i);
+		/* Answered last-first, so completed last-first. */
+		CHECK_EQ_INT(x[i].order, N_CONCURRENT - (int)i);
+		result_free(&x[i]);
+	}
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.connects, 1);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.connections, 1);
+	CHECK_EQ_U64(ss.calls, N_CONCURRENT);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+	free(x);
+}
+
+/* A call whose deadline passes fails TIMED_OUT on time; the server's late
+ * answer is ignored and the connection stays usable. */
+TEST(deadline_and_late_reply)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x;
+	struct rpc_client_stats cs;
+	uint64_t t0;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 1), DOCRAFT_OK);
+	t0 = uv_now(&loop);
+	call(&loop, &c.cl, s.address, M_HOLD, "x", 1, 50, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_ETIMEDOUT);
+	CHECK(x.at - t0 >= 50);
+	CHECK(x.at - t0 < 2000);
+	CHECK(strstr(x.message, "timed out after 50 ms") != NULL);
+	CHECK(x.sent);
+	result_free(&x);
+	wait_held(&s, 1);
+	CHECK_EQ_U64(s.held[0]->budget_ms, 50);
+	/* The server may still answer; the client drops it. */
+	rpc_reply(s.held[0], "late", 4);
+	s.n_held = 0;
+	for (int i = 0; i < 100; i++) {
+		rpc_client_get_stats(&c.cl, &cs);
+		if (cs.late_replies == 1)
+			break;
+		run_for(&loop, 10);
+	}
+	CHECK_EQ_U64(cs.late_replies, 1);
+	CHECK_EQ_U64(cs.timeouts, 1);
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 2), DOCRAFT_OK);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.connects, 1);
+
+	/* Deadlines fire in deadline order, whatever the order of the calls. */
+	{
+		struct result y[5];
+		uint32_t ms[5] = {90, 30, 70, 10, 50};
+		completions = 0;
+		for (int i = 0; i < 5; i++)
+			CHECK_OK(start(&c.cl, s.address, M_HOLD, "y", 1, ms[i], &y[i]));
+		CHECK(run_until(&loop, result_done, &y[0], 5000));
+		CHECK_EQ_INT(y[3].order, 1);
+		CHECK_EQ_INT(y[1].order, 2);
+		CHECK_EQ_INT(y[4].order, 3);
+		CHECK_EQ_INT(y[2].order, 4);
+		CHECK_EQ_INT(y[0].order, 5);
+		for (int i = 0; i < 5; i++) {
+			CHECK_EQ_INT(y[i].status, DOCRAFT_ETIMEDOUT);
+			result_free(&y[i]);
+		}
+		wait_held(&s, 5);
+		for (int i = 0; i < 5; i++)
+			rpc_reply_errorf(s.held[i], DOCRAFT_EBUSY, "too late anyway");
+		s.n_held = 0;
+	}
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* The server goes away with calls in flight: they fail UNAVAILABLE (not
+ * TIMED_OUT) at once; answers to the abandoned calls are dropped safely;
+ * new calls fail (refused, then fast during the backoff); once a server
+ * listens there again, calls succeed on a new connection. */
+TEST(server_loss_and_reconnect)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x[3], y, z;
+	struct rpc_client_stats cs;
+	char address[32];
+	struct rpc_client_options o;
+	int status = -1;
+	uint64_t t0;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	snprintf(address, sizeof address, "%s", s.address);
+	client_start(&c, &loop);
+	rpc_client_options_default(&o);
+	o.backoff_min_ms = 200;
+	o.backoff_max_ms = 400;
+	CHECK_OK(rpc_client_configure(&c.cl, &o, NULL));
+	CHECK_EQ_INT(ping(&loop, &c.cl, address, 1), DOCRAFT_OK);
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(start(&c.cl, address, M_HOLD, "h", 1, 30000, &x[i]));
+	wait_held(&s, 3);
+	t0 = uv_now(&loop);
+	server_stop(&s);
+	for (int i = 0; i < 3; i++) {
+		CHECK(run_until(&loop, result_done, &x[i], 5000));
+		CHECK_EQ_INT(x[i].status, DOCRAFT_EUNAVAILABLE);
+		CHECK(x[i].sent);
+		CHECK(strstr(x[i].message, "connection closed by") != NULL);
+		CHECK(x[i].at - t0 < 5000);
+		result_free(&x[i]);
+	}
+	/* The handler still owns its calls: answering them is safe. */
+	for (size_t i = 0; i < s.n_held; i++) {
+		CHECK(rpc_call_abandoned(s.held[i]));
+		rpc_reply(s.held[i], "gone", 4);
+	}
+	s.n_held = 0;
+
+	/* A connection that had worked is retried at once: refused. */
+	call(&loop, &c.cl, address, M_ECHO, "a", 1, 1000, &y);
+	CHECK_EQ_INT(y.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(!y.sent);
+	CHECK(strstr(y.message, "connect to") != NULL);
+	result_free(&y);
+	/* Now in backoff: fails fast without a new attempt. */
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.fail_fast, 0);
+	call(&loop, &c.cl, address, M_ECHO, "b", 1, 1000, &z);
+	CHECK_EQ_INT(z.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(!z.sent);
+	CHECK(strstr(z.message, "next attempt in") != NULL);
+	result_free(&z);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.fail_fast, 1);
+	CHECK_EQ_U64(cs.connect_failures, 1);
+	CHECK_EQ_U64(cs.disconnects, 1);
+	CHECK_EQ_U64(cs.timeouts, 0);
+
+	/* The server comes back on the same address. */
+	server_start(&s, &loop, address);
+	for (int i = 0; i < 100 && status != DOCRAFT_OK; i++) {
+		status = ping(&loop, &c.cl, address, 2);
+		if (status != DOCRAFT_OK) {
+			CHECK_EQ_INT(status, DOCRAFT_EUNAVAILABLE);
+			run_for(&loop, 20);
+		}
+	}
+	CHECK_EQ_INT(status, DOCRAFT_OK);
+	CHECK_EQ_INT(ping(&loop, &c.cl, address, 3), DOCRAFT_OK);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* A connection that fails before any response (refused, or the server has
+ * no RPC handler) backs off; the next attempt waits for it. */
+TEST(unreachable_backs_off)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x;
+	struct rpc_client_stats cs;
+	struct listener *bare;
+	char address[32], errmsg[DOCRAFT_ERRMSG_SIZE];
+	bool bare_closed = false;
+
+	start_loop(&loop);
+	/* A port nobody listens on: open and close a listener. */
+	server_start(&s, &loop, "127.0.0.1:0");
+	snprintf(address, sizeof address, "%s", s.address);
+	server_stop(&s);
+	client_start(&c, &loop);
+	call(&loop, &c.cl, address, M_ECHO, "a", 1, 2000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(!x.sent);
+	CHECK_MSG(strstr(x.message, "connection refused") != NULL, "%s", x.message);
+	result_free(&x);
+	call(&loop, &c.cl, address, M_ECHO, "a", 1, 2000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(strstr(x.message, "next attempt in") != NULL);
+	result_free(&x);
+
+	/* A listener without an RPC handler closes RPC connections after the
+	 * preamble: that too is a failed connection, not a working one. */
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.2:0", &bare, errmsg), errmsg);
+	snprintf(address, sizeof address, "%s", listener_address(bare));
+	call(&loop, &c.cl, address, M_ECHO, "a", 1, 2000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(x.sent); /* connected: the server might have seen it */
+	result_free(&x);
+	call(&loop, &c.cl, address, M_ECHO, "a", 1, 2000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
+	CHECK(!x.sent);
+	CHECK(strstr(x.message, "next attempt in") != NULL);
+	result_free(&x);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.fail_fast, 2);
+	CHECK_EQ_U64(cs.connects, 2);
+
+	/* Synchronous failures never call back. */
+	{
+		struct result y;
+		CHECK_EQ_INT(start(&c.cl, "127.0.0.1", M_ECHO, "a", 1, 100, &y), DOCRAFT_EINVAL);
+		CHECK_EQ_INT(start(&c.cl, "localhost:1", M_ECHO, "a", 1, 100, &y), DOCRAFT_EINVAL);
+		CHECK_EQ_INT(start(&c.cl, address, M_ECHO, "a", 1, 0, &y), DOCRAFT_EINVAL);
+		CHECK_EQ_INT(start(&c.cl, address, 0, "a", 1, 100, &y), DOCRAFT_EINVAL);
+		run_for(&loop, 20);
+		CHECK(!y.done);
+	}
+	client_stop(&loop, &c);
+	listener_close(bare, flag_cb, &bare_closed);
+	CHECK(run_until(&loop, is_true, &bare_closed, 5000));
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* Malformed frames close the connection; the server goes on serving. */
+TEST(malformed_frames_close)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_stats ss;
+	uint8_t h[RPC_FRAME_HEADER_SIZE + 4];
+	struct {
+		uint32_t length;
+		uint8_t kind, flags;
+		uint16_t status;
+		uint32_t budget;
+		const char *what;
+	} bad[] = {
+		{18, 7, 0, 0, 0, "bad kind"},
+		{18, 1, 1, 0, 0, "flags"},
+		{3, 1, 0, 0, 0, "length below the header"},
+		{18, 1, 0, 4, 0, "request with a status"},
+		{18, 2, 0, 0, 0, "a response sent to the server"},
+		{22, 2, 0, 0, 5, "response with a budget"},
+	};
+	const size_t n_bad = sizeof bad / sizeof bad[0];
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	for (size_t i = 0; i < n_bad; i++) {
+		struct raw r;
+		raw_open(&loop, &r, s.address);
+		raw_header(h, bad[i].length, bad[i].kind, bad[i].flags, 9, M_ECHO, bad[i].status,
+			   bad[i].budget);
+		memcpy(h + RPC_FRAME_HEADER_SIZE, "abcd", 4);
+		raw_write(&r, h, sizeof h);
+		CHECK_MSG(run_until(&loop, raw_ended, &r, 5000), "%s: not closed", bad[i].what);
+		CHECK_MSG(r.in.len == 0, "%s: %zu bytes answered", bad[i].what, r.in.len);
+		raw_close(&loop, &r);
+		CHECK_EQ_INT(ping(&loop, &c.cl, s.address, i), DOCRAFT_OK);
+	}
+	/* Garbage that is not even a header, then EOF mid-frame. */
+	{
+		struct raw r;
+		uv_shutdown_t sreq;
+		raw_open(&loop, &r, s.address);
+		raw_write(&r, "\0\0\0\x20\x01\0", 6);
+		CHECK_OK(uv_shutdown(&sreq, (uv_stream_t *)&r.tcp, NULL));
+		CHECK(run_until(&loop, raw_ended, &r, 5000));
+		raw_close(&loop, &r);
+	}
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.malformed, n_bad);
+	CHECK_EQ_U64(ss.calls, n_bad); /* the pings */
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 99), DOCRAFT_OK);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* Oversized frames: a request over the server's maximum is answered
+ * TOO_BIG with its call id, then closed; the client refuses to send one;
+ * a reply over either side's maximum fails its call TOO_BIG. */
+TEST(oversized_frames)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_options so;
+	struct rpc_client_options co;
+	struct rpc_server_stats ss;
+	struct result x;
+	uint8_t h[RPC_FRAME_HEADER_SIZE];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t *big = calloc(1, 8192);
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_frame = 4096;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, errmsg));
+	so.max_frame = 10;
+	CHECK_EQ_INT(rpc_server_configure(&s.srv, &so, errmsg), DOCRAFT_EINVAL);
+	client_start(&c, &loop);
+
+	/* Raw: a 5000-byte request. */
+	{
+		struct raw r;
+		struct rpc_frame_decoder dec;
+		struct rpc_frame f;
+		const uint8_t *p;
+		size_t n;
+		Docraft__ErrorInfo *ei;
+
+		raw_open(&loop, &r, s.address);
+		raw_header(h, 5000 - 4, RPC_FRAME_REQUEST, 0, 77, M_ECHO, 0, 1000);
+		raw_write(&r, h, sizeof h);
+		raw_write(&r, big, 1000); /* the rest never needs to arrive */
+		CHECK(run_until(&loop, raw_ended, &r, 5000));
+		rpc_frame_decoder_init(&dec, RPC_FRAME_DEFAULT_MAX);
+		p = r.in.data;
+		n = r.in.len;
+		CHECK_EQ_INT(rpc_frame_decoder_next(&dec, &p, &n, &f), RPC_FRAME_READY);
+		CHECK_EQ_U64(n, 0);
+		CHECK_EQ_INT(f.kind, RPC_FRAME_RESPONSE);
+		CHECK_EQ_U64(f.call_id, 77);
+		CHECK_EQ_INT(f.method, M_ECHO);
+		CHECK_EQ_INT(f.status, DOCRAFT_ETOOBIG);
+		ei = docraft__error_info__unpack(NULL, f.len, f.payload);
+		CHECK(ei != NULL);
+		CHECK_EQ_INT(ei->code, DOCRAFT_ETOOBIG);
+		CHECK_MSG(strstr(ei->message, "frame of 5000 bytes exceeds the maximum of 4096") !=
+				  NULL,
+			  "%s", ei->message);
+		docraft__error_info__free_unpacked(ei, NULL);
+		free(f.payload);
+		rpc_frame_decoder_free(&dec);
+		raw_close(&loop, &r);
+		rpc_server_get_stats(&s.srv, &ss);
+		CHECK_EQ_U64(ss.too_big, 1);
+		CHECK_EQ_U64(ss.calls, 0);
+	}
+
+	/* The client checks its own maximum before sending. */
+	rpc_client_options_default(&co);
+	co.max_frame = 2048;
+	CHECK_OK(rpc_client_configure(&c.cl, &co, errmsg));
+	{
+		struct result y;
+		CHECK_EQ_INT(start(&c.cl, s.address, M_ECHO, big, 2048 - RPC_FRAME_HEADER_SIZE + 1,
+				   1000, &y),
+			     DOCRAFT_ETOOBIG);
+		run_for(&loop, 10);
+		CHECK(!y.done);
+	}
+	call(&loop, &c.cl, s.address, M_ECHO, big, 2048 - RPC_FRAME_HEADER_SIZE, 1000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_OK);
+	CHECK_EQ_U64(x.reply.len, 2048 - RPC_FRAME_HEADER_SIZE);
+	result_free(&x);
+
+	/* A reply over the server's maximum becomes a TOO_BIG error. */
+	call_u32(&loop, &c.cl, s.address, M_BIG, 5000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_ETOOBIG);
+	CHECK_MSG(strstr(x.message, "reply to method 60004 of 5000 bytes") != NULL, "%s",
+		  x.message);
+	result_free(&x);
+
+	/* A reply over the client's maximum (but not the server's) fails its
+	 * call TOO_BIG and its connection: other calls there UNAVAILABLE. */
+	{
+		struct result held;
+		CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 5000, &held));
+		wait_held(&s, 1);
+		call_u32(&loop, &c.cl, s.address, M_BIG, 3000, &x);
+		CHECK_EQ_INT(x.status, DOCRAFT_ETOOBIG);
+		CHECK(strstr(x.message, "exceeds the maximum of 2048") != NULL);
+		result_free(&x);
+		CHECK(run_until(&loop, result_done, &held, 5000));
+		CHECK_EQ_INT(held.status, DOCRAFT_EUNAVAILABLE);
+		CHECK(strstr(held.message, "malformed frame") != NULL);
+		result_free(&held);
+		rpc_reply(s.held[0], NULL, 0);
+		s.n_held = 0;
+	}
+	/* And the connection comes back (it had worked: no backoff). */
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 5), DOCRAFT_OK);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+	free(big);
+}
+
+/* Server-side errors reach the caller with their code and message:
+ * unknown method, every error.h code, NOT_LEADER with its hint. */
+TEST(error_replies)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x;
+	struct rpc_server_stats ss;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+
+	call(&loop, &c.cl, s.address, M_UNKNOWN, "?", 1, 1000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EINVAL);
+	CHECK_EQ_STR(x.message, "unknown method 777");
+	CHECK(x.sent);
+	result_free(&x);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.unknown_method, 1);
+
+	call_u32(&loop, &c.cl, s.address, M_ERROR, DOCRAFT_ENOTLEADER, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_ENOTLEADER);
+	CHECK_EQ_STR(x.message, "not the leader of tablet t1");
+	CHECK_EQ_STR(x.leader, "127.0.0.2:9100");
+	CHECK_EQ_U64(x.leader_id, 3);
+	result_free(&x);
+
+	for (int code = DOCRAFT_OK + 1; code < DOCRAFT_ERROR_MAX; code++) {
+		char want[DOCRAFT_ERRMSG_SIZE];
+		/* The proto's Status enum mirrors error.h value for value. */
+		CHECK_MSG(protobuf_c_enum_descriptor_get_value(&docraft__status__descriptor,
+							       code) != NULL,
+			  "code %d missing from enum Status", code);
+		if (code == DOCRAFT_ENOTLEADER)
+			continue;
+		call_u32(&loop, &c.cl, s.address, M_ERROR, (uint32_t)code, &x);
+		CHECK_EQ_INT(x.status, code);
+		snprintf(want, sizeof want, "failing with %s", docraft_strerror(code));
+		CHECK_EQ_STR(x.message, want);
+		CHECK_EQ_STR(x.leader, "");
+		CHECK_EQ_U64(x.leader_id, 0);
+		result_free(&x);
+	}
+	CHECK_EQ_U64(docraft__status__descriptor.n_values, DOCRAFT_ERROR_MAX);
+	CHECK_EQ_STR(docraft_strerror(DOCRAFT_ETABLETNOTFOUND), "tablet not found");
+	CHECK_EQ_STR(docraft_strerror(DOCRAFT_ETABLENOTFOUND), "table not found");
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* Beyond max_inflight calls on a connection: SERVICE_BUSY, and the
+ * handler is not called. */
+TEST(busy_server)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_options so;
+	struct result x[3];
+	struct rpc_server_stats ss;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_inflight = 2;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	client_start(&c, &loop);
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 5000, &x[i]));
+	CHECK(run_until(&loop, result_done, &x[2], 5000));
+	CHECK_EQ_INT(x[2].status, DOCRAFT_EBUSY);
+	CHECK(strstr(x[2].message, "2 calls in flight") != NULL);
+	CHECK_EQ_U64(s.n_held, 2);
+	CHECK(!x[0].done && !x[1].done);
+	rpc_reply(s.held[0], "0", 1);
+	rpc_reply(s.held[1], "1", 1);
+	s.n_held = 0;
+	CHECK(run_until(&loop, result_done, &x[1], 5000));
+	CHECK(run_until(&loop, result_done, &x[0], 5000));
+	for (int i = 0; i < 3; i++)
+		result_free(&x[i]);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.busy, 1);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+struct close_check {
+	struct result *x;
+	size_t n;
+	bool all_done_before_close;
+	struct client *c;
+};
+
+static struct close_check *close_check;
+
+static void checking_close_cb(struct rpc_client *cl)
+{
+	struct close_check *k = close_check;
+	(void)cl;
+	k->all_done_before_close = true;
+	for (size_t i = 0; i < k->n; i++)
+		if (!k->x[i].done)
+			k->all_done_before_close = false;
+	k->c->closed = true;
+}
+
+/* Closing the client fails its pending calls with CLOSED, all before the
+ * close callback and none inside rpc_client_close; later calls fail
+ * synchronously. The server's late answers are dropped. */
+TEST(client_close_fails_pending)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x[5], y;
+	struct close_check k = {x, 5, false, &c};
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 30000, &x[i]));
+	wait_held(&s, 5);
+	close_check = &k;
+	rpc_client_close(&c.cl, checking_close_cb);
+	for (int i = 0; i < 5; i++)
+		CHECK(!x[i].done);
+	CHECK_EQ_INT(start(&c.cl, s.address, M_ECHO, "a", 1, 100, &y), DOCRAFT_ECLOSED);
+	CHECK(run_until(&loop, is_true, &c.closed, 5000));
+	CHECK(k.all_done_before_close);
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ_INT(x[i].status, DOCRAFT_ECLOSED);
+		CHECK(x[i].sent);
+		result_free(&x[i]);
+	}
+	CHECK(!y.done);
+	/* The server sees the connection go; its handler answers anyway. */
+	for (int i = 0; i < 100 && !rpc_call_abandoned(s.held[0]); i++)
+		run_for(&loop, 10);
+	CHECK(rpc_call_abandoned(s.held[0]));
+	for (size_t i = 0; i < s.n_held; i++)
+		rpc_reply_error(s.held[i], DOCRAFT_ENOTLEADER, "x", "127.0.0.1:1", 1);
+	s.n_held = 0;
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+struct chain {
+	struct rpc_client *cl;
+	const char *address;
+	struct rpc_call_req req;
+	int n, want;
+	bool failed;
+};
+
+static void chain_cb(struct rpc_call_req *req, const struct rpc_result *r)
+{
+	struct chain *ch = req->data;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	if (r->status != DOCRAFT_OK || r->reply_len != sizeof ch->n ||
+	    memcmp(r->reply, &ch->n, sizeof ch->n) != 0) {
+		ch->failed = true;
+		return;
+	}
+	if (++ch->n == ch->want)
+		return;
+	/* The next call from inside the callback, reusing req. */
+	req->data = ch;
+	if (rpc_call(ch->cl, ch->address, M_ECHO, &ch->n, sizeof ch->n, 1000, req, chain_cb,
+		     errmsg) != 0)
+		ch->failed = true;
+}
+
+static bool chain_over(void *p)
+{
+	struct chain *ch = p;
+	return ch->failed || ch->n == ch->want;
+}
+
+/* Calls issued from callbacks (the request struct reused), and a server
+ * closed from inside a handler. */
+TEST(calls_from_callbacks)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct chain ch;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	memset(&ch, 0, sizeof ch);
+	ch.cl = &c.cl;
+	ch.address = s.address;
+	ch.want = 200;
+	ch.req.data = &ch;
+	CHECK_OK(rpc_call(&c.cl, s.address, M_ECHO, &ch.n, sizeof ch.n, 1000, &ch.req, chain_cb,
+			  NULL));
+	CHECK(run_until(&loop, chain_over, &ch, 10000));
+	CHECK(!ch.failed);
+	CHECK_EQ_INT(ch.n, 200);
+
+	/* The server closed by one of its handlers, other calls in flight. */
+	{
+		struct result x, y;
+		CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 5000, &x));
+		wait_held(&s, 1);
+		call(&loop, &c.cl, s.address, M_CLOSE, "c", 1, 5000, &y);
+		CHECK_EQ_INT(y.status, DOCRAFT_EUNAVAILABLE);
+		CHECK(run_until(&loop, result_done, &x, 5000));
+		CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
+		CHECK(run_until(&loop, is_true, &s.srv_closed, 5000));
+		CHECK(rpc_call_abandoned(s.held[0]));
+		rpc_reply(s.held[0], "late", 4);
+		s.n_held = 0;
+		result_free(&x);
+		result_free(&y);
+	}
+	client_stop(&loop, &c);
+	listener_close(s.l, listener_closed_cb, &s);
+	CHECK(run_until(&loop, is_true, &s.l_closed, 5000));
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
+	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
+	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
+	  T(calls_from_callbacks))
