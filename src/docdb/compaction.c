@@ -50,7 +50,14 @@
  * than the root's deciding entry, and, where an older kept packed row may
  * supply a column, neither drops a column tombstone nor drops an expired
  * cell (it rewrites it as a tombstone instead): either would uncover the
- * packed row's value. Repacking (§8.6) is left out.
+ * packed row's value.
+ *
+ * With the table schema (compaction_gc_set_schema): the cells of columns
+ * the schema dropped (at or below C) go in every job, since readers with
+ * that schema ignore them and they hide nothing outside their own path;
+ * full jobs repack packed rows (§8.6, "repacking" below); and a packed row
+ * at the latest version hides every older packed row of its document
+ * (each column they could supply it has, newer), which then go.
  *
  * Persisting the cutoff. A job's cutoff must be durable before its first
  * pair is filtered: otherwise a crash could leave compacted files without
@@ -81,10 +88,21 @@
 #include "common/log.h"
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
+#include "docdb/packed.h"
+#include "docdb/schema.h"
 #include "docdb/store.h"
 #include "docdb/value.h"
+#include "docdb/varint.h"
 
 #define MAX_DEPTH DOCDB_MAX_SUBKEYS
+
+/* Type byte of a column id subkey, 'K' <svarint id> (key.c). */
+#define KT_COLUMN 'K'
+
+/* Expiry "never" (expiry()). */
+#define NEVER UINT64_MAX
+/* TTLs repacking re-expresses: up to about 100 years (no overflow in µs). */
+#define REPACK_MAX_TTL_MS (INT64_C(100) * 366 * 24 * 3600 * 1000)
 
 struct frame {
 	size_t path_len;
@@ -110,6 +128,45 @@ struct compaction_gc {
 	struct frame st[MAX_DEPTH + 1];
 	size_t depth;
 	struct compaction_stats stats;
+	/* Table schema (compaction_gc_set_schema; NULL: none) and the store
+	 * repacking reads ahead in (NULL: no repacking). */
+	const struct schema *schema;
+	struct store *src;
+	struct store_iter *it; /* on src, from the first read-ahead on */
+	/* Repacking, for the current document. */
+	bool cover;     /* the newest kept packed row <= cutoff has every column
+			   of the latest version: older packed rows are hidden */
+	int32_t *fold;  /* sorted ids of the columns whose versions <= cutoff the
+			   repacked row replaced (their cells go) */
+	size_t nfold, fold_cap;
+	/* Read-ahead scratch (repack()). */
+	struct buf ra;  /* copies of the values read ahead */
+	struct ra_row *rows;
+	size_t nrows, rows_cap;
+	struct ra_col *cols;
+	const struct docvalue **slots;
+	size_t cols_cap;
+	struct buf payload, out; /* the repacked row */
+};
+
+/* A packed row older than the one being repacked and newer than the root's
+ * deciding entry; *pr borrows from g->ra once the read-ahead is over. */
+struct ra_row {
+	struct docht d;
+	size_t off, len; /* the value in g->ra */
+	struct docvalue v;
+	struct packed_row pr;
+	const struct schema_version *sv;
+};
+
+/* A column of the latest schema version during a repack. */
+struct ra_col {
+	bool stored;      /* it has a cell version <= cutoff */
+	struct docht w;   /* the newest one */
+	size_t off, len;  /* its value in g->ra */
+	struct docvalue v; /* the slot of the new row (when !null) */
+	bool null;        /* NULL slot */
+	bool leave;       /* its cells stay as they are (not folded) */
 };
 
 static const uint8_t TOMBSTONE[1] = {VT_TOMBSTONE};
@@ -130,8 +187,24 @@ void compaction_gc_free(struct compaction_gc *g)
 {
 	if (g == NULL)
 		return;
+	store_iter_free(g->it);
 	buf_free(&g->path);
+	buf_free(&g->ra);
+	buf_free(&g->payload);
+	buf_free(&g->out);
+	free(g->fold);
+	free(g->rows);
+	free(g->cols);
+	free(g->slots);
 	free(g);
+}
+
+void compaction_gc_set_schema(struct compaction_gc *g, const struct schema *schema,
+			      struct store *src)
+{
+	PRE(g != NULL && g->it == NULL);
+	g->schema = schema;
+	g->src = schema != NULL ? src : NULL;
 }
 
 void compaction_gc_get_stats(const struct compaction_gc *g, struct compaction_stats *out)
@@ -199,18 +272,412 @@ static void start_document(struct compaction_gc *g, const uint8_t *key, size_t d
 	g->top_decided = false;
 	g->drop_older = false;
 	g->has_packed = false;
+	g->cover = false;
+	g->nfold = 0;
 	memset(&g->st[0], 0, sizeof g->st[0]);
 	g->st[0].path_len = dl;
 	g->depth = 1;
 }
 
-/* The packed row root (nd == 0) at d, not an older version of a decided
- * root: kept, hides nothing (the reader's virtual cells do that). */
-static enum compaction_verdict keep_packed(struct compaction_gc *g, struct docht d)
+/* Records a kept packed row at the root (nd == 0): it hides nothing (the
+ * reader's virtual cells do that). */
+static void note_packed(struct compaction_gc *g, struct docht d)
 {
 	if (!g->has_packed || docht_compare(d, g->packed_min) < 0)
 		g->packed_min = d;
 	g->has_packed = true;
+}
+
+static enum compaction_verdict keep_packed(struct compaction_gc *g, struct docht d)
+{
+	note_packed(g, d);
+	return keep(g);
+}
+
+/* The column id of a first subkey sub[0..len) of the form 'K' <svarint>. */
+static bool column_id(const uint8_t *sub, size_t len, int32_t *id)
+{
+	const uint8_t *p = sub + 1;
+	int64_t v;
+	if (len < 2 || sub[0] != KT_COLUMN || svarint_decode(&p, sub + len, &v) != 0 ||
+	    p != sub + len || v < INT32_MIN || v > INT32_MAX)
+		return false;
+	*id = (int32_t)v;
+	return true;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static bool folded(const struct compaction_gc *g, const uint8_t *sub, size_t len)
+{
+	int32_t id;
+	return g->nfold > 0 && column_id(sub, len, &id) &&
+	       bsearch(&id, g->fold, g->nfold, sizeof id, cmp_id) != NULL;
+}
+
+/* ---- repacking (§8.6) -----------------------------------------------------
+ *
+ * Met first among a document's root versions at or below the cutoff C (so
+ * newer than the root's deciding entry, and the newest packed row the
+ * reader keeps at every read time >= C, except rows above C, untouched), a
+ * packed row P at DocHT p is rewritten with one slot per column of the
+ * latest schema version, each holding what a read at C shows for that
+ * column, with the expiry it has there. Which it is needs the row's column
+ * cells, which follow P in key order, so the filter reads the document
+ * ahead through an iterator on the live store (repack()). A full job's
+ * inputs are every live SST file, so the iterator sees the job's pairs plus
+ * the memtables, whose pairs are newer than all of them (writes arrive in
+ * hybrid-time order) and stay where they are.
+ *
+ * For a column c, the reader's candidates at C are the newest cell version
+ * <= C and the slot of the newest kept packed row that has c; the newer one
+ * decides, unless the root's deciding entry hides it. The new slot is NULL
+ * when that decides "absent" (tombstone, NULL slot, hidden, expired at C),
+ * else the value with a TTL giving the same expiry counted from p. Then at
+ * any R >= C the new row reads as before: versions above C are untouched
+ * and win as before; below them, c's slot says what c's newest version said.
+ * So every cell version of c <= C can go (g->fold); the newest is folded,
+ * the older ones were hidden by it. Older packed rows go too (g->cover):
+ * each of their columns is either in the new row, which is newer, or
+ * dropped from the schema, which readers ignore.
+ *
+ * Exceptions. A value whose expiry cannot be said from p (a TTL counts in
+ * whole ms from the write's µs) stays a cell if it is newer than p (the new
+ * slot is NULL, hidden by the cell forever); otherwise, and for anything
+ * unexpected (an entry below a packable column, a root decider with a TTL
+ * its descendants inherit, an unknown schema version, a pair the job did not
+ * hand over in the same order), the row is left as it is. Cells are folded
+ * only while the data area stays within PACKED_SIZE_LIMIT. */
+
+/* Effective expiry of a value (the physical µs after which reader.c's test
+ * says expired, NEVER if never): an explicit TTL ttl_ms counted from from,
+ * else the table default counted from write_ht. False for TTLs too large to
+ * handle. */
+static bool expiry(const struct compaction_gc *g, bool has, int64_t ttl_ms, uint64_t from,
+		   uint64_t write_ht, uint64_t *out)
+{
+	if (!has) {
+		ttl_ms = g->default_ttl_ms;
+		from = write_ht;
+	}
+	if (ttl_ms <= 0) {
+		*out = NEVER;
+		return true;
+	}
+	if (ttl_ms > REPACK_MAX_TTL_MS)
+		return false;
+	*out = ht_physical(from) + (uint64_t)ttl_ms * 1000;
+	return true;
+}
+
+/* Sets the TTL fields of slot v so that in the repacked row (DocHT p, row
+ * control fields rv) it expires at e, which is not before the cutoff. */
+static bool slot_ttl(const struct compaction_gc *g, struct docvalue *v, uint64_t e,
+		     const struct docvalue *rv, uint64_t p)
+{
+	uint64_t natural, diff;
+	v->has_ttl = false;
+	v->ttl_ms = 0;
+	if (!expiry(g, rv->has_ttl, rv->ttl_ms, p, p, &natural))
+		return false;
+	if (e == natural)
+		return true; /* no TTL of its own: the row's, or the default */
+	v->has_ttl = true;
+	if (e == NEVER)
+		return true; /* TTL 0 */
+	if (e <= ht_physical(p))
+		return false;
+	diff = e - ht_physical(p);
+	if (diff % 1000 != 0)
+		return false;
+	v->ttl_ms = (int64_t)(diff / 1000);
+	return true;
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 4;
+	if (need <= *cap)
+		return p;
+	while (n < need)
+		n *= 2;
+	p = realloc(p, n * size);
+	if (p == NULL)
+		PANIC("out of memory");
+	*cap = n;
+	return p;
+}
+
+/* Position of id among a version's columns, or -1. */
+static ssize_t version_pos(const struct schema_version *sv, int32_t id)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		if (sv->ids[i] == id)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Reads the document of the packed row P (key[0..dl) + DocHT d, value
+ * val/vlen, decoded *rv) ahead in g->src: the older packed rows the reader
+ * keeps (g->rows), the root decider's DocHT (*r0) and each latest column's
+ * newest cell version <= C (g->cols). False when the row must stay as it
+ * is. */
+static bool read_ahead(struct compaction_gc *g, const uint8_t *key, size_t dl, struct docht d,
+		       const uint8_t *val, size_t vlen, const struct schema_version *latest,
+		       struct docht *r0)
+{
+	bool met = false, root_decided = false;
+	char err[DOCRAFT_ERRMSG_SIZE];
+
+	g->nrows = 0;
+	buf_reset(&g->ra);
+	memset(g->cols, 0, latest->n * sizeof *g->cols);
+	memset(r0, 0, sizeof *r0);
+	if (g->it == NULL)
+		g->it = store_iter_new(g->src, NULL, 0, NULL, 0);
+	for (store_iter_seek(g->it, key, dl); store_iter_valid(g->it); store_iter_next(g->it)) {
+		size_t kl, vl, plen;
+		const uint8_t *k = store_iter_key(g->it, &kl), *v, *sub;
+		const uint8_t *p;
+		struct docht kd;
+		struct docvalue dv;
+		ssize_t pos;
+		int32_t id;
+
+		if (kl < dl || memcmp(k, key, dl) != 0)
+			break;
+		if (key_split_ht(k, kl, &plen, &kd) != 0 || plen < dl)
+			return false;
+		v = store_iter_value(g->it, &vl);
+		if (plen == dl) {
+			if (kd.ht > g->cutoff || root_decided)
+				continue;
+			if (!met) {
+				/* P first, as the job handed it over. */
+				if (docht_compare(kd, d) != 0 || vl != vlen || memcmp(v, val, vlen) != 0)
+					return false;
+				met = true;
+				continue;
+			}
+			if (value_decode(v, vl, &dv) != 0)
+				return false;
+			if (dv.kind != VAL_PACKED_ROW) {
+				/* The root decider: descendants must not inherit a TTL
+				 * from it (docwrite never writes one). */
+				if (dv.has_ttl)
+					return false;
+				*r0 = kd;
+				root_decided = true;
+				continue;
+			}
+			g->rows = grow(g->rows, &g->rows_cap, g->nrows + 1, sizeof *g->rows);
+			g->rows[g->nrows].d = kd;
+			g->rows[g->nrows].off = g->ra.len;
+			g->rows[g->nrows].len = vl;
+			g->nrows++;
+			buf_append(&g->ra, v, vl);
+			continue;
+		}
+		if (!met)
+			return false;
+		sub = p = k + dl;
+		if (key_skip_pv(&p, k + plen) != 0)
+			return false;
+		if (!column_id(sub, (size_t)(p - sub), &id) || (pos = version_pos(latest, id)) < 0)
+			continue; /* not a packable column of the latest version */
+		if (p != k + plen)
+			return false; /* an entry below a packable column */
+		if (kd.ht > g->cutoff || g->cols[pos].stored)
+			continue;
+		g->cols[pos].stored = true;
+		g->cols[pos].w = kd;
+		g->cols[pos].off = g->ra.len;
+		g->cols[pos].len = vl;
+		buf_append(&g->ra, v, vl);
+	}
+	if (store_iter_status(g->it, err) != 0) {
+		LOG_WARN("store %s: compaction does not repack a row: %s", g->tag ? g->tag : "?",
+			 err);
+		return false;
+	}
+	return met;
+}
+
+/* The new slot of latest column pos (id), given the read-ahead. rv / pr1 /
+ * sv1: P, at DocHT d. False when the row must stay as it is. */
+static bool choose_slot(struct compaction_gc *g, size_t pos, int32_t id, struct docht d,
+			const struct docvalue *rv, const struct packed_row *pr1,
+			const struct schema_version *sv1, struct docht r0)
+{
+	struct ra_col *c = &g->cols[pos];
+	const struct packed_row *pr = NULL;
+	const struct docvalue *prow = NULL;
+	struct docht pd = {0, 0};
+	struct docvalue v;
+	ssize_t at = -1;
+	bool is_null;
+	uint64_t e;
+
+	c->null = true;
+	c->leave = false;
+	/* The newest kept packed row that has the column: P, then older. */
+	if ((at = version_pos(sv1, id)) >= 0) {
+		pr = pr1;
+		prow = rv;
+		pd = d;
+	}
+	for (size_t i = 0; at < 0 && i < g->nrows; i++) {
+		if ((at = version_pos(g->rows[i].sv, id)) >= 0) {
+			pr = &g->rows[i].pr;
+			prow = &g->rows[i].v;
+			pd = g->rows[i].d;
+		}
+	}
+	if (pr != NULL && (!c->stored || docht_compare(pd, c->w) > 0)) {
+		/* A packed slot decides. */
+		if (packed_column(pr, (size_t)at, &v, &is_null) != 0)
+			return false;
+		if (is_null)
+			return true;
+		if (!expiry(g, v.has_ttl || prow->has_ttl, v.has_ttl ? v.ttl_ms : prow->ttl_ms,
+			    pd.ht, pd.ht, &e))
+			return false;
+		if (e != NEVER && ht_physical(g->cutoff) > e)
+			return true; /* expired at C */
+		if (pr != pr1 && !slot_ttl(g, &v, e, rv, d.ht))
+			return false;
+		c->v = v; /* P's own slot: as it is */
+		c->null = false;
+		return true;
+	}
+	if (!c->stored || docht_compare(c->w, r0) <= 0)
+		return true; /* nothing, or hidden by the root */
+	if (value_decode(g->ra.data + c->off, c->len, &v) != 0)
+		return false;
+	if (v.kind == VAL_TOMBSTONE)
+		return true;
+	if (v.kind != VAL_PRIMITIVE || v.prim.type == PV_NULL || v.merge_flags != 0 ||
+	    !expiry(g, v.has_ttl, v.ttl_ms, c->w.ht, c->w.ht, &e))
+		goto unpackable;
+	if (e != NEVER && ht_physical(g->cutoff) > e)
+		return true; /* expired at C */
+	if (!slot_ttl(g, &v, e, rv, d.ht))
+		goto unpackable;
+	c->v = v;
+	c->null = false;
+	return true;
+unpackable:
+	/* A cell newer than P stays and hides the NULL slot for good. */
+	c->leave = true;
+	return docht_compare(c->w, d) > 0;
+}
+
+/* §8.6 for packed row P (see above): on success g->out holds the new value
+ * (maybe byte-identical to val) and g->fold the columns it replaces. */
+static bool repack(struct compaction_gc *g, const uint8_t *key, size_t dl, struct docht d,
+		   const uint8_t *val, size_t vlen, const struct docvalue *rv)
+{
+	const struct schema *sch = g->schema;
+	const struct schema_version *latest = schema_version_get(sch, sch->version), *sv1;
+	struct packed_row pr1;
+	struct docht r0;
+	size_t size = 0;
+
+	if (latest == NULL || (rv->has_ttl && rv->ttl_ms > REPACK_MAX_TTL_MS) ||
+	    packed_parse_schema(rv->packed, rv->packed_len, sch, &pr1, &sv1, NULL) != 0)
+		return false;
+	g->cols = grow(g->cols, &g->cols_cap, latest->n + 1, sizeof *g->cols);
+	g->slots = realloc(g->slots, g->cols_cap * sizeof *g->slots);
+	if (g->slots == NULL)
+		PANIC("out of memory");
+	if (!read_ahead(g, key, dl, d, val, vlen, latest, &r0))
+		return false;
+	for (size_t i = 0; i < g->nrows; i++) {
+		struct ra_row *r = &g->rows[i];
+		if (value_decode(g->ra.data + r->off, r->len, &r->v) != 0 ||
+		    packed_parse_schema(r->v.packed, r->v.packed_len, sch, &r->pr, &r->sv, NULL) != 0)
+			return false;
+	}
+	for (size_t i = 0; i < latest->n; i++) {
+		if (!choose_slot(g, i, latest->ids[i], d, rv, &pr1, sv1, r0))
+			return false;
+		if (!g->cols[i].null)
+			size += packed_value_size(&g->cols[i].v);
+	}
+	/* Within the size limit: leave the largest folded cells newer than P
+	 * as cells (NULL slots hidden by them); if that is not enough, the
+	 * row stays. */
+	while (size > PACKED_SIZE_LIMIT) {
+		size_t big = SIZE_MAX, bs = 0;
+		for (size_t i = 0; i < latest->n; i++) {
+			const struct ra_col *c = &g->cols[i];
+			size_t n;
+			if (c->null || !c->stored || docht_compare(c->w, d) <= 0)
+				continue;
+			if ((n = packed_value_size(&c->v)) > bs) {
+				bs = n;
+				big = i;
+			}
+		}
+		if (big == SIZE_MAX)
+			return false;
+		g->cols[big].null = true;
+		g->cols[big].leave = true;
+		size -= bs;
+	}
+	g->nfold = 0;
+	g->fold = grow(g->fold, &g->fold_cap, latest->n + 1, sizeof *g->fold);
+	for (size_t i = 0; i < latest->n; i++) {
+		g->slots[i] = g->cols[i].null ? NULL : &g->cols[i].v;
+		if (!g->cols[i].leave)
+			g->fold[g->nfold++] = latest->ids[i];
+	}
+	qsort(g->fold, g->nfold, sizeof *g->fold, cmp_id);
+	buf_reset(&g->payload);
+	packed_encode(&g->payload, latest->version, g->slots, latest->n);
+	{
+		struct docvalue nv = *rv;
+		nv.packed = g->payload.data;
+		nv.packed_len = g->payload.len;
+		buf_reset(&g->out);
+		value_append(&g->out, &nv);
+	}
+	return true;
+}
+
+/* A packed row at the root, newer than the root's deciding entry (none is
+ * decided yet) and at or below the cutoff. */
+static enum compaction_verdict packed_root(struct compaction_gc *g, const uint8_t *key,
+					   size_t dl, struct docht d, const uint8_t *val,
+					   size_t vlen, const struct docvalue *v,
+					   const uint8_t **new_val, size_t *new_len)
+{
+	uint32_t version;
+	bool first = !g->has_packed;
+
+	if (g->cover)
+		return drop(g); /* a newer packed row has every column */
+	note_packed(g, d);
+	if (!first || g->schema == NULL)
+		return keep(g);
+	if (g->full && g->src != NULL && repack(g, key, dl, d, val, vlen, v)) {
+		g->cover = true;
+		if (g->out.len == vlen && memcmp(g->out.data, val, vlen) == 0)
+			return keep(g);
+		g->stats.repacked++;
+		g->stats.rewritten++;
+		*new_val = g->out.data;
+		*new_len = g->out.len;
+		return COMPACTION_REWRITE;
+	}
+	g->nfold = 0;
+	if (packed_version(v->packed, v->packed_len, &version) == 0 &&
+	    version == g->schema->version && schema_version_get(g->schema, version) != NULL)
+		g->cover = true;
 	return keep(g);
 }
 
@@ -225,7 +692,8 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 	struct frame *f;
 	struct docht d;
 	struct docvalue v;
-	bool packed_below;
+	bool packed_below, fold;
+	int32_t id;
 
 	if (klen == 0 || key[0] <= KT_INTERNAL_MAX)
 		return keep(g); /* internal records pass untouched */
@@ -261,7 +729,14 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 	/* A packed row at the root: decoded first, as the reader does. */
 	if (nd == 0 && vlen > 0 && value_decode(val, vlen, &v) == 0 &&
 	    v.kind == VAL_PACKED_ROW)
-		return keep_packed(g, d);
+		return packed_root(g, key, dl, d, val, vlen, &v, new_val, new_len);
+
+	/* A dropped column's cells (and anything below them) go: readers with
+	 * the schema ignore them, and they hide nothing outside their path. */
+	if (nd > 0 && g->schema != NULL && column_id(key + dl, bounds[1] - dl, &id) &&
+	    schema_id_dropped(g->schema, id))
+		return drop(g);
+	fold = nd == 1 && folded(g, key + dl, bounds[1] - dl);
 
 	/* reader.c feed/decide: pop the frames that are not prefixes of this
 	 * path, push inherited ones down to its depth. */
@@ -300,6 +775,12 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 		f->exp_ttl_ms = v.ttl_ms;
 		f->exp_from = d.ht;
 	}
+	if (fold) {
+		/* The newest version <= cutoff of a column the repacked row
+		 * replaced (older ones go as older versions). */
+		g->stats.folded++;
+		return drop(g);
+	}
 	/* A kept packed row older than this entry may supply its path. */
 	packed_below = nd > 0 && g->has_packed && docht_compare(g->packed_min, d) < 0;
 
@@ -326,6 +807,7 @@ uint64_t compaction_auto_cutoff(uint64_t now_us, uint64_t applied_ht, uint64_t r
 
 struct job {
 	struct compaction_gc *g;
+	const struct schema *schema; /* pinned (store_schema_acquire) */
 	bool manual;
 };
 
@@ -355,6 +837,7 @@ static unsigned char filter_cb(void *arg, int level, const char *key, size_t kle
 
 static struct {
 	_Atomic uint64_t jobs_full, jobs_partial, kept, dropped, rewritten, undecodable;
+	_Atomic uint64_t repacked, folded;
 } totals;
 
 void compaction_get_totals(struct compaction_totals *out)
@@ -365,6 +848,8 @@ void compaction_get_totals(struct compaction_totals *out)
 	out->stats.dropped = atomic_load(&totals.dropped);
 	out->stats.rewritten = atomic_load(&totals.rewritten);
 	out->stats.undecodable = atomic_load(&totals.undecodable);
+	out->stats.repacked = atomic_load(&totals.repacked);
+	out->stats.folded = atomic_load(&totals.folded);
 }
 
 static void filter_destroy(void *arg)
@@ -376,11 +861,16 @@ static void filter_destroy(void *arg)
 	atomic_fetch_add(&totals.dropped, st->dropped);
 	atomic_fetch_add(&totals.rewritten, st->rewritten);
 	atomic_fetch_add(&totals.undecodable, st->undecodable);
+	atomic_fetch_add(&totals.repacked, st->repacked);
+	atomic_fetch_add(&totals.folded, st->folded);
 	LOG_INFO("store %s: %s%s compaction GC at cutoff %" PRIu64 ": kept %" PRIu64
-		 ", dropped %" PRIu64 ", rewritten %" PRIu64 ", undecodable %" PRIu64,
+		 ", dropped %" PRIu64 ", rewritten %" PRIu64 ", undecodable %" PRIu64
+		 ", repacked %" PRIu64 ", folded %" PRIu64,
 		 j->g->tag, j->manual ? "manual " : "", j->g->full ? "full" : "partial",
-		 j->g->cutoff, st->kept, st->dropped, st->rewritten, st->undecodable);
-	compaction_gc_free(j->g);
+		 j->g->cutoff, st->kept, st->dropped, st->rewritten, st->undecodable,
+		 st->repacked, st->folded);
+	compaction_gc_free(j->g); /* frees its iterator first */
+	store_schema_release(j->schema);
 	free(j);
 }
 
@@ -422,6 +912,10 @@ static rocksdb_compactionfilter_t *factory_create_filter(void *arg,
 	j->g = compaction_gc_new(cutoff, full, store_default_ttl_ms(s));
 	j->g->tag = store_path(s);
 	j->manual = manual;
+	/* The schema as the job starts; repacking reads ahead in s, once it
+	 * is open (not in jobs RocksDB runs while opening). */
+	j->schema = store_schema_acquire(s);
+	compaction_gc_set_schema(j->g, j->schema, store_db_open(s) ? s : NULL);
 	f = rocksdb_compactionfilter_create(j, filter_destroy, filter_cb, filter_name);
 	rocksdb_compactionfilter_set_ignore_snapshots(f, 1);
 	return f;

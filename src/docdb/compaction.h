@@ -8,12 +8,18 @@
  *   - TTL-expired data (its own TTL, an inherited one, or the table default):
  *     dropped in a full compaction, rewritten as a tombstone otherwise;
  *   - tombstones, in a full compaction (every live SST file is an input, so
- *     nothing older can survive below them elsewhere).
+ *     nothing older can survive below them elsewhere);
+ *   - with a table schema (store_set_schema): the cells of columns dropped
+ *     from it, in any compaction; in a full one, packed rows are repacked
+ *     (§8.6): the newest packed row of a document at or below the cutoff
+ *     absorbs the newer cells of its columns and is re-encoded at the
+ *     latest schema version, and older packed rows go (see compaction.c).
  *
  * Entries newer than the cutoff, internal records (first key byte <=
  * KT_INTERNAL_MAX) and anything that does not decode are kept unchanged.
  *
- * The decisions agree with reader.c at every read time >= the cutoff: the
+ * The decisions agree with reader.c at every read time >= the cutoff (for
+ * readers with the store's schema, or a newer one): the
  * filter runs the reader's frame stack at read time = cutoff over the keys
  * of one compaction job, which RocksDB hands over in key order (one filter
  * object per job; the store pins max_subcompactions to 1, see compaction.c).
@@ -30,6 +36,7 @@
 
 #include <rocksdb/c.h>
 
+struct schema;
 struct store;
 
 /* Name of the file in a store directory that holds the persisted history
@@ -39,7 +46,7 @@ struct store;
 enum compaction_verdict {
 	COMPACTION_KEEP = 0,
 	COMPACTION_DROP,
-	COMPACTION_REWRITE, /* replace the value by *new_val (a tombstone) */
+	COMPACTION_REWRITE, /* replace the value by *new_val */
 };
 
 struct compaction_stats {
@@ -47,6 +54,8 @@ struct compaction_stats {
 	uint64_t dropped;
 	uint64_t rewritten;
 	uint64_t undecodable; /* kept as they are (counted in kept too) */
+	uint64_t repacked;    /* packed rows re-encoded (counted in rewritten too) */
+	uint64_t folded;      /* cells merged into a packed row (counted in dropped) */
 };
 
 /* The per-job filter state. cutoff_ht: history cutoff (entries with a
@@ -56,10 +65,19 @@ struct compaction_stats {
 struct compaction_gc *compaction_gc_new(uint64_t cutoff_ht, bool full, int64_t default_ttl_ms);
 void compaction_gc_free(struct compaction_gc *g);
 
+/* Gives g the table schema (borrowed: it must stay unchanged and outlive g;
+ * NULL: none). Then, at or below the cutoff, the cells of columns the schema
+ * has dropped are removed in every job. When src is not NULL and the job is
+ * full, packed rows are also repacked (§8.6) by reading ahead in src, which
+ * must be the store whose compaction g filters (g keeps an iterator on it
+ * until compaction_gc_free). Call before the first compaction_gc_decide. */
+void compaction_gc_set_schema(struct compaction_gc *g, const struct schema *schema,
+			      struct store *src);
+
 /* Decides one stored pair. Pairs must come in key order, as in a compaction.
  * COMPACTION_REWRITE sets *new_val / *new_len (bytes owned by g, valid until
- * the next call); the new value keeps the key. Never fails: what does not
- * decode is kept and logged. */
+ * the next call): a tombstone, or a repacked row; the new value keeps the
+ * key. Never fails: what does not decode is kept and logged. */
 enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint8_t *key,
 					     size_t klen, const uint8_t *val, size_t vlen,
 					     const uint8_t **new_val, size_t *new_len);
@@ -84,8 +102,10 @@ uint64_t compaction_auto_cutoff(uint64_t now_us, uint64_t applied_ht, uint64_t r
  * jobs: the store's history cutoff, which store_compact raised; automatic
  * jobs: the higher of that and compaction_auto_cutoff), raises and persists
  * the store's cutoff to it (store_raise_history_cutoff) before any pair is
- * filtered, and returns a filter for it, or none when the cutoff is 0. s must
- * outlive the RocksDB instance; the factory owns nothing. */
+ * filtered, and returns a filter for it, or none when the cutoff is 0. The
+ * filter pins the store's schema (store_schema_acquire) for the job and, once
+ * the store is open, reads ahead in s to repack. s must outlive the RocksDB
+ * instance; the factory owns nothing. */
 rocksdb_compactionfilterfactory_t *compaction_factory_create(struct store *s);
 
 /* The persisted cutoff of the store in directory dir: 0 when the file does

@@ -7,7 +7,12 @@
  * names its last one. RocksDB's own flush-at-close is switched off
  * (avoid_flush_during_shutdown): store_close does not flush, as the header
  * promises, so the persisted state only ever moves at store_flush (or when a
- * memtable fills up). */
+ * memtable fills up).
+ *
+ * Reading less (docs/docdb.md): block-based tables with a full bloom filter
+ * over the DocKey prefix of filter.h, iterators in prefix mode when their
+ * bounds share that prefix, and optionally the process-wide block cache and
+ * memtable budget of store_env.h. */
 #include "docdb/store.h"
 
 #include <inttypes.h>
@@ -26,7 +31,10 @@
 #include "common/log.h"
 #include "docdb/batch.h"
 #include "docdb/compaction.h"
+#include "docdb/filter.h"
 #include "docdb/key.h"
+#include "docdb/schema.h"
+#include "docdb/store_env.h"
 
 /* The applied marker: BE64 raft index, BE64 hybrid time. Its first byte is
  * below KT_GROUP_END, so it sorts before every DocKey. */
@@ -60,6 +68,14 @@ struct store {
 	pthread_mutex_t gc_mu;
 	_Atomic uint64_t gc_cutoff;
 	_Atomic int64_t default_ttl_ms;
+	/* The schema compactions use (store_set_schema): a refcounted copy,
+	 * swapped under schema_mu, pinned by each job. */
+	pthread_mutex_t schema_mu;
+	struct schema_ref *schema;
+	/* Set once s->db is (compactions may run inside rocksdb_open). */
+	_Atomic bool db_open;
+	bool prefix_filter;
+	struct store_env_member *env_member; /* NULL: private memory */
 	char *path;
 };
 
@@ -67,9 +83,12 @@ struct store_iter {
 	struct store *s;
 	rocksdb_readoptions_t *ro;
 	rocksdb_iterator_t *it;
+	bool prefix; /* prefix mode (store_iter_new) */
 	/* Copies of the bounds: RocksDB keeps pointers to them. */
 	uint8_t *lower;
+	size_t lower_len;
 	uint8_t *upper;
+	size_t upper_len;
 	uint8_t bounds[];
 };
 
@@ -105,6 +124,10 @@ void store_options_default(struct store_options *o)
 	o->write_buffer_size = 0;
 	o->history_retention_us = 0;
 	o->default_ttl_ms = 0;
+	o->prefix_filter = true;
+	o->statistics = false;
+	o->env = NULL;
+	o->schema = NULL;
 }
 
 static int make_options(const struct store_options *o, const char *path,
@@ -124,6 +147,30 @@ static int make_options(const struct store_options *o, const char *path,
 	rocksdb_options_set_create_if_missing(opts, o->create_if_missing ? 1 : 0);
 	if (o->write_buffer_size != 0)
 		rocksdb_options_set_write_buffer_size(opts, o->write_buffer_size);
+	/* Tables: DocDB prefix bloom filters; with an environment, its shared
+	 * block cache holding index and filter blocks too (so they count
+	 * against the budget), and its small memtables (store_env.h). */
+	{
+		rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+		if (o->prefix_filter)
+			filter_configure(opts, t);
+		if (o->env != NULL) {
+			rocksdb_block_based_options_set_block_cache(t,
+								   store_env_block_cache(o->env));
+			rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+			rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+				t, 1);
+			if (o->write_buffer_size == 0)
+				rocksdb_options_set_write_buffer_size(
+					opts, store_env_store_write_buffer_size(o->env));
+			rocksdb_options_set_arena_block_size(opts,
+							     store_env_arena_block_size(o->env));
+		}
+		rocksdb_options_set_block_based_table_factory(opts, t);
+		rocksdb_block_based_options_destroy(t);
+	}
+	if (o->statistics)
+		rocksdb_options_enable_statistics(opts);
 	/* RocksDB's own LOG file in the store directory: warnings and errors
 	 * only. Debian's 7.8 build keeps assert() on, and once a LOG write
 	 * fails (disk full) the next one aborts the process in
@@ -189,6 +236,9 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 	atomic_init(&s->history_cutoff, 0);
 	atomic_init(&s->gc_cutoff, 0);
 	atomic_init(&s->default_ttl_ms, opts->default_ttl_ms);
+	pthread_mutex_init(&s->schema_mu, NULL);
+	store_set_schema(s, opts->schema);
+	s->prefix_filter = opts->prefix_filter;
 	s->retention_us = opts->history_retention_us ? opts->history_retention_us
 						     : DEFAULT_RETENTION_US;
 
@@ -219,8 +269,11 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 		rv = rocks_err(msg, err, path, "open");
 		goto err_after_init;
 	}
+	atomic_store(&s->db_open, true);
 	if ((rv = load_marker(s, msg)) != 0)
 		goto err_after_init;
+	if (opts->env != NULL)
+		s->env_member = store_env_join(opts->env, s);
 	LOG_INFO("store %s: opened, applied index %" PRIu64 " ht %" PRIu64, path,
 		 s->applied_index, s->applied_ht);
 	*out = s;
@@ -236,6 +289,7 @@ void store_close(struct store *s)
 {
 	if (s == NULL)
 		return;
+	store_env_leave(s->env_member);
 	if (s->db != NULL) {
 		rocksdb_close(s->db);
 		LOG_INFO("store %s: closed", s->path);
@@ -254,6 +308,8 @@ void store_close(struct store *s)
 	buf_free(&s->marker);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->gc_mu);
+	store_set_schema(s, NULL); /* jobs are over: rocksdb_close waited */
+	pthread_mutex_destroy(&s->schema_mu);
 	free(s->path);
 	free(s);
 }
@@ -339,6 +395,8 @@ int store_apply_parts(struct store *s, const struct store_part *parts, size_t np
 		s->applied_ht = ht;
 		pthread_mutex_unlock(&s->mu);
 	}
+	if (s->env_member != NULL)
+		store_env_wrote(s->env_member, store_memtable_bytes(s), ht);
 	return 0;
 }
 
@@ -378,6 +436,36 @@ int store_flush(struct store *s, char *errmsg)
 	if (err != NULL)
 		return rocks_err(errmsg, err, s->path, "flush");
 	return 0;
+}
+
+size_t store_memtable_bytes(struct store *s)
+{
+	uint64_t v = 0;
+	PRE(s != NULL);
+	if (rocksdb_property_int(s->db, "rocksdb.cur-size-all-mem-tables", &v) != 0)
+		return 0;
+	return (size_t)v;
+}
+
+bool store_ticker(struct store *s, const char *name, uint64_t *out)
+{
+	/* 7.8's C API has no per-ticker getter: parse the dump, whose lines
+	 * read "<name> COUNT : <n>". */
+	char *all = rocksdb_options_statistics_get_string(s->opts);
+	size_t n = strlen(name);
+	bool found = false;
+	if (all == NULL)
+		return false;
+	for (const char *p = all; (p = strstr(p, name)) != NULL; p += n) {
+		unsigned long long v;
+		if ((p != all && p[-1] != '\n') || sscanf(p + n, " COUNT : %llu", &v) != 1)
+			continue;
+		*out = v;
+		found = true;
+		break;
+	}
+	rocksdb_free(all);
+	return found;
 }
 
 uint64_t store_history_cutoff(const struct store *s)
@@ -460,9 +548,62 @@ void store_set_default_ttl_ms(struct store *s, int64_t ttl_ms)
 	atomic_store(&s->default_ttl_ms, ttl_ms);
 }
 
+/* A schema copy shared by the store and the compaction jobs that pinned it;
+ * the last store_schema_release frees it. */
+struct schema_ref {
+	_Atomic uint32_t refs;
+	struct schema schema;
+};
+
+void store_set_schema(struct store *s, const struct schema *schema)
+{
+	struct schema_ref *r = NULL, *old;
+	PRE(s != NULL);
+	if (schema != NULL) {
+		r = xmalloc(sizeof *r);
+		atomic_init(&r->refs, 1);
+		schema_copy(&r->schema, schema);
+	}
+	pthread_mutex_lock(&s->schema_mu);
+	old = s->schema;
+	s->schema = r;
+	pthread_mutex_unlock(&s->schema_mu);
+	if (old != NULL)
+		store_schema_release(&old->schema);
+}
+
+const struct schema *store_schema_acquire(struct store *s)
+{
+	const struct schema *out = NULL;
+	pthread_mutex_lock(&s->schema_mu);
+	if (s->schema != NULL) {
+		atomic_fetch_add(&s->schema->refs, 1);
+		out = &s->schema->schema;
+	}
+	pthread_mutex_unlock(&s->schema_mu);
+	return out;
+}
+
+void store_schema_release(const struct schema *schema)
+{
+	struct schema_ref *r;
+	if (schema == NULL)
+		return;
+	r = (struct schema_ref *)((char *)schema - offsetof(struct schema_ref, schema));
+	if (atomic_fetch_sub(&r->refs, 1) == 1) {
+		schema_free(&r->schema);
+		free(r);
+	}
+}
+
 uint64_t store_history_retention_us(const struct store *s)
 {
 	return s->retention_us;
+}
+
+bool store_db_open(const struct store *s)
+{
+	return atomic_load(&((struct store *)s)->db_open);
 }
 
 const char *store_path(const struct store *s)
@@ -480,10 +621,13 @@ struct store_iter *store_iter_new(struct store *s, const void *lower, size_t low
 	it = xmalloc(sizeof *it + n);
 	it->s = s;
 	it->lower = NULL;
+	it->lower_len = 0;
 	it->upper = NULL;
+	it->upper_len = 0;
 	it->ro = rocksdb_readoptions_create();
 	if (lower != NULL) {
 		it->lower = it->bounds;
+		it->lower_len = lower_len;
 		if (lower_len > 0)
 			memcpy(it->lower, lower, lower_len);
 		rocksdb_readoptions_set_iterate_lower_bound(it->ro, (const char *)it->lower,
@@ -491,13 +635,36 @@ struct store_iter *store_iter_new(struct store *s, const void *lower, size_t low
 	}
 	if (upper != NULL) {
 		it->upper = it->bounds + (lower ? lower_len : 0);
+		it->upper_len = upper_len;
 		if (upper_len > 0)
 			memcpy(it->upper, upper, upper_len);
 		rocksdb_readoptions_set_iterate_upper_bound(it->ro, (const char *)it->upper,
 							    upper_len);
 	}
+	/* With a prefix extractor configured, RocksDB's default is prefix
+	 * mode for every iterator: only bounds inside one bloom key may use
+	 * it; everything else must ask for total order. */
+	it->prefix = s->prefix_filter && filter_bounds_prefix(lower, lower_len, upper, upper_len) > 0;
+	if (it->prefix)
+		rocksdb_readoptions_set_prefix_same_as_start(it->ro, 1);
+	else
+		rocksdb_readoptions_set_total_order_seek(it->ro, 1);
 	it->it = rocksdb_create_iterator(s->db, it->ro);
 	return it;
+}
+
+bool store_iter_prefix_mode(const struct store_iter *it)
+{
+	return it->prefix;
+}
+
+/* memcmp order of byte strings. */
+static int bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	if (c != 0)
+		return c;
+	return alen < blen ? -1 : alen > blen;
 }
 
 void store_iter_free(struct store_iter *it)
@@ -509,13 +676,24 @@ void store_iter_free(struct store_iter *it)
 	free(it);
 }
 
+/* In prefix mode RocksDB takes the prefix from the seek key: keep it inside
+ * the bounds, where it is the bounds' prefix (a key past the other bound
+ * finds nothing either way). */
 void store_iter_seek(struct store_iter *it, const void *key, size_t len)
 {
+	if (it->prefix && bytes_cmp(key, len, it->lower, it->lower_len) < 0) {
+		key = it->lower;
+		len = it->lower_len;
+	}
 	rocksdb_iter_seek(it->it, (const char *)key, len);
 }
 
 void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t len)
 {
+	if (it->prefix && bytes_cmp(key, len, it->upper, it->upper_len) > 0) {
+		key = it->upper;
+		len = it->upper_len;
+	}
 	rocksdb_iter_seek_for_prev(it->it, (const char *)key, len);
 }
 

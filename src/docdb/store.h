@@ -19,14 +19,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct schema;
 struct store;
 struct store_iter;
+struct store_env;
 
 struct store_options {
 	bool create_if_missing;        /* default true */
-	size_t write_buffer_size;      /* memtable bytes; 0 = RocksDB default */
+	size_t write_buffer_size;      /* memtable bytes; 0 = RocksDB default (or the env's) */
 	uint64_t history_retention_us; /* 0 = 900 s (docdb-format.md §7.1) */
 	int64_t default_ttl_ms;        /* table default TTL for compaction GC; <= 0 none */
+	/* Default true: DocDB prefix bloom filters (docdb/filter.h) in the SST
+	 * files and prefix-mode iterators (store_iter_new). False: no filter
+	 * and total-order iterators only (files keep the filters they have). */
+	bool prefix_filter;
+	/* Default false: RocksDB statistics, read with store_ticker. */
+	bool statistics;
+	/* Default NULL: a private block cache and memtables (RocksDB's
+	 * defaults). Else the shared cache and memtable budget of env
+	 * (docdb/store_env.h), which must outlive the store. */
+	struct store_env *env;
+	/* Default NULL. The table schema compactions use (store_set_schema);
+	 * copied at open. */
+	const struct schema *schema;
 };
 
 void store_options_default(struct store_options *o);
@@ -86,6 +101,16 @@ void store_applied(const struct store *s, uint64_t *raft_index, uint64_t *ht);
 /* Flushes the memtables to SST files and waits. */
 int store_flush(struct store *s, char *errmsg);
 
+/* Bytes held by the memtables, active and immutable (RocksDB's
+ * "rocksdb.cur-size-all-mem-tables"). Any thread. */
+size_t store_memtable_bytes(struct store *s);
+
+/* The RocksDB statistics ticker name ("rocksdb.block.cache.data.miss",
+ * "rocksdb.bloom.filter.prefix.useful", ...) into *out: true, or false when
+ * the store was opened without statistics or the name is unknown. Tickers
+ * count from store_open. Any thread. */
+bool store_ticker(struct store *s, const char *name, uint64_t *out);
+
 /* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
 uint64_t store_history_cutoff(const struct store *s);
 /* Sets the in-memory cutoff, but never below the persisted one (data below
@@ -126,11 +151,41 @@ int store_compact_range(struct store *s, const void *lo, size_t lo_len, const vo
 int64_t store_default_ttl_ms(const struct store *s);
 void store_set_default_ttl_ms(struct store *s, int64_t ttl_ms);
 
+/* The table schema compactions use (docdb/compaction.h): cells of columns
+ * dropped from it are removed, and full compactions repack packed rows at
+ * its latest version (docdb-format.md §8.6). The store keeps its own copy
+ * (schema is only read during the call; NULL: none, the default, which
+ * turns both off); each compaction job uses the copy in effect when it
+ * starts. Call it at every ALTER, after the readers have the new schema:
+ * readers must use this schema or a newer one. Any thread. */
+void store_set_schema(struct store *s, const struct schema *schema);
+/* The copy in effect, pinned (immutable, valid) until
+ * store_schema_release; NULL when there is none. Any thread. */
+const struct schema *store_schema_acquire(struct store *s);
+/* Unpins a copy from store_schema_acquire (NULL: no-op). */
+void store_schema_release(const struct schema *schema);
+/* Whether store_open has opened the RocksDB instance (compactions can run
+ * inside it, before the store can be read). Any thread. */
+bool store_db_open(const struct store *s);
+
 /* Raw iteration over stored (key, value) pairs, internal records included
  * (callers skip keys whose first byte is <= KT_INTERNAL_MAX).
- * lower (inclusive) / upper (exclusive) may be NULL; they are copied. */
+ * lower (inclusive) / upper (exclusive) may be NULL; they are copied and set
+ * as RocksDB iterate bounds, so files and blocks outside them are not read.
+ *
+ * Prefix mode, chosen here (like RocksDB's auto_prefix_mode, which 7.8's C
+ * API does not expose): when both bounds share one bloom key
+ * (filter_bounds_prefix: a point read's [DocKey, DocKey 0xFF), a scan inside
+ * one hash key) and the store has prefix filters, the iterator runs with
+ * prefix_same_as_start, so every seek checks each SST file's bloom filter and
+ * skips the files that cannot hold the prefix. Results are those of total
+ * order as long as every seek key lies within [lower, upper] (SeekToFirst /
+ * SeekToLast seek the bounds). Any other iterator (whole store scans, open
+ * bounds) runs in total order. */
 struct store_iter *store_iter_new(struct store *s, const void *lower, size_t lower_len,
 				  const void *upper, size_t upper_len);
+/* Whether it runs in prefix mode (above). */
+bool store_iter_prefix_mode(const struct store_iter *it);
 void store_iter_free(struct store_iter *it);
 void store_iter_seek(struct store_iter *it, const void *key, size_t len);
 void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t len);
