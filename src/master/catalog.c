@@ -1,0 +1,741 @@
+/* The master's catalog (see catalog.h for the stored layout).
+ *
+ * Design. Everything is kept in three arrays of pointers sorted by their
+ * string key (table name, tablet id, tserver uuid) and searched by
+ * bisection: a catalog holds at most some thousands of tablets, lookups
+ * (one per reported replica per heartbeat) are O(log n), and insertions,
+ * which only CreateTable and loading do, may move the array. A table also
+ * lists its own tablets in partition order, pointing at the same objects.
+ *
+ * Loading walks the store once: every DocKey in order, each document
+ * rebuilt by reader_get_doc at the read time (so versions, tombstones and
+ * init markers are resolved exactly as DocDB resolves them), then a seek
+ * past that DocKey. Tables are added first, then tablets are attached to
+ * them, then every table is checked to be complete: its tablets tile
+ * [0, 65536) without gaps and their number is the one recorded. A tablet
+ * marked running whose table document is gone cannot be produced by this
+ * code (a drop writes both in one batch); it is loaded as deleted, with a
+ * warning, so its replicas are cleaned up rather than leaked. */
+#include "master/catalog.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "docdb/docwrite.h"
+#include "docdb/key.h"
+#include "docdb/reader.h"
+#include "docdb/value.h"
+
+#define KIND_TABLE "table"
+#define KIND_TABLET "tablet"
+#define STATE_RUNNING "running"
+#define STATE_DELETED "deleted"
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (p == NULL)
+		PANIC("out of memory");
+	return p;
+}
+
+static void *xrealloc(void *p, size_t size)
+{
+	p = realloc(p, size ? size : 1);
+	if (p == NULL)
+		PANIC("out of memory");
+	return p;
+}
+
+/* ---- sorted indexes -------------------------------------------------------------------------- */
+
+/* For each kind of entry: find (bisection; *found says whether the key is
+ * there, the index is where it is or would go), insert at an index, remove
+ * at an index. */
+#define DEFINE_INDEX(name, type, arr, n, cap, key)                                      \
+	static size_t name##_find(const struct catalog *c, const char *k, bool *found)  \
+	{                                                                                \
+		size_t lo = 0, hi = c->n;                                                \
+		while (lo < hi) {                                                        \
+			size_t mid = lo + (hi - lo) / 2;                                 \
+			int cmp = strcmp(c->arr[mid]->key, k);                           \
+			if (cmp == 0) {                                                  \
+				*found = true;                                           \
+				return mid;                                              \
+			}                                                                \
+			if (cmp < 0)                                                     \
+				lo = mid + 1;                                            \
+			else                                                             \
+				hi = mid;                                                \
+		}                                                                        \
+		*found = false;                                                          \
+		return lo;                                                               \
+	}                                                                                \
+	static void name##_insert(struct catalog *c, size_t at, type *e)                \
+	{                                                                                \
+		if (c->n == c->cap) {                                                    \
+			c->cap = c->cap ? 2 * c->cap : 16;                               \
+			c->arr = xrealloc(c->arr, c->cap * sizeof *c->arr);              \
+		}                                                                        \
+		memmove(&c->arr[at + 1], &c->arr[at], (c->n - at) * sizeof *c->arr);    \
+		c->arr[at] = e;                                                          \
+		c->n++;                                                                  \
+	}                                                                                \
+	static __attribute__((unused)) void name##_erase(struct catalog *c, size_t at)  \
+	{                                                                                \
+		memmove(&c->arr[at], &c->arr[at + 1], (c->n - at - 1) * sizeof *c->arr); \
+		c->n--;                                                                  \
+	}
+
+DEFINE_INDEX(table_idx, struct cat_table, tables, n_tables, cap_tables, name)
+DEFINE_INDEX(tablet_idx, struct cat_tablet, tablets, n_tablets, cap_tablets, id)
+DEFINE_INDEX(tserver_idx, struct cat_tserver, tservers, n_tservers, cap_tservers, uuid)
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+void catalog_init(struct catalog *c)
+{
+	memset(c, 0, sizeof *c);
+}
+
+void catalog_clear_tables(struct catalog *c)
+{
+	for (size_t i = 0; i < c->n_tables; i++) {
+		/* Its tablets are freed below, with every other tablet. */
+		c->tables[i]->n_tablets = 0;
+		catalog_table_free(c->tables[i]);
+	}
+	for (size_t i = 0; i < c->n_tablets; i++)
+		free(c->tablets[i]);
+	c->n_tables = 0;
+	c->n_tablets = 0;
+}
+
+void catalog_clear_tservers(struct catalog *c)
+{
+	for (size_t i = 0; i < c->n_tservers; i++)
+		free(c->tservers[i]);
+	c->n_tservers = 0;
+}
+
+void catalog_free(struct catalog *c)
+{
+	catalog_clear_tables(c);
+	catalog_clear_tservers(c);
+	free(c->tables);
+	free(c->tablets);
+	free(c->tservers);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- tables and tablets ---------------------------------------------------------------------- */
+
+int catalog_check_table_name(const char *name, char *errmsg)
+{
+	size_t len = name != NULL ? strlen(name) : 0;
+	if (len == 0 || len > CATALOG_MAX_TABLE_NAME)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table name must be 1..%d characters",
+			       CATALOG_MAX_TABLE_NAME);
+	if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "table name '%s' must start with a letter or '_'", name);
+	for (size_t i = 1; i < len; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '.')
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "table name '%s': only letters, digits, '_' and '.' allowed",
+				       name);
+	return 0;
+}
+
+int catalog_table_new(const char *name, const void *schema_pb, size_t schema_len, uint32_t rf,
+		      struct cat_table **out, char *errmsg)
+{
+	struct cat_table *t;
+	Docraft__TableSchema *s;
+	int rv;
+
+	*out = NULL;
+	if ((rv = catalog_check_table_name(name, errmsg)) != 0)
+		return rv;
+	s = docraft__table_schema__unpack(NULL, schema_len, schema_pb);
+	if (s == NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table %s: schema does not decode", name);
+	if (strcmp(s->name, name) != 0) {
+		rv = err_set(errmsg, DOCRAFT_EINVAL, "table %s: schema names table '%s'", name,
+			     s->name);
+		docraft__table_schema__free_unpacked(s, NULL);
+		return rv;
+	}
+	t = xcalloc(1, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->schema = s;
+	t->schema_pb = xcalloc(schema_len, 1);
+	if (schema_len > 0)
+		memcpy(t->schema_pb, schema_pb, schema_len);
+	t->schema_len = schema_len;
+	t->rf = rf;
+	t->state = CAT_CREATING;
+	*out = t;
+	return 0;
+}
+
+void catalog_table_free(struct cat_table *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->n_tablets; i++)
+		free(t->tablets[i]);
+	free(t->tablets);
+	if (t->schema != NULL)
+		docraft__table_schema__free_unpacked(t->schema, NULL);
+	free(t->schema_pb);
+	free(t);
+}
+
+struct cat_tablet *catalog_table_add_tablet(struct cat_table *t, const char *id, uint32_t start,
+					    uint32_t end)
+{
+	struct cat_tablet *tb = xcalloc(1, sizeof *tb);
+	PRE(strlen(id) <= CATALOG_MAX_TABLET_ID);
+	snprintf(tb->id, sizeof tb->id, "%s", id);
+	snprintf(tb->table, sizeof tb->table, "%s", t->name);
+	tb->start = start;
+	tb->end = end;
+	tb->state = t->state;
+	t->tablets = xrealloc(t->tablets, (t->n_tablets + 1) * sizeof *t->tablets);
+	t->tablets[t->n_tablets++] = tb;
+	return tb;
+}
+
+int catalog_add_table(struct catalog *c, struct cat_table *t, char *errmsg)
+{
+	bool found;
+	size_t at = table_idx_find(c, t->name, &found);
+	if (found)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table '%s' already exists", t->name);
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		tablet_idx_find(c, t->tablets[i]->id, &found);
+		if (found)
+			return err_set(errmsg, DOCRAFT_EINVAL, "tablet '%s' already exists",
+				       t->tablets[i]->id);
+	}
+	table_idx_insert(c, at, t);
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		size_t k = tablet_idx_find(c, t->tablets[i]->id, &found);
+		ASSERT(!found);
+		tablet_idx_insert(c, k, t->tablets[i]);
+	}
+	return 0;
+}
+
+void catalog_set_table_state(struct cat_table *t, enum cat_state s)
+{
+	t->state = s;
+	for (size_t i = 0; i < t->n_tablets; i++)
+		t->tablets[i]->state = s;
+}
+
+/* Takes t out of the table index; its tablets stay indexed. */
+static void unlink_table(struct catalog *c, struct cat_table *t)
+{
+	bool found;
+	size_t at = table_idx_find(c, t->name, &found);
+	PRE(found && c->tables[at] == t);
+	table_idx_erase(c, at);
+}
+
+static void unlink_tablet(struct catalog *c, struct cat_tablet *tb)
+{
+	bool found;
+	size_t at = tablet_idx_find(c, tb->id, &found);
+	PRE(found && c->tablets[at] == tb);
+	tablet_idx_erase(c, at);
+}
+
+void catalog_remove_table(struct catalog *c, struct cat_table *t)
+{
+	unlink_table(c, t);
+	for (size_t i = 0; i < t->n_tablets; i++)
+		unlink_tablet(c, t->tablets[i]);
+	catalog_table_free(t);
+}
+
+void catalog_drop_table(struct catalog *c, struct cat_table *t)
+{
+	unlink_table(c, t);
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		struct cat_tablet *tb = t->tablets[i];
+		tb->state = CAT_DELETED;
+		for (uint32_t k = 0; k < tb->n_replicas; k++) {
+			tb->replicas[k].leader = false;
+			tb->replicas[k].gone = false;
+		}
+	}
+	t->n_tablets = 0; /* the tablets stay in the index */
+	catalog_table_free(t);
+}
+
+void catalog_remove_tablet(struct catalog *c, struct cat_tablet *tb)
+{
+	PRE(tb->state == CAT_DELETED);
+	unlink_tablet(c, tb);
+	free(tb);
+}
+
+struct cat_table *catalog_find_table(const struct catalog *c, const char *name)
+{
+	bool found;
+	size_t at = table_idx_find(c, name, &found);
+	return found ? c->tables[at] : NULL;
+}
+
+struct cat_tablet *catalog_find_tablet(const struct catalog *c, const char *id)
+{
+	bool found;
+	size_t at = tablet_idx_find(c, id, &found);
+	return found ? c->tablets[at] : NULL;
+}
+
+/* ---- persistence: writing -------------------------------------------------------------------- */
+
+/* DocKey(kind, name): no hash, two string range components. */
+static void doc_key(struct buf *out, const char *kind, const char *name)
+{
+	struct pv comps[2] = {pv_str(kind), pv_str(name)};
+	struct dockey d = {false, 0, 0, 2, NULL, comps};
+	buf_reset(out);
+	dockey_append(out, &d);
+}
+
+static struct subdoc leaf(struct pv v)
+{
+	struct subdoc d;
+	memset(&d, 0, sizeof d);
+	d.value = v;
+	return d;
+}
+
+static struct subdoc object(const struct pv *keys, const struct subdoc *children, size_t n)
+{
+	struct subdoc d;
+	memset(&d, 0, sizeof d);
+	d.is_object = 1;
+	d.keys = keys;
+	d.children = children;
+	d.n = n;
+	return d;
+}
+
+static int write_tablet(struct docwrite *w, struct buf *dk, const struct cat_tablet *tb,
+			const char *state)
+{
+	struct pv rkeys[PLACEMENT_MAX_RF];
+	struct subdoc rdocs[PLACEMENT_MAX_RF];
+	struct pv pkeys[PLACEMENT_MAX_RF][2];
+	struct subdoc pdocs[PLACEMENT_MAX_RF][2];
+	struct pv keys[5] = {pv_str("table"), pv_str("start"), pv_str("end"), pv_str("state"),
+			     pv_str("replicas")};
+	struct subdoc children[5];
+	struct subdoc doc;
+
+	for (uint32_t k = 0; k < tb->n_replicas; k++) {
+		const struct cat_replica *r = &tb->replicas[k];
+		pkeys[k][0] = pv_str("uuid");
+		pdocs[k][0] = leaf(pv_str(r->uuid));
+		pkeys[k][1] = pv_str("address");
+		pdocs[k][1] = leaf(pv_str(r->address));
+		rkeys[k] = pv_uint64(r->raft_id);
+		rdocs[k] = object(pkeys[k], pdocs[k], 2);
+	}
+	children[0] = leaf(pv_str(tb->table));
+	children[1] = leaf(pv_uint32(tb->start));
+	children[2] = leaf(pv_uint32(tb->end));
+	children[3] = leaf(pv_str(state));
+	children[4] = object(rkeys, rdocs, tb->n_replicas);
+	doc = object(keys, children, 5);
+	doc_key(dk, KIND_TABLET, tb->id);
+	return docwrite_insert_subdoc(w, dk->data, dk->len, NULL, 0, &doc);
+}
+
+/* Runs fn's appends on a docwrite over b; on error the batch is restored
+ * and errmsg gets the reason. */
+static int finish(struct docwrite *w, struct batch *b, size_t len, uint32_t count, int rv,
+		  char *errmsg)
+{
+	if (rv != 0) {
+		b->data.len = len;
+		b->count = count;
+		err_set(errmsg, rv, "catalog write: %s", w->errmsg);
+	}
+	docwrite_free(w);
+	return rv;
+}
+
+int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg)
+{
+	struct docwrite w;
+	struct buf dk = BUF_INIT;
+	size_t len = b->data.len;
+	uint32_t count = b->count;
+	struct pv keys[3] = {pv_str("schema"), pv_str("rf"), pv_str("tablets")};
+	struct subdoc children[3];
+	struct subdoc doc;
+	int rv;
+
+	docwrite_init(&w, NULL, b, NULL);
+	children[0] = leaf(pv_strn(t->schema_pb, t->schema_len));
+	children[1] = leaf(pv_uint32(t->rf));
+	children[2] = leaf(pv_uint32((uint32_t)t->n_tablets));
+	doc = object(keys, children, 3);
+	doc_key(&dk, KIND_TABLE, t->name);
+	rv = docwrite_insert_subdoc(&w, dk.data, dk.len, NULL, 0, &doc);
+	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++)
+		rv = write_tablet(&w, &dk, t->tablets[i], STATE_RUNNING);
+	buf_free(&dk);
+	return finish(&w, b, len, count, rv, errmsg);
+}
+
+int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg)
+{
+	struct docwrite w;
+	struct buf dk = BUF_INIT;
+	size_t len = b->data.len;
+	uint32_t count = b->count;
+	struct pv state = pv_str("state");
+	struct docvalue deleted = docvalue_of(pv_str(STATE_DELETED));
+	int rv;
+
+	docwrite_init(&w, NULL, b, NULL);
+	doc_key(&dk, KIND_TABLE, t->name);
+	rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
+	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++) {
+		doc_key(&dk, KIND_TABLET, t->tablets[i]->id);
+		rv = docwrite_put_path(&w, dk.data, dk.len, &state, 1, &deleted);
+	}
+	buf_free(&dk);
+	return finish(&w, b, len, count, rv, errmsg);
+}
+
+int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg)
+{
+	struct docwrite w;
+	struct buf dk = BUF_INIT;
+	size_t len = b->data.len;
+	uint32_t count = b->count;
+	int rv;
+
+	docwrite_init(&w, NULL, b, NULL);
+	doc_key(&dk, KIND_TABLET, tb->id);
+	rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
+	buf_free(&dk);
+	return finish(&w, b, len, count, rv, errmsg);
+}
+
+/* ---- persistence: loading -------------------------------------------------------------------- */
+
+static const struct docnode *child(const struct docnode *n, const char *key)
+{
+	struct pv k = pv_str(key);
+	return docnode_child(n, &k);
+}
+
+/* The string at key (1..cap-1 bytes, no NUL) into out. */
+static int get_str(const struct docnode *n, const char *key, char *out, size_t cap,
+		   const char *what, char *errmsg)
+{
+	const struct docnode *c = child(n, key);
+	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_STRING ||
+	    c->value.v.s.len == 0 || c->value.v.s.len >= cap ||
+	    memchr(c->value.v.s.p, '\0', c->value.v.s.len) != NULL)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
+			       key);
+	memcpy(out, c->value.v.s.p, c->value.v.s.len);
+	out[c->value.v.s.len] = '\0';
+	return 0;
+}
+
+static int get_u32(const struct docnode *n, const char *key, uint32_t *out, const char *what,
+		   char *errmsg)
+{
+	const struct docnode *c = child(n, key);
+	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_UINT32)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
+			       key);
+	*out = c->value.v.u32;
+	return 0;
+}
+
+static int load_table(struct catalog *c, const char *name, const struct docnode *doc,
+		      char *errmsg)
+{
+	const struct docnode *s = child(doc, "schema");
+	struct cat_table *t;
+	uint32_t rf, n;
+	char what[CATALOG_MAX_TABLET_ID + 16];
+	int rv;
+
+	snprintf(what, sizeof what, "table %s", name);
+	if (s == NULL || s->kind != VAL_PRIMITIVE || s->value.type != PV_STRING)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing 'schema'",
+			       what);
+	if ((rv = get_u32(doc, "rf", &rf, what, errmsg)) != 0 ||
+	    (rv = get_u32(doc, "tablets", &n, what, errmsg)) != 0)
+		return rv;
+	if (rf < 1 || rf > PLACEMENT_MAX_RF || n < 1 || n > 65535)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: rf %u, %u tablets", what,
+			       rf, n);
+	rv = catalog_table_new(name, s->value.v.s.p, s->value.v.s.len, rf, &t, errmsg);
+	if (rv != 0)
+		return err_wrap(errmsg, DOCRAFT_ECORRUPT, "catalog");
+	t->state = CAT_RUNNING;
+	t->loading_tablets = n;
+	t->tablets = xcalloc(n, sizeof *t->tablets);
+	rv = catalog_add_table(c, t, errmsg);
+	if (rv != 0) {
+		catalog_table_free(t);
+		return err_wrap(errmsg, DOCRAFT_ECORRUPT, "catalog");
+	}
+	return 0;
+}
+
+static int load_tablet(struct catalog *c, const char *id, const struct docnode *doc,
+		       char *errmsg)
+{
+	const struct docnode *reps = child(doc, "replicas");
+	struct cat_tablet *tb;
+	char state[16];
+	char what[CATALOG_MAX_TABLET_ID + 16];
+	bool found;
+	size_t at;
+	int rv;
+
+	snprintf(what, sizeof what, "tablet %s", id);
+	if (strlen(id) > CATALOG_MAX_TABLET_ID)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: tablet id too long");
+	tb = xcalloc(1, sizeof *tb);
+	snprintf(tb->id, sizeof tb->id, "%s", id);
+	if ((rv = get_str(doc, "table", tb->table, sizeof tb->table, what, errmsg)) != 0 ||
+	    (rv = get_u32(doc, "start", &tb->start, what, errmsg)) != 0 ||
+	    (rv = get_u32(doc, "end", &tb->end, what, errmsg)) != 0 ||
+	    (rv = get_str(doc, "state", state, sizeof state, what, errmsg)) != 0)
+		goto fail;
+	if (strcmp(state, STATE_RUNNING) == 0) {
+		tb->state = CAT_RUNNING;
+	} else if (strcmp(state, STATE_DELETED) == 0) {
+		tb->state = CAT_DELETED;
+	} else {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: state '%s'", what, state);
+		goto fail;
+	}
+	if (tb->start >= tb->end || tb->end > 65536) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: partition [%u, %u)", what,
+			     tb->start, tb->end);
+		goto fail;
+	}
+	if (reps == NULL || reps->kind != VAL_OBJECT || reps->n_children < 1 ||
+	    reps->n_children > PLACEMENT_MAX_RF) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad replicas", what);
+		goto fail;
+	}
+	for (const struct docnode *r = reps->children; r != NULL; r = r->next) {
+		struct cat_replica *rep = &tb->replicas[tb->n_replicas++];
+		if (r->key.type != PV_UINT64 || r->key.v.u64 == 0 || r->kind != VAL_OBJECT) {
+			rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad replica", what);
+			goto fail;
+		}
+		rep->raft_id = r->key.v.u64;
+		if ((rv = get_str(r, "uuid", rep->uuid, sizeof rep->uuid, what, errmsg)) != 0 ||
+		    (rv = get_str(r, "address", rep->address, sizeof rep->address, what,
+				  errmsg)) != 0)
+			goto fail;
+	}
+	at = tablet_idx_find(c, tb->id, &found);
+	if (found) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s twice", what);
+		goto fail;
+	}
+	tablet_idx_insert(c, at, tb);
+	return 0;
+fail:
+	free(tb);
+	return rv;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct cat_tablet *x = *(struct cat_tablet *const *)a;
+	const struct cat_tablet *y = *(struct cat_tablet *const *)b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Attaches running tablets to their tables and checks every table. */
+static int assemble(struct catalog *c, char *errmsg)
+{
+	for (size_t i = 0; i < c->n_tablets; i++) {
+		struct cat_tablet *tb = c->tablets[i];
+		struct cat_table *t;
+		if (tb->state != CAT_RUNNING)
+			continue;
+		t = catalog_find_table(c, tb->table);
+		if (t == NULL) {
+			LOG_WARN("catalog: tablet %s of table %s, which does not exist: "
+				 "deleting it", tb->id, tb->table);
+			tb->state = CAT_DELETED;
+			continue;
+		}
+		if (t->n_tablets == t->loading_tablets)
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: table %s has more than %u tablets", t->name,
+				       t->loading_tablets);
+		if (tb->n_replicas != t->rf)
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: tablet %s has %u replicas, table %s rf %u", tb->id,
+				       tb->n_replicas, t->name, t->rf);
+		t->tablets[t->n_tablets++] = tb;
+	}
+	for (size_t i = 0; i < c->n_tables; i++) {
+		struct cat_table *t = c->tables[i];
+		uint32_t next = 0;
+		if (t->n_tablets != t->loading_tablets)
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: table %s has %zu of its %u tablets", t->name,
+				       t->n_tablets, t->loading_tablets);
+		qsort(t->tablets, t->n_tablets, sizeof *t->tablets, cmp_start);
+		for (size_t k = 0; k < t->n_tablets && t->tablets[k]->start == next; k++)
+			next = t->tablets[k]->end;
+		if (next != 65536)
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: the tablets of table %s do not cover the "
+				       "hash space", t->name);
+	}
+	return 0;
+}
+
+int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *errmsg)
+{
+	const uint8_t lo = KT_INTERNAL_MAX + 1;
+	struct store_iter *it;
+	struct arena a;
+	struct buf dk = BUF_INIT;
+	int rv = 0;
+
+	catalog_clear_tables(c);
+	arena_init(&a);
+	it = store_iter_new(s, &lo, 1, NULL, 0);
+	store_iter_seek_first(it);
+	while (store_iter_valid(it)) {
+		size_t kl, plen;
+		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *p;
+		const struct docnode *doc;
+		struct dockey d;
+		char name[CATALOG_MAX_TABLET_ID + 1];
+
+		arena_reset(&a);
+		plen = dockey_prefix_len(k, kl);
+		if (plen == 0) {
+			rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: a key is not a DocKey");
+			break;
+		}
+		buf_reset(&dk);
+		buf_append(&dk, k, plen);
+		p = dk.data;
+		if (dockey_decode(&p, dk.data + dk.len, &d, &a) != 0 || d.has_hash ||
+		    d.n_range != 2 || d.range[0].type != PV_STRING ||
+		    d.range[1].type != PV_STRING || d.range[1].v.s.len == 0 ||
+		    d.range[1].v.s.len >= sizeof name ||
+		    memchr(d.range[1].v.s.p, '\0', d.range[1].v.s.len) != NULL) {
+			rv = err_set(errmsg, DOCRAFT_ECORRUPT,
+				     "catalog: a DocKey is not (kind, name)");
+			break;
+		}
+		memcpy(name, d.range[1].v.s.p, d.range[1].v.s.len);
+		name[d.range[1].v.s.len] = '\0';
+		rv = reader_get_doc(s, dk.data, dk.len, NULL, 0, read_ht, 0, &a, &doc, errmsg);
+		if (rv != 0)
+			break;
+		if (doc != NULL) {
+			struct pv kind_table = pv_str(KIND_TABLE);
+			struct pv kind_tablet = pv_str(KIND_TABLET);
+			if (pv_equal(&d.range[0], &kind_table))
+				rv = load_table(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_tablet))
+				rv = load_tablet(c, name, doc, errmsg);
+			else
+				rv = err_set(errmsg, DOCRAFT_ECORRUPT,
+					     "catalog: unknown document kind");
+			if (rv != 0)
+				break;
+		}
+		buf_push(&dk, KT_MAX_BYTE);
+		store_iter_seek(it, dk.data, dk.len);
+	}
+	if (rv == 0)
+		rv = store_iter_status(it, errmsg);
+	store_iter_free(it);
+	if (rv == 0)
+		rv = assemble(c, errmsg);
+	if (rv != 0)
+		catalog_clear_tables(c);
+	arena_free(&a);
+	buf_free(&dk);
+	return rv;
+}
+
+/* ---- tablet servers -------------------------------------------------------------------------- */
+
+struct cat_tserver *catalog_find_tserver(const struct catalog *c, const char *uuid)
+{
+	bool found;
+	size_t at = tserver_idx_find(c, uuid, &found);
+	return found ? c->tservers[at] : NULL;
+}
+
+struct cat_tserver *catalog_tserver_upsert(struct catalog *c, const char *uuid,
+					   const char *address)
+{
+	bool found;
+	size_t at = tserver_idx_find(c, uuid, &found);
+	struct cat_tserver *ts;
+	PRE(strlen(uuid) <= CATALOG_MAX_UUID && strlen(address) <= RPC_ADDRESS_MAX);
+	if (found) {
+		ts = c->tservers[at];
+	} else {
+		ts = xcalloc(1, sizeof *ts);
+		snprintf(ts->uuid, sizeof ts->uuid, "%s", uuid);
+		tserver_idx_insert(c, at, ts);
+	}
+	snprintf(ts->address, sizeof ts->address, "%s", address);
+	return ts;
+}
+
+bool catalog_tserver_live(const struct cat_tserver *ts, uint64_t now, uint64_t timeout_ms)
+{
+	return ts != NULL && ts->hb_count > 0 && now - ts->last_hb_ms <= timeout_ms;
+}
+
+const struct cat_replica *catalog_tablet_leader(const struct catalog *c,
+						const struct cat_tablet *tb, uint64_t now,
+						uint64_t timeout_ms)
+{
+	const struct cat_replica *best = NULL;
+	for (uint32_t k = 0; k < tb->n_replicas; k++) {
+		const struct cat_replica *r = &tb->replicas[k];
+		const struct cat_tserver *ts;
+		if (!r->leader)
+			continue;
+		ts = catalog_find_tserver(c, r->uuid);
+		if (ts == NULL || r->seen_hb != ts->hb_count ||
+		    !catalog_tserver_live(ts, now, timeout_ms))
+			continue;
+		if (best == NULL || r->term > best->term)
+			best = r;
+	}
+	return best;
+}

@@ -1,0 +1,194 @@
+/* The master's catalog: tables, their tablets and replica placement (the
+ * persistent part), and the tablet servers that heartbeat this master with
+ * what their replicas report (the volatile part).
+ *
+ * Persistence. The catalog is stored in the store of the tablet
+ * "sys.catalog", a Raft group replicated on the masters, as DocDB documents
+ * under DocKeys without a hash and with two string range components:
+ *
+ *   DocKey("table", <name>) -> {
+ *       "schema":  bytes, the packed docraft.TableSchema (column ids assigned)
+ *       "rf":      uint32, the replication factor
+ *       "tablets": uint32, the number of tablets
+ *   }
+ *   DocKey("tablet", <tablet id>) -> {
+ *       "table":    text, the table's name
+ *       "start":    uint32, "end": uint32, the partition [start, end)
+ *       "state":    text, "running" or "deleted" (its table was dropped; the
+ *                   row stays until no replica reports the tablet any more)
+ *       "replicas": { uint64 raft id -> {"uuid": text, "address": text} }
+ *   }
+ *
+ * Each document is written whole (an object with an init marker, so it
+ * replaces any older version); a drop deletes the table document and sets
+ * every tablet's "state" in the same batch; a purge deletes a tablet's
+ * document. The catalog_write_* functions append these operations to a
+ * DocDB batch, which the caller replicates with tablet_write; the leader
+ * applies the change to memory once the write is committed, and a new
+ * leader rebuilds everything with catalog_load after its read barrier.
+ *
+ * Tablet servers, replica reports and leaders are not persisted: tablet
+ * servers heartbeat the leader every second and re-register by doing so.
+ *
+ * Ownership: the catalog owns every table, tablet and tserver it indexes.
+ * Lookups return borrowed pointers, valid until the entry is removed or the
+ * catalog cleared. Single-threaded (the master's loop thread). */
+#ifndef DOCRAFT_MASTER_CATALOG_H
+#define DOCRAFT_MASTER_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rpc.h"
+#include "docdb/batch.h"
+#include "docdb/store.h"
+#include "docraft.pb-c.h"
+#include "master/placement.h"
+
+/* The id of the catalog tablet (its Raft group on the masters). */
+#define CATALOG_TABLET_ID "sys.catalog"
+/* Longest table name: tablet ids "<name>-<i>-<8 hex>" must fit in 64. */
+#define CATALOG_MAX_TABLE_NAME 48
+/* Longest tablet id (listener.h: 64 printable bytes). */
+#define CATALOG_MAX_TABLET_ID 64
+/* Longest tserver uuid accepted (docs/cluster.md: 32 hex characters). */
+#define CATALOG_MAX_UUID 64
+
+enum cat_state {
+	CAT_CREATING = 0, /* rows being written: visible to no request */
+	CAT_RUNNING,
+	CAT_DELETING,     /* tables: the drop is being written */
+	CAT_DELETED,      /* tablets: dropped; replicas are told to delete it */
+};
+
+struct cat_replica {
+	uint64_t raft_id;
+	char uuid[CATALOG_MAX_UUID + 1];
+	char address[RPC_ADDRESS_MAX + 1];
+	/* Volatile (this master's leadership only). */
+	bool leader;             /* the tserver's last report: role "leader" */
+	uint64_t term;           /* ... in this term */
+	uint64_t seen_hb;        /* the tserver heartbeat that last reported it */
+	uint64_t create_sent_ms; /* last create sent or instructed (loop ms) */
+	bool gone;               /* deleted tablets: a heartbeat no longer lists it */
+};
+
+struct cat_tablet {
+	char id[CATALOG_MAX_TABLET_ID + 1];
+	char table[CATALOG_MAX_TABLE_NAME + 1];
+	uint32_t start, end; /* [start, end) of the hash space; end <= 65536 */
+	enum cat_state state;
+	uint32_t n_replicas;
+	struct cat_replica replicas[PLACEMENT_MAX_RF]; /* by raft id, 1.. */
+	bool purging; /* the deletion of its row is being written */
+};
+
+struct cat_table {
+	char name[CATALOG_MAX_TABLE_NAME + 1];
+	Docraft__TableSchema *schema; /* unpacked from schema_pb, owned */
+	uint8_t *schema_pb;           /* packed, owned */
+	size_t schema_len;
+	uint32_t rf;
+	enum cat_state state;
+	size_t n_tablets;
+	struct cat_tablet **tablets; /* by partition start; the tablets belong to the catalog */
+	uint32_t loading_tablets;    /* private: the count stored, while loading */
+};
+
+struct cat_tserver {
+	char uuid[CATALOG_MAX_UUID + 1];
+	char address[RPC_ADDRESS_MAX + 1];
+	uint64_t last_hb_ms; /* loop ms of its last heartbeat */
+	uint64_t hb_count;   /* heartbeats received */
+};
+
+struct catalog {
+	struct cat_table **tables;     /* sorted by name */
+	size_t n_tables, cap_tables;
+	struct cat_tablet **tablets;   /* every tablet (deleted ones too), sorted by id */
+	size_t n_tablets, cap_tablets;
+	struct cat_tserver **tservers; /* sorted by uuid */
+	size_t n_tservers, cap_tservers;
+};
+
+void catalog_init(struct catalog *c);
+/* Frees everything. */
+void catalog_free(struct catalog *c);
+/* Drops every table and tablet (not the tservers). */
+void catalog_clear_tables(struct catalog *c);
+/* Forgets every tserver (a new leader starts from fresh heartbeats). */
+void catalog_clear_tservers(struct catalog *c);
+
+/* ---- tables and tablets ---------------------------------------------------------------------- */
+
+/* Checks a table name: 1..CATALOG_MAX_TABLE_NAME characters, a letter or
+ * '_' then letters, digits, '_' or '.'. DOCRAFT_EINVAL with the reason. */
+int catalog_check_table_name(const char *name, char *errmsg);
+
+/* A new table (state CAT_CREATING, no tablets) with the packed schema
+ * schema_pb (copied). DOCRAFT_EINVAL (bad name, schema bytes that do not
+ * unpack, a schema named otherwise) with *out NULL. */
+int catalog_table_new(const char *name, const void *schema_pb, size_t schema_len, uint32_t rf,
+		      struct cat_table **out, char *errmsg);
+/* Frees a table that was never added (its tablets too). */
+void catalog_table_free(struct cat_table *t);
+/* Appends a new tablet (state as the table's) to t, which must not be in
+ * the catalog yet; partitions must be appended in order. Returns it. */
+struct cat_tablet *catalog_table_add_tablet(struct cat_table *t, const char *id, uint32_t start,
+					    uint32_t end);
+
+/* Adds t and its tablets to the catalog, which takes ownership.
+ * DOCRAFT_EINVAL (nothing added, t still the caller's) if a table of that
+ * name or a tablet of one of its ids exists. */
+int catalog_add_table(struct catalog *c, struct cat_table *t, char *errmsg);
+/* Sets the state of t and of every tablet of t. */
+void catalog_set_table_state(struct cat_table *t, enum cat_state s);
+/* Removes t and its tablets and frees them (a create that failed). */
+void catalog_remove_table(struct catalog *c, struct cat_table *t);
+/* The drop, once written: t's tablets become CAT_DELETED (they stay, not
+ * attached to any table, until purged) and t is removed and freed. */
+void catalog_drop_table(struct catalog *c, struct cat_table *t);
+/* Removes a (deleted) tablet and frees it. */
+void catalog_remove_tablet(struct catalog *c, struct cat_tablet *tb);
+
+struct cat_table *catalog_find_table(const struct catalog *c, const char *name);
+struct cat_tablet *catalog_find_tablet(const struct catalog *c, const char *id);
+
+/* ---- persistence ----------------------------------------------------------------------------- */
+
+/* Appends the documents of t and of all its tablets (their state written
+ * as "running"). DOCRAFT_EINVAL only if DocDB refuses a value (e.g. a
+ * schema larger than DOCWRITE_MAX_VALUE); the batch is then unchanged. */
+int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg);
+/* Appends the drop of t: its document deleted, its tablets "deleted". */
+int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg);
+/* Appends the deletion of a tablet's document. */
+int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg);
+
+/* Replaces the tables and tablets of c with those stored in s as of
+ * read_ht (tables and their tablets CAT_RUNNING, dropped tablets
+ * CAT_DELETED; no volatile state). Tservers are kept. On error (a store
+ * error, or DOCRAFT_ECORRUPT for documents that do not decode or do not
+ * fit together: a table whose tablets do not cover the hash space, a
+ * replica without address, ...) c holds no tables or tablets and errmsg
+ * says why. */
+int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *errmsg);
+
+/* ---- tablet servers -------------------------------------------------------------------------- */
+
+struct cat_tserver *catalog_find_tserver(const struct catalog *c, const char *uuid);
+/* The tserver uuid, created if new, with its address updated. */
+struct cat_tserver *catalog_tserver_upsert(struct catalog *c, const char *uuid,
+					   const char *address);
+/* Whether ts heartbeated within timeout_ms of now (loop ms). */
+bool catalog_tserver_live(const struct cat_tserver *ts, uint64_t now, uint64_t timeout_ms);
+
+/* The leader of tb as reported: among the replicas whose tserver is live
+ * and listed tb as leader in its latest heartbeat, the one with the
+ * highest term; NULL when none. */
+const struct cat_replica *catalog_tablet_leader(const struct catalog *c,
+						const struct cat_tablet *tb, uint64_t now,
+						uint64_t timeout_ms);
+
+#endif

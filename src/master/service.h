@@ -1,0 +1,83 @@
+/* The master: its one port, the catalog tablet it shares with the other
+ * masters, and the RPC handlers of every MASTER_* method.
+ *
+ *   listener (--address) ── RAFT ──► tablet "sys.catalog" (raft id = 1-based
+ *        │                           position of --address in --masters)
+ *        ├── COPY ──► copy server (a lagging master catches up by checkpoint)
+ *        └── RPC  ──► CreateTable, DropTable, ListTables, GetTable,
+ *                     ListTServers, Heartbeat
+ *   rpc client ──► tablet servers (TSERVER_CREATE_TABLET)
+ *
+ * Leadership: the master leader is the catalog tablet's leader. Once its
+ * tablet is a ready leader (role TABLET_LEADER) the master reads the
+ * catalog from its store after a linearizable read barrier (tablet_read),
+ * and only then serves. Meanwhile requests get DOCRAFT_EUNAVAILABLE
+ * ("loading"); on a master that is not the leader they get
+ * DOCRAFT_ENOTLEADER with the leader's address when known. Losing
+ * leadership forgets the in-memory catalog and the tservers; regaining it
+ * reloads both (the tservers from their next heartbeats).
+ *
+ * Changes to the catalog (create, drop, purge of a dropped tablet) are
+ * DocDB batches replicated through tablet_write; the in-memory catalog
+ * changes once the write is committed, and only if this master has been
+ * leader without interruption since the change began. See the design note
+ * at the top of service.c for the request flows.
+ *
+ * Threading: everything runs on the loop given to master_open. */
+#ifndef DOCRAFT_MASTER_SERVICE_H
+#define DOCRAFT_MASTER_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "docraft/error.h"
+
+/* Most masters in --masters. */
+#define MASTER_MAX_MASTERS 7
+#define MASTER_DEFAULT_TSERVER_TIMEOUT_MS 3000
+#define MASTER_DEFAULT_RF 3
+
+struct master_options {
+	const char *address;        /* this master, "ip:port" (bound exactly) */
+	const char *const *masters; /* every master, this one included; NULL: just address */
+	size_t n_masters;
+	const char *data_dir;       /* created if missing; DIR/sys.catalog is the catalog */
+	uint64_t tserver_timeout_ms; /* silent longer: not live (default 3000) */
+	uint32_t default_rf;         /* CreateTable with replication factor 0 (default 3) */
+	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
+	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
+	/* Called once if the catalog tablet fails (TABLET_FAILED): the master
+	 * cannot serve any more; the owner should close it and exit non-zero.
+	 * May be NULL. */
+	void (*fatal_cb)(void *arg, const char *why);
+	void *fatal_arg;
+};
+
+void master_options_default(struct master_options *o);
+
+struct master;
+
+/* Opens the port, the catalog tablet (bootstrapped on first start with
+ * every master as a voter, in --masters order) and the RPC service, on
+ * loop. Strings are copied. Errors (*out may still be set): DOCRAFT_EINVAL
+ * for bad options (address not in masters, duplicates, more than
+ * MASTER_MAX_MASTERS, a bad address), DOCRAFT_EIO for a port that cannot
+ * be bound or a data directory that cannot be made, or what tablet_open
+ * returns; errmsg says why. Whenever *out is not NULL it must be closed
+ * with master_close, error or not. */
+int master_open(uv_loop_t *loop, const struct master_options *o, struct master **out,
+		char *errmsg);
+
+/* The address bound ("ip:port"). */
+const char *master_address(const struct master *m);
+
+/* Stops serving, closes the RPC server, the catalog tablet (pending
+ * writes fail), the RPC client, the copy server and the port, in that
+ * order; cb(arg) runs on a later loop turn once everything is released
+ * (m is freed then). Must be called once. */
+typedef void (*master_close_cb)(void *arg);
+void master_close(struct master *m, master_close_cb cb, void *arg);
+
+#endif

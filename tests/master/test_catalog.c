@@ -1,0 +1,354 @@
+/* The catalog (src/master/catalog.c) on a real DocDB store, without Raft:
+ * batches written by catalog_write_* are applied with store_apply and read
+ * back with catalog_load, as a new master leader would.
+ *
+ *   round_trip        tables, schemas, partitions, replicas survive
+ *   drop_and_purge    a drop removes the table and marks its tablets
+ *                     deleted; a purge removes a tablet's row; a new table
+ *                     of the same name loads next to the deleted tablets
+ *   read_time         a load at an older hybrid time sees the older catalog
+ *   corrupt           incomplete or overlapping tablets are DOCRAFT_ECORRUPT
+ *   tservers_leaders  liveness and the leader chosen from reports */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/hlc.h"
+#include "docdb/store.h"
+#include "master/catalog.h"
+#include "master/placement.h"
+#include "test.h"
+
+static char dir[256];
+static struct store *st;
+static uint64_t next_index;
+
+static uint64_t ht_at(uint64_t us)
+{
+	return us << HT_LOGICAL_BITS;
+}
+
+static void open_store(void)
+{
+	struct store_options o;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	test_tmpdir_make(dir, "catalog");
+	store_options_default(&o);
+	CHECK_OK_MSG(store_open(dir, &o, &st, errmsg), errmsg);
+	next_index = 1;
+}
+
+static void close_store(void)
+{
+	store_close(st);
+	st = NULL;
+	test_tmpdir_remove(dir);
+}
+
+static void apply(struct batch *b, uint64_t us)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	CHECK_OK_MSG(store_apply(st, b->data.data, b->data.len, ht_at(us), next_index++, errmsg),
+		     errmsg);
+	batch_reset(b);
+}
+
+/* A packed schema for table name: k (hash text), ts (range timestamp
+ * DESC), v (regular int64), tags (set<text>). */
+static void schema_bytes(const char *name, uint8_t *out, size_t cap, size_t *len)
+{
+	Docraft__TableSchema s = DOCRAFT__TABLE_SCHEMA__INIT;
+	Docraft__ColumnSchema c[4], *cp[4];
+	static const char *names[] = {"k", "ts", "v", "tags"};
+	static const Docraft__ColumnKind kinds[] = {DOCRAFT__COLUMN_KIND__HASH,
+						    DOCRAFT__COLUMN_KIND__RANGE,
+						    DOCRAFT__COLUMN_KIND__REGULAR,
+						    DOCRAFT__COLUMN_KIND__REGULAR};
+	static const Docraft__ColumnType types[] = {DOCRAFT__COLUMN_TYPE__TEXT,
+						    DOCRAFT__COLUMN_TYPE__TIMESTAMP,
+						    DOCRAFT__COLUMN_TYPE__INT64,
+						    DOCRAFT__COLUMN_TYPE__SET};
+	for (int i = 0; i < 4; i++) {
+		docraft__column_schema__init(&c[i]);
+		c[i].name = (char *)names[i];
+		c[i].id = i;
+		c[i].kind = kinds[i];
+		c[i].type = types[i];
+		cp[i] = &c[i];
+	}
+	c[1].desc = true;
+	c[3].elem_type = DOCRAFT__COLUMN_TYPE__TEXT;
+	s.name = (char *)name;
+	s.columns = cp;
+	s.n_columns = 4;
+	s.default_ttl_ms = 3600000;
+	*len = protobuf_c_message_get_packed_size(&s.base);
+	CHECK(*len <= cap);
+	protobuf_c_message_pack(&s.base, out);
+}
+
+/* A table of n tablets, rf replicas on tservers "ts-<k>" (tablet i's
+ * replica k on tserver (i + k) % 5). */
+static struct cat_table *make_table(const char *name, uint32_t n, uint32_t rf, uint32_t suffix)
+{
+	uint8_t sb[512];
+	size_t len;
+	struct cat_table *t;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	schema_bytes(name, sb, sizeof sb, &len);
+	CHECK_OK_MSG(catalog_table_new(name, sb, len, rf, &t, errmsg), errmsg);
+	for (uint32_t i = 0; i < n; i++) {
+		char id[CATALOG_MAX_TABLET_ID + 1];
+		uint32_t start, end;
+		struct cat_tablet *tb;
+		snprintf(id, sizeof id, "%s-%u-%08x", name, i, suffix);
+		placement_partition(i, n, &start, &end);
+		tb = catalog_table_add_tablet(t, id, start, end);
+		tb->n_replicas = rf;
+		for (uint32_t k = 0; k < rf; k++) {
+			tb->replicas[k].raft_id = k + 1;
+			snprintf(tb->replicas[k].uuid, sizeof tb->replicas[k].uuid, "ts-%u",
+				 (i + k) % 5);
+			snprintf(tb->replicas[k].address, sizeof tb->replicas[k].address,
+				 "127.0.0.%u:9100", 2 + (i + k) % 5);
+		}
+	}
+	return t;
+}
+
+static void check_same(const struct cat_table *a, const struct cat_table *b)
+{
+	CHECK_EQ_STR(a->name, b->name);
+	CHECK_EQ_INT(a->rf, b->rf);
+	CHECK_EQ_MEM(a->schema_pb, a->schema_len, b->schema_pb, b->schema_len);
+	CHECK_EQ_STR(b->schema->name, a->name);
+	CHECK_EQ_INT(b->schema->n_columns, 4);
+	CHECK(b->schema->columns[1]->desc);
+	CHECK_EQ_INT(b->schema->default_ttl_ms, 3600000);
+	CHECK_EQ_INT(a->n_tablets, b->n_tablets);
+	for (size_t i = 0; i < a->n_tablets; i++) {
+		const struct cat_tablet *x = a->tablets[i], *y = b->tablets[i];
+		CHECK_EQ_STR(x->id, y->id);
+		CHECK_EQ_STR(x->table, y->table);
+		CHECK_EQ_INT(x->start, y->start);
+		CHECK_EQ_INT(x->end, y->end);
+		CHECK_EQ_INT(y->state, CAT_RUNNING);
+		CHECK_EQ_INT(x->n_replicas, y->n_replicas);
+		for (uint32_t k = 0; k < x->n_replicas; k++) {
+			CHECK_EQ_U64(x->replicas[k].raft_id, y->replicas[k].raft_id);
+			CHECK_EQ_STR(x->replicas[k].uuid, y->replicas[k].uuid);
+			CHECK_EQ_STR(x->replicas[k].address, y->replicas[k].address);
+		}
+	}
+}
+
+TEST(round_trip)
+{
+	struct catalog mem, loaded;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct cat_table *t1, *t2;
+
+	open_store();
+	catalog_init(&mem);
+	catalog_init(&loaded);
+	batch_init(&b);
+	t1 = make_table("msgs", 8, 3, 0x1234abcd);
+	t2 = make_table("users.v2", 3, 5, 0x00000001);
+	CHECK_OK(catalog_add_table(&mem, t1, errmsg));
+	CHECK_OK(catalog_add_table(&mem, t2, errmsg));
+	CHECK_OK_MSG(catalog_write_table(&b, t1, errmsg), errmsg);
+	apply(&b, 1000);
+	CHECK_OK_MSG(catalog_write_table(&b, t2, errmsg), errmsg);
+	apply(&b, 2000);
+
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(3000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 2);
+	CHECK_EQ_INT(loaded.n_tablets, 11);
+	check_same(t1, catalog_find_table(&loaded, "msgs"));
+	check_same(t2, catalog_find_table(&loaded, "users.v2"));
+	CHECK(catalog_find_tablet(&loaded, "msgs-7-1234abcd") != NULL);
+	CHECK(catalog_find_tablet(&loaded, "msgs-8-1234abcd") == NULL);
+	/* Loading again replaces, it does not add. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(3000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 2);
+	CHECK_EQ_INT(loaded.n_tablets, 11);
+	/* An older read time sees only the first table. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1500), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 1);
+	CHECK_EQ_INT(loaded.n_tablets, 8);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(500), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 0);
+
+	batch_free(&b);
+	catalog_free(&mem);
+	catalog_free(&loaded);
+	close_store();
+}
+
+TEST(drop_and_purge)
+{
+	struct catalog mem, loaded;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct cat_table *t, *t2;
+	struct cat_tablet *tb;
+
+	open_store();
+	catalog_init(&mem);
+	catalog_init(&loaded);
+	batch_init(&b);
+	t = make_table("msgs", 4, 3, 0xaaaaaaaa);
+	CHECK_OK(catalog_add_table(&mem, t, errmsg));
+	CHECK_OK(catalog_write_table(&b, t, errmsg));
+	apply(&b, 1000);
+	CHECK_OK(catalog_write_drop(&b, t, errmsg));
+	apply(&b, 2000);
+	catalog_drop_table(&mem, t);
+	CHECK(catalog_find_table(&mem, "msgs") == NULL);
+	CHECK_EQ_INT(mem.n_tablets, 4);
+
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(2500), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 0);
+	CHECK_EQ_INT(loaded.n_tablets, 4);
+	for (size_t i = 0; i < loaded.n_tablets; i++) {
+		CHECK_EQ_INT(loaded.tablets[i]->state, CAT_DELETED);
+		CHECK_EQ_INT(loaded.tablets[i]->n_replicas, 3);
+	}
+
+	/* The same name again, other tablet ids. */
+	t2 = make_table("msgs", 2, 1, 0xbbbbbbbb);
+	CHECK_OK(catalog_add_table(&mem, t2, errmsg));
+	CHECK_OK(catalog_write_table(&b, t2, errmsg));
+	apply(&b, 3000);
+	/* Purge one dropped tablet. */
+	tb = catalog_find_tablet(&mem, "msgs-0-aaaaaaaa");
+	CHECK(tb != NULL && tb->state == CAT_DELETED);
+	CHECK_OK(catalog_write_purge(&b, tb, errmsg));
+	apply(&b, 4000);
+	catalog_remove_tablet(&mem, tb);
+
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(5000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 1);
+	CHECK_EQ_INT(loaded.n_tablets, 2 + 3);
+	check_same(t2, catalog_find_table(&loaded, "msgs"));
+	CHECK(catalog_find_tablet(&loaded, "msgs-0-aaaaaaaa") == NULL);
+	CHECK_EQ_INT(catalog_find_tablet(&loaded, "msgs-1-aaaaaaaa")->state, CAT_DELETED);
+	CHECK_EQ_INT(catalog_find_tablet(&loaded, "msgs-1-bbbbbbbb")->state, CAT_RUNNING);
+
+	batch_free(&b);
+	catalog_free(&mem);
+	catalog_free(&loaded);
+	close_store();
+}
+
+TEST(corrupt)
+{
+	struct catalog mem, loaded;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct cat_table *t;
+
+	open_store();
+	catalog_init(&mem);
+	catalog_init(&loaded);
+	batch_init(&b);
+	/* A table whose tablet 1 of 3 was never written. */
+	t = make_table("gappy", 3, 1, 0x1);
+	CHECK_OK(catalog_write_table(&b, t, errmsg));
+	apply(&b, 1000);
+	CHECK_OK(catalog_write_purge(&b, t->tablets[1], errmsg));
+	apply(&b, 2000);
+	CHECK_EQ_INT(catalog_load(&loaded, st, ht_at(3000), errmsg), DOCRAFT_ECORRUPT);
+	CHECK_MSG(strstr(errmsg, "gappy") != NULL, "%s", errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 0);
+	CHECK_EQ_INT(loaded.n_tablets, 0);
+	/* Before the purge it was whole. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1500), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tablets, 3);
+	catalog_table_free(t);
+
+	batch_free(&b);
+	catalog_free(&mem);
+	catalog_free(&loaded);
+	close_store();
+}
+
+TEST(names)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char long_name[CATALOG_MAX_TABLE_NAME + 2];
+	struct cat_table *t;
+	uint8_t sb[512];
+	size_t len;
+
+	CHECK_OK(catalog_check_table_name("msgs", errmsg));
+	CHECK_OK(catalog_check_table_name("_x.y_2", errmsg));
+	CHECK_EQ_INT(catalog_check_table_name("", errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(catalog_check_table_name("9lives", errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(catalog_check_table_name("a-b", errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(catalog_check_table_name("a b", errmsg), DOCRAFT_EINVAL);
+	memset(long_name, 'a', sizeof long_name - 1);
+	long_name[sizeof long_name - 1] = '\0';
+	CHECK_EQ_INT(catalog_check_table_name(long_name, errmsg), DOCRAFT_EINVAL);
+	long_name[CATALOG_MAX_TABLE_NAME] = '\0';
+	CHECK_OK(catalog_check_table_name(long_name, errmsg));
+	/* A schema naming another table, or bytes that do not decode. */
+	schema_bytes("other", sb, sizeof sb, &len);
+	CHECK_EQ_INT(catalog_table_new("msgs", sb, len, 3, &t, errmsg), DOCRAFT_EINVAL);
+	CHECK(t == NULL);
+	memset(sb, 0xff, 16);
+	CHECK_EQ_INT(catalog_table_new("msgs", sb, 16, 3, &t, errmsg), DOCRAFT_EINVAL);
+}
+
+TEST(tservers_leaders)
+{
+	struct catalog c;
+	struct cat_table *t;
+	struct cat_tablet *tb;
+	struct cat_tserver *a, *b2;
+	const struct cat_replica *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	catalog_init(&c);
+	t = make_table("msgs", 1, 3, 0x2);
+	CHECK_OK(catalog_add_table(&c, t, errmsg));
+	tb = t->tablets[0]; /* replicas on ts-0, ts-1, ts-2 */
+	a = catalog_tserver_upsert(&c, "ts-0", "127.0.0.2:9100");
+	b2 = catalog_tserver_upsert(&c, "ts-1", "127.0.0.3:9100");
+	CHECK(catalog_tserver_upsert(&c, "ts-0", "127.0.0.9:9100") == a);
+	CHECK_EQ_STR(a->address, "127.0.0.9:9100");
+	CHECK_EQ_INT(c.n_tservers, 2);
+	CHECK(!catalog_tserver_live(a, 1000, 3000)); /* never heartbeated */
+	a->hb_count = 1;
+	a->last_hb_ms = 1000;
+	b2->hb_count = 1;
+	b2->last_hb_ms = 1000;
+	CHECK(catalog_tserver_live(a, 4000, 3000));
+	CHECK(!catalog_tserver_live(a, 4001, 3000));
+
+	CHECK(catalog_tablet_leader(&c, tb, 1000, 3000) == NULL);
+	tb->replicas[0].leader = true;
+	tb->replicas[0].term = 2;
+	tb->replicas[0].seen_hb = 1;
+	tb->replicas[1].leader = true;
+	tb->replicas[1].term = 3;
+	tb->replicas[1].seen_hb = 1;
+	l = catalog_tablet_leader(&c, tb, 1000, 3000);
+	CHECK(l != NULL && l->raft_id == 2); /* the higher term */
+	/* A later heartbeat of ts-1 without the tablet: its report is stale. */
+	b2->hb_count = 2;
+	l = catalog_tablet_leader(&c, tb, 1000, 3000);
+	CHECK(l != NULL && l->raft_id == 1);
+	/* ts-0 silent for too long. */
+	CHECK(catalog_tablet_leader(&c, tb, 5000, 3000) == NULL);
+	/* A tserver that never registered cannot lead. */
+	tb->replicas[2].leader = true;
+	tb->replicas[2].term = 9;
+	CHECK(catalog_tablet_leader(&c, tb, 5000, 3000) == NULL);
+	catalog_clear_tservers(&c);
+	CHECK_EQ_INT(c.n_tservers, 0);
+	catalog_free(&c);
+}
+
+TEST_MAIN(T(round_trip), T(drop_and_purge), T(corrupt), T(names), T(tservers_leaders))
