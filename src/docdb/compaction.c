@@ -70,6 +70,7 @@
  * allow_write_stall), and writes can stall the same way, so that could
  * deadlock; an unflushed record is not durable with the WAL off.
  * store_checkpoint copies the file into each checkpoint. */
+#include "docdb/ttl.h"
 #include "docdb/compaction.h"
 
 #include <errno.h>
@@ -249,19 +250,11 @@ static enum compaction_verdict undecodable(struct compaction_gc *g, const uint8_
 	return keep(g);
 }
 
-/* reader.c's expiry test at read time = cutoff. */
+/* The reader's expiry rule (docdb/ttl.h) at read time = cutoff. */
 static bool expired(const struct compaction_gc *g, bool has_exp, int64_t ttl_ms, uint64_t from,
 		    uint64_t write_ht)
 {
-	if (!has_exp) {
-		if (g->default_ttl_ms <= 0)
-			return false;
-		ttl_ms = g->default_ttl_ms;
-		from = write_ht;
-	}
-	if (ttl_ms <= 0)
-		return false; /* TTL 0: never expires */
-	return ht_physical(g->cutoff) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
+	return ttl_expired(g->cutoff, g->default_ttl_ms, has_exp, ttl_ms, from, write_ht);
 }
 
 static void start_document(struct compaction_gc *g, const uint8_t *key, size_t dl)

@@ -38,6 +38,7 @@
  * of its path or of later paths, or dropped when the path's newest stored
  * version is newer. A packed row in a read that has no schema (so no
  * packings) is an error. */
+#include "docdb/ttl.h"
 #include "docdb/reader.h"
 
 #include <stdlib.h>
@@ -211,15 +212,7 @@ static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const si
 static bool expired(const struct builder *b, bool has_exp, int64_t ttl_ms, uint64_t from,
 		    uint64_t write_ht)
 {
-	if (!has_exp) {
-		if (b->default_ttl_ms <= 0)
-			return false;
-		ttl_ms = b->default_ttl_ms;
-		from = write_ht;
-	}
-	if (ttl_ms <= 0)
-		return false; /* TTL 0: never expires */
-	return ht_physical(b->read_ht) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
+	return ttl_expired(b->read_ht, b->default_ttl_ms, has_exp, ttl_ms, from, write_ht);
 }
 
 /* Decides one entry: key[0..plen) is its path, bounds[0..nd] the ends of

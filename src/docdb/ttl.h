@@ -1,0 +1,31 @@
+/* The TTL rule of docdb-format.md §6.3, shared by reads and compaction GC:
+ * a value expires ttl milliseconds after the hybrid time it counts from.
+ * An explicit TTL (the value's own, or one inherited from a parent) counts
+ * from its writer's time; without one, the table default counts from the
+ * value's own write time; a TTL of 0 never expires. "Expired" means
+ * strictly more than ttl ms have passed (physical time only). */
+#ifndef DOCRAFT_DOCDB_TTL_H
+#define DOCRAFT_DOCDB_TTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/hlc.h"
+
+/* at: the read (or cutoff) time; has_exp/ttl_ms/from: the explicit TTL in
+ * force, if any; write_ht: the value's own write time. */
+static inline bool ttl_expired(uint64_t at, int64_t default_ttl_ms, bool has_exp, int64_t ttl_ms,
+			       uint64_t from, uint64_t write_ht)
+{
+	if (!has_exp) {
+		if (default_ttl_ms <= 0)
+			return false;
+		ttl_ms = default_ttl_ms;
+		from = write_ht;
+	}
+	if (ttl_ms <= 0)
+		return false;
+	return ht_physical(at) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
+}
+
+#endif
