@@ -20,7 +20,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 status=0
 meson test -C build --no-rebuild --print-errorlogs "$@" || status=1
-meson test -C build-asan --no-rebuild --print-errorlogs --suite unit --suite raft "$@" || status=1
+meson test -C build-asan --no-rebuild --print-errorlogs --suite unit --suite raft --suite rpc --suite client "$@" || status=1
 
 python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
 import json, sys

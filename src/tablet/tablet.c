@@ -54,6 +54,8 @@
 #include "tablet/remote_copy.h"
 
 
+struct transfer;
+
 /* One Raft entry proposed by this replica as leader. */
 struct inflight {
 	struct raft_apply req;
@@ -105,6 +107,7 @@ struct tablet {
 	bool snapshot_requested;
 	bool snapshot_barrier;      /* a barrier to trigger it is in flight */
 	uint64_t last_term;         /* term when raft was last open (logs) */
+	struct transfer *transfers; /* freed after raft closes */
 	struct tablet_status st;
 
 	/* Checkpoint copy (role COPYING). */
@@ -979,17 +982,35 @@ int tablet_remove_replica(struct tablet *t, raft_id id, tablet_change_cb cb, voi
 	return change_start(t, c, raft_remove(&t->raft, &c->req, id, change_cb), "remove", errmsg);
 }
 
+/* raft keeps using a transfer request after its callback (the TimeoutNow
+ * send embedded in it can still be cancelled when raft closes), so requests
+ * stay on the tablet's list and are freed once raft has closed (transfers
+ * are rare: a step-down, a shutdown). */
 struct transfer {
 	struct raft_transfer req;
+	struct tablet *t;
 	tablet_change_cb cb;
 	void *arg;
+	bool done;
+	struct transfer *next;
 };
 
 static void transfer_cb(struct raft_transfer *req)
 {
 	struct transfer *x = req->data;
+	if (x->done)
+		return;
+	x->done = true;
 	x->cb(x->arg, 0);
-	free(x);
+}
+
+static void transfers_free(struct tablet *t)
+{
+	while (t->transfers != NULL) {
+		struct transfer *x = t->transfers;
+		t->transfers = x->next;
+		free(x);
+	}
 }
 
 int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg, char *errmsg)
@@ -1001,11 +1022,15 @@ int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg
 	x = calloc(1, sizeof *x);
 	if (x == NULL)
 		PANIC("out of memory");
+	x->t = t;
 	x->cb = cb;
 	x->arg = arg;
 	x->req.data = x;
 	rv = raft_transfer(&t->raft, &x->req, id, transfer_cb);
-	if (rv != 0) {
+	if (rv == 0) {
+		x->next = t->transfers;
+		t->transfers = x;
+	} else {
 		free(x);
 		return err_set(errmsg, from_raft(rv), "tablet %s: transfer: %s", t->id,
 			       raft_errmsg(&t->raft));
@@ -1097,6 +1122,7 @@ static void close_handles(struct tablet *t)
 static void raft_closed(struct raft *r)
 {
 	struct tablet *t = r->data;
+	transfers_free(t);
 	raft_uv_close(&t->uvio);
 	transport_close(&t->transport);
 	t->raft_open = false;

@@ -1,0 +1,377 @@
+/* The admin commands of the docraft CLI (docraft.h: docraft_admin_*):
+ * master listings printed as tables, and tablet calls routed like data
+ * calls (step-down follows NOT_LEADER hints to the leader; dump goes to
+ * the leader or to the replica named).
+ *
+ * A tablet is named by its id alone; its table is found by listing the
+ * tables and looking into each (tablet ids start with their table's name,
+ * so that table is tried first). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+#include "common/check.h"
+#include "common/err.h"
+#include "rpc.pb-c.h"
+
+static void out(const docraft_printer *p, struct buf *b)
+{
+	if (p != NULL && p->out != NULL && b->len > 0)
+		p->out(p->arg, (const char *)b->data, b->len);
+}
+
+/* A left-aligned text table: rows of ncols strings. */
+struct table {
+	size_t ncols, nrows;
+	char **cells; /* (nrows + 1) * ncols, row 0 = header */
+};
+
+static void table_init(struct table *t, size_t ncols, const char *const *header)
+{
+	t->ncols = ncols;
+	t->nrows = 0;
+	t->cells = calloc(ncols, sizeof *t->cells);
+	if (t->cells == NULL)
+		PANIC("out of memory");
+	for (size_t j = 0; j < ncols; j++)
+		t->cells[j] = strdup(header[j]);
+}
+
+static void table_row(struct table *t, char **row)
+{
+	char **cells = realloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
+	if (cells == NULL)
+		PANIC("out of memory");
+	t->cells = cells;
+	t->nrows++;
+	memcpy(&t->cells[t->nrows * t->ncols], row, t->ncols * sizeof *row);
+}
+
+static void table_print(struct table *t, const docraft_printer *p)
+{
+	size_t *w = calloc(t->ncols, sizeof *w);
+	struct buf b = BUF_INIT;
+	if (w == NULL)
+		PANIC("out of memory");
+	for (size_t i = 0; i <= t->nrows; i++)
+		for (size_t j = 0; j < t->ncols; j++) {
+			size_t n = strlen(t->cells[i * t->ncols + j]);
+			if (n > w[j])
+				w[j] = n;
+		}
+	for (size_t i = 0; i <= t->nrows; i++) {
+		for (size_t j = 0; j < t->ncols; j++) {
+			const char *s = t->cells[i * t->ncols + j];
+			if (j + 1 < t->ncols)
+				buf_printf(&b, "%-*s  ", (int)w[j], s);
+			else
+				buf_printf(&b, "%s", s);
+		}
+		buf_printf(&b, "\n");
+	}
+	out(p, &b);
+	buf_free(&b);
+	for (size_t i = 0; i < (t->nrows + 1) * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(w);
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		PANIC("out of memory");
+	va_end(ap);
+	return s;
+}
+
+int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
+{
+	static const char *const header[] = {"UUID", "ADDRESS", "LIVE", "HEARTBEAT",
+					     "REPLICAS", "LEADERS"};
+	Docraft__ListTServersRequest req = DOCRAFT__LIST_TSERVERS_REQUEST__INIT;
+	Docraft__ListTServersResponse *resp;
+	struct buf reply = BUF_INIT;
+	struct table t;
+	int rv;
+
+	if (c == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
+				     &reply)) != 0) {
+		buf_free(&reply);
+		return rv;
+	}
+	resp = docraft__list_tservers_response__unpack(NULL, reply.len, reply.data);
+	buf_free(&reply);
+	if (resp == NULL)
+		return client_error(DOCRAFT_ECORRUPT, "ListTServers answer does not decode");
+	table_init(&t, 6, header);
+	for (size_t i = 0; i < resp->n_tservers; i++) {
+		const Docraft__TServerInfo *ts = resp->tservers[i];
+		char *row[6];
+		row[0] = fmt("%s", ts->uuid);
+		row[1] = fmt("%s", ts->address);
+		row[2] = fmt("%s", ts->live ? "yes" : "NO");
+		row[3] = fmt("%" PRIu64 " ms ago", ts->last_heartbeat_ms_ago);
+		row[4] = fmt("%u", ts->tablets);
+		row[5] = fmt("%u", ts->leaders);
+		table_row(&t, row);
+	}
+	table_print(&t, p);
+	docraft__list_tservers_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static const char *type_text(const Docraft__ColumnSchema *c, char *buf, size_t size)
+{
+	if (c->type == DOCRAFT__COLUMN_TYPE__MAP)
+		snprintf(buf, size, "map<%s, %s>", col_type_name((enum col_type)c->elem_type),
+			 col_type_name((enum col_type)c->value_type));
+	else if (c->type == DOCRAFT__COLUMN_TYPE__SET || c->type == DOCRAFT__COLUMN_TYPE__LIST)
+		snprintf(buf, size, "%s<%s>", c->type == DOCRAFT__COLUMN_TYPE__SET ? "set" : "list",
+			 col_type_name((enum col_type)c->elem_type));
+	else
+		snprintf(buf, size, "%s", col_type_name((enum col_type)c->type));
+	return buf;
+}
+
+/* The table as the CREATE TABLE that makes it. */
+static void schema_cql(const Docraft__TableSchema *s, struct buf *b)
+{
+	char tb[64];
+	size_t nh = 0, nr = 0, ndesc = 0;
+	buf_printf(b, "CREATE TABLE %s (", s->name);
+	for (size_t i = 0; i < s->n_columns; i++)
+		buf_printf(b, "%s%s %s", i ? ", " : "", s->columns[i]->name,
+			   type_text(s->columns[i], tb, sizeof tb));
+	buf_printf(b, ", PRIMARY KEY ((");
+	for (size_t i = 0; i < s->n_columns; i++)
+		if (s->columns[i]->kind == DOCRAFT__COLUMN_KIND__HASH)
+			buf_printf(b, "%s%s", nh++ ? ", " : "", s->columns[i]->name);
+	buf_printf(b, ")");
+	for (size_t i = 0; i < s->n_columns; i++)
+		if (s->columns[i]->kind == DOCRAFT__COLUMN_KIND__RANGE) {
+			buf_printf(b, ", %s", s->columns[i]->name);
+			nr++;
+			ndesc += s->columns[i]->desc;
+		}
+	buf_printf(b, "))");
+	if (ndesc > 0) {
+		size_t k = 0;
+		buf_printf(b, " WITH CLUSTERING ORDER BY (");
+		for (size_t i = 0; i < s->n_columns; i++)
+			if (s->columns[i]->kind == DOCRAFT__COLUMN_KIND__RANGE)
+				buf_printf(b, "%s%s %s", k++ ? ", " : "", s->columns[i]->name,
+					   s->columns[i]->desc ? "DESC" : "ASC");
+		buf_printf(b, ")");
+	}
+	if (s->default_ttl_ms > 0)
+		buf_printf(b, " %s default_time_to_live = %" PRId64, ndesc ? "AND" : "WITH",
+			   s->default_ttl_ms / 1000);
+	buf_printf(b, ";");
+	(void)nr;
+}
+
+static int list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
+{
+	Docraft__ListTablesRequest req = DOCRAFT__LIST_TABLES_REQUEST__INIT;
+	struct buf reply = BUF_INIT;
+	int rv;
+	*out = NULL;
+	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base,
+				     &reply)) != 0) {
+		buf_free(&reply);
+		return rv;
+	}
+	*out = docraft__list_tables_response__unpack(NULL, reply.len, reply.data);
+	buf_free(&reply);
+	if (*out == NULL)
+		return client_error(DOCRAFT_ECORRUPT, "ListTables answer does not decode");
+	return 0;
+}
+
+int docraft_admin_tables(docraft_client *c, const docraft_printer *p)
+{
+	Docraft__ListTablesResponse *resp;
+	struct buf b = BUF_INIT;
+	int rv;
+	if (c == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = list_tables(c, &resp)) != 0)
+		return rv;
+	for (size_t i = 0; i < resp->n_tables; i++) {
+		schema_cql(resp->tables[i], &b);
+		buf_printf(&b, "\n");
+	}
+	if (resp->n_tables == 0)
+		buf_printf(&b, "(no tables)\n");
+	out(p, &b);
+	buf_free(&b);
+	docraft__list_tables_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int get_table(docraft_client *c, const char *table, Docraft__GetTableResponse **out)
+{
+	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
+	struct buf reply = BUF_INIT;
+	int rv;
+	*out = NULL;
+	req.name = (char *)table;
+	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply)) !=
+	    0) {
+		buf_free(&reply);
+		return rv;
+	}
+	*out = docraft__get_table_response__unpack(NULL, reply.len, reply.data);
+	buf_free(&reply);
+	if (*out == NULL)
+		return client_error(DOCRAFT_ECORRUPT, "GetTable answer does not decode");
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const Docraft__TabletLocation *x = *(Docraft__TabletLocation *const *)a;
+	const Docraft__TabletLocation *y = *(Docraft__TabletLocation *const *)b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_printer *p)
+{
+	static const char *const header[] = {"TABLET", "PARTITION", "LEADER", "REPLICAS"};
+	Docraft__GetTableResponse *resp;
+	struct table t;
+	int rv;
+
+	if (c == NULL || table == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = get_table(c, table, &resp)) != 0)
+		return rv;
+	qsort(resp->tablets, resp->n_tablets, sizeof *resp->tablets, by_start);
+	table_init(&t, 4, header);
+	for (size_t i = 0; i < resp->n_tablets; i++) {
+		const Docraft__TabletLocation *loc = resp->tablets[i];
+		struct buf reps = BUF_INIT;
+		const char *leader = "(none)";
+		char *row[4];
+		for (size_t j = 0; j < loc->n_replicas; j++) {
+			const Docraft__Peer *peer = loc->replicas[j];
+			bool is_leader = peer->raft_id == loc->leader_raft_id;
+			if (is_leader)
+				leader = peer->address;
+			buf_printf(&reps, "%s%" PRIu64 "@%s%s%s", j ? " " : "", peer->raft_id,
+				   peer->address, is_leader ? "*" : "",
+				   peer->voter ? "" : "(learner)");
+		}
+		row[0] = fmt("%s", loc->tablet_id);
+		row[1] = fmt("[0x%04x, 0x%04x)", loc->start, loc->end);
+		row[2] = fmt("%s", leader);
+		row[3] = fmt("%s", buf_cstr(&reps));
+		buf_free(&reps);
+		table_row(&t, row);
+	}
+	table_print(&t, p);
+	docraft__get_table_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+/* The name of the table holding tablet_id, into out (malloc'd). */
+static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
+{
+	Docraft__ListTablesResponse *tables;
+	int rv;
+	*out = NULL;
+	if ((rv = list_tables(c, &tables)) != 0)
+		return rv;
+	/* Ids are <table>-<i>-<suffix>: a table whose name prefixes the id
+	 * goes first. */
+	for (int pass = 0; pass < 2 && *out == NULL && rv == 0; pass++)
+		for (size_t i = 0; i < tables->n_tables && *out == NULL; i++) {
+			const char *name = tables->tables[i]->name;
+			size_t n = strlen(name);
+			bool prefix = strncmp(tablet_id, name, n) == 0 && tablet_id[n] == '-';
+			Docraft__GetTableResponse *resp;
+			if (prefix != (pass == 0))
+				continue;
+			if ((rv = get_table(c, name, &resp)) != 0) {
+				if (rv == DOCRAFT_ETABLENOTFOUND || rv == DOCRAFT_ENOTFOUND) {
+					rv = 0; /* dropped meanwhile */
+					continue;
+				}
+				break;
+			}
+			for (size_t j = 0; j < resp->n_tablets; j++)
+				if (strcmp(resp->tablets[j]->tablet_id, tablet_id) == 0)
+					*out = strdup(name);
+			docraft__get_table_response__free_unpacked(resp, NULL);
+		}
+	docraft__list_tables_response__free_unpacked(tables, NULL);
+	if (rv == 0 && *out == NULL)
+		rv = client_error(DOCRAFT_ENOTFOUND, "no tablet %s in any table", tablet_id);
+	return rv;
+}
+
+int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docraft_printer *p)
+{
+	Docraft__StepDownRequest req = DOCRAFT__STEP_DOWN_REQUEST__INIT;
+	struct buf reply = BUF_INIT, b = BUF_INIT;
+	char *table;
+	int rv;
+
+	if (c == NULL || tablet_id == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
+		return rv;
+	rv = client_tablet_call(c, table, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN,
+				&req.base, &req.tablet_id, &reply);
+	if (rv == 0) {
+		buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
+		out(p, &b);
+	}
+	free(table);
+	buf_free(&reply);
+	buf_free(&b);
+	return rv;
+}
+
+int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
+		       const docraft_printer *p)
+{
+	Docraft__DumpTabletRequest req = DOCRAFT__DUMP_TABLET_REQUEST__INIT;
+	Docraft__DumpTabletResponse *resp;
+	struct buf reply = BUF_INIT, b = BUF_INIT;
+	char *table;
+	int rv;
+
+	if (c == NULL || tablet_id == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
+		return rv;
+	rv = client_tablet_call(c, table, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET,
+				&req.base, &req.tablet_id, &reply);
+	free(table);
+	if (rv != 0) {
+		buf_free(&reply);
+		return rv;
+	}
+	resp = docraft__dump_tablet_response__unpack(NULL, reply.len, reply.data);
+	buf_free(&reply);
+	if (resp == NULL)
+		return client_error(DOCRAFT_ECORRUPT, "DumpTablet answer does not decode");
+	buf_printf(&b, "%s", resp->text);
+	if (b.len > 0 && b.data[b.len - 1] != '\n')
+		buf_push(&b, '\n');
+	out(p, &b);
+	buf_free(&b);
+	docraft__dump_tablet_response__free_unpacked(resp, NULL);
+	return 0;
+}

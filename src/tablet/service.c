@@ -1,0 +1,1130 @@
+/* The tablet server's RPC service. See service.h for the contract.
+ *
+ * Design.
+ *
+ * Every request is decoded on the loop thread, in its handler, and checked
+ * before anything is queued: the tablet must be hosted here (else
+ * TABLET_NOT_FOUND) and open (a replica that failed to open: UNAVAILABLE);
+ * for data requests, the table name (when given) must be the tablet's, and
+ * this replica must be the leader or about to become a ready one (a
+ * follower answers NOT_LEADER at once with the leader it knows; a leader
+ * whose barrier has not applied yet queues the request in the tablet, which
+ * serves it once ready).
+ *
+ * Requests that wait for a tablet callback (writes, reads, scans, deletes,
+ * configuration changes, step-downs) are "ops": an op owns its rpc_call
+ * until it answers, and sets op->call to NULL when it does, so every call is
+ * answered exactly once however the op ends. A sweep timer (every
+ * SWEEP_MS) answers calls whose deadline passed with TIMED_OUT ("outcome
+ * unknown") and calls whose connection is gone (the answer is dropped), so
+ * neither waits for the tablet; the op itself lives on until its tablet
+ * callback, which every tablet request is guaranteed (tablet.h: closing a
+ * tablet fails what is pending). A replica pointer is kept only by writes,
+ * reads and scans, whose callbacks always run before the tablet's close
+ * callback frees the replica; the other ops find their replica again by id.
+ *
+ * Writes. WriteRequest.schema_version must equal the tablet's schema
+ * version (INVALID_ARGUMENT naming both otherwise: the client refreshes the
+ * schema); client_id must be 16 bytes (it keys the retry table: a retry with
+ * the same id and seq applies once). The ops become one DocDB batch
+ * (wire_apply_ops: any bad op fails the whole request, nothing is applied)
+ * with the replica's list counter, then one tablet_write. The answer carries
+ * the hybrid time the write applied at. More than max_pending requests
+ * (writes, reads and scans) queued on one tablet: SERVICE_BUSY.
+ *
+ * Reads and scans always start with tablet_read, which proves leadership
+ * and waits until everything committed is applied, and yields the leader's
+ * safe time S. read_ht 0 reads at S (linearizable). An explicit read_ht
+ * T <= S reads at T (a point-in-time read; below the history cutoff:
+ * SNAPSHOT_TOO_OLD). T > S cannot be served yet (a write could still land
+ * at or below T): if T is at most SERVICE_READ_AHEAD_MAX_US ahead (another
+ * server's clock may be that far ahead), the op waits by issuing tablet_read
+ * again until S reaches T (bounded by READ_WAIT_MAX_MS, then TIMED_OUT);
+ * further ahead is INVALID_ARGUMENT. The answer names the time read at; a
+ * scan's paging state resumes at the same time when the next page sends
+ * that time back as read_ht.
+ *
+ * Scans: limit 0 means SERVICE_SCAN_DEFAULT_LIMIT, larger than
+ * SERVICE_SCAN_MAX_LIMIT is lowered to it; a page whose rows would not fit
+ * in max_reply_bytes is read again with fewer rows (its paging state then
+ * resumes after the last row sent). A scan without a hash key covers the
+ * whole tablet and takes no range conditions.
+ *
+ * Administration: CREATE_TABLET is idempotent (manager_create); DELETE of
+ * an unknown tablet is TABLET_NOT_FOUND; CHANGE_CONFIG ADD promotes the new
+ * replica to voter once it caught up (tablet_add_replica), one change at a
+ * time (SERVICE_BUSY otherwise); STEP_DOWN first commits a Raft barrier (so
+ * that the voter raft_transfer picks is one that just answered), then
+ * answers OK once this replica no longer leads, UNAVAILABLE if the transfer
+ * did not happen. DUMP_TABLET and
+ * TABLET_STATUS are served by any replica. Heartbeat instructions run
+ * through the same code with no call: their outcome is logged.
+ *
+ * Errors: reply_error is the one place where a docraft code becomes a
+ * reply. The codes are the wire statuses (proto/rpc.proto), so most pass
+ * through; DOCRAFT_ENOTLEADER gets the leader hint; DOCRAFT_ECLOSED (a
+ * tablet closing under a request) becomes UNAVAILABLE when the server is
+ * shutting down, TABLET_NOT_FOUND when the tablet was deleted. */
+#include "tablet/service.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/err.h"
+#include "common/hlc.h"
+#include "common/log.h"
+#include "docdb/batch.h"
+#include "docdb/docwrite.h"
+#include "docdb/dump.h"
+#include "docdb/reader.h"
+#include "rpc.pb-c.h"
+#include "rpc/wire.h"
+
+#define SWEEP_MS 100
+#define READ_WAIT_MAX_MS 2000
+/* Bytes a row costs in a ScanResponse beyond its own encoding (tag and
+ * length), rounded up. */
+#define ROW_OVERHEAD 16
+
+enum op_kind {
+	OP_WRITE = 1,
+	OP_READ,
+	OP_SCAN,
+	OP_DELETE,
+	OP_CHANGE,
+	OP_STEP_DOWN,
+};
+
+struct svc_op {
+	struct service *s;
+	enum op_kind kind;
+	struct rpc_call *call;   /* NULL once answered, or for an instruction */
+	bool instruction;        /* from a heartbeat: log the outcome */
+	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
+	struct replica *r;       /* OP_WRITE/READ/SCAN: valid until the tablet callback */
+	uint64_t started;        /* uv_now() */
+	struct svc_op *prev, *next;
+
+	/* OP_WRITE */
+	struct tablet_write w;
+	struct batch batch;
+	/* OP_READ, OP_SCAN */
+	struct tablet_read rd;
+	Docraft__ReadRequest *read;
+	Docraft__ScanRequest *scan;
+	struct arena arena;      /* decoded key values (borrowing from the request) */
+	struct pv *key;          /* read: the primary key; scan: the hash key */
+	size_t nkey;
+	struct pv *eq;
+	size_t neq;
+	struct pv lower, upper;
+	bool has_lower, has_upper;
+	uint32_t limit;
+	/* OP_STEP_DOWN */
+	uint64_t raft_id;        /* this replica's */
+	uint64_t to_raft_id;     /* the target, 0: any up-to-date voter */
+};
+
+static const uint8_t empty_payload[1];
+
+static const char *op_name(enum op_kind k)
+{
+	switch (k) {
+	case OP_WRITE: return "write";
+	case OP_READ: return "read";
+	case OP_SCAN: return "scan";
+	case OP_DELETE: return "delete";
+	case OP_CHANGE: return "change config";
+	case OP_STEP_DOWN: return "step down";
+	}
+	return "?";
+}
+
+/* ---- answering ------------------------------------------------------------------ */
+
+/* The one place where a docraft code becomes an error reply. r (may be
+ * NULL) is the replica the request was for, if the caller still holds it. */
+static void reply_error(struct service *s, struct rpc_call *call, const char *tablet_id,
+			struct replica *r, int code, const char *msg)
+{
+	char buf[DOCRAFT_ERRMSG_SIZE];
+	const char *addr = NULL;
+	uint64_t leader = 0;
+
+	switch (code) {
+	case DOCRAFT_ENOTLEADER:
+		if (r == NULL)
+			r = manager_find(s->m, tablet_id);
+		if (r != NULL && r->state == REPLICA_OPEN && r->t != NULL) {
+			leader = tablet_leader(r->t, &addr);
+			if (leader == r->raft_id || leader == 0) {
+				leader = 0;
+				addr = NULL;
+			}
+		}
+		if (msg == NULL) {
+			if (addr != NULL)
+				snprintf(buf, sizeof buf,
+					 "tablet %s: not the leader; the leader is %s", tablet_id,
+					 addr);
+			else
+				snprintf(buf, sizeof buf,
+					 "tablet %s: not the leader; leader unknown", tablet_id);
+			msg = buf;
+		}
+		break;
+	case DOCRAFT_ECLOSED:
+		if (s->closing || manager_closing(s->m)) {
+			code = DOCRAFT_EUNAVAILABLE;
+			msg = "the tablet server is shutting down";
+		} else if (manager_find(s->m, tablet_id) == NULL) {
+			code = DOCRAFT_ETABLETNOTFOUND;
+			snprintf(buf, sizeof buf, "tablet %s was deleted", tablet_id);
+			msg = buf;
+		} else {
+			code = DOCRAFT_EUNAVAILABLE;
+			snprintf(buf, sizeof buf, "tablet %s is closed", tablet_id);
+			msg = buf;
+		}
+		break;
+	default:
+		break;
+	}
+	if (msg == NULL) {
+		snprintf(buf, sizeof buf, "tablet %s: %s", tablet_id, docraft_strerror(code));
+		msg = buf;
+	}
+	rpc_reply_error(call, code, msg, addr, leader);
+}
+
+/* A failure before any op exists: to the caller, or into the log for an
+ * instruction (call NULL). */
+static void fail_call(struct service *s, struct rpc_call *call, const char *what,
+		      const char *tablet_id, int code, const char *msg)
+{
+	if (call != NULL)
+		reply_error(s, call, tablet_id, NULL, code, msg);
+	else
+		LOG_WARN("tablet %s: %s instruction failed: %s", tablet_id, what,
+			 msg != NULL ? msg : docraft_strerror(code));
+}
+
+static void op_fail(struct svc_op *op, int code, const char *msg)
+{
+	if (op->call != NULL) {
+		reply_error(op->s, op->call, op->tablet_id, op->r, code, msg);
+		op->call = NULL;
+	} else if (op->instruction) {
+		LOG_WARN("tablet %s: %s instruction failed: %s", op->tablet_id, op_name(op->kind),
+			 msg != NULL ? msg : docraft_strerror(code));
+	}
+}
+
+static void op_ok(struct svc_op *op, const ProtobufCMessage *msg)
+{
+	if (op->call != NULL) {
+		rpc_reply_message(op->call, msg);
+		op->call = NULL;
+	} else if (op->instruction) {
+		LOG_INFO("tablet %s: %s instruction done", op->tablet_id, op_name(op->kind));
+	}
+}
+
+/* ---- ops ------------------------------------------------------------------------- */
+
+static struct svc_op *op_new(struct service *s, enum op_kind kind, struct rpc_call *call,
+			     const char *tablet_id)
+{
+	struct svc_op *op = calloc(1, sizeof *op);
+	if (op == NULL)
+		PANIC("out of memory");
+	op->s = s;
+	op->kind = kind;
+	op->call = call;
+	op->instruction = call == NULL;
+	snprintf(op->tablet_id, sizeof op->tablet_id, "%s", tablet_id != NULL ? tablet_id : "");
+	op->started = uv_now(s->loop);
+	batch_init(&op->batch);
+	arena_init(&op->arena);
+	op->next = s->ops;
+	if (s->ops != NULL)
+		s->ops->prev = op;
+	s->ops = op;
+	return op;
+}
+
+static void op_free(struct svc_op *op)
+{
+	struct service *s = op->s;
+	if (op->call != NULL) /* never happens: every path answers first */
+		reply_error(s, op->call, op->tablet_id, NULL, DOCRAFT_EUNAVAILABLE, NULL);
+	if (op->prev != NULL)
+		op->prev->next = op->next;
+	else
+		s->ops = op->next;
+	if (op->next != NULL)
+		op->next->prev = op->prev;
+	batch_free(&op->batch);
+	arena_free(&op->arena);
+	if (op->read != NULL)
+		docraft__read_request__free_unpacked(op->read, NULL);
+	if (op->scan != NULL)
+		docraft__scan_request__free_unpacked(op->scan, NULL);
+	free(op);
+}
+
+static void sweep_cb(uv_timer_t *h)
+{
+	struct service *s = h->data;
+	uint64_t now = uv_now(s->loop);
+	for (struct svc_op *op = s->ops; op != NULL; op = op->next) {
+		struct rpc_call *c = op->call;
+		if (c == NULL)
+			continue;
+		if (rpc_call_abandoned(c)) {
+			op->call = NULL;
+			/* The answer is dropped; this frees the call. */
+			rpc_reply_error(c, DOCRAFT_EUNAVAILABLE, "abandoned", NULL, 0);
+		} else if (c->deadline != 0 && now >= c->deadline) {
+			op->call = NULL;
+			rpc_reply_errorf(c, DOCRAFT_ETIMEDOUT, "tablet %s: %s: the deadline "
+					 "passed first; outcome unknown", op->tablet_id,
+					 op_name(op->kind));
+		}
+	}
+}
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static void *decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d)
+{
+	const uint8_t *p = call->request != NULL ? call->request : empty_payload;
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, call->request_len, p);
+	if (m == NULL)
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "malformed %s", d->short_name);
+	return m;
+}
+
+/* The OPEN replica id, or NULL after answering (or logging). */
+static struct replica *find_open(struct service *s, struct rpc_call *call, const char *what,
+				 const char *id)
+{
+	char msg[2 * DOCRAFT_ERRMSG_SIZE];
+	struct replica *r = manager_find(s->m, id);
+	if (r == NULL) {
+		snprintf(msg, sizeof msg, "tablet %s is not hosted here", id);
+		fail_call(s, call, what, id, DOCRAFT_ETABLETNOTFOUND, msg);
+		return NULL;
+	}
+	if (r->state != REPLICA_OPEN || r->t == NULL) {
+		snprintf(msg, sizeof msg, "tablet %s failed: %s", id, r->errmsg);
+		fail_call(s, call, what, id, DOCRAFT_EUNAVAILABLE, msg);
+		return NULL;
+	}
+	return r;
+}
+
+/* 0 if r's tablet takes data requests now (a ready leader, or a leader
+ * whose barrier is pending: the tablet queues them), else the code. */
+static int leader_check(struct replica *r)
+{
+	struct tablet_status st;
+	tablet_get_status(r->t, &st);
+	switch (st.role) {
+	case TABLET_LEADER:
+	case TABLET_LEADER_NOT_READY:
+		return 0;
+	case TABLET_FOLLOWER:
+	case TABLET_CANDIDATE:
+	case TABLET_COPYING:
+		return DOCRAFT_ENOTLEADER;
+	default:
+		return DOCRAFT_EUNAVAILABLE;
+	}
+}
+
+/* Whether r may queue one more request; else answers SERVICE_BUSY. */
+static bool room_for(struct service *s, struct rpc_call *call, const struct replica *r)
+{
+	if (r->pending < s->o.max_pending)
+		return true;
+	rpc_reply_errorf(call, DOCRAFT_EBUSY, "tablet %s: %u requests queued: retry later", r->id,
+			 r->pending);
+	return false;
+}
+
+static int check_table(const struct replica *r, const char *table, char *errmsg)
+{
+	if (table != NULL && table[0] != '\0' && strcmp(table, r->schema.table) != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s belongs to table %s, not %s",
+			       r->id, r->schema.table, table);
+	return 0;
+}
+
+/* A datum given and not NULL. */
+static bool datum_set(const Docraft__Datum *d)
+{
+	return d != NULL && d->v_case != DOCRAFT__DATUM__V__NOT_SET &&
+	       d->v_case != DOCRAFT__DATUM__V_NULL;
+}
+
+/* Converts n key datums for columns first.. of s into out (no NULLs). */
+static int decode_keys(const struct schema *s, size_t first, Docraft__Datum **d, size_t n,
+		       struct pv *out, char *errmsg)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct column *c = &s->cols[first + i];
+		char what[SCHEMA_MAX_NAME + 32];
+		int rv;
+		snprintf(what, sizeof what, "key column '%s'", c->name);
+		if (!datum_set(d[i]))
+			return err_set(errmsg, DOCRAFT_EINVAL, "%s: no value", what);
+		if ((rv = wire_datum_to_pv(d[i], c->type, what, &out[i], errmsg)) != 0)
+			return rv;
+		if ((rv = schema_check_value(c->type, &out[i], false, what, errmsg)) != 0)
+			return rv;
+	}
+	return 0;
+}
+
+/* ---- writes ------------------------------------------------------------------------ */
+
+static void write_done(struct tablet_write *w, int status, uint64_t ht)
+{
+	struct svc_op *op = w->data;
+	op->r->pending--;
+	if (status != 0) {
+		op_fail(op, status, NULL);
+	} else {
+		Docraft__WriteResponse resp = DOCRAFT__WRITE_RESPONSE__INIT;
+		resp.ht = ht;
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
+static void on_write(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	Docraft__WriteRequest *req = decode(call, &docraft__write_request__descriptor);
+	struct replica *r;
+	struct svc_op *op;
+	struct docwrite dw;
+	struct arena a = ARENA_INIT;
+	int rv;
+
+	if (req == NULL)
+		return;
+	if ((r = find_open(s, call, "write", req->tablet_id)) == NULL)
+		goto out;
+	if ((rv = check_table(r, req->table, errmsg)) != 0) {
+		reply_error(s, call, r->id, r, rv, errmsg);
+		goto out;
+	}
+	if (req->schema_version != r->schema.version) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: schema version %u does not "
+				 "match the table's version %u: refresh the schema", r->id,
+				 req->schema_version, r->schema.version);
+		goto out;
+	}
+	if (req->client_id.len != ENTRY_CLIENT_ID_LEN) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "client_id must be %d bytes, got %zu",
+				 ENTRY_CLIENT_ID_LEN, req->client_id.len);
+		goto out;
+	}
+	if (req->n_ops == 0) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: a write needs operations",
+				 r->id);
+		goto out;
+	}
+	if ((rv = leader_check(r)) != 0) {
+		reply_error(s, call, r->id, r, rv, NULL);
+		goto out;
+	}
+	if (!room_for(s, call, r))
+		goto out;
+	op = op_new(s, OP_WRITE, call, r->id);
+	op->r = r;
+	docwrite_init(&dw, &r->schema, &op->batch, manager_list_counter(r));
+	rv = wire_apply_ops(&dw, req, &a, errmsg);
+	docwrite_free(&dw);
+	arena_free(&a);
+	if (rv != 0) {
+		op_fail(op, rv, errmsg);
+		op_free(op);
+		goto out;
+	}
+	memcpy(op->w.client_id, req->client_id.data, ENTRY_CLIENT_ID_LEN);
+	op->w.seq = req->seq;
+	op->w.min_running = req->min_running;
+	op->w.batch = op->batch.data.data;
+	op->w.batch_len = op->batch.data.len;
+	op->w.cb = write_done;
+	op->w.data = op;
+	if ((rv = tablet_write(r->t, &op->w)) != 0) {
+		op_fail(op, rv, rv == DOCRAFT_ETOOBIG ? "larger than a Raft entry may be" : NULL);
+		op_free(op);
+		goto out;
+	}
+	r->pending++;
+out:
+	docraft__write_request__free_unpacked(req, NULL);
+}
+
+/* ---- reads and scans --------------------------------------------------------------- */
+
+static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht);
+static void transfer_now(struct svc_op *op);
+
+static void start_read(struct svc_op *op)
+{
+	int rv;
+	op->rd.data = op;
+	op->rd.cb = read_done;
+	if ((rv = tablet_read(op->r->t, &op->rd)) != 0) {
+		op_fail(op, rv, NULL);
+		op_free(op);
+		return;
+	}
+	op->r->pending++;
+}
+
+static void do_read(struct svc_op *op, uint64_t at)
+{
+	Docraft__ReadResponse resp = DOCRAFT__READ_RESPONSE__INIT;
+	Docraft__Row row_pb;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct arena a = ARENA_INIT;
+	struct replica *r = op->r;
+	struct row row;
+	bool found = false;
+	int rv;
+
+	rv = reader_get_row(tablet_store(r->t), &r->schema, op->key, op->nkey, at, &a, &row, &found,
+			    errmsg);
+	if (rv != 0) {
+		op_fail(op, rv, errmsg);
+	} else {
+		resp.found = found;
+		resp.read_ht = at;
+		if (found) {
+			wire_row_to_pb(&row, &row_pb, &a);
+			resp.row = &row_pb;
+		}
+		op_ok(op, &resp.base);
+	}
+	arena_free(&a);
+}
+
+static void do_scan(struct svc_op *op, uint64_t at)
+{
+	Docraft__ScanResponse resp = DOCRAFT__SCAN_RESPONSE__INIT;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r = op->r;
+	const struct service *s = op->s;
+	struct arena a = ARENA_INIT;
+	struct buf paging = BUF_INIT;
+	struct scan_spec spec;
+	Docraft__Row **rows_pb = NULL;
+	struct row *rows;
+	size_t n = 0;
+	int rv;
+
+	memset(&spec, 0, sizeof spec);
+	spec.read_ht = at;
+	spec.hash_key = op->nkey > 0 ? op->key : NULL;
+	spec.n_hash = op->nkey;
+	spec.range_eq = op->neq > 0 ? op->eq : NULL;
+	spec.n_eq = op->neq;
+	spec.lower = op->has_lower ? &op->lower : NULL;
+	spec.lower_incl = op->scan->lower_incl;
+	spec.upper = op->has_upper ? &op->upper : NULL;
+	spec.upper_incl = op->scan->upper_incl;
+	spec.reverse = op->scan->reverse;
+	spec.limit = op->limit;
+	spec.paging = op->scan->paging.len > 0 ? op->scan->paging.data : NULL;
+	spec.paging_len = op->scan->paging.len;
+	for (int attempt = 0;; attempt++) {
+		size_t total = 0, fit;
+		arena_reset(&a);
+		buf_reset(&paging);
+		rv = reader_scan(tablet_store(r->t), &r->schema, &spec, &a, &rows, &n, &paging,
+				 errmsg);
+		if (rv != 0)
+			break;
+		rows_pb = arena_alloc(&a, (n + 1) * sizeof *rows_pb);
+		fit = n;
+		for (size_t i = 0; i < n; i++) {
+			Docraft__Row *pb = arena_alloc(&a, sizeof *pb);
+			wire_row_to_pb(&rows[i], pb, &a);
+			rows_pb[i] = pb;
+			total += protobuf_c_message_get_packed_size(&pb->base) + ROW_OVERHEAD;
+			if (total > s->o.max_reply_bytes && fit == n)
+				fit = i > 0 ? i : 1;
+		}
+		if (fit >= n || attempt > 0)
+			break;
+		/* Too much for one reply: read again with fewer rows, so that
+		 * the paging state resumes after the last row sent. */
+		spec.limit = fit;
+	}
+	if (rv != 0) {
+		op_fail(op, rv, errmsg);
+	} else {
+		resp.n_rows = n;
+		resp.rows = rows_pb;
+		resp.paging.data = paging.data;
+		resp.paging.len = paging.len;
+		resp.read_ht = at;
+		op_ok(op, &resp.base);
+	}
+	buf_free(&paging);
+	arena_free(&a);
+}
+
+static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
+{
+	struct svc_op *op = rd->data;
+	uint64_t want, at = safe_ht;
+	char msg[DOCRAFT_ERRMSG_SIZE];
+
+	op->r->pending--;
+	if (status != 0) {
+		op->r = NULL;
+		op_fail(op, status, NULL);
+		op_free(op);
+		return;
+	}
+	if (op->kind == OP_STEP_DOWN) {
+		transfer_now(op);
+		return;
+	}
+	if (op->call == NULL) { /* answered already (deadline, abandoned) */
+		op_free(op);
+		return;
+	}
+	want = op->kind == OP_READ ? op->read->read_ht : op->scan->read_ht;
+	if (want != 0 && want > safe_ht) {
+		if (ht_physical(want) - ht_physical(safe_ht) > SERVICE_READ_AHEAD_MAX_US) {
+			snprintf(msg, sizeof msg,
+				 "tablet %s: read time %" PRIu64 " is ahead of the leader's safe "
+				 "time %" PRIu64 " by more than %u us",
+				 op->tablet_id, want, safe_ht, SERVICE_READ_AHEAD_MAX_US);
+			op_fail(op, DOCRAFT_EINVAL, msg);
+			op_free(op);
+			return;
+		}
+		if (uv_now(op->s->loop) - op->started > READ_WAIT_MAX_MS) {
+			snprintf(msg, sizeof msg,
+				 "tablet %s: the safe time did not reach the read time %" PRIu64,
+				 op->tablet_id, want);
+			op_fail(op, DOCRAFT_ETIMEDOUT, msg);
+			op_free(op);
+			return;
+		}
+		start_read(op); /* wait for the safe time to pass want */
+		return;
+	}
+	if (want != 0)
+		at = want;
+	if (op->kind == OP_READ)
+		do_read(op, at);
+	else
+		do_scan(op, at);
+	op_free(op);
+}
+
+static void on_read(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	Docraft__ReadRequest *req = decode(call, &docraft__read_request__descriptor);
+	struct replica *r;
+	struct svc_op *op;
+	size_t nk;
+	int rv;
+
+	if (req == NULL)
+		return;
+	if ((r = find_open(s, call, "read", req->tablet_id)) == NULL)
+		goto out;
+	if ((rv = check_table(r, req->table, errmsg)) != 0) {
+		reply_error(s, call, r->id, r, rv, errmsg);
+		goto out;
+	}
+	nk = schema_nkeys(&r->schema);
+	if (req->n_key != nk) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "table %s: expected %zu key values, got %zu",
+				 r->schema.table, nk, req->n_key);
+		goto out;
+	}
+	if ((rv = leader_check(r)) != 0) {
+		reply_error(s, call, r->id, r, rv, NULL);
+		goto out;
+	}
+	if (!room_for(s, call, r))
+		goto out;
+	op = op_new(s, OP_READ, call, r->id);
+	op->r = r;
+	op->read = req;
+	op->key = arena_alloc(&op->arena, nk * sizeof *op->key);
+	op->nkey = nk;
+	if ((rv = decode_keys(&r->schema, 0, req->key, nk, op->key, errmsg)) != 0) {
+		op_fail(op, rv, errmsg);
+		op_free(op);
+		return;
+	}
+	start_read(op);
+	return;
+out:
+	docraft__read_request__free_unpacked(req, NULL);
+}
+
+/* Fills op's scan conditions from its request. */
+static int scan_spec_from(struct svc_op *op, char *errmsg)
+{
+	const Docraft__ScanRequest *req = op->scan;
+	const struct schema *s = &op->r->schema;
+	const struct column *bound_col;
+	int rv;
+
+	if (req->n_hash_key != 0 && req->n_hash_key != s->n_hash)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "table %s: expected %zu hash key values, got %zu", s->table,
+			       s->n_hash, req->n_hash_key);
+	if (req->n_range_eq > s->n_range)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table %s has %zu range columns, got %zu "
+			       "equalities", s->table, s->n_range, req->n_range_eq);
+	op->has_lower = datum_set(req->lower);
+	op->has_upper = datum_set(req->upper);
+	if (req->n_hash_key == 0 && (req->n_range_eq > 0 || op->has_lower || op->has_upper))
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "range conditions need the hash key (a scan without one covers the "
+			       "whole tablet)");
+	op->nkey = req->n_hash_key;
+	op->key = arena_alloc(&op->arena, (op->nkey + 1) * sizeof *op->key);
+	if ((rv = decode_keys(s, 0, req->hash_key, op->nkey, op->key, errmsg)) != 0)
+		return rv;
+	op->neq = req->n_range_eq;
+	op->eq = arena_alloc(&op->arena, (op->neq + 1) * sizeof *op->eq);
+	if ((rv = decode_keys(s, s->n_hash, req->range_eq, op->neq, op->eq, errmsg)) != 0)
+		return rv;
+	if (!op->has_lower && !op->has_upper)
+		return 0;
+	if (op->neq >= s->n_range)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "table %s: bounds need a range column after the equalities",
+			       s->table);
+	bound_col = &s->cols[s->n_hash + op->neq];
+	if (op->has_lower && (rv = decode_keys(s, s->n_hash + op->neq, &op->scan->lower, 1,
+					       &op->lower, errmsg)) != 0)
+		return err_wrap(errmsg, rv, "lower bound on %s", bound_col->name);
+	if (op->has_upper && (rv = decode_keys(s, s->n_hash + op->neq, &op->scan->upper, 1,
+					       &op->upper, errmsg)) != 0)
+		return err_wrap(errmsg, rv, "upper bound on %s", bound_col->name);
+	return 0;
+}
+
+static void on_scan(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	Docraft__ScanRequest *req = decode(call, &docraft__scan_request__descriptor);
+	struct replica *r;
+	struct svc_op *op;
+	int rv;
+
+	if (req == NULL)
+		return;
+	if ((r = find_open(s, call, "scan", req->tablet_id)) == NULL)
+		goto out;
+	if ((rv = check_table(r, req->table, errmsg)) != 0) {
+		reply_error(s, call, r->id, r, rv, errmsg);
+		goto out;
+	}
+	if ((rv = leader_check(r)) != 0) {
+		reply_error(s, call, r->id, r, rv, NULL);
+		goto out;
+	}
+	if (!room_for(s, call, r))
+		goto out;
+	op = op_new(s, OP_SCAN, call, r->id);
+	op->r = r;
+	op->scan = req;
+	op->limit = req->limit == 0 ? SERVICE_SCAN_DEFAULT_LIMIT
+		  : req->limit > SERVICE_SCAN_MAX_LIMIT ? SERVICE_SCAN_MAX_LIMIT : req->limit;
+	if ((rv = scan_spec_from(op, errmsg)) != 0) {
+		op_fail(op, rv, errmsg);
+		op_free(op);
+		return;
+	}
+	start_read(op);
+	return;
+out:
+	docraft__scan_request__free_unpacked(req, NULL);
+}
+
+/* ---- administration ----------------------------------------------------------------- */
+
+static void do_create(struct service *s, struct rpc_call *call,
+		      const Docraft__CreateTabletRequest *req)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+	if (s->closing)
+		rv = err_set(errmsg, DOCRAFT_ECLOSED, "shutting down");
+	else
+		rv = manager_create(s->m, req, errmsg);
+	if (rv != 0) {
+		fail_call(s, call, "create", req->tablet_id, rv, errmsg);
+	} else if (call != NULL) {
+		Docraft__CreateTabletResponse resp = DOCRAFT__CREATE_TABLET_RESPONSE__INIT;
+		rpc_reply_message(call, &resp.base);
+	}
+}
+
+static void on_create(void *arg, struct rpc_call *call)
+{
+	Docraft__CreateTabletRequest *req =
+		decode(call, &docraft__create_tablet_request__descriptor);
+	if (req == NULL)
+		return;
+	do_create(arg, call, req);
+	docraft__create_tablet_request__free_unpacked(req, NULL);
+}
+
+static void delete_done(void *arg, int status)
+{
+	struct svc_op *op = arg;
+	if (status != 0) {
+		op_fail(op, status, "the replica was closed but its files could not be removed");
+	} else {
+		Docraft__DeleteTabletResponse resp = DOCRAFT__DELETE_TABLET_RESPONSE__INIT;
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
+static void do_delete(struct service *s, struct rpc_call *call,
+		      const Docraft__DeleteTabletRequest *req)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct svc_op *op = op_new(s, OP_DELETE, call, req->tablet_id);
+	int rv = manager_delete(s->m, req->tablet_id, delete_done, op, errmsg);
+	if (rv != 0) {
+		if (rv == DOCRAFT_ETABLETNOTFOUND && op->instruction)
+			op->instruction = false; /* already gone: nothing to log */
+		op_fail(op, rv, errmsg);
+		op_free(op);
+	}
+}
+
+static void on_delete(void *arg, struct rpc_call *call)
+{
+	Docraft__DeleteTabletRequest *req =
+		decode(call, &docraft__delete_tablet_request__descriptor);
+	if (req == NULL)
+		return;
+	do_delete(arg, call, req);
+	docraft__delete_tablet_request__free_unpacked(req, NULL);
+}
+
+static void change_done(void *arg, int status)
+{
+	struct svc_op *op = arg;
+	if (status != 0) {
+		op_fail(op, status, NULL);
+	} else {
+		Docraft__ChangeConfigResponse resp = DOCRAFT__CHANGE_CONFIG_RESPONSE__INIT;
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
+static void do_change(struct service *s, struct rpc_call *call,
+		      const Docraft__ChangeConfigRequest *req)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	const Docraft__Peer *p = req->peer;
+	struct replica *r = find_open(s, call, "change config", req->tablet_id);
+	struct svc_op *op;
+	struct sockaddr_in sa;
+	int rv;
+
+	if (r == NULL)
+		return;
+	if (p == NULL || p->raft_id == 0) {
+		fail_call(s, call, "change config", r->id, DOCRAFT_EINVAL,
+			  "the peer needs a raft id");
+		return;
+	}
+	if (req->kind == DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__ADD &&
+	    listener_parse_address(p->address, &sa, errmsg) != 0) {
+		fail_call(s, call, "change config", r->id, DOCRAFT_EINVAL, errmsg);
+		return;
+	}
+	op = op_new(s, OP_CHANGE, call, r->id);
+	switch (req->kind) {
+	case DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__ADD:
+		rv = tablet_add_replica(r->t, p->raft_id, p->address, change_done, op, errmsg);
+		break;
+	case DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__REMOVE:
+		rv = tablet_remove_replica(r->t, p->raft_id, change_done, op, errmsg);
+		break;
+	default:
+		rv = err_set(errmsg, DOCRAFT_EINVAL, "unknown change kind %d", (int)req->kind);
+		break;
+	}
+	if (rv != 0) {
+		/* ENOTLEADER: reply_error adds the hint; a busy one: retry. */
+		op_fail(op, rv, rv == DOCRAFT_ENOTLEADER ? NULL : errmsg);
+		op_free(op);
+	}
+}
+
+static void on_change(void *arg, struct rpc_call *call)
+{
+	Docraft__ChangeConfigRequest *req =
+		decode(call, &docraft__change_config_request__descriptor);
+	if (req == NULL)
+		return;
+	do_change(arg, call, req);
+	docraft__change_config_request__free_unpacked(req, NULL);
+}
+
+static void step_down_done(void *arg, int status)
+{
+	struct svc_op *op = arg;
+	struct replica *r = manager_find(op->s->m, op->tablet_id);
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	if (status == 0 && r != NULL && r->state == REPLICA_OPEN && r->t != NULL &&
+	    tablet_leader(r->t, NULL) == op->raft_id) {
+		snprintf(msg, sizeof msg, "tablet %s: the leadership transfer did not complete",
+			 op->tablet_id);
+		op_fail(op, DOCRAFT_EUNAVAILABLE, msg);
+	} else if (status != 0) {
+		op_fail(op, status, NULL);
+	} else {
+		Docraft__StepDownResponse resp = DOCRAFT__STEP_DOWN_RESPONSE__INIT;
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
+/* After the barrier: the transfer itself. */
+static void transfer_now(struct svc_op *op)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r = op->r;
+	int rv;
+	op->r = NULL; /* step_down_done finds the replica again by id */
+	rv = tablet_transfer(r->t, op->to_raft_id, step_down_done, op, errmsg);
+	if (rv != 0) {
+		op_fail(op, rv, rv == DOCRAFT_ENOTLEADER ? NULL : errmsg);
+		op_free(op);
+	}
+}
+
+/* A Raft barrier first (start_read): once it has committed, the voters
+ * that are up to date, which raft_transfer(0) prefers, just acknowledged
+ * it, so the target chosen is alive (see tserver_main.c, drain). */
+static void do_step_down(struct service *s, struct rpc_call *call,
+			 const Docraft__StepDownRequest *req)
+{
+	struct replica *r = find_open(s, call, "step down", req->tablet_id);
+	struct svc_op *op;
+	int rv;
+
+	if (r == NULL)
+		return;
+	if ((rv = leader_check(r)) != 0) {
+		fail_call(s, call, "step down", r->id, rv, NULL);
+		return;
+	}
+	op = op_new(s, OP_STEP_DOWN, call, r->id);
+	op->raft_id = r->raft_id;
+	op->to_raft_id = req->to_raft_id;
+	op->r = r;
+	start_read(op);
+}
+
+static void on_step_down(void *arg, struct rpc_call *call)
+{
+	Docraft__StepDownRequest *req = decode(call, &docraft__step_down_request__descriptor);
+	if (req == NULL)
+		return;
+	do_step_down(arg, call, req);
+	docraft__step_down_request__free_unpacked(req, NULL);
+}
+
+static void on_dump(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	Docraft__DumpTabletRequest *req = decode(call, &docraft__dump_tablet_request__descriptor);
+	Docraft__DumpTabletResponse resp = DOCRAFT__DUMP_TABLET_RESPONSE__INIT;
+	struct dump_opts o;
+	struct tablet_status st;
+	struct buf text = BUF_INIT;
+	struct replica *r;
+	int rv;
+
+	if (req == NULL)
+		return;
+	if ((r = find_open(s, call, "dump", req->tablet_id)) == NULL)
+		goto out;
+	tablet_get_status(r->t, &st);
+	if (st.role == TABLET_FAILED || st.role == TABLET_CLOSED || st.role == TABLET_COPYING ||
+	    tablet_store(r->t) == NULL) {
+		rpc_reply_errorf(call, DOCRAFT_EUNAVAILABLE, "tablet %s is %s", r->id,
+				 manager_role_name(st.role));
+		goto out;
+	}
+	memset(&o, 0, sizeof o);
+	o.schema = &r->schema;
+	if ((rv = dump_store(tablet_store(r->t), &o, &text, errmsg)) != 0) {
+		reply_error(s, call, r->id, r, rv, errmsg);
+		goto out;
+	}
+	resp.text = (char *)buf_cstr(&text);
+	rpc_reply_message(call, &resp.base);
+out:
+	buf_free(&text);
+	docraft__dump_tablet_request__free_unpacked(req, NULL);
+}
+
+static void on_status(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	Docraft__TabletStatusRequest *req =
+		decode(call, &docraft__tablet_status_request__descriptor);
+	Docraft__TabletStatusResponse resp = DOCRAFT__TABLET_STATUS_RESPONSE__INIT;
+	Docraft__TabletReport rep, *one = &rep;
+	struct arena a = ARENA_INIT;
+
+	if (req == NULL)
+		return;
+	if (req->tablet_id[0] == '\0') {
+		resp.n_tablets = manager_reports(s->m, &a, &resp.tablets);
+	} else {
+		struct replica *r = manager_find(s->m, req->tablet_id);
+		if (r == NULL) {
+			rpc_reply_errorf(call, DOCRAFT_ETABLETNOTFOUND,
+					 "tablet %s is not hosted here", req->tablet_id);
+			goto out;
+		}
+		manager_report(r, &rep, &a);
+		resp.n_tablets = 1;
+		resp.tablets = &one;
+	}
+	rpc_reply_message(call, &resp.base);
+out:
+	arena_free(&a);
+	docraft__tablet_status_request__free_unpacked(req, NULL);
+}
+
+/* ---- the service ---------------------------------------------------------------------- */
+
+void service_execute(struct service *s, const Docraft__Instruction *ins)
+{
+	if (s->closing || manager_closing(s->m))
+		return;
+	switch (ins->kind_case) {
+	case DOCRAFT__INSTRUCTION__KIND_CREATE:
+		if (ins->create != NULL) {
+			LOG_INFO("tablet %s: the master asks to create it", ins->create->tablet_id);
+			do_create(s, NULL, ins->create);
+		}
+		break;
+	case DOCRAFT__INSTRUCTION__KIND_DELETE:
+		if (ins->delete_ != NULL) {
+			LOG_INFO("tablet %s: the master asks to delete it",
+				 ins->delete_->tablet_id);
+			do_delete(s, NULL, ins->delete_);
+		}
+		break;
+	case DOCRAFT__INSTRUCTION__KIND_CHANGE:
+		if (ins->change != NULL) {
+			LOG_INFO("tablet %s: the master asks to %s replica %" PRIu64,
+				 ins->change->tablet_id,
+				 ins->change->kind == DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__ADD
+					 ? "add" : "remove",
+				 ins->change->peer != NULL ? ins->change->peer->raft_id : 0);
+			do_change(s, NULL, ins->change);
+		}
+		break;
+	case DOCRAFT__INSTRUCTION__KIND_STEP_DOWN:
+		if (ins->step_down != NULL) {
+			LOG_INFO("tablet %s: the master asks to step down",
+				 ins->step_down->tablet_id);
+			do_step_down(s, NULL, ins->step_down);
+		}
+		break;
+	default:
+		LOG_WARN("heartbeat: unknown instruction %d ignored", (int)ins->kind_case);
+		break;
+	}
+}
+
+int service_init(struct service *s, uv_loop_t *loop, struct rpc_server *srv, struct manager *m,
+		 const struct service_options *o, char *errmsg)
+{
+	static const struct {
+		uint16_t method;
+		rpc_handler_cb cb;
+	} methods[] = {
+		{DOCRAFT__METHOD__TSERVER_WRITE, on_write},
+		{DOCRAFT__METHOD__TSERVER_READ, on_read},
+		{DOCRAFT__METHOD__TSERVER_SCAN, on_scan},
+		{DOCRAFT__METHOD__TSERVER_CREATE_TABLET, on_create},
+		{DOCRAFT__METHOD__TSERVER_DELETE_TABLET, on_delete},
+		{DOCRAFT__METHOD__TSERVER_CHANGE_CONFIG, on_change},
+		{DOCRAFT__METHOD__TSERVER_STEP_DOWN, on_step_down},
+		{DOCRAFT__METHOD__TSERVER_DUMP_TABLET, on_dump},
+		{DOCRAFT__METHOD__TSERVER_TABLET_STATUS, on_status},
+	};
+	int rv;
+
+	memset(s, 0, sizeof *s);
+	s->loop = loop;
+	s->srv = srv;
+	s->m = m;
+	if (o != NULL)
+		s->o = *o;
+	if (s->o.max_reply_bytes == 0)
+		s->o.max_reply_bytes = RPC_FRAME_DEFAULT_MAX - (64u << 10);
+	if (s->o.max_pending == 0)
+		s->o.max_pending = SERVICE_DEFAULT_MAX_PENDING;
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if ((rv = rpc_server_register(srv, methods[i].method, methods[i].cb, s,
+					      errmsg)) != 0)
+			return rv;
+	uv_timer_init(loop, &s->sweep);
+	s->sweep.data = s;
+	uv_timer_start(&s->sweep, sweep_cb, SWEEP_MS, SWEEP_MS);
+	return 0;
+}
+
+static void sweep_closed(uv_handle_t *h)
+{
+	struct service *s = h->data;
+	s->close_cb(s);
+}
+
+void service_close(struct service *s, service_close_cb cb)
+{
+	PRE(!s->closing && cb != NULL);
+	s->closing = true;
+	s->close_cb = cb;
+	if (s->ops != NULL)
+		LOG_WARN("service closing with requests still waiting for a tablet");
+	while (s->ops != NULL)
+		op_free(s->ops); /* answers UNAVAILABLE */
+	uv_close((uv_handle_t *)&s->sweep, sweep_closed);
+}

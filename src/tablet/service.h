@@ -1,0 +1,92 @@
+/* The tablet server's RPC service: a handler for every TSERVER_* method of
+ * proto/rpc.proto (payloads in proto/docraft.proto), on the rpc_server of
+ * the server's one port, acting on the replicas of a tablet manager.
+ *
+ *   TSERVER_WRITE          WriteRequest -> WriteResponse{ht}       leader only
+ *   TSERVER_READ           ReadRequest  -> ReadResponse            leader only
+ *   TSERVER_SCAN           ScanRequest  -> ScanResponse            leader only
+ *   TSERVER_CREATE_TABLET  CreateTabletRequest -> {}
+ *   TSERVER_DELETE_TABLET  DeleteTabletRequest -> {}   once the files are gone
+ *   TSERVER_CHANGE_CONFIG  ChangeConfigRequest -> {}   once committed; leader only
+ *   TSERVER_STEP_DOWN      StepDownRequest -> {}       once another node leads
+ *   TSERVER_DUMP_TABLET    DumpTabletRequest -> {text} this replica's raw pairs
+ *   TSERVER_TABLET_STATUS  TabletStatusRequest -> {reports}
+ *
+ * Errors (the frame status, with ErrorInfo): NOT_LEADER with the leader's
+ * address and raft id when known; TABLET_NOT_FOUND; INVALID_ARGUMENT with the
+ * reason (malformed request, schema version mismatch, bad op or key, read
+ * time ahead of the leader); LEADERSHIP_LOST (a write whose outcome is
+ * unknown: retry with the same client id and seq); UNAVAILABLE (replica
+ * failed or closing, server shutting down, transfer not completed);
+ * SERVICE_BUSY (too many writes queued on the tablet, or a membership change
+ * already running); TIMED_OUT (the caller's deadline passed first);
+ * SNAPSHOT_TOO_OLD (read time below the history cutoff). Details and
+ * decisions: the design note at the top of service.c.
+ *
+ * Threading: the loop thread of the server, manager and rpc_server. */
+#ifndef DOCRAFT_TABLET_SERVICE_H
+#define DOCRAFT_TABLET_SERVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/rpc.h"
+#include "docraft.pb-c.h"
+#include "tablet/manager.h"
+
+/* Rows per scan page when the request gives no limit, and the most allowed
+ * (a larger limit is lowered to it). */
+#define SERVICE_SCAN_DEFAULT_LIMIT 1000u
+#define SERVICE_SCAN_MAX_LIMIT 10000u
+/* Writes, reads and scans queued or in flight per tablet beyond which new
+ * ones get SERVICE_BUSY. */
+#define SERVICE_DEFAULT_MAX_PENDING 10000u
+/* How far (µs) an explicit read time may be ahead of the leader's safe time
+ * and still be waited for (clock skew between servers); further is
+ * INVALID_ARGUMENT. */
+#define SERVICE_READ_AHEAD_MAX_US 500000u
+
+struct service_options {
+	/* Largest reply payload: scans return fewer rows than asked when
+	 * their rows would not fit. 0 = RPC_FRAME_DEFAULT_MAX minus 64 KiB. */
+	uint32_t max_reply_bytes;
+	unsigned max_pending; /* per tablet; 0 = SERVICE_DEFAULT_MAX_PENDING */
+};
+
+struct svc_op;
+struct service;
+typedef void (*service_close_cb)(struct service *s);
+
+/* Private: callers allocate it, only service.c touches the fields. */
+struct service {
+	uv_loop_t *loop;
+	struct rpc_server *srv;
+	struct manager *m;
+	struct service_options o;
+	uv_timer_t sweep;      /* answers calls whose deadline passed */
+	struct svc_op *ops;    /* requests waiting for a tablet callback */
+	bool closing;
+	service_close_cb close_cb;
+};
+
+/* Registers every TSERVER_* handler on srv (which must not have them yet).
+ * s is caller memory at a fixed address until the close callback; srv and m
+ * are borrowed. o may be NULL (defaults). DOCRAFT_EINVAL with errmsg if a
+ * method is already registered; then nothing is left to close. */
+int service_init(struct service *s, uv_loop_t *loop, struct rpc_server *srv, struct manager *m,
+		 const struct service_options *o, char *errmsg);
+
+/* Carries out one instruction of a heartbeat reply (create / delete a
+ * replica, change a configuration, step down) exactly as the matching RPC
+ * would, logging the outcome instead of answering. Nothing is retained from
+ * ins after the call. */
+void service_execute(struct service *s, const Docraft__Instruction *ins);
+
+/* Stops the deadline timer and calls cb(s) from the loop. Call it after the
+ * manager has closed (every tablet callback has run): requests still
+ * waiting then are answered UNAVAILABLE and dropped. Once. */
+void service_close(struct service *s, service_close_cb cb);
+
+#endif

@@ -1,0 +1,1439 @@
+/* Real-process tests of docraft-tserver: three servers on 127.0.0.1-3 (one
+ * free port for all), no master; the test talks to them with the RPC client
+ * like a client library or a master would.
+ *
+ *   seeds_through_rpc       a 3-replica msgs tablet created on each server;
+ *                           the seed writes T1-T5 on the leader, reads and
+ *                           scans (bounds, reverse, paging) after each step,
+ *                           point-in-time reads at T1..T5, the seed layout in
+ *                           DUMP_TABLET (hash as 0x..., times labelled), and
+ *                           the errors: NOT_LEADER with the leader's address
+ *                           from a follower, TABLET_NOT_FOUND, INVALID_ARGUMENT
+ *                           with the reason (bad op, key, schema version,
+ *                           read time in the future), idempotent create
+ *   leadership_and_restart  STEP_DOWN moves the leader; SIGTERM of the
+ *                           leader's process hands the leadership over before
+ *                           it exits 0 (the next term's leader, without an
+ *                           election timeout); the stopped server restarts,
+ *                           reopens its replica from meta.pb and catches up
+ *   membership_and_delete   CHANGE_CONFIG removes a replica, DELETE_TABLET
+ *                           removes its files, a new replica (join) is
+ *                           created and added and catches up
+ *   heartbeats_to_a_fake_master  two master stand-ins in the test: the first
+ *                           answers NOT_LEADER with the second's address, which
+ *                           gets the heartbeats (uuid, address, reports) and
+ *                           instructs: create a replica (reported leader),
+ *                           delete it (gone, files removed)
+ *   flags_and_config        --help, a missing flag, a config file
+ *
+ * Each server's stderr goes to <tmp>/nK.log, or to $TSERVER_LOG_DIR/<case>-nK.log
+ * (kept) when that is set; the tail of every log is shown when a case fails.
+ * TSERVER names the executable (meson sets it). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/hlc.h"
+#include "common/rpc.h"
+#include "docdb/key.h"
+#include "docdb/schema.h"
+#include "docraft.pb-c.h"
+#include "proc.h"
+#include "raft/listener.h"
+#include "rpc.pb-c.h"
+#include "rpc/wire.h"
+#include "test.h"
+
+#define NN 3
+#define RAFT_HEARTBEAT_MS 100
+#define CALL_MS 5000
+#define TABLET "msgs-0-0000abcd"
+
+struct node {
+	struct proc p;
+	int id; /* 1-based; also the raft id of its first replica */
+	char addr[32];
+	char dir[300];
+	char log[320];
+	char uuid[64];
+	bool up;
+};
+
+static struct {
+	bool active;
+	char base[256];
+	char exe[4096];
+	int port;
+	struct node n[NN];
+	uv_loop_t loop;
+	struct rpc_client cl;
+	uv_timer_t pause_timer;
+	bool loop_on;
+	struct arena a; /* request messages of the case */
+	uint64_t seq;
+} C;
+
+/* The outcome of one call. */
+struct res {
+	int status;
+	char message[1024];
+	char leader[64];
+	uint64_t leader_id;
+	uint8_t *reply;
+	size_t len;
+	bool done;
+};
+
+/* ---- processes ------------------------------------------------------------------- */
+
+static int free_port(void)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		int fds[NN], port = 0, ok = 1;
+		for (int i = 0; i < NN; i++)
+			fds[i] = -1;
+		for (int i = 0; i < NN && ok; i++) {
+			struct sockaddr_in a;
+			socklen_t len = sizeof a;
+			memset(&a, 0, sizeof a);
+			a.sin_family = AF_INET;
+			a.sin_port = htons((uint16_t)port);
+			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
+			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+				ok = 0;
+				break;
+			}
+			if (i == 0) {
+				getsockname(fds[i], (struct sockaddr *)&a, &len);
+				port = ntohs(a.sin_port);
+			}
+		}
+		for (int i = 0; i < NN; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (ok)
+			return port;
+	}
+	return -1;
+}
+
+static void dump_logs(void)
+{
+	for (int k = 0; k < NN; k++) {
+		FILE *f = fopen(C.n[k].log, "r");
+		char line[2048];
+		char *ring[30] = {0};
+		int nl = 0;
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof line, f) != NULL) {
+			free(ring[nl % 30]);
+			ring[nl % 30] = strdup(line);
+			nl++;
+		}
+		fclose(f);
+		test_note("---- node %d log (last %d of %d lines)", k + 1, nl < 30 ? nl : 30, nl);
+		for (int i = nl < 30 ? 0 : nl - 30; i < nl; i++) {
+			char *s = ring[i % 30];
+			s[strcspn(s, "\n")] = '\0';
+			test_note("%s", s);
+		}
+		for (int i = 0; i < 30; i++)
+			free(ring[i]);
+	}
+}
+
+static void loop_close(void);
+
+static void cleanup(bool failed)
+{
+	if (!C.active)
+		return;
+	proc_kill_all();
+	if (failed)
+		dump_logs();
+	for (int k = 0; k < NN; k++)
+		C.n[k].up = false;
+	loop_close();
+	arena_free(&C.a);
+	test_tmpdir_remove(C.base);
+	C.active = false;
+}
+
+static void cleanup_at_exit(void)
+{
+	cleanup(true);
+}
+
+static void on_fatal_signal(int sig)
+{
+	proc_kill_all_from_signal();
+	if (C.active) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/rm", "rm", "-rf", "--", C.base, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void find_exe(void)
+{
+	const char *env = getenv("TSERVER");
+	if (env != NULL && *env != '\0') {
+		snprintf(C.exe, sizeof C.exe, "%s", env);
+	} else {
+		char self[4096];
+		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
+		CHECK(r > 0);
+		self[r] = '\0';
+		snprintf(C.exe, sizeof C.exe, "%s/../../src/tablet/docraft-tserver", dirname(self));
+	}
+	CHECK_MSG(access(C.exe, X_OK) == 0, "docraft-tserver not found at %s (set TSERVER)",
+		  C.exe);
+}
+
+/* Starts node k and waits for its "listening" line. */
+static void node_start(int k)
+{
+	struct node *n = &C.n[k];
+	char line[512], want[128];
+	char *argv[] = {C.exe,
+			"--address", n->addr,
+			"--data", n->dir,
+			"--election-ms", (char *)"2000",
+			"--heartbeat-raft-ms", (char *)"100",
+			"--log-level", (char *)"info",
+			NULL};
+	int rv;
+	CHECK_MSG(proc_spawn(&n->p, argv, n->log) == 0, "spawn: %s", strerror(errno));
+	n->up = true;
+	rv = proc_read_line(&n->p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "node %d did not start (%d)", k + 1, rv);
+	snprintf(want, sizeof want, " listening on %s", n->addr);
+	CHECK_MSG(strncmp(line, "docraft-tserver ", 16) == 0 && strstr(line, want) != NULL,
+		  "node %d: unexpected first line: %s", k + 1, line);
+	snprintf(n->uuid, sizeof n->uuid, "%.*s", 32, line + 16);
+}
+
+/* SIGTERM, then the process must exit 0 within timeout_ms. */
+static void node_stop(int k, int timeout_ms)
+{
+	struct node *n = &C.n[k];
+	int st = 0;
+	CHECK(n->up);
+	CHECK_OK(proc_signal(&n->p, SIGTERM));
+	CHECK_MSG(proc_wait(&n->p, timeout_ms, &st), "node %d did not stop within %d ms", k + 1,
+		  timeout_ms);
+	n->up = false;
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "node %d: exit status 0x%x", k + 1, st);
+}
+
+/* ---- the RPC client ------------------------------------------------------------------ */
+
+static void loop_open(void)
+{
+	CHECK_OK(uv_loop_init(&C.loop));
+	rpc_client_init(&C.cl, &C.loop);
+	uv_timer_init(&C.loop, &C.pause_timer);
+	C.loop_on = true;
+}
+
+static void client_closed(struct rpc_client *cl)
+{
+	(void)cl;
+}
+
+static void masters_close(void);
+
+static void loop_close(void)
+{
+	if (!C.loop_on)
+		return;
+	masters_close();
+	rpc_client_close(&C.cl, client_closed);
+	uv_close((uv_handle_t *)&C.pause_timer, NULL);
+	uv_run(&C.loop, UV_RUN_DEFAULT);
+	CHECK_OK(uv_loop_close(&C.loop));
+	C.loop_on = false;
+}
+
+static void call_cb(struct rpc_call_req *req, const struct rpc_result *r)
+{
+	struct res *out = req->data;
+	out->status = r->status;
+	snprintf(out->message, sizeof out->message, "%s", r->message);
+	snprintf(out->leader, sizeof out->leader, "%s", r->leader_address);
+	out->leader_id = r->leader_id;
+	free(out->reply);
+	out->reply = NULL;
+	out->len = 0;
+	if (r->status == 0) {
+		out->reply = malloc(r->reply_len + 1);
+		CHECK(out->reply != NULL);
+		if (r->reply_len > 0)
+			memcpy(out->reply, r->reply, r->reply_len);
+		out->len = r->reply_len;
+	}
+	out->done = true;
+}
+
+/* Calls method at node k synchronously; returns the status. */
+static int call(int k, uint16_t method, const ProtobufCMessage *msg, struct res *out)
+{
+	struct rpc_call_req req;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	memset(&req, 0, sizeof req);
+	req.data = out;
+	out->done = false;
+	CHECK_OK_MSG(rpc_call_message(&C.cl, C.n[k].addr, method, msg, CALL_MS, &req, call_cb,
+				      errmsg), errmsg);
+	while (!out->done)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	return out->status;
+}
+
+static void res_free(struct res *r)
+{
+	free(r->reply);
+	r->reply = NULL;
+}
+
+static void pause_cb(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+/* Runs the test's loop (fake masters answer meanwhile) for about ms. */
+static void pause_ms(unsigned ms)
+{
+	uv_timer_start(&C.pause_timer, pause_cb, ms, 0);
+	uv_run(&C.loop, UV_RUN_DEFAULT);
+	uv_timer_stop(&C.pause_timer);
+}
+
+/* ---- fake masters ----------------------------------------------------------------------- */
+
+#define NM 2
+
+/* A master stand-in on the test's loop: answers MASTER_HEARTBEAT either
+ * NOT_LEADER with a hint, or OK with the instructions queued for it. */
+static struct fake_master {
+	struct listener *l;
+	struct rpc_server srv;
+	bool srv_on;
+	char addr[32];
+	const char *hint;       /* NULL: answer OK; else NOT_LEADER pointing there */
+	unsigned beats;         /* heartbeats received */
+	char uuid[64];
+	char address[64];
+	char tablets[1024];     /* the last report: "id:role:raft_id;" ... */
+	uint8_t *next;          /* a packed HeartbeatResponse to send once */
+	size_t next_len;
+} M[NM];
+
+static void on_heartbeat(void *arg, struct rpc_call *call)
+{
+	struct fake_master *fm = arg;
+	Docraft__HeartbeatRequest *req =
+		docraft__heartbeat_request__unpack(NULL, call->request_len, call->request);
+	if (req == NULL) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "malformed heartbeat");
+		return;
+	}
+	fm->beats++;
+	snprintf(fm->uuid, sizeof fm->uuid, "%s", req->uuid);
+	snprintf(fm->address, sizeof fm->address, "%s", req->address);
+	fm->tablets[0] = '\0';
+	for (size_t i = 0; i < req->n_tablets; i++) {
+		size_t n = strlen(fm->tablets);
+		const Docraft__TabletReport *t = req->tablets[i];
+		snprintf(fm->tablets + n, sizeof fm->tablets - n, "%s:%s:%" PRIu64 ";",
+			 t->tablet_id, t->role, t->raft_id);
+	}
+	docraft__heartbeat_request__free_unpacked(req, NULL);
+	if (fm->hint != NULL) {
+		rpc_reply_error(call, DOCRAFT_ENOTLEADER, "not the master leader", fm->hint, 0);
+	} else if (fm->next != NULL) {
+		rpc_reply(call, fm->next, fm->next_len);
+		free(fm->next);
+		fm->next = NULL;
+	} else {
+		Docraft__HeartbeatResponse resp = DOCRAFT__HEARTBEAT_RESPONSE__INIT;
+		resp.master_leader_address = fm->addr;
+		rpc_reply_message(call, &resp.base);
+	}
+}
+
+static void masters_open(int port)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	for (int i = 0; i < NM; i++) {
+		struct fake_master *fm = &M[i];
+		memset(fm, 0, sizeof *fm);
+		snprintf(fm->addr, sizeof fm->addr, "127.0.0.%d:%d", i + 1, port);
+		CHECK_OK_MSG(listener_open(&C.loop, fm->addr, &fm->l, errmsg), errmsg);
+		CHECK_OK_MSG(rpc_server_init(&fm->srv, &C.loop, fm->l, errmsg), errmsg);
+		fm->srv_on = true;
+		CHECK_OK_MSG(rpc_server_register(&fm->srv, DOCRAFT__METHOD__MASTER_HEARTBEAT,
+						 on_heartbeat, fm, errmsg), errmsg);
+	}
+}
+
+static void master_srv_closed(struct rpc_server *srv)
+{
+	struct fake_master *fm = srv->data;
+	listener_close(fm->l, NULL, NULL);
+	fm->l = NULL;
+}
+
+static void masters_close(void)
+{
+	for (int i = 0; i < NM; i++) {
+		struct fake_master *fm = &M[i];
+		free(fm->next);
+		fm->next = NULL;
+		if (fm->srv_on) {
+			fm->srv_on = false;
+			fm->srv.data = fm;
+			rpc_server_close(&fm->srv, master_srv_closed);
+		} else if (fm->l != NULL) {
+			listener_close(fm->l, NULL, NULL);
+			fm->l = NULL;
+		}
+	}
+}
+
+/* Queues instruction ins for master fm's next heartbeat answer. */
+static void master_instruct(struct fake_master *fm, Docraft__Instruction *ins)
+{
+	Docraft__HeartbeatResponse resp = DOCRAFT__HEARTBEAT_RESPONSE__INIT;
+	Docraft__Instruction *v[1] = {ins};
+	resp.n_instructions = 1;
+	resp.instructions = v;
+	resp.master_leader_address = fm->addr;
+	free(fm->next);
+	fm->next_len = protobuf_c_message_get_packed_size(&resp.base);
+	fm->next = malloc(fm->next_len + 1);
+	CHECK(fm->next != NULL);
+	protobuf_c_message_pack(&resp.base, fm->next);
+}
+
+/* Runs the loop until fm's last report contains needle (or, with absent,
+ * no longer does) within timeout_ms. */
+static void master_wait_report(struct fake_master *fm, const char *needle, bool absent,
+			       int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	unsigned beats = fm->beats;
+	for (;;) {
+		if (fm->beats > beats && (strstr(fm->tablets, needle) != NULL) != absent)
+			return;
+		CHECK_MSG(proc_now_ms() < end, "master %s: last report '%s' (%u beats)", fm->addr,
+			  fm->tablets, fm->beats);
+		pause_ms(20);
+	}
+}
+
+/* ---- messages -------------------------------------------------------------------------- */
+
+static void *anew(size_t n)
+{
+	void *p = arena_alloc(&C.a, n ? n : 1);
+	memset(p, 0, n ? n : 1);
+	return p;
+}
+
+static Docraft__Datum *dtext(const char *s)
+{
+	Docraft__Datum *d = anew(sizeof *d);
+	docraft__datum__init(d);
+	d->v_case = DOCRAFT__DATUM__V_S;
+	d->s.data = (uint8_t *)s;
+	d->s.len = strlen(s);
+	return d;
+}
+
+static Docraft__Datum *dint(int64_t i)
+{
+	Docraft__Datum *d = anew(sizeof *d);
+	docraft__datum__init(d);
+	d->v_case = DOCRAFT__DATUM__V_I;
+	d->i = i;
+	return d;
+}
+
+static Docraft__TableSchema *msgs_schema(void)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	struct schema s;
+	Docraft__TableSchema *pb = anew(sizeof *pb);
+	CHECK_OK(schema_init(&s, "msgs", err));
+	CHECK_OK(schema_add(&s, "user_id", COL_HASH, CT_TEXT, err));
+	CHECK_OK(schema_add(&s, "msg_id", COL_RANGE, CT_INT32, err));
+	CHECK_OK(schema_add(&s, "msg", COL_REGULAR, CT_TEXT, err));
+	CHECK_OK(schema_add_column(&s, "msg_props", COL_REGULAR, CT_MAP, CT_TEXT, CT_TEXT, false,
+				   err));
+	wire_schema_to_pb(&s, pb, &C.a);
+	/* Deep-copy the strings into the arena: s goes away. */
+	pb->name = arena_dup(&C.a, s.table, strlen(s.table) + 1);
+	for (size_t i = 0; i < pb->n_columns; i++)
+		pb->columns[i]->name = arena_dup(&C.a, s.cols[i].name, strlen(s.cols[i].name) + 1);
+	schema_free(&s);
+	return pb;
+}
+
+/* The CreateTabletRequest of replica raft_id on node k; peers: nodes
+ * first..first+npeers-1 with raft ids = node number. */
+static Docraft__CreateTabletRequest *create_req(const char *tablet, uint64_t raft_id, bool join)
+{
+	Docraft__CreateTabletRequest *req = anew(sizeof *req);
+	docraft__create_tablet_request__init(req);
+	req->tablet_id = (char *)tablet;
+	req->schema = msgs_schema();
+	req->raft_id = raft_id;
+	req->join = join;
+	if (!join) {
+		req->n_peers = NN;
+		req->peers = anew(NN * sizeof *req->peers);
+		for (int i = 0; i < NN; i++) {
+			Docraft__Peer *p = anew(sizeof *p);
+			docraft__peer__init(p);
+			p->raft_id = (uint64_t)i + 1;
+			p->address = C.n[i].addr;
+			p->tserver_uuid = C.n[i].uuid;
+			p->voter = true;
+			req->peers[i] = p;
+		}
+	}
+	return req;
+}
+
+static void create_on(int k, const char *tablet, uint64_t raft_id, bool join)
+{
+	struct res r = {0};
+	int rv = call(k, DOCRAFT__METHOD__TSERVER_CREATE_TABLET,
+		      &create_req(tablet, raft_id, join)->base, &r);
+	CHECK_MSG(rv == 0, "create on node %d: %d %s", k + 1, rv, r.message);
+	res_free(&r);
+}
+
+static Docraft__WriteOp *wop(Docraft__WriteOp__Kind kind, const char *user, int id)
+{
+	Docraft__WriteOp *op = anew(sizeof *op);
+	docraft__write_op__init(op);
+	op->kind = kind;
+	op->n_key = 2;
+	op->key = anew(2 * sizeof *op->key);
+	op->key[0] = dtext(user);
+	op->key[1] = dint(id);
+	op->ttl_ms = -1;
+	return op;
+}
+
+static void wop_add(Docraft__WriteOp *op, Docraft__ColumnValue *cv)
+{
+	Docraft__ColumnValue **v = anew((op->n_columns + 1) * sizeof *v);
+	if (op->n_columns > 0)
+		memcpy(v, op->columns, op->n_columns * sizeof *v);
+	v[op->n_columns++] = cv;
+	op->columns = v;
+}
+
+static Docraft__ColumnValue *cv_text(const char *name, const char *value)
+{
+	Docraft__ColumnValue *cv = anew(sizeof *cv);
+	docraft__column_value__init(cv);
+	cv->name = (char *)name;
+	cv->value = value != NULL ? dtext(value) : NULL;
+	return cv;
+}
+
+/* A map column: kv holds n (key, value) pairs. */
+static Docraft__ColumnValue *cv_map(const char *name, const char *const *kv, size_t n)
+{
+	Docraft__ColumnValue *cv = cv_text(name, NULL);
+	cv->n_keys = cv->n_values = n;
+	cv->keys = anew(n * sizeof *cv->keys);
+	cv->values = anew(n * sizeof *cv->values);
+	for (size_t i = 0; i < n; i++) {
+		cv->keys[i] = dtext(kv[2 * i]);
+		cv->values[i] = dtext(kv[2 * i + 1]);
+	}
+	return cv;
+}
+
+/* One write with one op at node k: the status; *ht the applied time. */
+static int write1(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t *ht,
+		  struct res *r)
+{
+	Docraft__WriteRequest req = DOCRAFT__WRITE_REQUEST__INIT;
+	static uint8_t client[16] = "test-tserver-001";
+	Docraft__WriteOp *ops[1] = {op};
+	int rv;
+	req.tablet_id = (char *)TABLET;
+	req.table = (char *)"msgs";
+	req.schema_version = schema_version;
+	req.client_id.data = client;
+	req.client_id.len = 16;
+	req.seq = ++C.seq;
+	req.min_running = req.seq;
+	req.n_ops = 1;
+	req.ops = ops;
+	rv = call(k, DOCRAFT__METHOD__TSERVER_WRITE, &req.base, r);
+	if (rv == 0 && ht != NULL) {
+		Docraft__WriteResponse *resp = docraft__write_response__unpack(NULL, r->len,
+									      r->reply);
+		CHECK(resp != NULL);
+		*ht = resp->ht;
+		docraft__write_response__free_unpacked(resp, NULL);
+	}
+	return rv;
+}
+
+static uint64_t write_ok(int k, Docraft__WriteOp *op)
+{
+	struct res r = {0};
+	uint64_t ht = 0;
+	int rv = write1(k, op, 0, &ht, &r);
+	CHECK_MSG(rv == 0, "write at node %d: %d %s", k + 1, rv, r.message);
+	CHECK(ht != 0);
+	res_free(&r);
+	return ht;
+}
+
+/* ---- formatting results ------------------------------------------------------------------ */
+
+static void put_datum(struct buf *b, const Docraft__Datum *d)
+{
+	if (d == NULL) {
+		buf_printf(b, "-");
+		return;
+	}
+	switch (d->v_case) {
+	case DOCRAFT__DATUM__V_S:
+		buf_printf(b, "'%.*s'", (int)d->s.len, (const char *)d->s.data);
+		break;
+	case DOCRAFT__DATUM__V_I:
+		buf_printf(b, "%" PRId64, d->i);
+		break;
+	case DOCRAFT__DATUM__V_NULL:
+		buf_printf(b, "NULL");
+		break;
+	default:
+		buf_printf(b, "?%d", (int)d->v_case);
+		break;
+	}
+}
+
+/* "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com'}" */
+static void put_row(struct buf *b, const Docraft__Row *row)
+{
+	buf_printf(b, "(");
+	for (size_t i = 0; i < row->n_key; i++) {
+		if (i > 0)
+			buf_printf(b, ", ");
+		put_datum(b, row->key[i]);
+	}
+	buf_printf(b, ")");
+	for (size_t i = 0; i < row->n_columns; i++) {
+		const Docraft__ColumnResult *c = row->columns[i];
+		buf_printf(b, " %s=", c->name);
+		if (c->n_keys == 0 && c->value != NULL) {
+			put_datum(b, c->value);
+			continue;
+		}
+		buf_printf(b, "{");
+		for (size_t j = 0; j < c->n_keys; j++) {
+			if (j > 0)
+				buf_printf(b, ", ");
+			put_datum(b, c->keys[j]);
+			if (j < c->n_values) {
+				buf_printf(b, ": ");
+				put_datum(b, c->values[j]);
+			}
+		}
+		buf_printf(b, "}");
+	}
+}
+
+/* The row (user, id) read at node k at read_ht (0: now): its text, or
+ * "not found"; an error fails the case. *at: the time read at. */
+static const char *read_row(int k, const char *user, int id, uint64_t read_ht, uint64_t *at)
+{
+	static char out[1024];
+	Docraft__ReadRequest req = DOCRAFT__READ_REQUEST__INIT;
+	Docraft__ReadResponse *resp;
+	struct res r = {0};
+	struct buf b = BUF_INIT;
+	int rv;
+	req.tablet_id = (char *)TABLET;
+	req.table = (char *)"msgs";
+	req.n_key = 2;
+	req.key = anew(2 * sizeof *req.key);
+	req.key[0] = dtext(user);
+	req.key[1] = dint(id);
+	req.read_ht = read_ht;
+	rv = call(k, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r);
+	CHECK_MSG(rv == 0, "read at node %d: %d %s", k + 1, rv, r.message);
+	resp = docraft__read_response__unpack(NULL, r.len, r.reply);
+	CHECK(resp != NULL);
+	if (at != NULL)
+		*at = resp->read_ht;
+	CHECK(resp->read_ht != 0);
+	if (read_ht != 0)
+		CHECK_EQ_U64(resp->read_ht, read_ht);
+	if (!resp->found) {
+		snprintf(out, sizeof out, "not found");
+	} else {
+		CHECK(resp->row != NULL);
+		put_row(&b, resp->row);
+		snprintf(out, sizeof out, "%s", buf_cstr(&b));
+	}
+	buf_free(&b);
+	docraft__read_response__free_unpacked(resp, NULL);
+	res_free(&r);
+	return out;
+}
+
+struct scan_args {
+	bool lower_set;
+	int lower;
+	bool lower_incl;
+	bool reverse;
+	uint32_t limit;
+};
+
+/* Scans user's rows at node k, following the paging state; every row as
+ * put_row, one per line. pages: how many pages it took. */
+static const char *scan_rows(int k, const char *user, const struct scan_args *a, int *pages)
+{
+	static char out[4096];
+	struct buf b = BUF_INIT;
+	uint8_t paging[4096];
+	size_t paging_len = 0;
+	uint64_t read_ht = 0;
+	int n = 0;
+
+	do {
+		Docraft__ScanRequest req = DOCRAFT__SCAN_REQUEST__INIT;
+		Docraft__ScanResponse *resp;
+		struct res r = {0};
+		int rv;
+		req.tablet_id = (char *)TABLET;
+		req.table = (char *)"msgs";
+		req.n_hash_key = 1;
+		req.hash_key = anew(sizeof *req.hash_key);
+		req.hash_key[0] = dtext(user);
+		if (a->lower_set) {
+			req.lower = dint(a->lower);
+			req.lower_incl = a->lower_incl;
+		}
+		req.reverse = a->reverse;
+		req.limit = a->limit;
+		req.paging.data = paging;
+		req.paging.len = paging_len;
+		req.read_ht = read_ht;
+		rv = call(k, DOCRAFT__METHOD__TSERVER_SCAN, &req.base, &r);
+		CHECK_MSG(rv == 0, "scan at node %d: %d %s", k + 1, rv, r.message);
+		resp = docraft__scan_response__unpack(NULL, r.len, r.reply);
+		CHECK(resp != NULL);
+		CHECK(resp->read_ht != 0);
+		if (read_ht != 0)
+			CHECK_EQ_U64(resp->read_ht, read_ht);
+		read_ht = resp->read_ht;
+		for (size_t i = 0; i < resp->n_rows; i++) {
+			put_row(&b, resp->rows[i]);
+			buf_printf(&b, "\n");
+		}
+		CHECK(resp->paging.len <= sizeof paging);
+		paging_len = resp->paging.len;
+		if (paging_len > 0)
+			memcpy(paging, resp->paging.data, paging_len);
+		docraft__scan_response__free_unpacked(resp, NULL);
+		res_free(&r);
+		n++;
+		CHECK(n < 100);
+	} while (paging_len > 0);
+	if (pages != NULL)
+		*pages = n;
+	snprintf(out, sizeof out, "%s", buf_cstr(&b));
+	buf_free(&b);
+	return out;
+}
+
+/* The DUMP_TABLET text of node k with hybrid times HT(p.l) replaced by
+ * their labels ("T1".. for hts[0..]). */
+static const char *dump_tablet(int k, const uint64_t *hts, int n_hts)
+{
+	static char out[16384];
+	Docraft__DumpTabletRequest req = DOCRAFT__DUMP_TABLET_REQUEST__INIT;
+	Docraft__DumpTabletResponse *resp;
+	struct res r = {0};
+	struct buf b = BUF_INIT;
+	const char *p;
+	int rv;
+
+	req.tablet_id = (char *)TABLET;
+	rv = call(k, DOCRAFT__METHOD__TSERVER_DUMP_TABLET, &req.base, &r);
+	CHECK_MSG(rv == 0, "dump at node %d: %d %s", k + 1, rv, r.message);
+	resp = docraft__dump_tablet_response__unpack(NULL, r.len, r.reply);
+	CHECK(resp != NULL);
+	for (p = resp->text; *p != '\0';) {
+		unsigned long long phys;
+		unsigned logical;
+		int used = 0;
+		if (strncmp(p, "HT(", 3) == 0 &&
+		    sscanf(p, "HT(%llu.%u)%n", &phys, &logical, &used) == 2 && used > 0) {
+			uint64_t ht = ht_make(phys, logical);
+			int label = -1;
+			for (int i = 0; i < n_hts; i++)
+				if (hts[i] == ht)
+					label = i;
+			if (label >= 0) {
+				buf_printf(&b, "T%d", label + 1);
+				p += used;
+				continue;
+			}
+		}
+		buf_append(&b, p, 1);
+		p++;
+	}
+	snprintf(out, sizeof out, "%s", buf_cstr(&b));
+	buf_free(&b);
+	docraft__dump_tablet_response__free_unpacked(resp, NULL);
+	res_free(&r);
+	return out;
+}
+
+struct report {
+	char role[32];
+	uint64_t term, leader, applied, last, raft_id;
+	char leader_address[64];
+};
+
+/* TABLET_STATUS of tablet at node k: true with *rep, false if the call
+ * fails (node down, tablet not hosted). */
+static bool tablet_status(int k, const char *tablet, struct report *rep, int *status)
+{
+	Docraft__TabletStatusRequest req = DOCRAFT__TABLET_STATUS_REQUEST__INIT;
+	Docraft__TabletStatusResponse *resp;
+	struct res r = {0};
+	int rv;
+	req.tablet_id = (char *)tablet;
+	rv = call(k, DOCRAFT__METHOD__TSERVER_TABLET_STATUS, &req.base, &r);
+	if (status != NULL)
+		*status = rv;
+	if (rv != 0) {
+		res_free(&r);
+		return false;
+	}
+	resp = docraft__tablet_status_response__unpack(NULL, r.len, r.reply);
+	CHECK(resp != NULL);
+	CHECK_EQ_INT(resp->n_tablets, 1);
+	CHECK_EQ_STR(resp->tablets[0]->tablet_id, tablet);
+	CHECK_EQ_STR(resp->tablets[0]->table, "msgs");
+	snprintf(rep->role, sizeof rep->role, "%s", resp->tablets[0]->role);
+	snprintf(rep->leader_address, sizeof rep->leader_address, "%s",
+		 resp->tablets[0]->leader_address);
+	rep->term = resp->tablets[0]->term;
+	rep->leader = resp->tablets[0]->leader_raft_id;
+	rep->applied = resp->tablets[0]->applied_index;
+	rep->last = resp->tablets[0]->last_index;
+	rep->raft_id = resp->tablets[0]->raft_id;
+	docraft__tablet_status_response__free_unpacked(resp, NULL);
+	res_free(&r);
+	return true;
+}
+
+/* The node whose replica reports itself a ready leader (other than not,
+ * -1 for any), within timeout_ms; -1 if none. */
+static int find_leader(int not, int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	do {
+		for (int k = 0; k < NN; k++) {
+			struct report rep;
+			if (!C.n[k].up || k == not || !tablet_status(k, TABLET, &rep, NULL))
+				continue;
+			if (strcmp(rep.role, "leader") == 0)
+				return k;
+		}
+		pause_ms(20);
+	} while (proc_now_ms() < end);
+	return -1;
+}
+
+static int leader_must(int not, int timeout_ms)
+{
+	int l = find_leader(not, timeout_ms);
+	CHECK_MSG(l >= 0, "no leader within %d ms", timeout_ms);
+	return l;
+}
+
+/* Waits until node k's dump equals node l's (replicas converge). */
+static void wait_same_dump(int k, int l, int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	static char want[16384];
+	for (;;) {
+		snprintf(want, sizeof want, "%s", dump_tablet(l, NULL, 0));
+		if (strcmp(dump_tablet(k, NULL, 0), want) == 0)
+			return;
+		CHECK_MSG(proc_now_ms() < end, "node %d did not converge to node %d:\n%s\n---\n%s",
+			  k + 1, l + 1, dump_tablet(k, NULL, 0), want);
+		pause_ms(50);
+	}
+}
+
+/* ---- cluster ----------------------------------------------------------------------------- */
+
+static void cluster_up(const char *tag, bool start)
+{
+	static bool registered;
+	cleanup(true); /* the previous case failed */
+	if (!registered) {
+		atexit(cleanup_at_exit);
+		signal(SIGTERM, on_fatal_signal);
+		signal(SIGINT, on_fatal_signal);
+		signal(SIGHUP, on_fatal_signal);
+		registered = true;
+	}
+	memset(C.n, 0, sizeof C.n);
+	find_exe();
+	test_tmpdir_make(C.base, tag);
+	C.active = true;
+	arena_init(&C.a);
+	loop_open();
+	C.port = free_port();
+	CHECK_MSG(C.port > 0, "no free port on 127.0.0.1..%d", NN);
+	for (int k = 0; k < NN; k++) {
+		struct node *n = &C.n[k];
+		n->id = k + 1;
+		snprintf(n->addr, sizeof n->addr, "127.0.0.%d:%d", k + 1, C.port);
+		snprintf(n->dir, sizeof n->dir, "%s/n%d", C.base, k + 1);
+		const char *logdir = getenv("TSERVER_LOG_DIR");
+		if (logdir != NULL && *logdir != '\0')
+			snprintf(n->log, sizeof n->log, "%s/%s-n%d.log", logdir, tag, k + 1);
+		else
+			snprintf(n->log, sizeof n->log, "%s/n%d.log", C.base, k + 1);
+		if (start)
+			node_start(k);
+	}
+}
+
+/* Stops every node gracefully (each must exit 0) and removes everything. */
+static void cluster_down(void)
+{
+	for (int k = 0; k < NN; k++)
+		if (C.n[k].up)
+			node_stop(k, 15000);
+	cleanup(false);
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	bool found = false;
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* ---- cases --------------------------------------------------------------------------------- */
+
+static const char *const props1[] = {"from", "a@b.com", "subject", "hello"};
+static const char *const props2[] = {"read_status", "true"};
+static const char *const props3[] = {"from", "c@d.com", "subject", "bar"};
+
+TEST(seeds_through_rpc)
+{
+	struct res r = {0};
+	uint64_t T[5], at;
+	int l, f, pages, rv;
+	struct scan_args all = {0};
+	char hash[16], want[4096];
+	struct pv user1 = pv_str("user1");
+
+	cluster_up("tserver-seeds", true);
+	for (int k = 0; k < NN; k++)
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	/* Creating again is a no-op. */
+	create_on(0, TABLET, 1, false);
+	l = leader_must(-1, 20000);
+	f = (l + 1) % NN;
+
+	/* T1: INSERT INTO msgs (user_id, msg_id, msg, msg_props)
+	 *     VALUES ('user1', 10, 'msg1', {'from' : 'a@b.com', 'subject' : 'hello'}); */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 10);
+		wop_add(op, cv_text("msg", "msg1"));
+		wop_add(op, cv_map("msg_props", props1, 2));
+		T[0] = write_ok(l, op);
+	}
+	CHECK_EQ_STR(read_row(l, "user1", 10, 0, NULL),
+		     "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com', 'subject': 'hello'}");
+	/* T2: UPDATE msgs SET msg_props = msg_props + {'read_status' : 'true'} ... */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__MAP_PUT, "user1", 10);
+		wop_add(op, cv_map("msg_props", props2, 1));
+		T[1] = write_ok(l, op);
+	}
+	CHECK_EQ_STR(read_row(l, "user1", 10, 0, NULL),
+		     "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com', 'read_status': "
+		     "'true', 'subject': 'hello'}");
+	/* T3: INSERT ... VALUES ('user1', 20, 'msg2', {'from' : 'c@d.com', 'subject' : 'bar'}); */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 20);
+		wop_add(op, cv_text("msg", "msg2"));
+		wop_add(op, cv_map("msg_props", props3, 2));
+		T[2] = write_ok(l, op);
+	}
+	CHECK_EQ_STR(scan_rows(l, "user1", &all, NULL),
+		     "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com', 'read_status': "
+		     "'true', 'subject': 'hello'}\n"
+		     "('user1', 20) msg='msg2' msg_props={'from': 'c@d.com', 'subject': 'bar'}\n");
+	/* T4: DELETE msg_props FROM msgs WHERE user_id = 'user1' AND msg_id = 10; */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__DELETE_COLUMN, "user1", 10);
+		wop_add(op, cv_text("msg_props", NULL));
+		T[3] = write_ok(l, op);
+	}
+	CHECK_EQ_STR(read_row(l, "user1", 10, 0, NULL), "('user1', 10) msg='msg1'");
+	/* T5: DELETE FROM msgs WHERE user_id = 'user1' AND msg_id = 10; */
+	T[4] = write_ok(l, wop(DOCRAFT__WRITE_OP__KIND__DELETE_ROW, "user1", 10));
+	CHECK_EQ_STR(read_row(l, "user1", 10, 0, &at), "not found");
+	CHECK(at > T[4]);
+	for (int i = 1; i < 5; i++)
+		CHECK(T[i] > T[i - 1]);
+
+	/* Scans: all rows, a lower bound, reverse, one row per page. */
+	CHECK_EQ_STR(scan_rows(l, "user1", &all, NULL),
+		     "('user1', 20) msg='msg2' msg_props={'from': 'c@d.com', 'subject': 'bar'}\n");
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 30);
+		wop_add(op, cv_text("msg", "msg3"));
+		write_ok(l, op);
+	}
+	{
+		struct scan_args gt20 = {true, 20, false, false, 0};
+		struct scan_args rev = {false, 0, false, true, 0};
+		struct scan_args one = {false, 0, false, false, 1};
+		CHECK_EQ_STR(scan_rows(l, "user1", &gt20, NULL), "('user1', 30) msg='msg3'\n");
+		CHECK_EQ_STR(scan_rows(l, "user1", &rev, NULL),
+			     "('user1', 30) msg='msg3'\n"
+			     "('user1', 20) msg='msg2' msg_props={'from': 'c@d.com', 'subject': "
+			     "'bar'}\n");
+		CHECK_EQ_STR(scan_rows(l, "user1", &one, &pages),
+			     "('user1', 20) msg='msg2' msg_props={'from': 'c@d.com', 'subject': "
+			     "'bar'}\n"
+			     "('user1', 30) msg='msg3'\n");
+		CHECK(pages >= 2);
+		CHECK_EQ_STR(scan_rows(l, "nobody", &all, NULL), "");
+	}
+
+	/* Point-in-time reads at T1..T5 see each step. */
+	CHECK_EQ_STR(read_row(l, "user1", 10, T[0], NULL),
+		     "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com', 'subject': 'hello'}");
+	CHECK_EQ_STR(read_row(l, "user1", 10, T[1], NULL),
+		     "('user1', 10) msg='msg1' msg_props={'from': 'a@b.com', 'read_status': "
+		     "'true', 'subject': 'hello'}");
+	CHECK_EQ_STR(read_row(l, "user1", 10, T[3], NULL), "('user1', 10) msg='msg1'");
+	CHECK_EQ_STR(read_row(l, "user1", 10, T[4], NULL), "not found");
+	CHECK_EQ_STR(read_row(l, "user1", 20, T[1], NULL), "not found");
+	CHECK_EQ_STR(read_row(l, "user1", 10, T[0] - 1, NULL), "not found");
+
+	/* The seed layout, byte for byte, on the leader and on every replica. */
+	snprintf(hash, sizeof hash, "0x%04x", key_hash_components(&user1, 1));
+	snprintf(want, sizeof want,
+		 "(%1$s, 'user1', 10), T5 -> [DELETE]\n"
+		 "(%1$s, 'user1', 10), liveness_column_id, T1 -> [NULL]\n"
+		 "(%1$s, 'user1', 10), msg_column_id, T1 -> 'msg1'\n"
+		 "(%1$s, 'user1', 10), msg_props_column_id, T4 -> [DELETE]\n"
+		 "(%1$s, 'user1', 10), msg_props_column_id, 'from', T1 -> 'a@b.com'\n"
+		 "(%1$s, 'user1', 10), msg_props_column_id, 'read_status', T2 -> 'true'\n"
+		 "(%1$s, 'user1', 10), msg_props_column_id, 'subject', T1 -> 'hello'\n"
+		 "(%1$s, 'user1', 20), liveness_column_id, T3 -> [NULL]\n"
+		 "(%1$s, 'user1', 20), msg_column_id, T3 -> 'msg2'\n"
+		 "(%1$s, 'user1', 20), msg_props_column_id, 'from', T3 -> 'c@d.com'\n"
+		 "(%1$s, 'user1', 20), msg_props_column_id, 'subject', T3 -> 'bar'\n",
+		 hash);
+	{
+		const char *got = dump_tablet(l, T, 5);
+		/* The row of msg3 follows; compare the seed part. */
+		CHECK_MSG(strncmp(got, want, strlen(want)) == 0, "dump:\n%s\nwant:\n%s", got, want);
+		CHECK(strstr(got + strlen(want), "'user1', 30), msg_column_id") != NULL);
+	}
+	for (int k = 0; k < NN; k++)
+		wait_same_dump(k, l, 10000);
+
+	/* A follower answers NOT_LEADER with the leader's address and id. */
+	rv = write1(f, wop(DOCRAFT__WRITE_OP__KIND__DELETE_ROW, "user1", 99), 0, NULL, &r);
+	CHECK_EQ_INT(rv, DOCRAFT_ENOTLEADER);
+	CHECK_EQ_STR(r.leader, C.n[l].addr);
+	CHECK_EQ_U64(r.leader_id, (uint64_t)l + 1);
+	{
+		Docraft__ReadRequest req = DOCRAFT__READ_REQUEST__INIT;
+		req.tablet_id = (char *)TABLET;
+		req.n_key = 2;
+		req.key = anew(2 * sizeof *req.key);
+		req.key[0] = dtext("user1");
+		req.key[1] = dint(20);
+		CHECK_EQ_INT(call(f, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r),
+			     DOCRAFT_ENOTLEADER);
+		CHECK_EQ_STR(r.leader, C.n[l].addr);
+		/* Unknown tablet. */
+		req.tablet_id = (char *)"nosuch-0-00000000";
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r),
+			     DOCRAFT_ETABLETNOTFOUND);
+		/* A key of the wrong type. */
+		req.tablet_id = (char *)TABLET;
+		req.key[1] = dtext("ten");
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r), DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "msg_id") != NULL, "message: %s", r.message);
+		/* A read time 10 s ahead of the leader. */
+		req.key[1] = dint(20);
+		req.read_ht = ht_make(ht_physical(at) + 10000000, 0);
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r), DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "ahead") != NULL, "message: %s", r.message);
+		/* 100 ms ahead: waited for. */
+		req.read_ht = ht_make(ht_physical(at) + 100000, 0);
+		CHECK_EQ_STR(read_row(l, "user1", 20, req.read_ht, NULL),
+			     "('user1', 20) msg='msg2' msg_props={'from': 'c@d.com', 'subject': "
+			     "'bar'}");
+	}
+	/* Bad operations: INVALID_ARGUMENT with the reason, nothing applied. */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 40);
+		wop_add(op, cv_text("nope", "x"));
+		CHECK_EQ_INT(write1(l, op, 0, NULL, &r), DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "nope") != NULL, "message: %s", r.message);
+		op = wop(DOCRAFT__WRITE_OP__KIND__KIND_UNKNOWN, "user1", 40);
+		wop_add(op, cv_text("msg", "x"));
+		CHECK_EQ_INT(write1(l, op, 0, NULL, &r), DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "unknown write operation") != NULL, "message: %s",
+			  r.message);
+		op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 40);
+		wop_add(op, cv_text("msg", "x"));
+		CHECK_EQ_INT(write1(l, op, 7, NULL, &r), DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "schema version 7") != NULL, "message: %s", r.message);
+		CHECK_EQ_STR(read_row(l, "user1", 40, 0, NULL), "not found");
+	}
+	/* A malformed request. */
+	{
+		uint8_t junk[3] = {0xff, 0xff, 0xff};
+		struct rpc_call_req req;
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		memset(&req, 0, sizeof req);
+		req.data = &r;
+		r.done = false;
+		CHECK_OK(rpc_call(&C.cl, C.n[l].addr, DOCRAFT__METHOD__TSERVER_WRITE, junk,
+				  sizeof junk, CALL_MS, &req, call_cb, errmsg));
+		while (!r.done)
+			uv_run(&C.loop, UV_RUN_ONCE);
+		CHECK_EQ_INT(r.status, DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "malformed") != NULL, "message: %s", r.message);
+	}
+	/* A create that contradicts the existing replica. */
+	CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET,
+			  &create_req(TABLET, 2, false)->base, &r), DOCRAFT_EINVAL);
+	res_free(&r);
+	cluster_down();
+}
+
+TEST(leadership_and_restart)
+{
+	struct res r = {0};
+	Docraft__StepDownRequest sd = DOCRAFT__STEP_DOWN_REQUEST__INIT;
+	struct report rep;
+	uint64_t t0, term;
+	int l, l2, l3, rv;
+
+	cluster_up("tserver-leader", true);
+	for (int k = 0; k < NN; k++)
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	l = leader_must(-1, 20000);
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 10);
+		wop_add(op, cv_text("msg", "before"));
+		write_ok(l, op);
+	}
+
+	/* STEP_DOWN answers once another node leads. */
+	sd.tablet_id = (char *)TABLET;
+	rv = call(l, DOCRAFT__METHOD__TSERVER_STEP_DOWN, &sd.base, &r);
+	CHECK_MSG(rv == 0, "step down: %d %s", rv, r.message);
+	l2 = leader_must(l, 10000);
+	CHECK(l2 != l);
+	CHECK(tablet_status(l, TABLET, &rep, NULL));
+	CHECK(strcmp(rep.role, "leader") != 0);
+	/* STEP_DOWN at a follower: NOT_LEADER with the hint. */
+	rv = call(l, DOCRAFT__METHOD__TSERVER_STEP_DOWN, &sd.base, &r);
+	CHECK_EQ_INT(rv, DOCRAFT_ENOTLEADER);
+	CHECK_EQ_STR(r.leader, C.n[l2].addr);
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 20);
+		wop_add(op, cv_text("msg", "after step down"));
+		write_ok(l2, op);
+	}
+
+	/* SIGTERM of the leader's process: it hands the leadership over and
+	 * only then closes (its log says it leads nothing any more), so the
+	 * new leader is the transfer's target, one term later, and exists
+	 * already when the process has exited 0. */
+	CHECK(tablet_status(l2, TABLET, &rep, NULL));
+	term = rep.term;
+	t0 = proc_now_ms();
+	CHECK_OK(proc_signal(&C.n[l2].p, SIGTERM));
+	{
+		int st = 0;
+		CHECK_MSG(proc_wait(&C.n[l2].p, 15000, &st), "node %d did not stop", l2 + 1);
+		C.n[l2].up = false;
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status 0x%x", st);
+	}
+	CHECK(file_contains(C.n[l2].log, "transferring the leadership before stopping"));
+	CHECK(file_contains(C.n[l2].log, "leads no tablet any more (1 transfers)"));
+	l3 = leader_must(l2, 10000);
+	test_note("node %d leads %" PRIu64 " ms after the SIGTERM of node %d", l3 + 1,
+		  proc_now_ms() - t0, l2 + 1);
+	CHECK(tablet_status(l3, TABLET, &rep, NULL));
+	CHECK_EQ_U64(rep.term, term + 1);
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 30);
+		wop_add(op, cv_text("msg", "while one is down"));
+		write_ok(l3, op);
+	}
+
+	/* Restart: the replica comes back from meta.pb and catches up. */
+	node_start(l2);
+	{
+		uint64_t end = proc_now_ms() + 10000;
+		int status = 0;
+		while (!tablet_status(l2, TABLET, &rep, &status)) {
+			CHECK_MSG(proc_now_ms() < end, "restarted node: status %d", status);
+			pause_ms(50);
+		}
+	}
+	CHECK_EQ_U64(rep.raft_id, (uint64_t)l2 + 1);
+	wait_same_dump(l2, l3, 15000);
+	CHECK_EQ_STR(read_row(l3, "user1", 10, 0, NULL), "('user1', 10) msg='before'");
+	CHECK_EQ_STR(read_row(l3, "user1", 30, 0, NULL), "('user1', 30) msg='while one is down'");
+	res_free(&r);
+	cluster_down();
+}
+
+TEST(membership_and_delete)
+{
+	struct res r = {0};
+	Docraft__ChangeConfigRequest cc = DOCRAFT__CHANGE_CONFIG_REQUEST__INIT;
+	Docraft__DeleteTabletRequest del = DOCRAFT__DELETE_TABLET_REQUEST__INIT;
+	Docraft__Peer peer = DOCRAFT__PEER__INIT;
+	struct report rep;
+	char path[400];
+	struct stat st;
+	int l, victim, rv, status = 0;
+
+	cluster_up("tserver-members", true);
+	for (int k = 0; k < NN; k++)
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	l = leader_must(-1, 20000);
+	victim = (l + 1) % NN;
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user2", 1);
+		wop_add(op, cv_text("msg", "one"));
+		write_ok(l, op);
+	}
+
+	/* Remove the victim's replica from the group, then delete it. */
+	cc.tablet_id = (char *)TABLET;
+	cc.kind = DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__REMOVE;
+	peer.raft_id = (uint64_t)victim + 1;
+	cc.peer = &peer;
+	rv = call(l, DOCRAFT__METHOD__TSERVER_CHANGE_CONFIG, &cc.base, &r);
+	CHECK_MSG(rv == 0, "remove: %d %s", rv, r.message);
+	del.tablet_id = (char *)TABLET;
+	rv = call(victim, DOCRAFT__METHOD__TSERVER_DELETE_TABLET, &del.base, &r);
+	CHECK_MSG(rv == 0, "delete: %d %s", rv, r.message);
+	snprintf(path, sizeof path, "%s/tablets/%s", C.n[victim].dir, TABLET);
+	CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s still exists", path);
+	CHECK(!tablet_status(victim, TABLET, &rep, &status));
+	CHECK_EQ_INT(status, DOCRAFT_ETABLETNOTFOUND);
+	CHECK_EQ_INT(call(victim, DOCRAFT__METHOD__TSERVER_DELETE_TABLET, &del.base, &r),
+		     DOCRAFT_ETABLETNOTFOUND);
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user2", 2);
+		wop_add(op, cv_text("msg", "two"));
+		write_ok(l, op);
+	}
+
+	/* A new replica (raft id 4) on the victim: created to join, added,
+	 * promoted once it caught up. */
+	create_on(victim, TABLET, 4, true);
+	cc.kind = DOCRAFT__CHANGE_CONFIG_REQUEST__KIND__ADD;
+	peer.raft_id = 4;
+	peer.address = C.n[victim].addr;
+	rv = call(l, DOCRAFT__METHOD__TSERVER_CHANGE_CONFIG, &cc.base, &r);
+	CHECK_MSG(rv == 0, "add: %d %s", rv, r.message);
+	CHECK(tablet_status(victim, TABLET, &rep, NULL));
+	CHECK_EQ_U64(rep.raft_id, 4);
+	wait_same_dump(victim, l, 15000);
+	/* Its meta.pb says join: a restart does not bootstrap it. */
+	node_stop(victim, 15000);
+	node_start(victim);
+	wait_same_dump(victim, l, 15000);
+	CHECK_EQ_STR(scan_rows(l, "user2", &(struct scan_args){0}, NULL),
+		     "('user2', 1) msg='one'\n('user2', 2) msg='two'\n");
+	res_free(&r);
+	cluster_down();
+}
+
+TEST(heartbeats_to_a_fake_master)
+{
+	Docraft__Instruction ins = DOCRAFT__INSTRUCTION__INIT;
+	Docraft__DeleteTabletRequest del = DOCRAFT__DELETE_TABLET_REQUEST__INIT;
+	Docraft__CreateTabletRequest *cr;
+	char masters[80], path[400];
+	struct stat st;
+	int port;
+
+	cluster_up("tserver-heartbeat", false);
+	do {
+		port = free_port();
+	} while (port == C.port && port > 0);
+	CHECK(port > 0);
+	masters_open(port);
+	/* The first master in the list points at the second. */
+	M[0].hint = M[1].addr;
+	snprintf(masters, sizeof masters, "%s,%s", M[0].addr, M[1].addr);
+	{
+		struct node *n = &C.n[0];
+		char line[512];
+		char *argv[] = {C.exe, (char *)"--address", n->addr, (char *)"--data", n->dir,
+				(char *)"--masters", masters, (char *)"--heartbeat-ms",
+				(char *)"100", NULL};
+		CHECK_OK(proc_spawn(&n->p, argv, n->log));
+		n->up = true;
+		CHECK_EQ_INT(proc_read_line(&n->p, line, sizeof line, 15000), 1);
+		snprintf(n->uuid, sizeof n->uuid, "%.*s", 32, line + 16);
+	}
+	master_wait_report(&M[1], "", false, 10000);
+	CHECK(M[0].beats >= 1);
+	CHECK_EQ_STR(M[1].uuid, C.n[0].uuid);
+	CHECK_EQ_STR(M[1].address, C.n[0].addr);
+	CHECK_EQ_STR(M[1].tablets, "");
+
+	/* "Create a replica": a one-replica tablet, which elects itself. */
+	cr = create_req("hb-0-00000001", 1, false);
+	cr->n_peers = 1;
+	ins.kind_case = DOCRAFT__INSTRUCTION__KIND_CREATE;
+	ins.create = cr;
+	master_instruct(&M[1], &ins);
+	master_wait_report(&M[1], "hb-0-00000001:leader:1;", false, 10000);
+
+	/* "Delete it": gone from the reports and from the disk. */
+	del.tablet_id = (char *)"hb-0-00000001";
+	ins.kind_case = DOCRAFT__INSTRUCTION__KIND_DELETE;
+	ins.delete_ = &del;
+	master_instruct(&M[1], &ins);
+	master_wait_report(&M[1], "hb-0-00000001", true, 10000);
+	snprintf(path, sizeof path, "%s/tablets/hb-0-00000001", C.n[0].dir);
+	CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s still exists", path);
+
+	/* Leadership moves back to the first master: its hint is followed. */
+	M[0].hint = NULL;
+	{
+		unsigned beats = M[0].beats;
+		uint64_t end = proc_now_ms() + 10000;
+		M[1].hint = M[0].addr;
+		while (M[0].beats == beats) {
+			CHECK_MSG(proc_now_ms() < end,
+				  "no heartbeat reached the first master again");
+			pause_ms(20);
+		}
+	}
+	cluster_down();
+}
+
+TEST(flags_and_config)
+{
+	static struct proc p; /* listed by proc.c until reaped */
+	char line[512], cfg[400], data[400];
+	int st = 0;
+	FILE *f;
+
+	cluster_up("tserver-flags", false);
+	{
+		char *argv[] = {C.exe, (char *)"--help", NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
+		CHECK_EQ_INT(proc_read_line(&p, line, sizeof line, 10000), 1);
+		CHECK_MSG(strncmp(line, "usage: docraft-tserver", 22) == 0, "%s", line);
+		CHECK(proc_wait(&p, 10000, &st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	{
+		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
+		CHECK(proc_wait(&p, 10000, &st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+		CHECK(file_contains(C.n[0].log, "--data is required"));
+	}
+	/* A config file gives the address and data dir. */
+	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
+	snprintf(data, sizeof data, "%s/fromconfig", C.base);
+	f = fopen(cfg, "w");
+	CHECK(f != NULL);
+	fprintf(f, "# test\naddress = %s\ndata = %s\nheartbeat-raft-ms=50\n", C.n[0].addr, data);
+	fclose(f);
+	{
+		char *argv[] = {C.exe, (char *)"--config", cfg, (char *)"--log-level",
+				(char *)"warn", NULL};
+		char want[512];
+		CHECK_OK(proc_spawn(&C.n[0].p, argv, C.n[0].log));
+		C.n[0].up = true;
+		CHECK_EQ_INT(proc_read_line(&C.n[0].p, line, sizeof line, 15000), 1);
+		snprintf(want, sizeof want, "listening on %s", C.n[0].addr);
+		CHECK_MSG(strstr(line, want) != NULL, "%s", line);
+		snprintf(want, sizeof want, "%s/uuid", data);
+		CHECK(access(want, R_OK) == 0);
+	}
+	/* A bad config line. */
+	f = fopen(cfg, "w");
+	CHECK(f != NULL);
+	fprintf(f, "address = %s\ndata = %s\nno-such-flag = 1\n", C.n[1].addr, data);
+	fclose(f);
+	{
+		char *argv[] = {C.exe, (char *)"--config", cfg, NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[1].log));
+		CHECK(proc_wait(&p, 10000, &st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+		CHECK(file_contains(C.n[1].log, "unknown option 'no-such-flag'"));
+	}
+	cluster_down();
+}
+
+TEST_MAIN(T(seeds_through_rpc), T(leadership_and_restart), T(membership_and_delete),
+	  T(heartbeats_to_a_fake_master), T(flags_and_config))
