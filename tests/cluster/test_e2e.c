@@ -1,0 +1,698 @@
+/* End-to-end tests of a whole local cluster: one docraft-master on
+ * 127.0.0.1 and three docraft-tserver processes on 127.0.0.1-3, driven with
+ * the docraft CLI (spawned, stdout captured) and the routing client library.
+ *
+ *   seeds_through_the_cli   the seeds' statements (msgs T1-T5, page_views with
+ *                           TTLs) through `docraft -e`, SELECT outputs checked;
+ *                           `docraft tablets msgs` shows 8 tablets with
+ *                           leaders; `docraft dump` of user1's tablet shows
+ *                           the seed layout
+ *   step_down_while_writing 1000 client writes, every tablet's leader asked to
+ *                           step down after 200; no write fails, all read back
+ *   tserver_killed          SIGKILL of a tserver leading tablets while writing;
+ *                           every write succeeds (max latency printed)
+ *   master_restarted        the master stopped: writes and reads keep working
+ *                           from the client's cache; restarted on its data
+ *                           dir it still lists msgs, and writes work
+ *
+ * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). Each
+ * process's stderr goes to <tmp>/<name>.log; the logs' tails are shown when a
+ * case fails. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "docraft/docraft.h"
+#include "proc.h"
+#include "test.h"
+
+#define NT 3
+#define OUT_CAP (1u << 18)
+
+struct server {
+	struct proc p;
+	char addr[32];
+	char dir[300];
+	char log[320];
+	bool up;
+};
+
+static struct {
+	bool active;
+	char base[256];
+	char master_exe[4096];
+	char tserver_exe[4096];
+	char cli_exe[4096];
+	char maddr[32];
+	struct server m;
+	struct server t[NT];
+	docraft_client *client;
+	struct proc cli;
+	char out[OUT_CAP];
+	size_t out_len;
+} C;
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* A port free on 127.0.0.1..n (bound briefly), different from avoid. */
+static int free_port(int n, int avoid)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		int fds[NT], port = 0, ok = 1;
+		for (int i = 0; i < NT; i++)
+			fds[i] = -1;
+		for (int i = 0; i < n && ok; i++) {
+			struct sockaddr_in a;
+			socklen_t len = sizeof a;
+			memset(&a, 0, sizeof a);
+			a.sin_family = AF_INET;
+			a.sin_port = htons((uint16_t)port);
+			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
+			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+				ok = 0;
+				break;
+			}
+			if (i == 0) {
+				getsockname(fds[i], (struct sockaddr *)&a, &len);
+				port = ntohs(a.sin_port);
+			}
+		}
+		for (int i = 0; i < NT; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (ok && port != avoid)
+			return port;
+	}
+	return -1;
+}
+
+static void tail_log(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char lines[20][1024];
+	int n = 0;
+	if (f == NULL)
+		return;
+	while (fgets(lines[n % 20], sizeof lines[0], f) != NULL)
+		n++;
+	fclose(f);
+	test_note("---- %s (last lines)", path);
+	for (int i = n > 20 ? n - 20 : 0; i < n; i++) {
+		lines[i % 20][strcspn(lines[i % 20], "\n")] = '\0';
+		test_note("%s", lines[i % 20]);
+	}
+}
+
+static void cleanup(bool failed)
+{
+	if (C.client != NULL) {
+		docraft_client_close(C.client);
+		C.client = NULL;
+	}
+	if (!C.active)
+		return;
+	proc_kill_all();
+	if (failed) {
+		tail_log(C.m.log);
+		for (int k = 0; k < NT; k++)
+			tail_log(C.t[k].log);
+	}
+	C.m.up = false;
+	for (int k = 0; k < NT; k++)
+		C.t[k].up = false;
+	test_tmpdir_remove(C.base);
+	C.active = false;
+}
+
+static void cleanup_at_exit(void)
+{
+	cleanup(true);
+}
+
+static void on_fatal_signal(int sig)
+{
+	proc_kill_all_from_signal();
+	if (C.active) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/rm", "rm", "-rf", "--", C.base, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void find_exe(char *out, size_t cap, const char *env_name, const char *rel)
+{
+	const char *env = getenv(env_name);
+	if (env != NULL && *env != '\0') {
+		snprintf(out, cap, "%s", env);
+	} else {
+		char self[2048];
+		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
+		CHECK(r > 0);
+		self[r] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		snprintf(out, cap, "%s/../../%s", self, rel);
+	}
+	CHECK_MSG(access(out, X_OK) == 0, "%s not found at %s (set %s)", rel, out, env_name);
+}
+
+/* Runs the CLI with --masters and args (NULL-terminated); its stdout goes
+ * into C.out. Returns its exit status (-1: killed/timed out). */
+static int cli_v(int timeout_ms, const char *const *args)
+{
+	char *argv[32];
+	char line[8192];
+	int n = 0, st = 0;
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	char log[320];
+	argv[n++] = C.cli_exe;
+	argv[n++] = (char *)"--masters";
+	argv[n++] = C.maddr;
+	for (int i = 0; args[i] != NULL && n < 31; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	snprintf(log, sizeof log, "%s/cli.log", C.base);
+	C.out_len = 0;
+	C.out[0] = '\0';
+	CHECK_MSG(proc_spawn(&C.cli, argv, log) == 0, "spawn cli: %s", strerror(errno));
+	for (;;) {
+		uint64_t now = proc_now_ms();
+		if (now >= end) {
+			proc_kill(&C.cli);
+			return -1;
+		}
+		int rv = proc_read_line(&C.cli, line, sizeof line, (int)(end - now));
+		if (rv == 1) {
+			size_t l = strlen(line);
+			if (C.out_len + l + 2 < OUT_CAP) {
+				memcpy(C.out + C.out_len, line, l);
+				C.out_len += l;
+				C.out[C.out_len++] = '\n';
+				C.out[C.out_len] = '\0';
+			}
+		} else if (rv < 0) {
+			break;
+		}
+	}
+	/* A last line without '\n'. */
+	if (C.cli.len > 0 && C.out_len + C.cli.len + 1 < OUT_CAP) {
+		memcpy(C.out + C.out_len, C.cli.buf, C.cli.len);
+		C.out_len += C.cli.len;
+		C.out[C.out_len] = '\0';
+	}
+	if (!proc_wait(&C.cli, (int)(end > proc_now_ms() ? end - proc_now_ms() : 1000), &st)) {
+		proc_kill(&C.cli);
+		return -1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define CLI(timeout_ms, ...) cli_v((timeout_ms), (const char *const[]){__VA_ARGS__, NULL})
+
+static int count_substr(const char *s, const char *needle)
+{
+	int n = 0;
+	size_t l = strlen(needle);
+	for (const char *p = strstr(s, needle); p != NULL; p = strstr(p + l, needle))
+		n++;
+	return n;
+}
+
+/* ---- processes ---------------------------------------------------------------------- */
+
+static void master_start(void)
+{
+	char line[512], want[128];
+	char *argv[] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
+			"--tserver-timeout-ms", "3000", NULL};
+	CHECK_MSG(proc_spawn(&C.m.p, argv, C.m.log) == 0, "spawn master: %s", strerror(errno));
+	C.m.up = true;
+	int rv = proc_read_line(&C.m.p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "the master did not start (%d)", rv);
+	snprintf(want, sizeof want, "docraft-master listening on %s", C.maddr);
+	CHECK_MSG(strstr(line, want) != NULL, "master: unexpected first line: %s", line);
+}
+
+static void tserver_start(int k)
+{
+	struct server *s = &C.t[k];
+	char line[512];
+	char *argv[] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
+			"--masters", C.maddr, NULL};
+	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn tserver: %s", strerror(errno));
+	s->up = true;
+	int rv = proc_read_line(&s->p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "tserver %d did not start (%d)", k + 1, rv);
+	CHECK_MSG(strstr(line, " listening on ") != NULL && strstr(line, s->addr) != NULL,
+		  "tserver %d: unexpected first line: %s", k + 1, line);
+}
+
+/* Live tservers according to `docraft tservers`. */
+static int live_tservers(void)
+{
+	int live = 0;
+	if (CLI(5000, "tservers") != 0)
+		return -1;
+	for (char *l = C.out; l != NULL && *l != '\0';) {
+		char *nl = strchr(l, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (strstr(l, " yes ") != NULL)
+			live++;
+		l = nl != NULL ? nl + 1 : NULL;
+	}
+	return live;
+}
+
+static void cluster_up(const char *tag)
+{
+	static bool registered;
+	cleanup(true); /* the previous case failed */
+	if (!registered) {
+		atexit(cleanup_at_exit);
+		signal(SIGTERM, on_fatal_signal);
+		signal(SIGINT, on_fatal_signal);
+		signal(SIGHUP, on_fatal_signal);
+		registered = true;
+	}
+	memset(&C.m, 0, sizeof C.m);
+	memset(C.t, 0, sizeof C.t);
+	find_exe(C.master_exe, sizeof C.master_exe, "MASTER", "src/master/docraft-master");
+	find_exe(C.tserver_exe, sizeof C.tserver_exe, "TSERVER", "src/tablet/docraft-tserver");
+	find_exe(C.cli_exe, sizeof C.cli_exe, "DOCRAFT", "src/tools/docraft");
+	test_tmpdir_make(C.base, tag);
+	C.active = true;
+	int pt = free_port(NT, 0);
+	int pm = free_port(1, pt);
+	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
+	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
+	snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
+	snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
+	master_start();
+	for (int k = 0; k < NT; k++) {
+		struct server *s = &C.t[k];
+		snprintf(s->addr, sizeof s->addr, "127.0.0.%d:%d", k + 1, pt);
+		snprintf(s->dir, sizeof s->dir, "%s/ts%d", C.base, k + 1);
+		snprintf(s->log, sizeof s->log, "%s/ts%d.log", C.base, k + 1);
+		tserver_start(k);
+	}
+	uint64_t end = proc_now_ms() + 20000;
+	int live;
+	while ((live = live_tservers()) < NT) {
+		CHECK_MSG(proc_now_ms() < end, "only %d live tservers after 20 s:\n%s", live, C.out);
+		sleep_ms(200);
+	}
+	test_note("cluster up: master %s, tservers on port %d", C.maddr, pt);
+}
+
+static void cluster_down(void)
+{
+	int st = 0;
+	if (C.client != NULL) {
+		docraft_client_close(C.client);
+		C.client = NULL;
+	}
+	for (int k = 0; k < NT; k++)
+		if (C.t[k].up) {
+			proc_signal(&C.t[k].p, SIGTERM);
+			if (!proc_wait(&C.t[k].p, 15000, &st))
+				proc_kill(&C.t[k].p);
+			C.t[k].up = false;
+		}
+	if (C.m.up) {
+		proc_signal(&C.m.p, SIGTERM);
+		if (!proc_wait(&C.m.p, 10000, &st))
+			proc_kill(&C.m.p);
+		C.m.up = false;
+	}
+	cleanup(false);
+}
+
+/* ---- tablets ------------------------------------------------------------------------ */
+
+struct tablet {
+	char id[80];
+	char leader[40];
+};
+
+/* Parses `docraft tablets <table>` into t (at most cap); returns the count,
+ * or -1 if the command failed. */
+static int tablets_of(const char *table, struct tablet *t, int cap)
+{
+	int n = 0;
+	if (CLI(10000, "tablets", table) != 0)
+		return -1;
+	char *save = NULL;
+	for (char *l = strtok_r(C.out, "\n", &save); l != NULL; l = strtok_r(NULL, "\n", &save)) {
+		char id[80], part1[40], part2[40], leader[40];
+		if (strncmp(l, "TABLET", 6) == 0)
+			continue;
+		if (sscanf(l, "%79s %39s %39s %39s", id, part1, part2, leader) != 4 || n >= cap)
+			continue;
+		snprintf(t[n].id, sizeof t[n].id, "%s", id);
+		snprintf(t[n].leader, sizeof t[n].leader, "%s", leader);
+		n++;
+	}
+	return n;
+}
+
+/* Polls until every tablet of table has a leader; returns the count. */
+static int tablets_with_leaders(const char *table, struct tablet *t, int cap, int want,
+				int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		int n = tablets_of(table, t, cap), ok = n == want;
+		for (int i = 0; ok && i < n; i++)
+			if (strchr(t[i].leader, ':') == NULL)
+				ok = 0;
+		if (ok)
+			return n;
+		CHECK_MSG(proc_now_ms() < end, "table %s: %d tablets, leaders missing:\n%s", table,
+			  n, C.out);
+		sleep_ms(200);
+	}
+}
+
+/* ---- client ------------------------------------------------------------------------- */
+
+static void client_open(void)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	docraft_client_options o;
+	docraft_client_options_init(&o);
+	o.num_tablets = 8;
+	o.replication_factor = 3;
+	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
+}
+
+static void create_msgs(void)
+{
+	docraft_table_options to = {.num_tablets = 8, .replication_factor = 3};
+	CHECK_OK_MSG(docraft_table_create_cql(C.client,
+					      "CREATE TABLE msgs (user_id text, msg_id int, msg text, "
+					      "msg_props map<text, text>, PRIMARY KEY ((user_id), msg_id));",
+					      &to),
+		     docraft_errmsg());
+}
+
+/* Writes row i: ('u<i % 37>', i) -> msg 'm<i>'; returns its latency in ms. */
+static uint64_t write_row(int i)
+{
+	char user[32], msg[32];
+	docraft_op *op = NULL;
+	snprintf(user, sizeof user, "u%d", i % 37);
+	snprintf(msg, sizeof msg, "m%d", i);
+	docraft_value key[2] = {docraft_value_text(user), docraft_value_int(i)};
+	docraft_value v = docraft_value_text(msg);
+	CHECK_OK(docraft_op_insert(key, 2, &op));
+	CHECK_OK(docraft_op_column(op, "msg", &v));
+	uint64_t t0 = proc_now_ms();
+	int rv = docraft_write(C.client, "msgs", &op, 1, DOCRAFT_TTL_DEFAULT, NULL);
+	uint64_t dt = proc_now_ms() - t0;
+	docraft_op_free(op);
+	CHECK_MSG(rv == 0, "write of row %d failed after %" PRIu64 " ms: %d %s", i, dt, rv,
+		  docraft_errmsg());
+	return dt;
+}
+
+static void check_row(int i)
+{
+	char user[32], msg[32];
+	docraft_result *r = NULL;
+	snprintf(user, sizeof user, "u%d", i % 37);
+	snprintf(msg, sizeof msg, "m%d", i);
+	docraft_value key[2] = {docraft_value_text(user), docraft_value_int(i)};
+	int rv = docraft_get(C.client, "msgs", key, 2, 0, &r);
+	CHECK_MSG(rv == 0, "get of row %d failed: %d %s", i, rv, docraft_errmsg());
+	CHECK_MSG(docraft_result_nrows(r) == 1, "row %d: %zu rows", i, docraft_result_nrows(r));
+	int col = docraft_result_column_index(r, "msg");
+	CHECK(col >= 0);
+	docraft_value v = docraft_result_value(r, 0, (size_t)col);
+	bool ok = v.type == DOCRAFT_TYPE_TEXT && v.v.s.len == strlen(msg) &&
+		  memcmp(v.v.s.p, msg, v.v.s.len) == 0;
+	docraft_result_free(r);
+	CHECK_MSG(ok, "row %d: wrong msg", i);
+}
+
+/* ---- cases -------------------------------------------------------------------------- */
+
+static const char SEEDS[] =
+	"CREATE TABLE msgs (user_id text, msg_id int, msg text, msg_props map<text, text>,\n"
+	"                   PRIMARY KEY ((user_id), msg_id));\n"
+	"INSERT INTO msgs (user_id, msg_id, msg, msg_props)\n"
+	"       VALUES ('user1', 10, 'msg1', {'from' : 'a@b.com', 'subject' : 'hello'});\n"
+	"UPDATE msgs SET msg_props = msg_props + {'read_status' : 'true'}\n"
+	"       WHERE user_id = 'user1' AND msg_id = 10;\n"
+	"INSERT INTO msgs (user_id, msg_id, msg, msg_props)\n"
+	"       VALUES ('user1', 20, 'msg2', {'from' : 'c@d.com', 'subject' : 'bar'});\n"
+	"SELECT * FROM msgs WHERE user_id = 'user1';\n"
+	"DELETE msg_props FROM msgs WHERE user_id = 'user1' AND msg_id = 10;\n"
+	"SELECT * FROM msgs WHERE user_id = 'user1';\n"
+	"DELETE FROM msgs WHERE user_id = 'user1' AND msg_id = 10;\n"
+	"SELECT * FROM msgs WHERE user_id = 'user1';\n"
+	"CREATE TABLE page_views (page_id text, views int, category text,\n"
+	"                         PRIMARY KEY ((page_id)));\n"
+	"INSERT INTO page_views (page_id, views) VALUES ('abc.com', 10) USING TTL 86400;\n"
+	"UPDATE page_views USING TTL 3600 SET category = 'news' WHERE page_id = 'abc.com';\n"
+	"SELECT * FROM page_views WHERE page_id = 'abc.com';\n";
+
+/* The SELECT outputs, in order (cqlsh layout, as the CLI prints them). */
+static const char *const SELECTS[] = {
+	" user_id | msg_id |  msg |                                                      msg_props\n"
+	"---------+--------+------+----------------------------------------------------------------\n"
+	"   user1 |     10 | msg1 | {'from': 'a@b.com', 'read_status': 'true', 'subject': 'hello'}\n"
+	"   user1 |     20 | msg2 |                          {'from': 'c@d.com', 'subject': 'bar'}\n"
+	"\n(2 rows)\n",
+	" user_id | msg_id |  msg |                             msg_props\n"
+	"---------+--------+------+---------------------------------------\n"
+	"   user1 |     10 | msg1 |                                  null\n"
+	"   user1 |     20 | msg2 | {'from': 'c@d.com', 'subject': 'bar'}\n"
+	"\n(2 rows)\n",
+	" user_id | msg_id |  msg |                             msg_props\n"
+	"---------+--------+------+---------------------------------------\n"
+	"   user1 |     20 | msg2 | {'from': 'c@d.com', 'subject': 'bar'}\n"
+	"\n(1 rows)\n",
+	" page_id | views | category\n"
+	"---------+-------+----------\n"
+	" abc.com |    10 |     news\n"
+	"\n(1 rows)\n",
+};
+
+TEST(seeds_through_the_cli)
+{
+	struct tablet t[16];
+	cluster_up("e2e-seeds");
+
+	int rv = CLI(60000, "--tablets", "8", "--rf", "3", "-e", SEEDS);
+	CHECK_MSG(rv == 0, "docraft -e <seeds> exited %d; stdout:\n%s", rv, C.out);
+	/* Every expected SELECT output, in order, and nothing else. */
+	size_t want_len = 0;
+	const char *p = C.out;
+	for (size_t i = 0; i < sizeof SELECTS / sizeof SELECTS[0]; i++) {
+		const char *at = strstr(p, SELECTS[i]);
+		CHECK_MSG(at != NULL, "SELECT %zu: expected\n%s\ngot the whole output\n%s", i + 1,
+			  SELECTS[i], C.out);
+		p = at + strlen(SELECTS[i]);
+		want_len += strlen(SELECTS[i]);
+	}
+	CHECK_EQ_INT(count_substr(C.out, " rows)"), 4);
+	CHECK_MSG(C.out_len <= want_len + 8, "unexpected extra output:\n%s", C.out);
+
+	/* 8 tablets, each with a leader (leaders reach the master by heartbeat). */
+	int n = tablets_with_leaders("msgs", t, 16, 8, 10000);
+	CHECK_EQ_INT(n, 8);
+
+	/* The tablet holding user1: the one whose dump mentions it. */
+	int found = -1;
+	for (int i = 0; i < n && found < 0; i++) {
+		rv = CLI(10000, "dump", t[i].id);
+		CHECK_MSG(rv == 0, "docraft dump %s exited %d:\n%s", t[i].id, rv, C.out);
+		if (strstr(C.out, "'user1'") != NULL)
+			found = i;
+	}
+	CHECK_MSG(found >= 0, "no tablet's dump mentions 'user1'");
+	test_note("user1 lives in %s (leader %s)", t[found].id, t[found].leader);
+	static const char *const layout[] = {
+		"'user1', 20), liveness_column_id, HT(",
+		"'user1', 20), msg_column_id, HT(",
+		"'user1', 20), msg_props_column_id, 'from', HT(",
+		"'user1', 20), msg_props_column_id, 'subject', HT(",
+		"'user1', 10), msg_props_column_id, 'read_status', HT(",
+		"'user1', 10), msg_props_column_id, HT(",
+	};
+	for (size_t i = 0; i < sizeof layout / sizeof layout[0]; i++)
+		CHECK_MSG(strstr(C.out, layout[i]) != NULL, "dump lacks \"%s\":\n%s", layout[i],
+			  C.out);
+	CHECK_MSG(strstr(C.out, "-> 'msg2'") != NULL && strstr(C.out, "-> 'c@d.com'") != NULL &&
+			  strstr(C.out, "-> 'bar'") != NULL,
+		  "dump lacks row 20's values:\n%s", C.out);
+	/* T5: the row tombstone of ('user1', 10), a line of its own. */
+	bool tomb = false;
+	for (const char *l = C.out; l != NULL && *l != '\0' && !tomb;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - l) : strlen(l);
+		char line[1024];
+		snprintf(line, sizeof line, "%.*s", (int)len, l);
+		const char *k = strstr(line, "'user1', 10), HT(");
+		tomb = k != NULL && strstr(k, ") -> [DELETE]") != NULL;
+		l = nl != NULL ? nl + 1 : NULL;
+	}
+	CHECK_MSG(tomb, "dump lacks the row tombstone \"'user1', 10), HT(...) -> [DELETE]\":\n%s",
+		  C.out);
+	/* The map tombstone of T4. */
+	CHECK_MSG(strstr(C.out, "'user1', 10), msg_props_column_id, HT(") != NULL, "no T4");
+	cluster_down();
+}
+
+TEST(step_down_while_writing)
+{
+	struct tablet t[16];
+	cluster_up("e2e-stepdown");
+	client_open();
+	create_msgs();
+	int n = tablets_with_leaders("msgs", t, 16, 8, 15000);
+	uint64_t max_ms = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t dt = write_row(i);
+		if (dt > max_ms)
+			max_ms = dt;
+		if (i == 200) {
+			for (int k = 0; k < n; k++) {
+				int rv = CLI(15000, "step-down", t[k].id);
+				CHECK_MSG(rv == 0, "docraft step-down %s exited %d:\n%s", t[k].id, rv,
+					  C.out);
+			}
+			test_note("stepped down the leaders of %d tablets after 200 writes", n);
+		}
+	}
+	test_note("1000 writes, max write latency %" PRIu64 " ms", max_ms);
+	/* Leaders reach the master with heartbeats (every 1 s). */
+	sleep_ms(2500);
+	struct tablet t2[16];
+	int n2 = tablets_with_leaders("msgs", t2, 16, 8, 15000);
+	int moved = 0;
+	for (int k = 0; k < n2; k++)
+		for (int j = 0; j < n; j++)
+			if (strcmp(t[j].id, t2[k].id) == 0 && strcmp(t[j].leader, t2[k].leader) != 0)
+				moved++;
+	test_note("%d of %d tablet leaders moved", moved, n);
+	CHECK_MSG(moved > 0, "no leader moved after step-down of every tablet:\n%s", C.out);
+	for (int i = 0; i < 1000; i++)
+		check_row(i);
+	cluster_down();
+}
+
+TEST(tserver_killed)
+{
+	struct tablet t[16];
+	cluster_up("e2e-kill");
+	client_open();
+	create_msgs();
+	int n = tablets_with_leaders("msgs", t, 16, 8, 15000);
+	uint64_t max_before = 0, max_after = 0;
+	for (int i = 0; i < 300; i++) {
+		uint64_t dt = write_row(i);
+		if (dt > max_before)
+			max_before = dt;
+	}
+	/* The tserver leading the first tablet. */
+	int victim = -1;
+	for (int k = 0; k < NT; k++)
+		if (strcmp(C.t[k].addr, t[0].leader) == 0)
+			victim = k;
+	CHECK_MSG(victim >= 0, "leader %s of %s is no tserver of ours", t[0].leader, t[0].id);
+	int led = 0;
+	for (int j = 0; j < n; j++)
+		led += strcmp(t[j].leader, C.t[victim].addr) == 0;
+	test_note("SIGKILL tserver %s (leads %d of %d tablets)", C.t[victim].addr, led, n);
+	CHECK_OK(proc_signal(&C.t[victim].p, SIGKILL));
+	CHECK(proc_wait(&C.t[victim].p, 5000, NULL));
+	C.t[victim].up = false;
+	uint64_t t0 = proc_now_ms();
+	for (int i = 300; i < 900; i++) {
+		uint64_t dt = write_row(i);
+		if (dt > max_after)
+			max_after = dt;
+	}
+	test_note("max write latency: %" PRIu64 " ms before the kill, %" PRIu64
+		  " ms after (600 writes in %" PRIu64 " ms)",
+		  max_before, max_after, proc_now_ms() - t0);
+	CHECK_MSG(max_after < 10000, "a write took %" PRIu64 " ms", max_after);
+	for (int i = 0; i < 900; i++)
+		check_row(i);
+	cluster_down();
+}
+
+TEST(master_restarted)
+{
+	cluster_up("e2e-master");
+	client_open();
+	create_msgs();
+	struct tablet t[16];
+	tablets_with_leaders("msgs", t, 16, 8, 15000);
+	for (int i = 0; i < 200; i++)
+		write_row(i);
+	int st = 0;
+	CHECK_OK(proc_signal(&C.m.p, SIGTERM));
+	CHECK_MSG(proc_wait(&C.m.p, 10000, &st), "the master did not stop");
+	C.m.up = false;
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "master exit status 0x%x", st);
+	/* The master is down: the cache serves. */
+	uint64_t max_ms = 0;
+	for (int i = 200; i < 400; i++) {
+		uint64_t dt = write_row(i);
+		if (dt > max_ms)
+			max_ms = dt;
+	}
+	for (int i = 0; i < 400; i++)
+		check_row(i);
+	test_note("200 writes with the master down, max latency %" PRIu64 " ms", max_ms);
+	master_start();
+	uint64_t end = proc_now_ms() + 20000;
+	for (;;) {
+		int rv = CLI(10000, "tables");
+		if (rv == 0 && strstr(C.out, "CREATE TABLE msgs (") != NULL)
+			break;
+		CHECK_MSG(proc_now_ms() < end, "after the restart, `docraft tables` (%d):\n%s", rv,
+			  C.out);
+		sleep_ms(200);
+	}
+	write_row(400);
+	check_row(400);
+	/* A CLI write through the restarted master too. */
+	int rv = CLI(20000, "-e",
+		     "INSERT INTO msgs (user_id, msg_id, msg) VALUES ('after', 1, 'restart');\n"
+		     "SELECT * FROM msgs WHERE user_id = 'after';");
+	CHECK_MSG(rv == 0 && strstr(C.out, "restart") != NULL && strstr(C.out, "(1 rows)") != NULL,
+		  "CLI write after restart exited %d:\n%s", rv, C.out);
+	cluster_down();
+}
+
+TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(tserver_killed),
+	  T(master_restarted))
