@@ -358,12 +358,39 @@ static bool room_for(struct service *s, struct rpc_call *call, const struct repl
 	return false;
 }
 
+/* Only a ready leader serves data, within its queue limit; false once an
+ * error has been replied. */
+static bool may_serve(struct service *s, struct rpc_call *call, struct replica *r)
+{
+	int rv = leader_check(r);
+	if (rv != 0) {
+		reply_error(s, call, r->id, r, rv, NULL);
+		return false;
+	}
+	return room_for(s, call, r);
+}
+
 static int check_table(const struct replica *r, const char *table, char *errmsg)
 {
 	if (table != NULL && table[0] != '\0' && strcmp(table, r->schema.table) != 0)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s belongs to table %s, not %s",
 			       r->id, r->schema.table, table);
 	return 0;
+}
+
+/* The replica a data request names, checked against the request's table;
+ * NULL once an error has been replied. */
+static struct replica *data_replica(struct service *s, struct rpc_call *call, const char *what,
+				    const char *tablet_id, const char *table)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r = find_open(s, call, what, tablet_id);
+	int rv;
+	if (r != NULL && (rv = check_table(r, table, errmsg)) != 0) {
+		reply_error(s, call, r->id, r, rv, errmsg);
+		return NULL;
+	}
+	return r;
 }
 
 /* A datum given and not NULL. */
@@ -421,12 +448,8 @@ static void on_write(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = find_open(s, call, "write", req->tablet_id)) == NULL)
+	if ((r = data_replica(s, call, "write", req->tablet_id, req->table)) == NULL)
 		goto out;
-	if ((rv = check_table(r, req->table, errmsg)) != 0) {
-		reply_error(s, call, r->id, r, rv, errmsg);
-		goto out;
-	}
 	if (req->schema_version != r->schema.version) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: schema version %u does not "
 				 "match the table's version %u: refresh the schema", r->id,
@@ -443,11 +466,7 @@ static void on_write(void *arg, struct rpc_call *call)
 				 r->id);
 		goto out;
 	}
-	if ((rv = leader_check(r)) != 0) {
-		reply_error(s, call, r->id, r, rv, NULL);
-		goto out;
-	}
-	if (!room_for(s, call, r))
+	if (!may_serve(s, call, r))
 		goto out;
 	op = op_new(s, OP_WRITE, call, r->id);
 	op->r = r;
@@ -652,23 +671,15 @@ static void on_read(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = find_open(s, call, "read", req->tablet_id)) == NULL)
+	if ((r = data_replica(s, call, "read", req->tablet_id, req->table)) == NULL)
 		goto out;
-	if ((rv = check_table(r, req->table, errmsg)) != 0) {
-		reply_error(s, call, r->id, r, rv, errmsg);
-		goto out;
-	}
 	nk = schema_nkeys(&r->schema);
 	if (req->n_key != nk) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "table %s: expected %zu key values, got %zu",
 				 r->schema.table, nk, req->n_key);
 		goto out;
 	}
-	if ((rv = leader_check(r)) != 0) {
-		reply_error(s, call, r->id, r, rv, NULL);
-		goto out;
-	}
-	if (!room_for(s, call, r))
+	if (!may_serve(s, call, r))
 		goto out;
 	op = op_new(s, OP_READ, call, r->id);
 	op->r = r;
@@ -742,17 +753,9 @@ static void on_scan(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = find_open(s, call, "scan", req->tablet_id)) == NULL)
+	if ((r = data_replica(s, call, "scan", req->tablet_id, req->table)) == NULL)
 		goto out;
-	if ((rv = check_table(r, req->table, errmsg)) != 0) {
-		reply_error(s, call, r->id, r, rv, errmsg);
-		goto out;
-	}
-	if ((rv = leader_check(r)) != 0) {
-		reply_error(s, call, r->id, r, rv, NULL);
-		goto out;
-	}
-	if (!room_for(s, call, r))
+	if (!may_serve(s, call, r))
 		goto out;
 	op = op_new(s, OP_SCAN, call, r->id);
 	op->r = r;
