@@ -141,6 +141,7 @@ static int snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *
 	*bufs = b;
 	*n = 1;
 	f->snapshot_busy = true;
+	f->snapshot_pending = idx;
 	FLOG(LOG_LVL_DEBUG, f, "snapshot at index %" PRIu64, idx);
 	return 0;
 }
@@ -168,6 +169,8 @@ static int snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[], u
 	*bufs = NULL;
 	*n = 0;
 	f->snapshot_busy = false;
+	/* Called after raft wrote the snapshot (or failed to): a status hint. */
+	f->snapshot_index = f->snapshot_pending;
 	return 0;
 }
 

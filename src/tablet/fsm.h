@@ -49,6 +49,8 @@ struct tablet_fsm {
 	struct retry_table retry;
 	struct retry_changes changes;
 	bool snapshot_busy;
+	uint64_t snapshot_pending; /* store index of the snapshot being taken */
+	uint64_t snapshot_index;   /* ... of the last one raft finished with */
 	uint64_t copy_min_index; /* != 0: waiting for a checkpoint copy */
 	bool failed;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];

@@ -1057,6 +1057,7 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 	*st = t->st;
 	st->replayed = t->fsm.replayed;
 	st->skipped = t->fsm.skipped;
+	st->snapshot_index = t->fsm.snapshot_index;
 	st->role = t->role;
 	st->term = term_of(t);
 	st->leader_id = tablet_leader(t, &a);

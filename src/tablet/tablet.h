@@ -181,6 +181,7 @@ struct tablet_status {
 	uint64_t entries;         /* entries this replica proposed as leader */
 	uint64_t writes;          /* client writes it put in those entries */
 	uint64_t copies;          /* checkpoint copies installed */
+	uint64_t snapshot_index;  /* store index of the last Raft snapshot taken */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED */
 };
 

@@ -58,7 +58,7 @@ struct tnode {
 struct status {
 	char role[32];
 	uint64_t term, leader, applied, last, flushed, replayed, skipped, copies, store;
-	uint64_t entries, writes;
+	uint64_t entries, writes, snap;
 	char err[256];
 };
 
@@ -328,6 +328,8 @@ static void parse_status(const char *line, struct status *st)
 			st->store = v;
 		else if (strcmp(t, "entries") == 0)
 			st->entries = v;
+		else if (strcmp(t, "snap") == 0)
+			st->snap = v;
 		else if (strcmp(t, "writes") == 0)
 			st->writes = v;
 	}
@@ -902,17 +904,26 @@ TEST(kill_all_and_restart)
 	cluster_down();
 }
 
-/* The leader's log must have passed threshold + trailing entries: raft has
- * then taken a snapshot (a flush, then a marker) at an index >= threshold
- * and dropped the entries below index - trailing, so a replica that stopped
- * before (or a new, empty one) can no longer catch up from the log. */
+/* The leader's log must have passed threshold + trailing entries, and the
+ * leader must have finished a snapshot (a flush, then a marker) at an index
+ * >= threshold: raft then drops the entries below index - trailing, so a
+ * replica that stopped before (or a new, empty one) can no longer catch up
+ * from the log. Snapshots run asynchronously (the flush is on the
+ * threadpool), so wait for one, bounded. */
 static void check_log_truncated(int l)
 {
 	struct status st;
+	uint64_t end = proc_now_ms() + 30000;
 	status_must(l, &st);
 	CHECK_MSG(st.last > C.snap_threshold + C.snap_trailing,
 		  "leader's log ends at %" PRIu64 ": too short to be truncated past %u entries",
 		  st.last, C.snap_threshold - C.snap_trailing);
+	while (st.snap == 0) {
+		CHECK_MSG(proc_now_ms() < end, "the leader took no snapshot (last index %" PRIu64
+			  ", snapshot at %" PRIu64 ")", st.last, st.snap);
+		pump(100);
+		status_must(l, &st);
+	}
 }
 
 /* Waits until node k has caught up with the leader (bounded), failing at
