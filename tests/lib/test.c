@@ -10,6 +10,14 @@
 
 static jmp_buf fail_jmp;
 
+/* Temp dirs made during the running case, removed when it ends whether it
+ * passed or failed (a failed CHECK longjmps past the case's own cleanup). */
+#define MAX_TMPDIRS 64
+static char tmpdirs[MAX_TMPDIRS][256];
+static pid_t tmpdirs_owner;
+
+static void tmpdirs_sweep(void);
+
 void test_note(const char *fmt, ...)
 {
 	va_list ap;
@@ -78,6 +86,7 @@ int test_run(const struct test_case *cases, size_t n, int argc, char **argv)
 		if (only != NULL && strcmp(only, cases[i].name) != 0)
 			continue;
 		num++;
+		tmpdirs_owner = getpid();
 		if (setjmp(fail_jmp) == 0) {
 			cases[i].fn();
 			printf("ok %zu - %s\n", (size_t)num, cases[i].name);
@@ -85,6 +94,7 @@ int test_run(const struct test_case *cases, size_t n, int argc, char **argv)
 			printf("not ok %zu - %s\n", (size_t)num, cases[i].name);
 			failed++;
 		}
+		tmpdirs_sweep();
 		fflush(stdout);
 	}
 	return failed ? 1 : 0;
@@ -98,6 +108,11 @@ void test_tmpdir_make(char *path, const char *tag)
 		perror("mkdtemp");
 		abort();
 	}
+	for (int i = 0; i < MAX_TMPDIRS; i++)
+		if (tmpdirs[i][0] == '\0') {
+			snprintf(tmpdirs[i], sizeof tmpdirs[i], "%s", path);
+			break;
+		}
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -111,6 +126,21 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 void test_tmpdir_remove(const char *path)
 {
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	for (int i = 0; i < MAX_TMPDIRS; i++)
+		if (strcmp(tmpdirs[i], path) == 0)
+			tmpdirs[i][0] = '\0';
+}
+
+/* Only the runner's own process sweeps (children of fork inherit the list). */
+static void tmpdirs_sweep(void)
+{
+	if (getpid() != tmpdirs_owner)
+		return;
+	for (int i = 0; i < MAX_TMPDIRS; i++)
+		if (tmpdirs[i][0] != '\0') {
+			nftw(tmpdirs[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			tmpdirs[i][0] = '\0';
+		}
 }
 
 uint64_t test_seed(void)

@@ -88,7 +88,8 @@ void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	} while (0)
 
 /* Creates a fresh directory under $TMPDIR (or /tmp) into path (>= 256 bytes);
- * test_tmpdir_remove deletes it recursively. */
+ * test_tmpdir_remove deletes it recursively. A dir still there when its case
+ * ends (passed or failed) is removed by the runner. */
 void test_tmpdir_make(char *path, const char *tag);
 void test_tmpdir_remove(const char *path);
 
