@@ -1065,6 +1065,8 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 	if (t->raft_open) {
 		st->last_index = raft_last_index(&t->raft);
 		st->applied_index = raft_last_applied(&t->raft);
+		/* 0.15 has no accessor; struct raft_log is public in raft.h */
+		st->first_index = t->raft.log.offset + 1;
 	}
 }
 

@@ -182,6 +182,8 @@ struct tablet_status {
 	uint64_t writes;          /* client writes it put in those entries */
 	uint64_t copies;          /* checkpoint copies installed */
 	uint64_t snapshot_index;  /* store index of the last Raft snapshot taken */
+	uint64_t first_index;     /* first entry Raft still holds (after the last snapshot's
+				   * truncation); a replica behind it needs a snapshot */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED */
 };
 

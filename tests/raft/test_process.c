@@ -58,7 +58,7 @@ struct tnode {
 struct status {
 	char role[32];
 	uint64_t term, leader, applied, last, flushed, replayed, skipped, copies, store;
-	uint64_t entries, writes, snap;
+	uint64_t entries, writes, snap, first;
 	char err[256];
 };
 
@@ -326,6 +326,8 @@ static void parse_status(const char *line, struct status *st)
 			st->copies = v;
 		else if (strcmp(t, "store") == 0)
 			st->store = v;
+		else if (strcmp(t, "first") == 0)
+			st->first = v;
 		else if (strcmp(t, "entries") == 0)
 			st->entries = v;
 		else if (strcmp(t, "snap") == 0)
@@ -910,19 +912,51 @@ TEST(kill_all_and_restart)
  * replica that stopped before (or a new, empty one) can no longer catch up
  * from the log. Snapshots run asynchronously (the flush is on the
  * threadpool), so wait for one, bounded. */
-static void check_log_truncated(int l)
+/* Writes rounds of n pairs (keys prefix<round>…) until the leader's Raft
+ * log starts past index floor + 1 (a snapshot truncated it), so that a
+ * replica at or below floor can only catch up through a checkpoint copy.
+ * How many entries n writes make depends on group commit (the machine's
+ * speed), hence rounds. With beyond_first true, floor is raised to the
+ * leader's last index after the first round: raft_uv queues the messages a
+ * leader sends to a dead peer and delivers them when it comes back, so a
+ * follower killed at index 2 may still receive the entries the leader sent
+ * "to it" while it was down, up to about the first snapshot. Round r writes as client id client + 1000 r (the
+ * retry table dedups by client and seq). Returns the writer of the last
+ * round (for check_present); *pairs is the total written. */
+static struct writer *write_until_truncated(size_t n, uint64_t client, const char *prefix,
+					    unsigned inflight, uint64_t floor, bool beyond_first,
+					    uint64_t *pairs)
 {
+	struct writer *w = NULL;
 	struct status st;
-	uint64_t end = proc_now_ms() + 30000;
-	status_must(l, &st);
-	CHECK_MSG(st.last > C.snap_threshold + C.snap_trailing,
-		  "leader's log ends at %" PRIu64 ": too short to be truncated past %u entries",
-		  st.last, C.snap_threshold - C.snap_trailing);
-	while (st.snap == 0) {
-		CHECK_MSG(proc_now_ms() < end, "the leader took no snapshot (last index %" PRIu64
-			  ", snapshot at %" PRIu64 ")", st.last, st.snap);
-		pump(100);
+	*pairs = 0;
+	for (int round = 0;; round++) {
+		char pre[8];
+		uint64_t t0 = proc_now_ms(), end;
+		int l;
+		CHECK_MSG(round < 8, "%" PRIu64 " writes left the leader's log starting at %" PRIu64
+			  " (snapshot at %" PRIu64 "), not past %" PRIu64, *pairs, st.first,
+			  st.snap, floor + 1);
+		snprintf(pre, sizeof pre, "%s%d", prefix, round);
+		w = writer_new(n, client + 1000 * (uint64_t)round, pre, inflight);
+		writer_run(w, 300000);
+		*pairs += n;
+		l = leader_must(0, 20 * ELECTION_MS);
 		status_must(l, &st);
+		test_note("round %d: %zu writes in %" PRIu64 " ms, leader %d: %" PRIu64
+			  " entries, log %" PRIu64 "..%" PRIu64 ", snapshot at %" PRIu64, round, n,
+			  proc_now_ms() - t0, l + 1, st.entries, st.first, st.last, st.snap);
+		if (round == 0 && beyond_first && st.last > floor)
+			floor = st.last;
+		/* snapshots are asynchronous: give the one under way time to land */
+		end = proc_now_ms() + 5000;
+		while (st.first <= floor + 1 && st.last > floor + C.snap_threshold &&
+		       proc_now_ms() < end) {
+			pump(100);
+			status_must(l, &st);
+		}
+		if (st.first > floor + 1)
+			return w;
 	}
 }
 
@@ -959,25 +993,18 @@ TEST(follower_catches_up_by_copy)
 {
 	struct writer *w;
 	struct status st;
-	uint64_t t0, pairs;
+	uint64_t pairs, total;
 	int l, f;
 
 	cluster_up("proc-copy", 3, 1000, 500);
 	l = leader_must(0, 20 * ELECTION_MS);
+	status_must(l, &st);
 	f = (l + 1) % 3;
 	node_kill(f);
-	test_note("follower %d stopped; leader %d", f + 1, l + 1);
+	test_note("follower %d stopped at most at index %" PRIu64 "; leader %d", f + 1, st.last,
+		  l + 1);
 
-	w = writer_new(C_WRITES, 3, "c", 128);
-	w->leader = l;
-	t0 = proc_now_ms();
-	writer_run(w, 300000);
-	l = leader_must(0, 20 * ELECTION_MS);
-	status_must(l, &st);
-	test_note("%d writes in %" PRIu64 " ms, leader %d: %" PRIu64 " entries, last index %"
-		  PRIu64,
-		  C_WRITES, proc_now_ms() - t0, l + 1, st.entries, st.last);
-	check_log_truncated(l);
+	w = write_until_truncated(C_WRITES, 3, "c", 128, st.last, true, &total);
 
 	node_start(f);
 	wait_caught_up(f, 180000);
@@ -986,7 +1013,7 @@ TEST(follower_catches_up_by_copy)
 		  ", replayed %" PRIu64 ")", f + 1, st.copies, st.replayed);
 	wait_converged(60000);
 	checksums_agree(NULL, 0, &pairs);
-	CHECK_EQ_U64(pairs, C_WRITES);
+	CHECK_EQ_U64(pairs, total);
 	check_present(w, f, 97);
 	writer_free(w);
 	cluster_down();
@@ -999,14 +1026,12 @@ TEST(new_replica_catches_up)
 	struct writer *w;
 	struct status st;
 	char line[512];
-	uint64_t pairs, end, t0;
+	uint64_t pairs, total, end, t0;
 	int l;
 
 	cluster_up("proc-add", 3, 200, 100);
-	w = writer_new(D_WRITES, 4, "d", 32);
-	writer_run(w, 180000);
+	w = write_until_truncated(D_WRITES, 4, "d", 32, 0, false, &total);
 	wait_converged(60000);
-	check_log_truncated(leader_must(0, 20 * ELECTION_MS));
 
 	node_start(3); /* no --bootstrap: joins empty */
 	l = leader_must(0, 20 * ELECTION_MS);
@@ -1036,7 +1061,7 @@ TEST(new_replica_catches_up)
 		  ", replayed %" PRIu64 ")", st.copies, st.replayed);
 	wait_converged(60000);
 	checksums_agree(NULL, 0, &pairs);
-	CHECK_EQ_U64(pairs, D_WRITES);
+	CHECK_EQ_U64(pairs, total);
 	check_present(w, 3, 97);
 	writer_free(w);
 	cluster_down();

@@ -32,6 +32,7 @@
  *   status           S role=R term=N leader=ID applied=N last=N flushed=N
  *                      replayed=N skipped=N copies=N store=N entries=N writes=N
  *                      snap=N (store index of the last raft snapshot)
+ *                      first=N (first entry raft's log still holds)
  *                      [err=MESSAGE]
  *                    (role: follower candidate leader_not_ready leader copying
  *                    failed closed; store: the store's applied marker;
@@ -460,7 +461,7 @@ static void cmd_status(struct tab *tab)
 	char err[DOCRAFT_ERRMSG_SIZE + 8] = "";
 	if (tab->closed) {
 		reply("S role=closed term=0 leader=0 applied=0 last=0 flushed=0 replayed=0 "
-		      "skipped=0 copies=0 store=0 entries=0 writes=0 snap=0");
+		      "skipped=0 copies=0 store=0 entries=0 writes=0 snap=0 first=0");
 		return;
 	}
 	tablet_get_status(tab->t, &st);
@@ -471,10 +472,10 @@ static void cmd_status(struct tab *tab)
 	}
 	reply("S role=%s term=%" PRIu64 " leader=%llu applied=%" PRIu64 " last=%" PRIu64
 	      " flushed=%" PRIu64 " replayed=%" PRIu64 " skipped=%" PRIu64 " copies=%" PRIu64
-	      " store=%" PRIu64 " entries=%" PRIu64 " writes=%" PRIu64 " snap=%" PRIu64 "%s",
+	      " store=%" PRIu64 " entries=%" PRIu64 " writes=%" PRIu64 " snap=%" PRIu64 " first=%" PRIu64 "%s",
 	      role_word(st.role), st.term, (unsigned long long)st.leader_id, st.applied_index,
 	      st.last_index, st.flushed_index, st.replayed, st.skipped, st.copies, store_idx,
-	      st.entries, st.writes, st.snapshot_index, err);
+	      st.entries, st.writes, st.snapshot_index, st.first_index, err);
 }
 
 static void cmd_checksum(struct tab *tab)
