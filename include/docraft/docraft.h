@@ -304,6 +304,20 @@ DOCRAFT_API int docraft_op_column(docraft_op *op, const char *column, const docr
 DOCRAFT_API int docraft_op_collection(docraft_op *op, const char *column,
 				      const docraft_value *keys, const docraft_value *vals,
 				      size_t n);
+/* Conditional writes (compare-and-set). Adds a condition to op: the write
+ * that carries op applies only if, at the op's place in its tablet's Raft
+ * log, op's row has column equal to *expected; expected NULL (or a NULL
+ * value): the column has no live value (the row may not exist). The check
+ * and the write are one atomic step, evaluated identically on every
+ * replica, so the outcome is linearizable either way. Several conditions
+ * (on any ops of the write) must all hold. A write whose condition is false
+ * applies nothing and returns DOCRAFT_ECONDITION, a definite outcome (a
+ * retry of it is answered from the tablet's retry table, never evaluated
+ * twice). Every op of a docraft_write that carries a condition must fall on
+ * one tablet (DOCRAFT_EINVAL otherwise). column must be a primitive regular
+ * column; the value is copied and checked against the schema by
+ * docraft_write. DOCRAFT_EINVAL for NULL op/column. */
+DOCRAFT_API int docraft_op_if(docraft_op *op, const char *column, const docraft_value *expected);
 /* This op's TTL in ms (0: never expires), overriding docraft_write's. */
 DOCRAFT_API void docraft_op_set_ttl(docraft_op *op, int64_t ttl_ms);
 DOCRAFT_API void docraft_op_free(docraft_op *op);
@@ -435,6 +449,29 @@ DOCRAFT_API int docraft_admin_step_down(docraft_client *c, const char *tablet_id
 					const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
+/* Replica checksums of every tablet of table (docs/cluster.md, "Replica
+ * checksums"): for each tablet, its leader (as the master last heard it;
+ * the other replicas in turn when it does not answer) is asked for the
+ * checksum at read_ht 0, i.e. at the last write it applied, then every
+ * other replica at the leader's read_ht (each waits until it has applied up
+ * to it). Prints one line per replica to p->out:
+ *
+ *   <tablet> <address> <leader|follower|learner> rows=<n> checksum=<16 hex>
+ *       applied=<index> read_ht=<ht>         (one line)
+ *   <tablet> <address> <role> UNAVAILABLE: <reason>
+ *
+ * then a last line: "checksums: N tablets, all replicas agree", or
+ * "checksums: MISMATCH in tablet X[, Y ...]", or "checksums: INCOMPLETE:
+ * <the first replica that did not answer>". Returns DOCRAFT_OK when every
+ * replica answered and all agree (same rows and checksum per tablet);
+ * DOCRAFT_ECORRUPT on a mismatch (even if a replica also failed to
+ * answer); DOCRAFT_EUNAVAILABLE when a replica did not answer within the
+ * client's timeout (docraft_errmsg() names the replica and the reason);
+ * otherwise the error of getting the table (DOCRAFT_ETABLENOTFOUND, ...).
+ * A replica that does not answer costs up to the client's timeout_ms.
+ * Blocking; DOCRAFT_EINVAL for NULL c or table. */
+DOCRAFT_API int docraft_admin_checksum(docraft_client *c, const char *table,
+				       const docraft_printer *p);
 
 /* ------------------------------------------------------------------------
  * Async layer

@@ -36,6 +36,8 @@ enum docraft_error {
 	DOCRAFT_ETABLETNOTFOUND, /* tablet not hosted by this server: refresh
 				    its locations from the master and retry */
 	DOCRAFT_ETABLENOTFOUND,  /* no such table (not retryable) */
+	DOCRAFT_ECONDITION,  /* a conditional write's condition was false where
+				the tablet applied it: nothing of it applied */
 	DOCRAFT_ERROR_MAX
 };
 

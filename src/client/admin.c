@@ -1,7 +1,7 @@
 /* The admin commands of the docraft CLI (docraft.h: docraft_admin_*):
  * master listings printed as tables, and tablet calls routed like data
  * calls (step-down follows NOT_LEADER hints to the leader; dump goes to
- * the leader or to the replica named).
+ * the leader or to the replica named; checksums ask every replica).
  *
  * A tablet is named by its id alone; its table is found by listing the
  * tables and looking into each (tablet ids start with their table's name,
@@ -374,4 +374,164 @@ int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *rep
 	buf_free(&b);
 	docraft__dump_tablet_response__free_unpacked(resp, NULL);
 	return 0;
+}
+
+/* ---- replica checksums ---------------------------------------------------------------- */
+
+/* One replica's answer to TSERVER_CHECKSUM. */
+struct ck_answer {
+	int status; /* 0: answered */
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t checksum, rows, read_ht, applied_index;
+};
+
+/* Asks the replica at address for tablet_id's checksum at read_ht, with a
+ * wait that fits in one attempt (so that a replica still catching up
+ * answers "behind" rather than the attempt timing out; the call retries it
+ * until the client's timeout). Fills *a; returns a->status. */
+static int checksum_call(docraft_client *c, const char *table, const char *tablet_id,
+			 const char *address, uint64_t read_ht, struct ck_answer *a)
+{
+	Docraft__ChecksumRequest req = DOCRAFT__CHECKSUM_REQUEST__INIT;
+	Docraft__ChecksumResponse *resp;
+	struct buf reply = BUF_INIT;
+	uint32_t rpc_ms = c->opts.rpc_timeout_ms;
+
+	memset(a, 0, sizeof *a);
+	req.read_ht = read_ht;
+	req.wait_ms = rpc_ms > 500 ? rpc_ms - 250 : rpc_ms / 2 + 1;
+	a->status = client_tablet_call(c, table, tablet_id, address,
+				       DOCRAFT__METHOD__TSERVER_CHECKSUM, &req.base, &req.tablet_id,
+				       &reply);
+	if (a->status != 0) {
+		snprintf(a->msg, sizeof a->msg, "%s", docraft_errmsg());
+	} else if ((resp = docraft__checksum_response__unpack(NULL, reply.len, reply.data)) ==
+		   NULL) {
+		a->status = DOCRAFT_ECORRUPT;
+		snprintf(a->msg, sizeof a->msg, "Checksum answer does not decode");
+	} else {
+		a->checksum = resp->checksum;
+		a->rows = resp->rows;
+		a->read_ht = resp->read_ht;
+		a->applied_index = resp->applied_index;
+		docraft__checksum_response__free_unpacked(resp, NULL);
+	}
+	buf_free(&reply);
+	return a->status;
+}
+
+static const char *replica_role(const Docraft__TabletLocation *loc, const Docraft__Peer *peer)
+{
+	if (loc->leader_raft_id != 0 && peer->raft_id == loc->leader_raft_id)
+		return "leader";
+	return peer->voter ? "follower" : "learner";
+}
+
+/* Prints replica k's line; remembers the first failure in unavail. */
+static void checksum_line(const docraft_printer *p, const Docraft__TabletLocation *loc, size_t k,
+			  const struct ck_answer *a, char *unavail, size_t unavail_size)
+{
+	const Docraft__Peer *peer = loc->replicas[k];
+	struct buf b = BUF_INIT;
+	buf_printf(&b, "%s %s %s ", loc->tablet_id, peer->address, replica_role(loc, peer));
+	if (a->status == 0) {
+		buf_printf(&b, "rows=%" PRIu64 " checksum=%016" PRIx64 " applied=%" PRIu64
+			   " read_ht=%" PRIu64 "\n", a->rows, a->checksum, a->applied_index,
+			   a->read_ht);
+	} else {
+		buf_printf(&b, "UNAVAILABLE: %s: %s\n", docraft_strerror(a->status), a->msg);
+		if (unavail[0] == '\0')
+			snprintf(unavail, unavail_size, "replica %s of tablet %s did not answer: %s: %s",
+				 peer->address, loc->tablet_id, docraft_strerror(a->status), a->msg);
+	}
+	out(p, &b);
+	buf_free(&b);
+}
+
+/* Checks one tablet: the leader first (read_ht 0), then the others at its
+ * read time. Returns whether every answer agrees with the reference;
+ * failures are printed and noted in unavail. */
+static bool checksum_tablet(docraft_client *c, const char *table,
+			    const Docraft__TabletLocation *loc, const docraft_printer *p,
+			    char *unavail, size_t unavail_size)
+{
+	size_t n = loc->n_replicas, ref = n;
+	size_t *order = calloc(n + 1, sizeof *order);
+	struct ck_answer *ans = calloc(n + 1, sizeof *ans);
+	bool *asked = calloc(n + 1, sizeof *asked);
+	bool agree = true;
+	size_t m = 0;
+
+	if (order == NULL || ans == NULL || asked == NULL)
+		PANIC("out of memory");
+	/* The leader as the master knows it first, then the others in order. */
+	for (size_t k = 0; k < n; k++)
+		if (loc->leader_raft_id != 0 && loc->replicas[k]->raft_id == loc->leader_raft_id)
+			order[m++] = k;
+	for (size_t k = 0; k < n; k++)
+		if (m == 0 || order[0] != k)
+			order[m++] = k;
+	/* The reference: the first replica of that order that answers. */
+	for (size_t i = 0; i < n && ref == n; i++) {
+		size_t k = order[i];
+		asked[k] = true;
+		if (checksum_call(c, table, loc->tablet_id, loc->replicas[k]->address, 0,
+				  &ans[k]) == 0)
+			ref = k;
+		checksum_line(p, loc, k, &ans[k], unavail, unavail_size);
+	}
+	for (size_t i = 0; i < n && ref < n; i++) {
+		size_t k = order[i];
+		if (asked[k])
+			continue;
+		checksum_call(c, table, loc->tablet_id, loc->replicas[k]->address,
+			      ans[ref].read_ht, &ans[k]);
+		checksum_line(p, loc, k, &ans[k], unavail, unavail_size);
+		if (ans[k].status == 0 &&
+		    (ans[k].checksum != ans[ref].checksum || ans[k].rows != ans[ref].rows))
+			agree = false;
+	}
+	free(order);
+	free(ans);
+	free(asked);
+	return agree;
+}
+
+int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_printer *p)
+{
+	Docraft__GetTableResponse *resp;
+	struct buf mismatch = BUF_INIT, b = BUF_INIT;
+	char unavail[DOCRAFT_ERRMSG_SIZE + 256] = "";
+	size_t nmismatch = 0;
+	int rv;
+
+	if (c == NULL || table == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = get_table(c, table, &resp)) != 0)
+		return rv;
+	qsort(resp->tablets, resp->n_tablets, sizeof *resp->tablets, by_start);
+	for (size_t i = 0; i < resp->n_tablets; i++) {
+		const Docraft__TabletLocation *loc = resp->tablets[i];
+		if (!checksum_tablet(c, table, loc, p, unavail, sizeof unavail))
+			buf_printf(&mismatch, "%s%s", nmismatch++ ? ", " : "", loc->tablet_id);
+	}
+	if (nmismatch > 0) {
+		buf_printf(&b, "checksums: MISMATCH in tablet %s\n", buf_cstr(&mismatch));
+		rv = DOCRAFT_ECORRUPT;
+	} else if (unavail[0] != '\0') {
+		buf_printf(&b, "checksums: INCOMPLETE: %s\n", unavail);
+		rv = DOCRAFT_EUNAVAILABLE;
+	} else {
+		buf_printf(&b, "checksums: %zu tablets, all replicas agree\n", resp->n_tablets);
+	}
+	out(p, &b);
+	if (rv == DOCRAFT_ECORRUPT)
+		rv = client_error(rv, "table %s: replicas disagree in tablet %s%s%s", table,
+				  buf_cstr(&mismatch), unavail[0] ? "; also: " : "", unavail);
+	else if (rv == DOCRAFT_EUNAVAILABLE)
+		rv = client_error(rv, "table %s: %s", table, unavail);
+	buf_free(&b);
+	buf_free(&mismatch);
+	docraft__get_table_response__free_unpacked(resp, NULL);
+	return rv;
 }

@@ -220,6 +220,36 @@ static int exec_insert(const struct cql_insert *in, const struct schema *s, stru
 	return 0;
 }
 
+/* The IF conditions of a conditional UPDATE, on the row of op: primitive
+ * regular columns, = a value or NULL (no live value). */
+static int bind_ifs(const struct cql_update *up, const struct schema *s, docraft_op *op,
+		    struct arena *a, struct cql_error *err)
+{
+	for (size_t i = 0; i < up->nifs; i++) {
+		const struct cql_cond *c = &up->ifs[i];
+		const struct column *col = schema_find(s, c->col.name);
+		struct cql_value cv;
+		docraft_value v;
+		int rv;
+		if (col == NULL)
+			return cql_error_set(err, NULL, &c->col.pos, "unknown column %s",
+					     c->col.name);
+		if (col->kind != COL_REGULAR)
+			return cql_error_set(err, NULL, &c->col.pos,
+					     "%s is a primary key column: IF takes regular columns",
+					     col->name);
+		if (col_type_is_collection((enum col_type)col->type))
+			return cql_error_set(err, NULL, &c->col.pos,
+					     "%s is a collection: IF takes primitive columns", col->name);
+		if ((rv = cql_bind_column(&c->value, col, NULL, a, &cv, err)) != 0)
+			return rv;
+		v = value_of(&cv.value, (enum col_type)col->type);
+		if ((rv = docraft_op_if(op, col->name, cv.value.type == PV_NULL ? NULL : &v)) != 0)
+			return rv;
+	}
+	return 0;
+}
+
 static int exec_update(const struct cql_update *up, const struct schema *s, struct oplist *ops,
 		       struct arena *a, struct cql_error *err)
 {
@@ -309,7 +339,20 @@ static int exec_update(const struct cql_update *up, const struct schema *s, stru
 		if (up->has_ttl)
 			docraft_op_set_ttl(op, up->ttl_s * 1000);
 	}
+	/* The conditions go on the first op: they are the whole write's (all
+	 * its ops are on one row, so on one tablet). */
+	if (up->nifs > 0 && ops->n > 0)
+		return bind_ifs(up, s, ops->v[0], a, err);
 	return 0;
+}
+
+/* cqlsh's answer to a conditional write. */
+static void print_applied(const docraft_printer *p, bool applied)
+{
+	char out[64];
+	int n = snprintf(out, sizeof out, "\n [applied]\n-----------\n %9s\n\n",
+			 applied ? "True" : "False");
+	print_out(p, out, (size_t)n);
 }
 
 static int exec_delete(const struct cql_delete *d, const struct schema *s, struct oplist *ops,
@@ -780,8 +823,14 @@ static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt 
 		goto out;
 	}
 	if (ops->n > 0 && (rv = docraft_write(c, table->name, ops->v, ops->n, DOCRAFT_TTL_DEFAULT,
-					      NULL)) != 0)
+					      NULL)) != 0 &&
+	    !(rv == DOCRAFT_ECONDITION && st->kind == CQL_STMT_UPDATE && st->u.update.nifs > 0))
 		rv = report_at(p, text, table, rv);
+	if (st->kind == CQL_STMT_UPDATE && st->u.update.nifs > 0 &&
+	    (rv == 0 || rv == DOCRAFT_ECONDITION)) {
+		print_applied(p, rv == 0);
+		rv = 0;
+	}
 out:
 	if (ops != NULL) {
 		oplist_free(ops);

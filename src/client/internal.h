@@ -205,12 +205,21 @@ struct op_col {
 	size_t n;
 };
 
+/* A condition of a conditional write (docraft_op_if) on the op's row. */
+struct op_cond {
+	char *name;
+	bool has_value;         /* false: "the column has no live value" */
+	docraft_value value;    /* with has_value (bytes in the op's arena) */
+};
+
 struct docraft_op {
 	int kind; /* Docraft__WriteOp__Kind */
 	docraft_value *key;
 	size_t nkey;
 	struct op_col *cols;
 	size_t ncols, capcols;
+	struct op_cond *conds;
+	size_t nconds, capconds;
 	bool has_ttl;
 	int64_t ttl_ms;
 	struct arena arena;

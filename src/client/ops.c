@@ -456,6 +456,32 @@ int docraft_op_collection(docraft_op *op, const char *column, const docraft_valu
 	return 0;
 }
 
+int docraft_op_if(docraft_op *op, const char *column, const docraft_value *expected)
+{
+	struct op_cond *c;
+	int rv;
+	if (op == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = check_name(column)) != 0)
+		return rv;
+	if (op->nconds >= CLIENT_MAX_VALUES)
+		return client_error(DOCRAFT_EINVAL, "too many conditions");
+	if (op->nconds == op->capconds) {
+		size_t cap = op->capconds ? 2 * op->capconds : 2;
+		struct op_cond *conds = arena_alloc(&op->arena, cap * sizeof *conds);
+		if (op->nconds > 0)
+			memcpy(conds, op->conds, op->nconds * sizeof *conds);
+		op->conds = conds;
+		op->capconds = cap;
+	}
+	c = &op->conds[op->nconds++];
+	memset(c, 0, sizeof *c);
+	c->name = arena_dup(&op->arena, column, strlen(column) + 1);
+	c->has_value = expected != NULL && expected->type != DOCRAFT_TYPE_NULL;
+	c->value = c->has_value ? copy_values(&op->arena, expected, 1)[0] : docraft_value_null();
+	return 0;
+}
+
 void docraft_op_set_ttl(docraft_op *op, int64_t ttl_ms)
 {
 	if (op == NULL)

@@ -17,6 +17,14 @@
  * every attempt) lets the tablet forget the entries of writes this client
  * will never retry.
  *
+ * Conditional writes (docraft_op_if). Conditions are converted with the
+ * same schema checks as column values and travel in the WriteRequest of
+ * the one tablet the write falls on (a write with conditions whose ops
+ * fall on several tablets is DOCRAFT_EINVAL before anything is sent: no
+ * tablet could evaluate them atomically with the others' ops). The tablet
+ * evaluates them where it applies the write; CONDITION is final (not
+ * retried) and becomes DOCRAFT_ECONDITION, "condition not met".
+ *
  * Scans. A scan with a hash key talks to one tablet; without one it walks
  * the tablets in hash order (reverse order for reverse scans), following a
  * cursor hash rather than a tablet index so that a refresh in the middle
@@ -218,6 +226,46 @@ static int build_op(const struct schema *s, const docraft_op *op, int64_t ttl_ms
 	return 0;
 }
 
+/* The conditions of op (docraft_op_if) on its row, whose key is key[] as
+ * built by build_key: the column must be a primitive regular column, the
+ * value of its type. Appended to out[*n...] (room for op->nconds more). */
+static int build_conds(const struct schema *s, const docraft_op *op, Docraft__Datum **key,
+		       struct arena *a, Docraft__Condition **out, size_t *n, char *errmsg)
+{
+	for (size_t i = 0; i < op->nconds; i++) {
+		const struct op_cond *oc = &op->conds[i];
+		const struct column *col = find_column(s, oc->name, errmsg);
+		Docraft__Condition *pc;
+		char what[SCHEMA_MAX_NAME + 48];
+		struct pv pv;
+		int rv;
+		if (col == NULL)
+			return err_wrap(errmsg, DOCRAFT_EINVAL, "condition");
+		snprintf(what, sizeof what, "condition on column '%s'", col->name);
+		if (col->kind != COL_REGULAR)
+			return err_set(errmsg, DOCRAFT_EINVAL, "%s: a primary key column", what);
+		if (col_type_is_collection((enum col_type)col->type))
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "%s: a %s (conditions take primitive columns only)", what,
+				       col_type_name((enum col_type)col->type));
+		pc = alloc0(a, sizeof *pc);
+		docraft__condition__init(pc);
+		pc->key = key;
+		pc->n_key = op->nkey;
+		/* Copied: a refresh may replace the cached schema before a retry. */
+		pc->column = arena_dup(a, col->name, strlen(col->name) + 1);
+		if (oc->has_value) {
+			pc->has_value = 1;
+			pc->value = alloc0(a, sizeof *pc->value);
+			if ((rv = convert_value(&oc->value, (enum col_type)col->type, false, what, a,
+						pc->value, &pv, errmsg)) != 0)
+				return rv;
+		}
+		out[(*n)++] = pc;
+	}
+	return 0;
+}
+
 /* ---- write ---- */
 
 struct write_job;
@@ -246,6 +294,8 @@ struct write_job {
 	struct mc_table *t;
 	struct wgroup *groups;
 	size_t ngroups, pending;
+	Docraft__Condition **conds; /* of every op, in op order (arena) */
+	size_t nconds;
 	struct arena arena;
 };
 
@@ -273,7 +323,10 @@ static void write_group_done(struct tcall *tc, int status, const char *errmsg,
 
 	client_seq_release(j->base.c, &g->seq);
 	g->status = status;
-	if (status == 0) {
+	if (status == DOCRAFT_ECONDITION) {
+		/* A definite outcome: nothing of the write applied. */
+		snprintf(g->errmsg, sizeof g->errmsg, "condition not met");
+	} else if (status == 0) {
 		Docraft__WriteResponse *resp = docraft__write_response__unpack(NULL, len, reply);
 		if (resp == NULL) {
 			g->status = DOCRAFT_ECORRUPT;
@@ -327,6 +380,11 @@ static void write_loaded(struct tload *l, int status, const char *errmsg)
 	s = &j->t->schema;
 	group_of = xcalloc(j->t->n_tablets, sizeof *group_of);
 	j->groups = xcalloc(j->n, sizeof *j->groups);
+	j->nconds = 0;
+	for (size_t i = 0; i < j->n; i++)
+		j->nconds += j->ops[i]->nconds;
+	j->conds = alloc0(&j->arena, j->nconds * sizeof *j->conds);
+	j->nconds = 0;
 	for (size_t i = 0; i < j->n; i++) {
 		Docraft__WriteOp *wo = NULL;
 		uint32_t hash = 0;
@@ -334,6 +392,8 @@ static void write_loaded(struct tload *l, int status, const char *errmsg)
 		size_t ti;
 		struct wgroup *g;
 		int rv = build_op(s, j->ops[i], j->ttl_ms, &j->arena, &wo, &hash, msg);
+		if (rv == 0)
+			rv = build_conds(s, j->ops[i], wo->key, &j->arena, j->conds, &j->nconds, msg);
 		if (rv != 0) {
 			free(group_of);
 			if (j->n > 1) {
@@ -367,6 +427,19 @@ static void write_loaded(struct tload *l, int status, const char *errmsg)
 		g->ops[g->n++] = wo;
 	}
 	free(group_of);
+	if (j->nconds > 0 && j->ngroups > 1) {
+		/* Conditions are evaluated by one tablet, atomically with its
+		 * write: a write on several tablets cannot be conditional. */
+		struct mc_tablet *t0 = metacache_lookup(j->t, j->groups[0].route);
+		struct mc_tablet *t1 = metacache_lookup(j->t, j->groups[1].route);
+		err_set(msg, DOCRAFT_EINVAL,
+			"a write with conditions must have all its ops on one tablet: op %zu is "
+			"on tablet %s, op %zu on tablet %s",
+			j->groups[0].first_op + 1, t0 != NULL ? t0->id : "?",
+			j->groups[1].first_op + 1, t1 != NULL ? t1->id : "?");
+		job_finish(&j->base, DOCRAFT_EINVAL, msg);
+		return;
+	}
 	j->pending = j->ngroups;
 	for (size_t i = 0; i < j->ngroups; i++) {
 		struct wgroup *g = &j->groups[i];
@@ -379,6 +452,10 @@ static void write_loaded(struct tload *l, int status, const char *errmsg)
 		g->req.seq = g->seq.seq;
 		g->req.ops = g->ops;
 		g->req.n_ops = g->n;
+		if (j->nconds > 0) { /* then there is one group */
+			g->req.conditions = j->conds;
+			g->req.n_conditions = j->nconds;
+		}
 		g->tc.data = g;
 		tcall_init(&g->tc, c, j->t, g->route, DOCRAFT__METHOD__TSERVER_WRITE, &g->req.base,
 			   &g->req.tablet_id, j->base.deadline, write_group_done);

@@ -23,6 +23,7 @@ static const char *const names[DOCRAFT_ERROR_MAX] = {
 	[DOCRAFT_ETIMEDOUT] = "timed out",
 	[DOCRAFT_ETABLETNOTFOUND] = "tablet not found",
 	[DOCRAFT_ETABLENOTFOUND] = "table not found",
+	[DOCRAFT_ECONDITION] = "condition not met, not applied",
 };
 
 const char *docraft_strerror(int code)

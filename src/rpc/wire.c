@@ -333,6 +333,74 @@ int wire_apply_ops(struct docwrite *w, const Docraft__WriteRequest *req, struct 
 	return 0;
 }
 
+/* ---- conditions ------------------------------------------------------------- */
+
+static int condition_from_pb(const struct schema *s, const Docraft__Condition *pc,
+			     struct condition *out, struct arena *a, char *errmsg)
+{
+	size_t nk = schema_nkeys(s);
+	struct pv key[SCHEMA_MAX_COLUMNS];
+	struct buf dk = BUF_INIT;
+	const struct column *c;
+	char what[SCHEMA_MAX_NAME + 32];
+	int rv;
+
+	memset(out, 0, sizeof *out);
+	if (pc->n_key != nk)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table %s: expected %zu key values, got %zu",
+			       s->table, nk, pc->n_key);
+	for (size_t i = 0; i < nk; i++) {
+		snprintf(what, sizeof what, "key column '%s'", s->cols[i].name);
+		if ((rv = wire_datum_to_pv(pc->key[i], s->cols[i].type, what, &key[i], errmsg)) != 0)
+			return rv;
+		if ((rv = schema_check_value(s->cols[i].type, &key[i], false, what, errmsg)) != 0)
+			return rv;
+	}
+	if ((rv = column_of(s, pc->column, &c, errmsg)) != 0)
+		return rv;
+	snprintf(what, sizeof what, "column '%s'", c->name);
+	if (c->kind != COL_REGULAR)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s is a primary key column", what);
+	if (col_type_is_collection(c->type))
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s is a %s: conditions take primitive "
+			       "columns only", what, col_type_name(c->type));
+	if ((rv = docwrite_dockey(s, key, nk, &dk, errmsg)) != 0) {
+		buf_free(&dk);
+		return rv;
+	}
+	out->dockey = arena_dup(a, dk.data, dk.len);
+	out->dockey_len = dk.len;
+	buf_free(&dk);
+	out->column_id = c->id;
+	if (pc->has_value) {
+		if ((rv = wire_datum_to_pv(pc->value, c->type, what, &out->value, errmsg)) != 0)
+			return rv;
+		if ((rv = schema_check_value(c->type, &out->value, true, what, errmsg)) != 0)
+			return rv;
+		/* A NULL value: "no live value", as without has_value. */
+		out->has_value = out->value.type != PV_NULL;
+	}
+	return 0;
+}
+
+int wire_conditions(const struct schema *s, const Docraft__WriteRequest *req, struct buf *out,
+		    struct arena *a, char *errmsg)
+{
+	struct condition *c;
+	int rv;
+	if (req->n_conditions == 0)
+		return 0;
+	if (req->n_conditions > CONDITION_MAX)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%zu conditions: at most %d",
+			       req->n_conditions, CONDITION_MAX);
+	c = alloc0(a, req->n_conditions * sizeof *c);
+	for (size_t i = 0; i < req->n_conditions; i++)
+		if ((rv = condition_from_pb(s, req->conditions[i], &c[i], a, errmsg)) != 0)
+			return err_wrap(errmsg, rv, "condition %zu", i + 1);
+	condition_encode(out, c, req->n_conditions);
+	return 0;
+}
+
 /* ---- rows -------------------------------------------------------------------- */
 
 void wire_row_to_pb(const struct row *r, Docraft__Row *pb, struct arena *a)

@@ -5,6 +5,7 @@
  *   struct schema   <->  Docraft__TableSchema
  *   struct pv       <->  Docraft__Datum       (checked against a column type)
  *   WriteRequest ops ->  docwrite calls       (schema-checked, into a batch)
+ *   Conditions       ->  condition blob       (schema-checked, docdb/condition.h)
  *   struct row       ->  Docraft__Row
  *
  * Messages built here point into the caller's data and into an arena for
@@ -16,6 +17,7 @@
 #define DOCRAFT_RPC_WIRE_H
 
 #include "common/arena.h"
+#include "docdb/condition.h"
 #include "docdb/docwrite.h"
 #include "docdb/pv.h"
 #include "docdb/reader.h"
@@ -39,6 +41,16 @@ Docraft__Datum *wire_datum_new(const struct pv *v, struct arena *a);
  * for that op and the error names it). Values borrow from req. */
 int wire_apply_ops(struct docwrite *w, const Docraft__WriteRequest *req, struct arena *a,
 		   char *errmsg);
+
+/* Appends the condition blob (docdb/condition.h) of req's conditions to
+ * out, checked against s: as many key values as s has key columns, of
+ * their types and not NULL; the column a primitive regular column; the
+ * value of its type (a NULL or missing value means "no live value"). No
+ * conditions: out is unchanged. DOCRAFT_EINVAL + errmsg naming the
+ * condition otherwise (out may then hold part of a blob). The blob owns
+ * its bytes (a is scratch, freed by the caller when it likes). */
+int wire_conditions(const struct schema *s, const Docraft__WriteRequest *req, struct buf *out,
+		    struct arena *a, char *errmsg);
 
 /* The row's key and every present regular column. */
 void wire_row_to_pb(const struct row *r, Docraft__Row *pb, struct arena *a);

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "docdb/condition.h"
 #include "tablet/entry.h"
 
 #define FLOG(level, f, ...) LOG_AT(level, (f)->id, (f)->raft ? (f)->raft->current_term : 0, __VA_ARGS__)
@@ -20,6 +21,20 @@ static void failed(struct tablet_fsm *f, const char *why)
 	f->failed = true;
 	snprintf(f->errmsg, sizeof f->errmsg, "%s", why);
 	FLOG(LOG_LVL_ERROR, f, "state machine failed: %s", why);
+}
+
+/* Evaluates q's conditions against the store as of the entry's time ht:
+ * the store holds exactly the entries before this one (a conditional
+ * request is alone in its entry). *status: 0 or DOCRAFT_ECONDITION. */
+static int check_conditions(struct tablet_fsm *f, const struct entry_request *q, uint64_t ht,
+			    int *status, char *errmsg)
+{
+	const struct schema *schema = store_schema_acquire(f->store);
+	bool holds = false;
+	int rv = condition_eval(f->store, schema, q->cond, q->cond_len, ht, &holds, errmsg);
+	store_schema_release(schema);
+	*status = holds ? 0 : DOCRAFT_ECONDITION;
+	return rv;
 }
 
 /* The clock never goes below a time already applied. */
@@ -62,9 +77,22 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	}
 	retry_changes_reset(&f->changes);
 	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
+		int status = 0;
 		if (retry_applied(&f->retry, q.client_id, q.seq))
-			continue; /* a retry of a write already applied */
-		retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht, &f->changes);
+			continue; /* a retry of a write already decided */
+		if (q.cond != NULL && (rv = check_conditions(f, &q, er.ht, &status, errmsg)) != 0) {
+			char why[DOCRAFT_ERRMSG_SIZE + 64];
+			snprintf(why, sizeof why, "apply of index %" PRIu64 ": conditions: %s", idx,
+				 errmsg);
+			failed(f, why);
+			rv = rv == DOCRAFT_ECORRUPT ? RAFT_MALFORMED : RAFT_IOERR;
+			goto out;
+		}
+		/* Decided either way: a retry is answered from the table. */
+		retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht, status,
+			     &f->changes);
+		if (status != 0)
+			continue; /* a condition was false: nothing of it applies */
 		if (np == cap) {
 			struct store_part *grown = malloc(cap * 2 * sizeof *grown);
 			if (grown == NULL)

@@ -3,8 +3,11 @@
  * apply     the entry's index is raft_last_applied() + 1 (0.15 does not pass
  *           it). At or below the store's applied marker: skipped (durable
  *           already; a replay after restart). Otherwise the entry's batches,
- *           minus requests the retry table has seen, and the retry records go
- *           to the store in one RocksDB write with the new marker.
+ *           minus requests the retry table has seen and requests whose
+ *           conditions (docdb/condition.h, evaluated here at the entry's
+ *           hybrid time with the store's schema) are false, and the retry
+ *           records of every request decided (with its outcome) go to the
+ *           store in one RocksDB write with the new marker.
  * snapshot  a marker {the store's applied index} taken on the loop thread (not
  *           raft's: the snapshot may end on a barrier); snapshot_async (libuv
  *           threadpool) flushes RocksDB before raft writes the marker and

@@ -9,7 +9,8 @@
 struct retry_client {
 	uint8_t id[ENTRY_CLIENT_ID_LEN];
 	uint64_t *seqs; /* sorted, distinct */
-	uint64_t *hts;  /* hts[i]: when seqs[i] was applied */
+	uint64_t *hts;  /* hts[i]: when seqs[i] was decided */
+	uint8_t *outcomes; /* outcomes[i]: 0 applied, else RETRY_OUTCOME_* */
 	size_t n;
 	size_t cap;
 };
@@ -33,6 +34,7 @@ void retry_free(struct retry_table *t)
 		if (t->slots[i] != NULL) {
 			free(t->slots[i]->seqs);
 			free(t->slots[i]->hts);
+			free(t->slots[i]->outcomes);
 			free(t->slots[i]);
 		}
 	free(t->slots);
@@ -108,8 +110,8 @@ static size_t lower_bound(const struct retry_client *c, uint64_t s)
 	return lo;
 }
 
-bool retry_applied_at(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
-		      uint64_t seq, uint64_t *ht)
+bool retry_lookup(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		  uint64_t seq, uint64_t *ht, int *status)
 {
 	const struct retry_client *c = find(t, cid);
 	size_t i;
@@ -120,16 +122,19 @@ bool retry_applied_at(const struct retry_table *t, const uint8_t cid[ENTRY_CLIEN
 		return false;
 	if (ht != NULL)
 		*ht = c->hts[i];
+	if (status != NULL)
+		*status = c->outcomes[i] == RETRY_OUTCOME_CONDITION ? DOCRAFT_ECONDITION : 0;
 	return true;
 }
 
 bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 		   uint64_t seq)
 {
-	return retry_applied_at(t, cid, seq, NULL);
+	return retry_lookup(t, cid, seq, NULL, NULL);
 }
 
-static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq, uint64_t ht)
+static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq, uint64_t ht,
+		    uint8_t outcome)
 {
 	size_t i = lower_bound(c, seq);
 	if (i < c->n && c->seqs[i] == seq)
@@ -138,13 +143,16 @@ static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq,
 		c->cap = c->cap ? c->cap * 2 : 8;
 		c->seqs = xrealloc(c->seqs, c->cap * sizeof *c->seqs);
 		c->hts = xrealloc(c->hts, c->cap * sizeof *c->hts);
+		c->outcomes = xrealloc(c->outcomes, c->cap * sizeof *c->outcomes);
 	}
 	if (c->n > i) {
 		memmove(c->seqs + i + 1, c->seqs + i, (c->n - i) * sizeof *c->seqs);
 		memmove(c->hts + i + 1, c->hts + i, (c->n - i) * sizeof *c->hts);
+		memmove(c->outcomes + i + 1, c->outcomes + i, (c->n - i) * sizeof *c->outcomes);
 	}
 	c->seqs[i] = seq;
 	c->hts[i] = ht;
+	c->outcomes[i] = outcome;
 	c->n++;
 	t->nrecords++;
 }
@@ -171,7 +179,7 @@ void retry_changes_free(struct retry_changes *ch)
 /* Records offsets in key/val while building; retry_changes_finish turns them
  * into pointers once the buffer stops moving. */
 static void change(struct retry_changes *ch, const uint8_t id[ENTRY_CLIENT_ID_LEN], uint64_t seq,
-		   bool del, uint64_t ht)
+		   bool del, uint64_t ht, uint8_t outcome)
 {
 	struct store_raw *r;
 	if (ch->n == ch->cap) {
@@ -190,6 +198,11 @@ static void change(struct retry_changes *ch, const uint8_t id[ENTRY_CLIENT_ID_LE
 		r->val = (const void *)(uintptr_t)ch->keys.len;
 		r->vlen = 8;
 		buf_append_be64(&ch->keys, ht);
+		if (outcome != 0) {
+			/* Applied records keep the original 8-byte format. */
+			r->vlen = 9;
+			buf_push(&ch->keys, outcome);
+		}
 	}
 }
 
@@ -204,24 +217,26 @@ void retry_changes_finish(struct retry_changes *ch)
 }
 
 void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
-		  uint64_t min_running, uint64_t ht, struct retry_changes *ch)
+		  uint64_t min_running, uint64_t ht, int status, struct retry_changes *ch)
 {
 	struct retry_client *c = get(t, cid);
+	uint8_t outcome = status == DOCRAFT_ECONDITION ? RETRY_OUTCOME_CONDITION : 0;
 	size_t drop;
 	if (min_running > seq)
 		min_running = seq; /* never forget the request being applied */
 	drop = lower_bound(c, min_running);
 	for (size_t i = 0; i < drop; i++)
-		change(ch, cid, c->seqs[i], true, 0);
+		change(ch, cid, c->seqs[i], true, 0, 0);
 	if (drop > 0) {
 		memmove(c->seqs, c->seqs + drop, (c->n - drop) * sizeof *c->seqs);
 		memmove(c->hts, c->hts + drop, (c->n - drop) * sizeof *c->hts);
+		memmove(c->outcomes, c->outcomes + drop, (c->n - drop) * sizeof *c->outcomes);
 	}
 	c->n -= drop;
 	t->nrecords -= drop;
 	if (!retry_applied(t, cid, seq)) {
-		add_seq(t, c, seq, ht);
-		change(ch, cid, seq, false, ht);
+		add_seq(t, c, seq, ht, outcome);
+		change(ch, cid, seq, false, ht, outcome);
 	}
 }
 
@@ -241,12 +256,13 @@ int retry_load(struct retry_table *t, struct store *s, char *errmsg)
 		}
 		size_t vl;
 		const uint8_t *v = store_iter_value(it, &vl);
-		if (vl != 8) {
+		if (vl != 8 && !(vl == 9 && v[8] == RETRY_OUTCOME_CONDITION)) {
 			store_iter_free(it);
 			return err_set(errmsg, DOCRAFT_ECORRUPT,
 				       "retry record with a value of %zu bytes", vl);
 		}
-		add_seq(t, get(t, k + 1), be64_load(k + 1 + ENTRY_CLIENT_ID_LEN), be64_load(v));
+		add_seq(t, get(t, k + 1), be64_load(k + 1 + ENTRY_CLIENT_ID_LEN), be64_load(v),
+			vl == 9 ? v[8] : 0);
 	}
 	rv = store_iter_status(it, errmsg);
 	store_iter_free(it);

@@ -28,7 +28,11 @@
  * schema); client_id must be 16 bytes (it keys the retry table: a retry with
  * the same id and seq applies once). The ops become one DocDB batch
  * (wire_apply_ops: any bad op fails the whole request, nothing is applied)
- * with the replica's list counter, then one tablet_write. The answer carries
+ * with the replica's list counter, then one tablet_write. Conditions
+ * (WriteRequest.conditions) become a condition blob checked against the
+ * schema (wire_conditions) that goes with the batch: the tablet evaluates
+ * it where the entry applies; a false one is answered CONDITION ("condition
+ * not met"). The answer carries
  * the hybrid time the write applied at. More than max_pending requests
  * (writes, reads and scans) queued on one tablet: SERVICE_BUSY.
  *
@@ -60,6 +64,16 @@
  * TABLET_STATUS are served by any replica. Heartbeat instructions run
  * through the same code with no call: their outcome is logged.
  *
+ * Checksums (CHECKSUM, any replica; docs/cluster.md "Replica checksums"):
+ * read_ht 0 means this replica's store applied hybrid time (the last write
+ * it applied; nothing applied yet: an empty answer at read_ht 0); read_ht
+ * T > 0 first waits until the store has applied up to T, polled by
+ * checksum_timer every SERVICE_CHECKSUM_POLL_MS without blocking the loop,
+ * bounded by wait_ms (then TIMED_OUT "replica applied ht X behind T"). Then
+ * docdb/checksum.h hashes the rows visible at that time, one page per loop
+ * turn; the replica is found again by id at every tick, and a replica that
+ * was deleted, failed, or had a copy installed meanwhile ends the op.
+ *
  * Errors: reply_error is the one place where a docraft code becomes a
  * reply. The codes are the wire statuses (proto/rpc.proto), so most pass
  * through; DOCRAFT_ENOTLEADER gets the leader hint; DOCRAFT_ECLOSED (a
@@ -79,6 +93,7 @@
 #include "common/hlc.h"
 #include "common/log.h"
 #include "docdb/batch.h"
+#include "docdb/checksum.h"
 #include "docdb/docwrite.h"
 #include "docdb/dump.h"
 #include "docdb/reader.h"
@@ -98,6 +113,7 @@ enum op_kind {
 	OP_DELETE,
 	OP_CHANGE,
 	OP_STEP_DOWN,
+	OP_CHECKSUM,
 };
 
 struct svc_op {
@@ -113,6 +129,7 @@ struct svc_op {
 	/* OP_WRITE */
 	struct tablet_write w;
 	struct batch batch;
+	struct buf cond;         /* condition blob (docdb/condition.h), or empty */
 	/* OP_READ, OP_SCAN */
 	struct tablet_read rd;
 	Docraft__ReadRequest *read;
@@ -128,6 +145,13 @@ struct svc_op {
 	/* OP_STEP_DOWN */
 	uint64_t raft_id;        /* this replica's */
 	uint64_t to_raft_id;     /* the target, 0: any up-to-date voter */
+	/* OP_CHECKSUM: compared (never dereferenced) at every tick */
+	const struct tablet *ck_tablet;
+	const struct store *ck_store;
+	uint64_t ck_want;        /* the request's read_ht */
+	uint64_t ck_until;       /* uv_now() bound of the wait */
+	struct checksum ck;
+	bool ck_on;              /* ck initialized */
 };
 
 static const uint8_t empty_payload[1];
@@ -141,6 +165,7 @@ static const char *op_name(enum op_kind k)
 	case OP_DELETE: return "delete";
 	case OP_CHANGE: return "change config";
 	case OP_STEP_DOWN: return "step down";
+	case OP_CHECKSUM: return "checksum";
 	}
 	return "?";
 }
@@ -250,6 +275,7 @@ static struct svc_op *op_new(struct service *s, enum op_kind kind, struct rpc_ca
 	snprintf(op->tablet_id, sizeof op->tablet_id, "%s", tablet_id != NULL ? tablet_id : "");
 	op->started = uv_now(s->loop);
 	batch_init(&op->batch);
+	buf_init(&op->cond);
 	arena_init(&op->arena);
 	op->next = s->ops;
 	if (s->ops != NULL)
@@ -270,11 +296,14 @@ static void op_free(struct svc_op *op)
 	if (op->next != NULL)
 		op->next->prev = op->prev;
 	batch_free(&op->batch);
+	buf_free(&op->cond);
 	arena_free(&op->arena);
 	if (op->read != NULL)
 		docraft__read_request__free_unpacked(op->read, NULL);
 	if (op->scan != NULL)
 		docraft__scan_request__free_unpacked(op->scan, NULL);
+	if (op->ck_on)
+		checksum_free(&op->ck);
 	free(op);
 }
 
@@ -426,7 +455,7 @@ static void write_done(struct tablet_write *w, int status, uint64_t ht)
 	struct svc_op *op = w->data;
 	op->r->pending--;
 	if (status != 0) {
-		op_fail(op, status, NULL);
+		op_fail(op, status, status == DOCRAFT_ECONDITION ? "condition not met" : NULL);
 	} else {
 		Docraft__WriteResponse resp = DOCRAFT__WRITE_RESPONSE__INIT;
 		resp.ht = ht;
@@ -473,6 +502,8 @@ static void on_write(void *arg, struct rpc_call *call)
 	docwrite_init(&dw, &r->schema, &op->batch, manager_list_counter(r));
 	rv = wire_apply_ops(&dw, req, &a, errmsg);
 	docwrite_free(&dw);
+	if (rv == 0)
+		rv = wire_conditions(&r->schema, req, &op->cond, &a, errmsg);
 	arena_free(&a);
 	if (rv != 0) {
 		op_fail(op, rv, errmsg);
@@ -484,6 +515,8 @@ static void on_write(void *arg, struct rpc_call *call)
 	op->w.min_running = req->min_running;
 	op->w.batch = op->batch.data.data;
 	op->w.batch_len = op->batch.data.len;
+	op->w.cond = op->cond.len > 0 ? op->cond.data : NULL;
+	op->w.cond_len = op->cond.len;
 	op->w.cb = write_done;
 	op->w.data = op;
 	if ((rv = tablet_write(r->t, &op->w)) != 0) {
@@ -679,8 +712,24 @@ static void on_read(void *arg, struct rpc_call *call)
 				 r->schema.table, nk, req->n_key);
 		goto out;
 	}
+#ifdef DOCRAFT_JEPSEN_BUG_FOLLOWER_READS
+	/* DELIBERATE BUG (meson -Djepsen_bug=follower-reads, for the failover
+	 * suite's checker only, docs/reliability.md): any replica in a raft
+	 * role answers from its local store at its wall clock, without the
+	 * leader check and without the read barrier: stale reads. */
+	struct tablet_status bug_st;
+	tablet_get_status(r->t, &bug_st);
+	if (bug_st.role == TABLET_FOLLOWER || bug_st.role == TABLET_CANDIDATE ||
+	    bug_st.role == TABLET_LEADER || bug_st.role == TABLET_LEADER_NOT_READY) {
+		if (!room_for(s, call, r))
+			goto out;
+	} else if (!may_serve(s, call, r)) {
+		goto out;
+	}
+#else
 	if (!may_serve(s, call, r))
 		goto out;
+#endif
 	op = op_new(s, OP_READ, call, r->id);
 	op->r = r;
 	op->read = req;
@@ -691,6 +740,12 @@ static void on_read(void *arg, struct rpc_call *call)
 		op_free(op);
 		return;
 	}
+#ifdef DOCRAFT_JEPSEN_BUG_FOLLOWER_READS
+	do_read(op, req->read_ht != 0 ? req->read_ht
+				      : ht_make(hlc_wall_clock(NULL), HT_LOGICAL_MASK));
+	op_free(op);
+	return;
+#endif
 	start_read(op);
 	return;
 out:
@@ -1032,6 +1087,179 @@ out:
 	docraft__tablet_status_request__free_unpacked(req, NULL);
 }
 
+/* ---- checksums ------------------------------------------------------------------------ */
+
+/* Why r's store cannot be read now (NULL: it can). */
+static const char *unreadable(struct replica *r)
+{
+	struct tablet_status st;
+	if (r->state != REPLICA_OPEN || r->t == NULL)
+		return "failed";
+	tablet_get_status(r->t, &st);
+	if (st.role == TABLET_FAILED || st.role == TABLET_CLOSED || st.role == TABLET_COPYING)
+		return manager_role_name(st.role);
+	if (tablet_store(r->t) == NULL)
+		return "without a store";
+	return NULL;
+}
+
+static void checksum_tick(uv_timer_t *h);
+
+static void checksum_arm(struct service *s, uint64_t delay_ms)
+{
+	if (!s->closing)
+		uv_timer_start(&s->checksum_timer, checksum_tick, delay_ms, 0);
+}
+
+static void checksum_reply(struct svc_op *op, uint64_t sum, uint64_t rows, uint64_t read_ht,
+			   uint64_t applied_index)
+{
+	Docraft__ChecksumResponse resp = DOCRAFT__CHECKSUM_RESPONSE__INIT;
+	resp.checksum = sum;
+	resp.rows = rows;
+	resp.read_ht = read_ht;
+	resp.applied_index = applied_index;
+	op_ok(op, &resp.base);
+}
+
+/* One step of a checksum op: wait, or hash one page, or answer (the op is
+ * then freed). *computing / *waiting: the op needs another tick soon / at
+ * the next poll. */
+static void checksum_op_step(struct svc_op *op, uint64_t now, bool *computing, bool *waiting)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r;
+	struct store *st;
+	const char *why;
+	uint64_t index, applied;
+	int rv;
+
+	if (op->call == NULL) { /* answered already (deadline, abandoned) */
+		op_free(op);
+		return;
+	}
+	r = manager_find(op->s->m, op->tablet_id);
+	if (r == NULL) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s was deleted", op->tablet_id);
+		op_fail(op, DOCRAFT_ETABLETNOTFOUND, errmsg);
+		op_free(op);
+		return;
+	}
+	if ((why = unreadable(r)) != NULL) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s is %s", op->tablet_id, why);
+		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
+		op_free(op);
+		return;
+	}
+	st = tablet_store(r->t);
+	if (r->t != op->ck_tablet || st != op->ck_store) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s: the replica changed under the checksum "
+			 "(reopened or copied): retry", op->tablet_id);
+		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
+		op_free(op);
+		return;
+	}
+	store_applied(st, &index, &applied);
+	if (!op->ck_on) {
+		uint64_t at = op->ck_want;
+		if (at == 0 && applied == 0) { /* nothing applied: nothing to read */
+			checksum_reply(op, CHECKSUM_FNV_OFFSET, 0, 0, index);
+			op_free(op);
+			return;
+		}
+		if (at == 0) {
+			at = applied;
+		} else if (applied < at) {
+			if (now < op->ck_until) {
+				*waiting = true;
+				return;
+			}
+			snprintf(errmsg, sizeof errmsg,
+				 "tablet %s: replica applied ht %" PRIu64 " behind %" PRIu64
+				 " after %" PRIu64 " ms", op->tablet_id, applied, at,
+				 now - op->started);
+			op_fail(op, DOCRAFT_ETIMEDOUT, errmsg);
+			op_free(op);
+			return;
+		}
+		checksum_init(&op->ck, at);
+		op->ck_on = true;
+	}
+	if ((rv = checksum_step(&op->ck, st, &r->schema, CHECKSUM_PAGE_ROWS, errmsg)) != 0) {
+		op_fail(op, rv, errmsg);
+		op_free(op);
+		return;
+	}
+	if (!op->ck.done) {
+		*computing = true;
+		return;
+	}
+	checksum_reply(op, op->ck.hash, op->ck.rows, op->ck.read_ht, index);
+	op_free(op);
+}
+
+static void checksum_tick(uv_timer_t *h)
+{
+	struct service *s = h->data;
+	uint64_t now = uv_now(s->loop);
+	bool computing = false, waiting = false;
+	struct svc_op *op, *next;
+
+	if (s->closing)
+		return;
+	for (op = s->ops; op != NULL; op = next) {
+		next = op->next;
+		if (op->kind == OP_CHECKSUM)
+			checksum_op_step(op, now, &computing, &waiting);
+	}
+	if (computing)
+		checksum_arm(s, 0);
+	else if (waiting)
+		checksum_arm(s, SERVICE_CHECKSUM_POLL_MS);
+}
+
+static void on_checksum(void *arg, struct rpc_call *call)
+{
+	struct service *s = arg;
+	Docraft__ChecksumRequest *req = decode(call, &docraft__checksum_request__descriptor);
+	struct replica *r;
+	struct svc_op *op;
+	const char *why;
+	uint64_t cutoff;
+	uint32_t wait_ms;
+
+	if (req == NULL)
+		return;
+	if ((r = find_open(s, call, "checksum", req->tablet_id)) == NULL)
+		goto out;
+	if ((why = unreadable(r)) != NULL) {
+		rpc_reply_errorf(call, DOCRAFT_EUNAVAILABLE, "tablet %s is %s", r->id, why);
+		goto out;
+	}
+	if (req->read_ht >= HT_INVALID) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "invalid read time %" PRIu64, req->read_ht);
+		goto out;
+	}
+	cutoff = store_history_cutoff(tablet_store(r->t));
+	if (req->read_ht != 0 && req->read_ht < cutoff) {
+		rpc_reply_errorf(call, DOCRAFT_ETOOOLD, "tablet %s: read time %" PRIu64
+				 " is below the history cutoff %" PRIu64, r->id, req->read_ht,
+				 cutoff);
+		goto out;
+	}
+	wait_ms = req->wait_ms == 0 ? SERVICE_CHECKSUM_WAIT_MS
+		: req->wait_ms > SERVICE_CHECKSUM_WAIT_MAX_MS ? SERVICE_CHECKSUM_WAIT_MAX_MS
+		: req->wait_ms;
+	op = op_new(s, OP_CHECKSUM, call, r->id);
+	op->ck_tablet = r->t;
+	op->ck_store = tablet_store(r->t);
+	op->ck_want = req->read_ht;
+	op->ck_until = op->started + wait_ms;
+	checksum_arm(s, 0);
+out:
+	docraft__checksum_request__free_unpacked(req, NULL);
+}
+
 /* ---- the service ---------------------------------------------------------------------- */
 
 void service_execute(struct service *s, const Docraft__Instruction *ins)
@@ -1091,6 +1319,7 @@ int service_init(struct service *s, uv_loop_t *loop, struct rpc_server *srv, str
 		{DOCRAFT__METHOD__TSERVER_STEP_DOWN, on_step_down},
 		{DOCRAFT__METHOD__TSERVER_DUMP_TABLET, on_dump},
 		{DOCRAFT__METHOD__TSERVER_TABLET_STATUS, on_status},
+		{DOCRAFT__METHOD__TSERVER_CHECKSUM, on_checksum},
 	};
 	int rv;
 
@@ -1111,13 +1340,16 @@ int service_init(struct service *s, uv_loop_t *loop, struct rpc_server *srv, str
 	uv_timer_init(loop, &s->sweep);
 	s->sweep.data = s;
 	uv_timer_start(&s->sweep, sweep_cb, SWEEP_MS, SWEEP_MS);
+	uv_timer_init(loop, &s->checksum_timer);
+	s->checksum_timer.data = s;
 	return 0;
 }
 
-static void sweep_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
 	struct service *s = h->data;
-	s->close_cb(s);
+	if (--s->handles_open == 0)
+		s->close_cb(s);
 }
 
 void service_close(struct service *s, service_close_cb cb)
@@ -1129,5 +1361,7 @@ void service_close(struct service *s, service_close_cb cb)
 		LOG_WARN("service closing with requests still waiting for a tablet");
 	while (s->ops != NULL)
 		op_free(s->ops); /* answers UNAVAILABLE */
-	uv_close((uv_handle_t *)&s->sweep, sweep_closed);
+	s->handles_open = 2;
+	uv_close((uv_handle_t *)&s->sweep, handle_closed);
+	uv_close((uv_handle_t *)&s->checksum_timer, handle_closed);
 }

@@ -11,6 +11,8 @@
  *   TSERVER_STEP_DOWN      StepDownRequest -> {}       once another node leads
  *   TSERVER_DUMP_TABLET    DumpTabletRequest -> {text} this replica's raw pairs
  *   TSERVER_TABLET_STATUS  TabletStatusRequest -> {reports}
+ *   TSERVER_CHECKSUM       ChecksumRequest -> {checksum, rows, read_ht,
+ *                          applied_index}                any replica
  *
  * Errors (the frame status, with ErrorInfo): NOT_LEADER with the leader's
  * address and raft id when known; TABLET_NOT_FOUND; INVALID_ARGUMENT with the
@@ -19,7 +21,8 @@
  * unknown: retry with the same client id and seq); UNAVAILABLE (replica
  * failed or closing, server shutting down, transfer not completed);
  * SERVICE_BUSY (too many writes queued on the tablet, or a membership change
- * already running); TIMED_OUT (the caller's deadline passed first);
+ * already running); TIMED_OUT (the caller's deadline passed first, or a
+ * checksum's replica did not apply up to its read_ht within wait_ms);
  * SNAPSHOT_TOO_OLD (read time below the history cutoff). Details and
  * decisions: the design note at the top of service.c.
  *
@@ -47,6 +50,12 @@
  * and still be waited for (clock skew between servers); further is
  * INVALID_ARGUMENT. */
 #define SERVICE_READ_AHEAD_MAX_US 500000u
+/* TSERVER_CHECKSUM: how long a replica waits to have applied up to the
+ * request's read_ht when wait_ms is 0, the most wait_ms may ask for, and
+ * the period of the timer that polls the applied hybrid time. */
+#define SERVICE_CHECKSUM_WAIT_MS 5000u
+#define SERVICE_CHECKSUM_WAIT_MAX_MS 60000u
+#define SERVICE_CHECKSUM_POLL_MS 10u
 
 struct service_options {
 	/* Largest reply payload: scans return fewer rows than asked when
@@ -69,6 +78,8 @@ struct service {
 	struct svc_op *ops;    /* requests waiting for a tablet callback */
 	bool closing;
 	service_close_cb close_cb;
+	uv_timer_t checksum_timer; /* drives checksums: waits, then one page per tick */
+	unsigned handles_open;     /* sweep and checksum_timer, while closing */
 };
 
 /* Registers every TSERVER_* handler on srv (which must not have them yet).

@@ -47,6 +47,7 @@
 #include "common/err.h"
 #include "common/hlc.h"
 #include "common/log.h"
+#include "docdb/condition.h"
 #include "raft/listener.h"
 #include "raft/rio.h"
 #include "raft/transport.h"
@@ -521,7 +522,20 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		code = DOCRAFT_ELEADERLOST; /* it was in the log: may still commit */
 	while (w != NULL) {
 		struct tablet_write *next = w->next_;
-		answer_write(w, code, code == 0 ? f->ht : 0);
+		uint64_t ht = f->ht;
+		int st = 0;
+		/* The apply decided each request (retry.h): its outcome, and the
+		 * time of the entry that decided it (an earlier one for a
+		 * duplicate in the log). Not found: its record is already
+		 * forgotten (min_running), so it applied here. */
+		if (code == 0 && !retry_lookup(&t->fsm.retry, w->client_id, w->seq, &ht, &st)) {
+			ht = f->ht;
+			st = 0;
+		}
+		if (code != 0)
+			answer_write(w, code, 0);
+		else
+			answer_write(w, st, st == 0 ? ht : 0);
 		w = next;
 	}
 	free(f);
@@ -551,17 +565,21 @@ static void propose(struct tablet *t)
 		uint32_t n = 0;
 		int rv;
 
-		/* Take what fits in one entry; answer retries of applied writes. */
-		while ((w = t->wq_head) != NULL) {
-			size_t need = entry_request_size(w->batch_len);
-			if (n > 0 && bytes + need > t->o.max_entry_bytes)
+		/* Take what fits in one entry; answer retries of decided writes.
+		 * A conditional write goes alone: it ends the group before it
+		 * and is the only request of its entry. */
+		bool alone = false;
+		while (!alone && (w = t->wq_head) != NULL) {
+			size_t need = entry_request_size(w->cond_len, w->batch_len);
+			if (n > 0 && (bytes + need > t->o.max_entry_bytes || w->cond_len > 0))
 				break;
 			t->wq_head = w->next_;
 			if (t->wq_head == NULL)
 				t->wq_tail = NULL;
 			w->next_ = NULL;
-			if (retry_applied_at(&t->fsm.retry, w->client_id, w->seq, &w->ht_)) {
-				w->status_ = 0;
+			if (retry_lookup(&t->fsm.retry, w->client_id, w->seq, &w->ht_, &w->status_)) {
+				if (w->status_ != 0)
+					w->ht_ = 0;
 				w->next_ = t->done;
 				t->done = w;
 				continue;
@@ -572,6 +590,7 @@ static void propose(struct tablet *t)
 			tail = &w->next_;
 			bytes += need;
 			n++;
+			alone = w->cond_len > 0;
 		}
 		if (n == 0)
 			continue;
@@ -585,8 +604,8 @@ static void propose(struct tablet *t)
 		buf_reset(&t->entry);
 		entry_begin(&t->entry, f->ht, n);
 		for (w = take; w != NULL; w = w->next_)
-			entry_add_request(&t->entry, w->client_id, w->seq, w->min_running, w->batch,
-					  w->batch_len);
+			entry_add_request_if(&t->entry, w->client_id, w->seq, w->min_running,
+					     w->cond, w->cond_len, w->batch, w->batch_len);
 		entry_finish(&t->entry);
 		rb.len = t->entry.len;
 		rb.base = raft_malloc(rb.len);
@@ -822,6 +841,10 @@ static void poll_cb(uv_prepare_t *h)
 			become_leader(t);
 		break;
 	case RAFT_CANDIDATE:
+		/* Rare and the start of every failover's timeline
+		 * (docs/reliability.md reads it from the logs). */
+		if (t->role != TABLET_CANDIDATE)
+			TLOG(LOG_LVL_INFO, t, "election started: candidate (pre-vote)");
 		t->role = TABLET_CANDIDATE;
 		break;
 	case RAFT_FOLLOWER:
@@ -873,10 +896,19 @@ int tablet_write(struct tablet *t, struct tablet_write *req)
 {
 	if (t->closing || t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
 		return DOCRAFT_ECLOSED;
-	if (req->cb == NULL || (req->batch == NULL && req->batch_len != 0))
+	if (req->cb == NULL || (req->batch == NULL && req->batch_len != 0) ||
+	    (req->cond == NULL && req->cond_len != 0))
 		return DOCRAFT_EINVAL;
-	if (entry_request_size(req->batch_len) + ENTRY_HEADER_SIZE > t->o.max_entry_bytes)
+	if (req->cond_len > t->o.max_entry_bytes ||
+	    entry_request_size(req->cond_len, req->batch_len) + ENTRY_HEADER_SIZE >
+		    t->o.max_entry_bytes)
 		return DOCRAFT_ETOOBIG;
+	/* A malformed blob in the log would fail every replica's apply. */
+	if (req->cond_len > 0) {
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		if (condition_validate(req->cond, req->cond_len, errmsg) != 0)
+			return DOCRAFT_EINVAL;
+	}
 	req->next_ = NULL;
 	req->dups_ = NULL;
 	if (t->wq_tail)

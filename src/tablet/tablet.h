@@ -20,10 +20,18 @@
  *
  * Writes: DocDB batches with a client id and sequence number. Requests
  * queued during one loop turn go into one Raft entry (group commit, capped by
- * size). A retried (client id, seq) that was applied is answered "ok" at once
- * and is never applied twice; one that is still in flight is answered with
- * the original. DOCRAFT_ELEADERLOST means the outcome is unknown: the entry
- * may still commit; retry with the same id.
+ * size). A retried (client id, seq) that was decided is answered at once
+ * with its outcome and is never applied twice; one that is still in flight
+ * is answered with the original. DOCRAFT_ELEADERLOST means the outcome is
+ * unknown: the entry may still commit; retry with the same id.
+ *
+ * Conditional writes carry conditions (docdb/condition.h). Such a write goes
+ * into a Raft entry of its own (the group before it is proposed first), and
+ * every replica evaluates its conditions when it applies that entry, at the
+ * entry's hybrid time, against the store holding exactly the entries before
+ * it: all true, its batch applies; else nothing of it does. Either outcome
+ * is recorded in the retry table, so it is linearizable, identical on every
+ * replica, and a retry is answered with it (DOCRAFT_ECONDITION or ok).
  *
  * Reads (linearizable): a read waits for a Raft barrier issued after it
  * arrived to apply (one barrier serves every read queued before it), then
@@ -104,8 +112,10 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg);
 /* ---- writes ------------------------------------------------------------- */
 
 struct tablet_write;
-/* status: 0, or DOCRAFT_ENOTLEADER / ELEADERLOST / ECLOSED / EUNAVAILABLE /
- * ETOOBIG / EIO ...; ht: the hybrid time the write applied at (status 0). */
+/* status: 0, or DOCRAFT_ECONDITION (a condition was false where the entry
+ * applied: nothing of the write applied; a definite outcome), or
+ * DOCRAFT_ENOTLEADER / ELEADERLOST / ECLOSED / EUNAVAILABLE / ETOOBIG / EIO
+ * ...; ht: the hybrid time the write applied at (status 0). */
 typedef void (*tablet_write_cb)(struct tablet_write *req, int status, uint64_t ht);
 
 struct tablet_write {
@@ -115,6 +125,9 @@ struct tablet_write {
 	uint64_t min_running;
 	const void *batch; /* serialized DocDB batch, borrowed until cb */
 	size_t batch_len;
+	const void *cond;  /* condition blob (docdb/condition.h), borrowed until
+			      cb; NULL / 0: an unconditional write */
+	size_t cond_len;
 	tablet_write_cb cb;
 	/* private */
 	struct tablet_write *next_;
@@ -124,7 +137,8 @@ struct tablet_write {
 };
 
 /* Queues a write. Synchronous errors (no callback): DOCRAFT_ECLOSED,
- * DOCRAFT_ETOOBIG (batch larger than an entry may be), DOCRAFT_EINVAL. */
+ * DOCRAFT_ETOOBIG (batch and conditions larger than an entry may be),
+ * DOCRAFT_EINVAL (no callback, or a malformed condition blob). */
 int tablet_write(struct tablet *t, struct tablet_write *req);
 
 /* ---- reads -------------------------------------------------------------- */

@@ -14,6 +14,12 @@
  *   master_restarted        the master stopped: writes and reads keep working
  *                           from the client's cache; restarted on its data
  *                           dir it still lists msgs, and writes work
+ *   conditional_writes      docraft_op_if through the client: a CAS that
+ *                           holds, one that does not (ECONDITION, "condition
+ *                           not met", nothing applied), "if absent", several
+ *                           ops on one tablet, ops on two tablets (EINVAL),
+ *                           bad columns and values (EINVAL); CQL UPDATE ...
+ *                           IF through the CLI prints [applied] True/False
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). Each
  * process's stderr goes to <tmp>/<name>.log; the logs' tails are shown when a
@@ -694,5 +700,146 @@ TEST(master_restarted)
 	cluster_down();
 }
 
+/* msgs row (user, id)'s msg, or "" when the row or msg is missing. */
+static const char *msg_of(const char *user, int id)
+{
+	static char out[64];
+	docraft_result *r = NULL;
+	docraft_value key[2] = {docraft_value_text(user), docraft_value_int(id)};
+	int rv = docraft_get(C.client, "msgs", key, 2, 0, &r);
+	CHECK_MSG(rv == 0, "get (%s, %d): %d %s", user, id, rv, docraft_errmsg());
+	out[0] = '\0';
+	if (docraft_result_nrows(r) == 1) {
+		docraft_value v = docraft_result_value(r, 0, (size_t)docraft_result_column_index(r, "msg"));
+		if (v.type == DOCRAFT_TYPE_TEXT)
+			snprintf(out, sizeof out, "%.*s", (int)v.v.s.len, v.v.s.p);
+	}
+	docraft_result_free(r);
+	return out;
+}
+
+/* An op setting msg of (user, id) to msg; with a condition on msg when
+ * cond_col is given (expected NULL: "msg has no value"). */
+static docraft_op *set_msg(const char *user, int id, const char *msg, const char *cond_col,
+			   const docraft_value *expected)
+{
+	docraft_op *op = NULL;
+	docraft_value key[2] = {docraft_value_text(user), docraft_value_int(id)};
+	docraft_value v = docraft_value_text(msg);
+	CHECK_OK(docraft_op_update(key, 2, &op));
+	CHECK_OK(docraft_op_column(op, "msg", &v));
+	if (cond_col != NULL)
+		CHECK_OK(docraft_op_if(op, cond_col, expected));
+	return op;
+}
+
+/* Writes the ops (freeing them); returns docraft_write's code. */
+static int write_ops(docraft_op **ops, size_t n)
+{
+	int rv = docraft_write(C.client, "msgs", ops, n, DOCRAFT_TTL_DEFAULT, NULL);
+	for (size_t i = 0; i < n; i++)
+		docraft_op_free(ops[i]);
+	return rv;
+}
+
+TEST(conditional_writes)
+{
+	struct tablet t[16];
+	docraft_value a = docraft_value_text("a"), b = docraft_value_text("b");
+	docraft_value never = docraft_value_text("never"), one = docraft_value_int(1);
+	docraft_op *ops[2];
+	int rv;
+	cluster_up("e2e-cas");
+	client_open();
+	create_msgs();
+	tablets_with_leaders("msgs", t, 16, 8, 15000);
+
+	/* If absent: the first applies, the second is refused. */
+	ops[0] = set_msg("c1", 1, "a", "msg", NULL);
+	CHECK_OK_MSG(write_ops(ops, 1), docraft_errmsg());
+	CHECK_EQ_STR(msg_of("c1", 1), "a");
+	ops[0] = set_msg("c1", 1, "z", "msg", NULL);
+	CHECK_EQ_INT(write_ops(ops, 1), DOCRAFT_ECONDITION);
+	CHECK_EQ_STR(docraft_errmsg(), "condition not met");
+	CHECK_EQ_STR(msg_of("c1", 1), "a");
+
+	/* Compare-and-set a -> b holds; the same again (a -> b) does not. */
+	ops[0] = set_msg("c1", 1, "b", "msg", &a);
+	CHECK_OK_MSG(write_ops(ops, 1), docraft_errmsg());
+	CHECK_EQ_STR(msg_of("c1", 1), "b");
+	ops[0] = set_msg("c1", 1, "c", "msg", &a);
+	rv = write_ops(ops, 1);
+	CHECK_MSG(rv == DOCRAFT_ECONDITION, "stale CAS: %d %s", rv, docraft_errmsg());
+	CHECK_EQ_STR(docraft_errmsg(), "condition not met");
+	CHECK_EQ_STR(msg_of("c1", 1), "b");
+
+	/* Two ops of one user (one tablet), the condition on the first op's
+	 * row: both apply or neither. */
+	ops[0] = set_msg("c1", 1, "c", "msg", &b);
+	ops[1] = set_msg("c1", 2, "second", NULL, NULL);
+	CHECK_OK_MSG(write_ops(ops, 2), docraft_errmsg());
+	CHECK_EQ_STR(msg_of("c1", 1), "c");
+	CHECK_EQ_STR(msg_of("c1", 2), "second");
+	ops[0] = set_msg("c1", 1, "d", NULL, NULL);
+	ops[1] = set_msg("c1", 2, "third", "msg", &never);
+	CHECK_EQ_INT(write_ops(ops, 2), DOCRAFT_ECONDITION);
+	CHECK_EQ_STR(msg_of("c1", 1), "c");
+	CHECK_EQ_STR(msg_of("c1", 2), "second");
+
+	/* Ops on two tablets with a condition: EINVAL before anything is sent.
+	 * Which users share a tablet is the hash's business: with a false
+	 * condition, a pair on one tablet answers ECONDITION (nothing applied),
+	 * a pair on two tablets EINVAL; 8 tablets make 40 misses unlikely. */
+	int found = 0;
+	for (int k = 0; k < 40 && !found; k++) {
+		char user[16];
+		snprintf(user, sizeof user, "p%d", k);
+		ops[0] = set_msg("c1", 1, "e", "msg", &never);
+		ops[1] = set_msg(user, 1, "e", NULL, NULL);
+		rv = write_ops(ops, 2);
+		CHECK_MSG(rv == DOCRAFT_ECONDITION || rv == DOCRAFT_EINVAL, "%s: %d %s", user, rv,
+			  docraft_errmsg());
+		if (rv == DOCRAFT_EINVAL) {
+			CHECK_MSG(strstr(docraft_errmsg(), "one tablet") != NULL, "%s",
+				  docraft_errmsg());
+			found = 1;
+		}
+		CHECK_EQ_STR(msg_of(user, 1), "");
+	}
+	CHECK_MSG(found, "no user on another tablet than c1");
+	CHECK_EQ_STR(msg_of("c1", 1), "c");
+
+	/* Bad conditions fail before anything is sent. */
+	ops[0] = set_msg("c1", 1, "f", "nope", &a);
+	CHECK_EQ_INT(write_ops(ops, 1), DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(docraft_errmsg(), "no column 'nope'") != NULL, "%s", docraft_errmsg());
+	ops[0] = set_msg("c1", 1, "f", "msg", &one); /* an int for a text column */
+	CHECK_EQ_INT(write_ops(ops, 1), DOCRAFT_EINVAL);
+	ops[0] = set_msg("c1", 1, "f", "msg_id", &one); /* a key column */
+	CHECK_EQ_INT(write_ops(ops, 1), DOCRAFT_EINVAL);
+	ops[0] = set_msg("c1", 1, "f", "msg_props", NULL); /* a map */
+	CHECK_EQ_INT(write_ops(ops, 1), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(docraft_op_if(NULL, "msg", &a), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(msg_of("c1", 1), "c");
+
+	/* CQL: UPDATE ... IF, answered like cqlsh. */
+	rv = CLI(20000, "-e",
+		 "UPDATE msgs SET msg = 'cql' WHERE user_id = 'c1' AND msg_id = 1 IF msg = 'c';");
+	CHECK_MSG(rv == 0 && strstr(C.out, "[applied]") != NULL && strstr(C.out, "True") != NULL,
+		  "CQL CAS exited %d:\n%s", rv, C.out);
+	CHECK_EQ_STR(msg_of("c1", 1), "cql");
+	rv = CLI(20000, "-e",
+		 "UPDATE msgs SET msg = 'no' WHERE user_id = 'c1' AND msg_id = 1 IF msg = 'c';");
+	CHECK_MSG(rv == 0 && strstr(C.out, "[applied]") != NULL && strstr(C.out, "False") != NULL,
+		  "stale CQL CAS exited %d:\n%s", rv, C.out);
+	CHECK_EQ_STR(msg_of("c1", 1), "cql");
+	rv = CLI(20000, "-e",
+		 "UPDATE msgs SET msg = 'n' WHERE user_id = 'c9' AND msg_id = 1 IF msg = NULL;");
+	CHECK_MSG(rv == 0 && strstr(C.out, "True") != NULL, "CQL IF NULL exited %d:\n%s", rv,
+		  C.out);
+	CHECK_EQ_STR(msg_of("c9", 1), "n");
+	cluster_down();
+}
+
 TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(tserver_killed),
-	  T(master_restarted))
+	  T(master_restarted), T(conditional_writes))

@@ -1663,7 +1663,7 @@ TEST(corrupt_entry_fails_fsm)
 	apply_corrupt(c, S1, too_short, sizeof too_short, RAFT_MALFORMED, "too short");
 
 	build_entry(&e, next_ht(c), good, 1);
-	e.data[0] = 2;
+	e.data[0] = ENTRY_VERSION + 1;
 	apply_corrupt(c, S1, e.data, e.len, RAFT_MALFORMED, "version");
 
 	/* The header announces two requests; one follows. */

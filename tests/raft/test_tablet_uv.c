@@ -1,8 +1,9 @@
 /* Tablet replicas on real raft_uv over loopback, in one process and one
  * loop: three servers (listeners on 127.0.0.1/.2/.3), one tablet with a
  * replica on each. Writes through the leader, linearizable reads, retried
- * writes applied once, restarts that replay only what was not flushed, and
- * leadership transfer with writes in flight. */
+ * writes applied once, restarts that replay only what was not flushed,
+ * leadership transfer with writes in flight, and conditional writes
+ * (compare-and-set) decided at apply on every replica. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,10 @@
 
 #include "common/hlc.h"
 #include "docdb/batch.h"
+#include "docdb/condition.h"
+#include "docdb/docwrite.h"
 #include "docdb/key.h"
+#include "docdb/reader.h"
 #include "raft/listener.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
@@ -37,6 +41,8 @@ struct cluster {
 };
 
 static struct cluster C;
+/* The table schema the stores get (conditional writes), or NULL. */
+static const struct schema *store_schema;
 
 static void node_open(int i, bool bootstrap)
 {
@@ -53,6 +59,7 @@ static void node_open(int i, bool bootstrap)
 	o.election_ms = 500;
 	o.snapshot_threshold = 64;
 	o.snapshot_trailing = 32;
+	o.store.schema = store_schema;
 	CHECK_OK_MSG(tablet_open(&C.loop, &o, &C.n[i].t, C.errmsg), C.errmsg);
 	for (int j = 0; j < N; j++) {
 		peers[j].id = (raft_id)(j + 1);
@@ -600,5 +607,236 @@ TEST(remove_replica)
 	cluster_down();
 }
 
+/* ---- conditional writes ------------------------------------------------------ */
+
+/* Table t (k text hash key, v int) for the conditional writes. */
+static struct schema cas_schema;
+
+struct cw {
+	struct w w;
+	struct buf cond;
+	struct buf dk;
+};
+
+/* Client 0xca's write seq: SET v = value on row k, if v == expect (expect
+ * < 0: unconditional; expect == 0x7fffffff: if v has no live value). */
+#define NO_VALUE 0x7fffffff
+static void cw_init(struct cw *c, uint64_t seq, const char *k, int32_t value, int32_t expect)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	struct docwrite dw;
+	struct pv key = pv_str(k);
+	struct colval cv = colval_of("v", pv_int32(value));
+	memset(c, 0, sizeof *c);
+	batch_init(&c->w.b);
+	docwrite_init(&dw, &cas_schema, &c->w.b, NULL);
+	CHECK_OK_MSG(docwrite_update(&dw, &key, 1, &cv, 1, DOCWRITE_NO_TTL), dw.errmsg);
+	docwrite_free(&dw);
+	memset(c->w.req.client_id, 0xca, sizeof c->w.req.client_id);
+	c->w.req.seq = seq;
+	c->w.req.min_running = 1;
+	c->w.req.batch = c->w.b.data.data;
+	c->w.req.batch_len = c->w.b.data.len;
+	c->w.req.cb = write_cb;
+	c->w.req.data = &c->w;
+	if (expect < 0)
+		return;
+	struct condition cd;
+	memset(&cd, 0, sizeof cd);
+	CHECK_OK_MSG(docwrite_dockey(&cas_schema, &key, 1, &c->dk, err), err);
+	cd.dockey = c->dk.data;
+	cd.dockey_len = c->dk.len;
+	cd.column_id = schema_find(&cas_schema, "v")->id;
+	cd.has_value = expect != NO_VALUE;
+	cd.value = pv_int32(expect);
+	condition_encode(&c->cond, &cd, 1);
+	c->w.req.cond = c->cond.data;
+	c->w.req.cond_len = c->cond.len;
+}
+
+static void cw_free(struct cw *c)
+{
+	batch_free(&c->w.b);
+	buf_free(&c->cond);
+	buf_free(&c->dk);
+}
+
+/* Submits the writes and runs until all are answered. */
+static void cw_run(int l, struct cw **cs)
+{
+	struct w *list[16];
+	int n = 0;
+	for (; cs[n] != NULL; n++) {
+		CHECK_OK(tablet_write(C.n[l].t, &cs[n]->w.req));
+		list[n] = &cs[n]->w;
+	}
+	list[n] = NULL;
+	CHECK(run_until(all_done, list, 10000));
+}
+
+/* A checksum of replica i's retry records (internal prefix 0x02). */
+static uint64_t retry_checksum(int i)
+{
+	const uint8_t lo = 0x02, hi = 0x03;
+	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, &hi, 1);
+	uint64_t h = 1469598103934665603ULL;
+	int n = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it), n++) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+		for (size_t j = 0; j < kl; j++)
+			h = (h ^ k[j]) * 1099511628211ULL;
+		for (size_t j = 0; j < vl; j++)
+			h = (h ^ v[j]) * 1099511628211ULL;
+		h = (h ^ 0xFF) * 1099511628211ULL;
+	}
+	store_iter_free(it);
+	CHECK(n > 0);
+	return h;
+}
+
+/* Row k's v on replica i as of everything it applied; -1: no value. */
+static int32_t v_on(int i, const char *k)
+{
+	struct arena a = ARENA_INIT;
+	struct pv key = pv_str(k);
+	struct row r;
+	bool found;
+	uint64_t ht;
+	int32_t v = -1;
+	store_applied(tablet_store(C.n[i].t), NULL, &ht);
+	CHECK_OK_MSG(reader_get_row(tablet_store(C.n[i].t), &cas_schema, &key, 1, ht, &a, &r,
+				    &found, C.errmsg), C.errmsg);
+	if (found) {
+		const struct docnode *n = row_column_named(&r, "v");
+		if (n != NULL && n->value.type == PV_INT32)
+			v = n->value.v.i32;
+	}
+	arena_free(&a);
+	return v;
+}
+
+/* Conditional writes on three replicas: a compare-and-set chain, a stale
+ * CAS refused, retries answered from the retry table with their first
+ * outcome (never evaluated again, also after a restart of every replica),
+ * a CAS queued behind plain writes evaluated after them, and every replica
+ * identical. */
+TEST(conditional_writes)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	struct cw c[16];
+	uint64_t idx;
+	CHECK_OK_MSG(schema_init(&cas_schema, "t", err), err);
+	CHECK_OK_MSG(schema_add_column(&cas_schema, "k", COL_HASH, CT_TEXT, 0, 0, false, err), err);
+	CHECK_OK_MSG(schema_add_column(&cas_schema, "v", COL_REGULAR, CT_INT32, 0, 0, false, err),
+		     err);
+	store_schema = &cas_schema;
+	cluster_up("tablet-uv-cas");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+
+	/* v0, then the chain v0 -> v1 -> v2, one request at a time. */
+	cw_init(&c[0], 1, "x", 0, NO_VALUE);  /* if absent: v = 0 */
+	cw_run(l, (struct cw *[]){&c[0], NULL});
+	CHECK_EQ_INT(c[0].w.status, 0);
+	cw_init(&c[1], 2, "x", 1, 0);
+	cw_run(l, (struct cw *[]){&c[1], NULL});
+	CHECK_EQ_INT(c[1].w.status, 0);
+	cw_init(&c[2], 3, "x", 2, 1);
+	cw_run(l, (struct cw *[]){&c[2], NULL});
+	CHECK_EQ_INT(c[2].w.status, 0);
+	CHECK(c[2].w.ht > c[1].w.ht && c[1].w.ht > c[0].w.ht);
+	/* Stale: v is 2, not 0; and "if absent" fails on an existing row. */
+	cw_init(&c[3], 4, "x", 9, 0);
+	cw_init(&c[4], 5, "x", 9, NO_VALUE);
+	cw_run(l, (struct cw *[]){&c[3], &c[4], NULL});
+	CHECK_EQ_INT(c[3].w.status, DOCRAFT_ECONDITION);
+	CHECK_EQ_INT(c[4].w.status, DOCRAFT_ECONDITION);
+	CHECK_EQ_U64(c[3].w.ht, 0);
+	CHECK_EQ_INT(v_on(l, "x"), 2);
+
+	/* The retry of the failed CAS (same id and seq) gets ECONDITION again,
+	 * even though its condition (v == 2 now) would hold if evaluated. */
+	int pairs = count_pairs(l);
+	cw_init(&c[5], 4, "x", 3, 2);
+	cw_run(l, (struct cw *[]){&c[5], NULL});
+	CHECK_EQ_INT(c[5].w.status, DOCRAFT_ECONDITION);
+	CHECK_EQ_INT(v_on(l, "x"), 2);
+	/* The retry of an applied CAS is ok at its original time, not applied
+	 * again (its condition, v == 1, is false now). */
+	cw_init(&c[6], 3, "x", 2, 1);
+	cw_run(l, (struct cw *[]){&c[6], NULL});
+	CHECK_EQ_INT(c[6].w.status, 0);
+	CHECK_EQ_U64(c[6].w.ht, c[2].w.ht);
+	CHECK_EQ_INT(count_pairs(l), pairs);
+
+	/* Queued in one loop turn: a plain write, a CAS that depends on it, a
+	 * plain write, and the CAS's duplicate. The CAS gets an entry of its
+	 * own after the first write's, so it sees v == 5. */
+	cw_init(&c[7], 6, "x", 5, -1);
+	cw_init(&c[8], 7, "x", 6, 5);
+	cw_init(&c[9], 8, "y", 1, -1);
+	cw_init(&c[10], 7, "x", 6, 5);
+	struct tablet_status st0, st1;
+	tablet_get_status(C.n[l].t, &st0);
+	cw_run(l, (struct cw *[]){&c[7], &c[8], &c[9], &c[10], NULL});
+	tablet_get_status(C.n[l].t, &st1);
+	CHECK_EQ_INT(c[7].w.status, 0);
+	CHECK_EQ_INT(c[8].w.status, 0);
+	CHECK_EQ_INT(c[9].w.status, 0);
+	CHECK_EQ_INT(c[10].w.status, 0);
+	CHECK_EQ_U64(c[10].w.ht, c[8].w.ht);
+	CHECK(c[8].w.ht > c[7].w.ht && c[9].w.ht > c[8].w.ht);
+	test_note("4 writes (one CAS) in %" PRIu64 " entries", st1.entries - st0.entries);
+	CHECK_EQ_U64(st1.entries - st0.entries, 3);
+	CHECK_EQ_INT(v_on(l, "x"), 6);
+
+	/* Every replica decided the same: identical data and retry records
+	 * (with their outcomes). */
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	uint64_t sum = checksum(l), rsum = retry_checksum(l);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ_U64(checksum(i), sum);
+		CHECK_EQ_U64(retry_checksum(i), rsum);
+		CHECK_EQ_INT(v_on(i, "x"), 6);
+		CHECK_EQ_INT(v_on(i, "y"), 1);
+	}
+
+	/* After a restart of every replica the outcomes come back from the
+	 * store: the failed CAS is still refused, the applied one still ok. */
+	for (int i = 0; i < N; i++)
+		node_close(i);
+	for (int i = 0; i < N; i++)
+		node_open(i, false);
+	CHECK(run_until(has_leader, NULL, 10000));
+	l = leader_index();
+	cw_init(&c[11], 4, "x", 7, 6); /* would hold now */
+	cw_init(&c[12], 2, "x", 1, 0);
+	cw_run(l, (struct cw *[]){&c[11], &c[12], NULL});
+	CHECK_EQ_INT(c[11].w.status, DOCRAFT_ECONDITION);
+	CHECK_EQ_INT(c[12].w.status, 0);
+	CHECK_EQ_U64(c[12].w.ht, c[1].w.ht);
+	CHECK_EQ_INT(v_on(l, "x"), 6);
+	/* And a new CAS on the restarted group. */
+	cw_init(&c[13], 9, "x", 7, 6);
+	cw_run(l, (struct cw *[]){&c[13], NULL});
+	CHECK_EQ_INT(c[13].w.status, 0);
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ_U64(checksum(i), checksum(l));
+		CHECK_EQ_U64(retry_checksum(i), retry_checksum(l));
+		CHECK_EQ_INT(v_on(i, "x"), 7);
+	}
+
+	for (int i = 0; i <= 13; i++)
+		cw_free(&c[i]);
+	cluster_down();
+	store_schema = NULL;
+	schema_free(&cas_schema);
+}
+
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
-	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica))
+	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica),
+	  T(conditional_writes))

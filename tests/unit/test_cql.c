@@ -875,6 +875,37 @@ TEST(update_operations)
 	schema_free(&s);
 }
 
+/* UPDATE ... IF col = value [AND ...]: a conditional write. */
+TEST(update_if)
+{
+	struct cql_stmts st;
+	struct cql_error err;
+	const struct cql_stmt *stmt = parse1(
+		"UPDATE t SET v = 'b' WHERE k = 1 IF v = 'a' AND n = NULL", &st);
+	const struct cql_update *up = &stmt->u.update;
+	CHECK_EQ_INT(up->nwhere, 1);
+	CHECK_EQ_INT(up->nifs, 2);
+	CHECK_EQ_STR(up->ifs[0].col.name, "v");
+	CHECK_EQ_INT(up->ifs[0].rel, CQL_REL_EQ);
+	CHECK_EQ_INT(up->ifs[0].value.kind, CQL_LIT_STRING);
+	CHECK_EQ_STR(up->ifs[1].col.name, "n");
+	CHECK_EQ_INT(up->ifs[1].value.kind, CQL_LIT_NULL);
+	cql_free(&st);
+	stmt = parse1("update t set v = 'b' where k = 1", &st);
+	CHECK_EQ_INT(stmt->u.update.nifs, 0);
+	cql_free(&st);
+	parse_err("UPDATE t SET v = 'b' WHERE k = 1 IF v > 'a'", &err);
+	CHECK_EQ_STR(err.message, "only = is supported in IF");
+	CHECK_EQ_INT(err.column, 39);
+	parse_err("UPDATE t SET v = 'b' WHERE k = 1 IF EXISTS", &err);
+	CHECK(strstr(err.message, "IF [NOT] EXISTS is not supported") != NULL);
+	parse_err("UPDATE t SET v = 'b' WHERE k = 1 IF", &err);
+	parse_err("UPDATE t SET v = 'b' WHERE k = 1 LIMIT 1", &err);
+	CHECK_EQ_STR(err.message, "expected AND, IF or ';'");
+	parse_err("UPDATE t SET v = 'b' WHERE k = 1 IF v = 'a' LIMIT 1", &err);
+	CHECK_EQ_STR(err.message, "expected AND or ';'");
+}
+
 TEST(delete_forms)
 {
 	struct cql_stmts st;
@@ -1887,7 +1918,7 @@ TEST_MAIN(T(seeds_each_parse), T(seeds_together_parse), T(seed_msgs_create),
 	  T(seed_msgs_insert), T(seed_msgs_update_map_put), T(seed_bare_word_value),
 	  T(seed_curly_quotes), T(seed_delete_column_and_row), T(seed_ttl_insert_update),
 	  T(seed_sessions_default_ttl), T(seed_ysql_statements), T(seed_selects),
-	  T(create_table_forms), T(update_operations), T(delete_forms), T(select_forms),
+	  T(create_table_forms), T(update_operations), T(update_if), T(delete_forms), T(select_forms),
 	  T(hybrid_time_strings), T(literals), T(lexical_details), T(error_caret_display),
 	  T(error_display_long_line), T(input_limits), T(bind_values),
 	  T(bind_column_errors_located), T(bind_functions), T(create_schema_errors),

@@ -196,6 +196,10 @@ struct cql_update {
 	size_t nassigns;
 	struct cql_cond *where;
 	size_t nwhere;
+	/* IF col = value [AND ...] (a conditional write: every rel is
+	 * CQL_REL_EQ, value may be NULL); none: unconditional. */
+	struct cql_cond *ifs;
+	size_t nifs;
 };
 
 /* DELETE col / DELETE m[k]. */

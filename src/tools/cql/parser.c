@@ -45,7 +45,7 @@
  *                VALUES "(" term { "," term } ")" [ using ]
  *   using      = USING TTL integer
  *   update     = UPDATE qname [ using ] SET assignment { "," assignment }
- *                WHERE where
+ *                WHERE where [ IF where ]       (IF: "=" only; conditional)
  *   assignment = ident "=" term                         (set, NULL, replace)
  *              | ident "=" ident ( "+" | "-" | "||" ) term  (same column twice)
  *              | ident "=" term "+" ident                   (list prepend)
@@ -939,7 +939,19 @@ static int parse_update(struct parser *p, struct cql_update *up)
 	if (!is_kw(p, "where"))
 		return fail(p, "expected ',' or WHERE");
 	TRY(next(p));
-	return parse_where(p, &up->where, &up->nwhere);
+	TRY(parse_where(p, &up->where, &up->nwhere));
+	/* IF col = value [AND ...]: a conditional write (compare-and-set). */
+	TRY(accept_kw(p, "if", &got));
+	if (!got)
+		return 0;
+	if (is_kw(p, "exists") || is_kw(p, "not"))
+		return fail(p, "IF [NOT] EXISTS is not supported in UPDATE: write IF col = value "
+			       "(or IF col = NULL)");
+	TRY(parse_where(p, &up->ifs, &up->nifs));
+	for (size_t i = 0; i < up->nifs; i++)
+		if (up->ifs[i].rel != CQL_REL_EQ)
+			return fail_at(p, &up->ifs[i].rel_pos, "only = is supported in IF");
+	return 0;
 }
 
 static int parse_delete(struct parser *p, struct cql_delete *d)
@@ -1106,6 +1118,7 @@ static const char *after_stmt(const struct cql_stmt *st)
 	case CQL_STMT_INSERT:
 		return st->u.insert.has_ttl ? "expected AND or ';'" : "expected USING or ';'";
 	case CQL_STMT_UPDATE:
+		return st->u.update.nifs > 0 ? "expected AND or ';'" : "expected AND, IF or ';'";
 	case CQL_STMT_DELETE:
 		return "expected AND or ';'";
 	case CQL_STMT_SELECT:
