@@ -71,6 +71,7 @@ struct mc_waiter {
 };
 
 struct mcall;
+struct tcall;
 
 struct mc_table {
 	char *name;
@@ -82,6 +83,9 @@ struct mc_table {
 	uint64_t generation;   /* successful refreshes so far */
 	struct mcall *refresh; /* GetTable in flight, or NULL */
 	struct mc_waiter *waiters;
+	/* retry.c: calls of this table waiting out a backoff after a lost
+	 * leader, woken when a call to their tablet succeeds. */
+	struct tcall *backing_off;
 };
 
 struct mc_down {

@@ -43,9 +43,15 @@
  * the table from the master, after a backoff so that a dead leader is not
  * hammered while Raft elects a new one and the master learns it (one
  * heartbeat). The backoff is jittered so that many clients do not retry in
- * lockstep. The total time is bounded: no state waits past the deadline (an
- * RPC's timeout is capped by the time left, a backoff by the deadline, a
- * refresh wait by a timer at the deadline), and giving up reports
+ * lockstep. A backoff after a lost leader (not after SERVICE_BUSY) ends
+ * early when another call to the same tablet succeeds: the tablet is
+ * served again, so the calls that were in flight at a failover follow the
+ * first one that found the new leader at once (backoff reset to
+ * backoff_min_ms) instead of sleeping out a backoff grown during the
+ * election (up to backoff_max_ms, 1 s). The total time is bounded: no
+ * state waits past the deadline (an RPC's timeout is capped by the time
+ * left, a backoff by the deadline, a refresh wait by a timer at the
+ * deadline), and giving up reports
  * DOCRAFT_EUNAVAILABLE with the last error seen, distinct from the final
  * errors a server returns.
  *
@@ -68,13 +74,62 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#ifdef DOCRAFT_JEPSEN_BUG_FOLLOWER_READS
+#include "rpc.pb-c.h" /* DOCRAFT__METHOD__TSERVER_READ, for the deliberate bug */
+#endif
 
 static void locate(struct tcall *t);
 static void send_attempt(struct tcall *t);
 
+/* ---- calls backing off after a lost leader (table->backing_off) ---- */
+
+static void bo_unlink(struct tcall *t)
+{
+	if (!t->bo_linked)
+		return;
+	if (t->bo_prev != NULL)
+		t->bo_prev->bo_next = t->bo_next;
+	else
+		t->table->backing_off = t->bo_next;
+	if (t->bo_next != NULL)
+		t->bo_next->bo_prev = t->bo_prev;
+	t->bo_prev = t->bo_next = NULL;
+	t->bo_linked = false;
+}
+
+static void bo_link(struct tcall *t)
+{
+	if (t->bo_linked)
+		return;
+	t->bo_prev = NULL;
+	t->bo_next = t->table->backing_off;
+	if (t->bo_next != NULL)
+		t->bo_next->bo_prev = t;
+	t->table->backing_off = t;
+	t->bo_linked = true;
+}
+
+/* A call to tablet_id just succeeded: its leader serves again, so the calls
+ * of that tablet waiting out a backoff (after a lost leader) go now, with
+ * their backoff reset, instead of sleeping up to backoff_max_ms more. */
+static void wake_tablet(docraft_client *c, struct mc_table *table, const char *tablet_id)
+{
+	struct tcall *w = table->backing_off, *next;
+	uint64_t now = client_now(c);
+	for (; w != NULL; w = next) {
+		next = w->bo_next;
+		if (w->state != TCALL_BACKOFF || strcmp(w->tablet_id, tablet_id) != 0)
+			continue;
+		bo_unlink(w);
+		w->backoff_ms = c->opts.backoff_min_ms;
+		ctimer_start(c, &w->timer, now);
+	}
+}
+
 static void deliver(struct tcall *t, int status, const char *errmsg, const uint8_t *reply,
 		    size_t len)
 {
+	bo_unlink(t);
 	ctimer_stop(t->c, &t->timer);
 	metacache_cancel(t->table, &t->waiter);
 	t->state = TCALL_DONE;
@@ -112,6 +167,7 @@ static void timer_fired(struct ctimer *ct)
 	struct tcall *t = CONTAINER_OF(ct, struct tcall, timer);
 	uint64_t now = client_now(t->c);
 
+	bo_unlink(t);
 	if (t->c->closing) {
 		deliver(t, DOCRAFT_ECLOSED, "the client is closing", NULL, 0);
 		return;
@@ -203,6 +259,15 @@ static void backoff(struct tcall *t)
 	ctimer_start(t->c, &t->timer, now + d < t->deadline ? now + d : t->deadline);
 }
 
+/* A backoff after the tablet's leader was lost (not after SERVICE_BUSY):
+ * cut short by the first success of another call to the tablet. */
+static void backoff_lost_leader(struct tcall *t)
+{
+	backoff(t);
+	if (t->state == TCALL_BACKOFF && t->replica == NULL && t->tablet_id[0] != '\0')
+		bo_link(t);
+}
+
 static struct mc_tablet *find_tablet(struct tcall *t)
 {
 	if (t->by_id != NULL)
@@ -247,6 +312,13 @@ static void locate(struct tcall *t)
 	else
 		snprintf(t->target, sizeof t->target, "%s",
 			 metacache_target(&t->c->mc, tb, client_now(t->c)));
+#ifdef DOCRAFT_JEPSEN_BUG_FOLLOWER_READS
+	/* DELIBERATE BUG (meson -Djepsen_bug=follower-reads, failover suite
+	 * only, docs/reliability.md): reads go to a random replica. */
+	if (t->replica == NULL && t->method == DOCRAFT__METHOD__TSERVER_READ && tb->n_replicas > 0)
+		snprintf(t->target, sizeof t->target, "%s",
+			 tb->replicas[client_jitter(t->c, 1u << 20) % tb->n_replicas].address);
+#endif
 	send_attempt(t);
 }
 
@@ -267,9 +339,15 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 
 	if (res->status == DOCRAFT_OK) {
 		if (t->replica == NULL && (tb = find_tablet(t)) != NULL &&
-		    strcmp(tb->id, t->tablet_id) == 0)
+		    strcmp(tb->id, t->tablet_id) == 0) {
+			/* The tablet is served at target: whatever made it stale
+			 * (a lost leader) is over. */
 			metacache_set_leader(tb, t->target);
+			tb->stale = false;
+		}
 		metacache_mark_up(&c->mc, t->target);
+		if (t->replica == NULL && t->table->backing_off != NULL)
+			wake_tablet(c, t->table, t->tablet_id);
 		deliver(t, 0, "", res->reply, res->reply_len);
 		return;
 	}
@@ -326,7 +404,7 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 		/* An election is under way: wait, then ask the master. */
 		tb->stale = true;
 		tb->leader[0] = '\0';
-		backoff(t);
+		backoff_lost_leader(t);
 		return;
 	case DOCRAFT_EBUSY:
 		/* Overloaded, not gone: the same target after a pause. */
@@ -345,7 +423,7 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	 * server closing: refresh this table's locations after a backoff. */
 	if (t->replica == NULL)
 		invalidate(t);
-	backoff(t);
+	backoff_lost_leader(t);
 }
 
 static void send_attempt(struct tcall *t)

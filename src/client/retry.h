@@ -71,6 +71,8 @@ struct tcall {
 	char target[RPC_ADDRESS_MAX + 1];
 	unsigned hops;
 	uint32_t backoff_ms;
+	struct tcall *bo_prev, *bo_next; /* in table->backing_off */
+	bool bo_linked;
 	int final;          /* status delivered from the timer */
 	struct ctimer timer;
 	struct mc_waiter waiter;

@@ -35,9 +35,19 @@
  * leader (raft ignores results otherwise):
  *
  *     last_log_index <= raft_last_applied(r)   pass  (cannot raise commit index)
- *     barrier unknown or not yet stored here   drop
+ *     barrier unknown                          drop
+ *     barrier not yet stored here              drop, but an ack of the barrier
+ *                                              (>= term_first_index) is deferred
  *     last_log_index <  term_first_index       drop
  *     otherwise                                pass
+ *
+ * Deferred acks (the latest per sender, at most RIO_DEFERRED_MAX) go through
+ * this table again right after the barrier's write completes and raft has
+ * counted it (append_tramp), in the same epoch and leadership only: exactly
+ * what raft would have seen had the network delayed them. On loopback a
+ * follower often acks the barrier before the leader's own write is done;
+ * dropping that ack left the barrier uncommitted until the follower's next
+ * answer, one or two heartbeat periods later.
  *
  * "Stored here" is learnt from the append callbacks: raft writes a batch that
  * ends at its current last index (appendLeader and replicationAppend acquire
@@ -123,6 +133,7 @@ static void forget(struct rio *g)
 	g->term_first_index = 0;
 	g->barrier_stored = false;
 	g->epoch++;
+	g->n_deferred_now = 0;
 }
 
 /* Forgets the barrier once the node is seen not to lead. */
@@ -145,6 +156,58 @@ static bool drop_result(struct rio *g, const struct raft_append_entries_result *
 	return res->last_log_index < g->term_first_index;
 }
 
+/* A barrier ack dropped only because this node's barrier write has not
+ * completed yet: keep it (the latest per sender) for redeliver(). */
+static bool defer_result(struct rio *g, const struct raft_message *m)
+{
+	const struct raft_append_entries_result *res = &m->append_entries_result;
+	struct rio_deferred *d = NULL;
+	size_t alen;
+
+	if (g->term_first_index == 0 || g->barrier_stored ||
+	    res->last_log_index < g->term_first_index || m->server_address == NULL)
+		return false;
+	alen = strlen(m->server_address);
+	if (alen >= sizeof g->deferred[0].address)
+		return false;
+	for (unsigned i = 0; i < g->n_deferred_now; i++)
+		if (g->deferred[i].m.server_id == m->server_id)
+			d = &g->deferred[i];
+	if (d == NULL) {
+		if (g->n_deferred_now == RIO_DEFERRED_MAX)
+			return false;
+		d = &g->deferred[g->n_deferred_now++];
+	}
+	d->m = *m;
+	memcpy(d->address, m->server_address, alen + 1);
+	d->m.server_address = d->address;
+	d->epoch = g->epoch;
+	g->n_deferred++;
+	return true;
+}
+
+/* The barrier is stored: hand the deferred acks to raft, through the
+ * filter again (a message delayed by the network is still valid Raft). */
+static void redeliver(struct rio *g)
+{
+	unsigned n = g->n_deferred_now;
+	struct rio_deferred d[RIO_DEFERRED_MAX];
+
+	if (n == 0)
+		return;
+	memcpy(d, g->deferred, n * sizeof d[0]);
+	g->n_deferred_now = 0;
+	for (unsigned i = 0; i < n; i++) {
+		d[i].m.server_address = d[i].address;
+		if (d[i].epoch != g->epoch || !is_leader(g) ||
+		    drop_result(g, &d[i].m.append_entries_result))
+			continue;
+		g->n_redelivered++;
+		g->recv_cb(&g->io, &d[i].m);
+		observe(g);
+	}
+}
+
 /* ---- trampolines: inner io -> raft ---- */
 
 static void tick_tramp(struct raft_io *inner)
@@ -165,6 +228,7 @@ static void recv_tramp(struct raft_io *inner, struct raft_message *m)
 	if (m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
 	    drop_result(g, &m->append_entries_result)) {
 		g->n_dropped++;
+		defer_result(g, m);
 		return;
 	}
 	g->recv_cb(&g->io, m);
@@ -184,14 +248,22 @@ static void append_tramp(struct raft_io_append *req, int status)
 	struct append_req *a = req->data;
 	struct raft_io_append *orig = a->orig;
 	raft_io_append_cb cb = a->cb;
+	struct rio *g = a->g;
+	bool stored_now = false;
 
-	if (status != 0)
-		copy_errmsg(a->g);
-	else if (a->has_barrier && a->epoch == a->g->epoch)
-		a->g->barrier_stored = true;
+	if (status != 0) {
+		copy_errmsg(g);
+	} else if (a->has_barrier && a->epoch == g->epoch && !g->barrier_stored) {
+		g->barrier_stored = true;
+		stored_now = true;
+	}
 	raft_free(a);
 	if (cb != NULL)
 		cb(orig, status);
+	/* After raft has counted its own write (its last stored index now
+	 * covers the barrier), the followers' early acks. */
+	if (stored_now)
+		redeliver(g);
 }
 
 /* ---- outer methods: raft -> inner io ---- */

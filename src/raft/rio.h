@@ -21,8 +21,12 @@
  *      and the result's last_log_index is >= term_first_index, or if the
  *      result is <= raft_last_applied() (it cannot raise the commit index:
  *      replies to an InstallSnapshot, acks of entries already committed).
- *      Every other successful result is dropped; rejections and all other
- *      messages pass. Dropped results carry no buffers, so nothing leaks.
+ *      Every other successful result is dropped, except an ack of the
+ *      barrier that came before this node's own barrier write completed: it
+ *      is deferred (kept, the latest per sender) and filtered again when
+ *      that write completes, i.e. delivered as if the network had delayed
+ *      it. Rejections and all other messages pass. Dropped results carry no
+ *      buffers, so nothing leaks.
  *      Why "stored its own barrier": 0.15 only ever tries to commit the
  *      leader's last STORED index; until the barrier's write completes that is
  *      an older-term entry, and followers that already acked the barrier would
@@ -68,6 +72,8 @@
 
 #include <raft.h>
 
+#define RIO_DEFERRED_MAX 8
+
 struct rio {
 	struct raft_io io;          /* OUTER io: hand &g->io to raft; owned by rio */
 	struct raft_io *inner;      /* wrapped io (raft_uv or fixture), not owned */
@@ -79,8 +85,24 @@ struct rio {
 	raft_io_tick_cb tick_cb;    /* raft's callbacks, called with &io */
 	raft_io_recv_cb recv_cb;
 	raft_io_close_cb close_cb;
-	uint64_t n_dropped;         /* successful results dropped (metrics, tests) */
+	uint64_t n_dropped;         /* successful results not handed to raft when
+				       they came (dropped or deferred) */
 	uint64_t n_held;            /* AppendEntries refused before the barrier */
+	/* Acks of the barrier (last_log_index >= term_first_index) that came
+	 * before this node stored its own barrier: the latest per sender,
+	 * handed to raft (through the filter again) once it is stored, as if
+	 * the network had delayed them. Without this a follower faster than
+	 * the leader's own disk costs a heartbeat period or two (its next
+	 * answer) before the barrier commits: a new leader then serves
+	 * ~200 ms later (docs/reliability.md, "Failover time"). */
+	struct rio_deferred {
+		struct raft_message m;  /* an APPEND_ENTRIES_RESULT */
+		char address[64];       /* m.server_address points here */
+		uint64_t epoch;
+	} deferred[RIO_DEFERRED_MAX];
+	unsigned n_deferred_now;    /* entries used in deferred */
+	uint64_t n_deferred;        /* acks deferred so far (metrics, tests) */
+	uint64_t n_redelivered;     /* ... and handed to raft later */
 };
 
 /* Wraps inner (already set up by raft_uv_init, not yet given to raft) and

@@ -40,6 +40,14 @@
 #define PROG "docraft-tserver"
 #define UUID_LEN 32
 #define DEFAULT_SHUTDOWN_TRANSFER_MS 3000u
+/* Raft timing of every replica. A follower campaigns after hearing nothing
+ * for a random time in [election, 2 x election) (raft 0.15), i.e. after at
+ * least 5 missed heartbeats; a new leader is in practice elected when the
+ * SECOND follower times out (the first one's pre-vote is refused while the
+ * other still knows the dead leader), so a leader's crash costs about 1.7 x
+ * election: ~0.9 s at 500 ms (docs/reliability.md, "Failover time"). */
+#define DEFAULT_ELECTION_MS 500u
+#define DEFAULT_HEARTBEAT_RAFT_MS 100u
 #define DRAIN_TICK_MS 20
 
 struct config {
@@ -102,7 +110,7 @@ static const struct flag {
 	{"data", "DIR", "data directory (required): DIR/uuid, DIR/tablets/<id>/"},
 	{"masters", "A,B,C", "master addresses (1 to 16); without it: standalone"},
 	{"heartbeat-ms", "MS", "heartbeat period to the master (default 1000)"},
-	{"election-ms", "MS", "Raft election timeout (default 1000)"},
+	{"election-ms", "MS", "Raft election timeout (default 500)"},
 	{"heartbeat-raft-ms", "MS", "Raft heartbeat period (default 100)"},
 	{"shutdown-transfer-ms", "MS",
 	 "on SIGTERM, the longest wait for leadership transfers (default 3000)"},
@@ -283,6 +291,14 @@ static void parse_args(int argc, char **argv)
 		bad_usage("--data is required");
 	if (S.cfg.shutdown_transfer_ms == 0)
 		S.cfg.shutdown_transfer_ms = DEFAULT_SHUTDOWN_TRANSFER_MS;
+	if (S.cfg.election_ms == 0)
+		S.cfg.election_ms = DEFAULT_ELECTION_MS;
+	if (S.cfg.heartbeat_raft_ms == 0)
+		S.cfg.heartbeat_raft_ms = DEFAULT_HEARTBEAT_RAFT_MS;
+	/* raft_start asserts it. */
+	if (S.cfg.heartbeat_raft_ms >= S.cfg.election_ms)
+		bad_usage("--heartbeat-raft-ms (%u) must be below --election-ms (%u)",
+			  S.cfg.heartbeat_raft_ms, S.cfg.election_ms);
 	if (S.cfg.masters[0] != '\0') {
 		char *save = NULL;
 		for (char *p = strtok_r(S.cfg.masters, ",", &save); p != NULL;

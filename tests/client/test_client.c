@@ -339,6 +339,72 @@ TEST(gives_up_unavailable)
 	stop();
 }
 
+/* A write in flight at a failover backs off while no replica leads; the
+ * first other write that finds the new leader wakes it: it completes at
+ * once, not at the end of its (here 5 s) backoff. */
+static uint64_t woken_done_ns;
+static int woken_status = -1;
+
+static void woken_cb(docraft_req *req)
+{
+	__atomic_store_n(&woken_status, req->status, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&woken_done_ns, uv_hrtime(), __ATOMIC_SEQ_CST);
+}
+
+TEST(backoff_cut_short_by_success)
+{
+	char user[32];
+	docraft_client *c;
+	docraft_client_options o;
+	docraft_req req;
+	docraft_op *op;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t b_done, a_done;
+	int ti = 0, reqs_before;
+	start();
+	fake_lock(&F);
+	F.truth[ti] = -1; /* an election: every replica answers NOT_LEADER */
+	F.hints = false;
+	fake_unlock(&F);
+	docraft_client_options_init(&o);
+	o.backoff_min_ms = 5000;
+	o.backoff_max_ms = 5000;
+	o.timeout_ms = 30000;
+	CHECK_OK_MSG(docraft_client_open(fake_masters(&F), &o, &c, errmsg), errmsg);
+	op = insert_msg(user_in(ti, user), 1, "in flight");
+	memset(&req, 0, sizeof req);
+	woken_done_ns = 0;
+	woken_status = -1;
+	CHECK_OK(docraft_write_async(c, &req, "msgs", &op, 1, DOCRAFT_TTL_DEFAULT, woken_cb));
+	/* Wait until it asked every replica and sleeps (2.5..5 s). */
+	for (int i = 0; i < 400; i++) {
+		fake_lock(&F);
+		reqs_before = F.nreqs;
+		fake_unlock(&F);
+		if (reqs_before >= 4)
+			break;
+		uv_sleep(5);
+	}
+	CHECK(reqs_before >= 4);
+	uv_sleep(200);
+	fake_lock(&F);
+	F.truth[ti] = 1; /* tserver 1 leads */
+	fake_unlock(&F);
+	CHECK_OK_MSG(write1(c, user, 2), docraft_errmsg());
+	b_done = uv_hrtime();
+	for (int i = 0; i < 300 && __atomic_load_n(&woken_done_ns, __ATOMIC_SEQ_CST) == 0; i++)
+		uv_sleep(10);
+	a_done = __atomic_load_n(&woken_done_ns, __ATOMIC_SEQ_CST);
+	CHECK_MSG(a_done != 0, "the write in flight was not woken within 3 s");
+	CHECK_EQ_INT(__atomic_load_n(&woken_status, __ATOMIC_SEQ_CST), DOCRAFT_OK);
+	test_note("the write in flight completed %lld ms after the first success",
+		  (long long)((int64_t)(a_done - b_done) / 1000000));
+	CHECK((int64_t)(a_done - b_done) < 1000 * 1000000LL);
+	docraft_op_free(op);
+	docraft_client_close(c);
+	stop();
+}
+
 TEST(final_errors_not_retried)
 {
 	char user[32];
@@ -1194,7 +1260,7 @@ TEST(concurrent_blocking_calls)
 TEST_MAIN(T(open_validates_masters), T(hint_followed_without_master),
 	  T(no_hint_tries_next_replica), T(transport_error_refreshes),
 	  T(timeout_refreshes_same_seq), T(tablet_not_found_refreshes), T(gives_up_unavailable),
-	  T(final_errors_not_retried), T(master_hint_followed), T(parallel_batches_one_per_tablet),
+	  T(backoff_cut_short_by_success), T(final_errors_not_retried), T(master_hint_followed), T(parallel_batches_one_per_tablet),
 	  T(get_row), T(scan_pages_and_resume), T(whole_table_scan_walks_tablets),
 	  T(exec_cql_seeds), T(exec_cql_select), T(async_on_callers_loop),
 	  T(close_fails_requests_in_flight), T(admin_commands), T(concurrent_blocking_calls))

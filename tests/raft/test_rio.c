@@ -484,6 +484,71 @@ TEST(fixture_cluster_applies_through_rio)
 	raft_fixture_close(&f);
 }
 
+static bool barrier_done(struct raft_fixture *f, void *arg)
+{
+	(void)f;
+	return ((struct done *)arg)->done;
+}
+
+/* A follower acks the barrier before the leader's own (slow) write of it
+ * completes: the ack is deferred, not dropped, and handed to raft when the
+ * write completes, so the barrier commits then, not after the follower's
+ * next answer to a heartbeat (>= 100 ms later). */
+TEST(early_barrier_ack_deferred)
+{
+	enum { NS = 3 };
+	static struct raft_fixture f;
+	static struct raft_fsm fsms[NS];
+	static struct counter_fsm cs[NS];
+	static struct rio rios[NS];
+	struct raft_barrier barrier;
+	struct done bdone = {false, -1};
+	struct raft_configuration conf;
+	raft_time t0, took;
+	unsigned l = NS;
+
+	memset(cs, 0, sizeof cs);
+	CHECK_OK(raft_fixture_initialize(&f));
+	for (unsigned i = 0; i < NS; i++) {
+		memset(&fsms[i], 0, sizeof fsms[i]);
+		fsms[i].version = 1;
+		fsms[i].data = &cs[i];
+		fsms[i].apply = counter_apply;
+		fsms[i].snapshot = counter_snapshot;
+		fsms[i].restore = counter_restore;
+		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
+		cs[i].r = raft_fixture_get(&f, i);
+		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
+	}
+	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
+	raft_configuration_close(&conf);
+	CHECK_OK(raft_fixture_start(&f));
+	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 5000));
+	for (unsigned i = 0; i < NS; i++)
+		if (raft_state(cs[i].r) == RAFT_LEADER)
+			l = i;
+	CHECK(l < NS);
+	/* Fast network and follower disks, a slow leader disk. */
+	for (unsigned i = 0; i < NS; i++) {
+		raft_fixture_set_network_latency(&f, i, 2);
+		raft_fixture_set_disk_latency(&f, i, i == l ? 40 : 2);
+	}
+	t0 = raft_fixture_time(&f);
+	barrier.data = &bdone;
+	CHECK_OK(rio_on_leader(&rios[l], cs[l].r, &barrier, done_barrier_cb));
+	CHECK(raft_fixture_step_until(&f, barrier_done, &bdone, 2000));
+	CHECK_EQ_INT(bdone.status, 0);
+	took = raft_fixture_time(&f) - t0;
+	test_note("barrier committed after %llu ms; acks deferred %llu, redelivered %llu",
+		  (unsigned long long)took, (unsigned long long)rios[l].n_deferred,
+		  (unsigned long long)rios[l].n_redelivered);
+	CHECK(rios[l].n_deferred > 0);
+	CHECK(rios[l].n_redelivered > 0);
+	CHECK(took < 90);
+	raft_fixture_close(&f);
+}
+
 /* ---- one raft_uv instance ---- */
 
 struct uvt {
@@ -756,4 +821,5 @@ TEST(uv_single_node_v3_fsm)
 }
 
 TEST_MAIN(T(stub_forwards_every_method), T(stub_version_and_validation),
+	  T(early_barrier_ack_deferred),
 	  T(fixture_cluster_applies_through_rio), T(uv_single_node_v3_fsm))
