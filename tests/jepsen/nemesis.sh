@@ -1,0 +1,465 @@
+#!/usr/bin/env bash
+# The failover suite's nemesis: every --interval seconds it picks one fault
+# from --nemesis, applies it to a deploy/docraft-local cluster for 4-6 s,
+# heals it, and stays quiet for the rest of the interval. Each fault is one
+# pair of lines in --log:
+#
+#   <unix_ms> start <nemesis> <target>
+#   <unix_ms> end <nemesis> <target>
+#
+# (wall-clock ms, taken once the fault is in effect / just before the heal
+# is issued; other lines, e.g. `<unix_ms> note ...`, are comments for
+# humans). The runner
+# (tests/jepsen/run.sh) writes `<unix_ms> workload-start` into the same log
+# just before it starts the workload, which is how docraft-jepsen-report
+# places faults on the history's time axis (docs/reliability.md).
+#
+#   nemesis.sh --base DIR --nemesis LIST --time SEC [--interval SEC]
+#              --log FILE [--masters M] [--tservers N] [--table NAME]
+#              [--features netns,skew] [--seed S] [--warmup SEC]
+#
+# LIST: comma-separated names, or `all` (every nemesis the cluster supports):
+#   kill              kill -9 a random tserver; heal: start it
+#   kill-leader       kill -9 the leader of --table's first tablet; heal: start it
+#   pause             SIGSTOP a random tserver; heal: SIGCONT
+#   restart-all       kill -9 every tserver; heal: start them all
+#   master            kill -9 a master (with 3: the master leader); heal: start it
+#   skew              shift a random tserver's clock by +/-100..400 ms (below
+#                     the tablets' 500 ms max clock skew, src/tablet/tablet.c);
+#                     heal: back to 0. Needs --features skew (--skewable cluster)
+#   partition-halves  split the nodes in two random halves; heal: heal
+#   partition-one     isolate a random node; heal: heal
+#   partition-leader  isolate --table's first tablet leader; heal: heal
+#                     (the three partitions need --features netns)
+# --time: no fault starts later than --time s after the nemesis started
+# (the last heal may end up to ~6 s later).
+#
+# On exit, for any reason (trap), everything is healed: paused nodes
+# resumed, partitions healed, skews reset, stopped nodes started.
+#
+# Sourcing this file defines the nemesis_* functions without running the
+# loop (set NEMESIS_* variables, then call nemesis_loop).
+#
+# $DOCRAFT_LOCAL: the docraft-local to use (default: deploy/docraft-local of
+# this checkout).
+
+NEMESIS_ALL=(kill kill-leader pause restart-all master skew partition-halves partition-one
+	partition-leader)
+
+: "${DOCRAFT_LOCAL:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/docraft-local}"
+NEMESIS_BASE=""
+NEMESIS_LIST="all"
+NEMESIS_TIME=60
+NEMESIS_INTERVAL=10
+NEMESIS_LOG=/dev/stderr
+NEMESIS_MASTERS=1
+NEMESIS_TSERVERS=3
+NEMESIS_TABLE=""
+NEMESIS_FEATURES=""
+NEMESIS_SEED=""
+NEMESIS_WARMUP=""
+
+# State for the final heal.
+NEMESIS_PAUSED=()  # nodes SIGSTOPped
+NEMESIS_SKEWED=()  # nodes with a clock offset
+NEMESIS_PARTITIONED=0
+NEMESIS_STOPPED=0  # some node may be down
+NEMESIS_SELECTED=()
+NEMESIS_R=0       # nemesis_rand's result
+NEMESIS_NODE=""   # the node (or partition) a chooser picked
+NEMESIS_TARGET="" # the target of the last fault
+NEMESIS_CURRENT="" # "name target" of the fault in progress, for the exit trap
+
+nemesis_now_ms() { date +%s%3N; }
+
+nemesis_log() { # words...
+	echo "$(nemesis_now_ms) $*" >>"$NEMESIS_LOG"
+}
+
+nemesis_note() {
+	nemesis_log note "$@"
+	echo "nemesis: $*" >&2
+}
+
+# docraft-local with the cluster's base. Nodes it (re)starts log at info
+# (masters default to warn, and their leadership lines are how the master
+# nemesis finds the master leader).
+dl() {
+	DOCRAFT_TRACE=${DOCRAFT_TRACE:-info} "$DOCRAFT_LOCAL" --base "$NEMESIS_BASE" "$@"
+}
+
+# dl with its output kept out of ours (it goes to the stderr of the nemesis,
+# i.e. the runner's nemesis.out), and a note when it fails.
+dl_quiet() {
+	if ! dl "$@" >&2; then
+		nemesis_note "docraft-local $* failed"
+		return 1
+	fi
+}
+
+nemesis_has_feature() {
+	case ",$NEMESIS_FEATURES," in
+	*",$1,"*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+nemesis_supported() { # name
+	case $1 in
+	kill | kill-leader | pause | restart-all | master) return 0 ;;
+	skew) nemesis_has_feature skew ;;
+	partition-halves | partition-one | partition-leader) nemesis_has_feature netns ;;
+	*) return 1 ;;
+	esac
+}
+
+# Resolves NEMESIS_LIST into NEMESIS_SELECTED; 1 (with a message) on an
+# unknown or unsupported name.
+nemesis_select() {
+	local name list=() IFS=,
+	NEMESIS_SELECTED=()
+	read -r -a list <<<"$NEMESIS_LIST"
+	unset IFS
+	for name in "${list[@]}"; do
+		if [ "$name" = all ]; then
+			local n
+			for n in "${NEMESIS_ALL[@]}"; do
+				nemesis_supported "$n" && NEMESIS_SELECTED+=("$n")
+			done
+			continue
+		fi
+		if ! printf '%s\n' "${NEMESIS_ALL[@]}" | grep -qx -- "$name"; then
+			echo "nemesis: unknown nemesis '$name' (known: ${NEMESIS_ALL[*]} all)" >&2
+			return 1
+		fi
+		if ! nemesis_supported "$name"; then
+			echo "nemesis: '$name' needs a cluster with ${name%%-*} support" \
+				"(--features netns for partitions, skew for skew)" >&2
+			return 1
+		fi
+		NEMESIS_SELECTED+=("$name")
+	done
+	if [ ${#NEMESIS_SELECTED[@]} -eq 0 ]; then
+		echo "nemesis: no nemesis selected" >&2
+		return 1
+	fi
+}
+
+# Random choices set variables instead of printing them: $RANDOM used in a
+# $(...) subshell would not advance the loop's sequence (--seed).
+nemesis_rand() { # N: NEMESIS_R = a random integer in 0..N-1
+	NEMESIS_R=$((RANDOM % $1))
+}
+
+nemesis_random_tserver() { # NEMESIS_NODE = a random tserver
+	nemesis_rand "$NEMESIS_TSERVERS"
+	NEMESIS_NODE="t$((NEMESIS_R + 1))"
+}
+
+nemesis_all_nodes() {
+	local i
+	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do echo "m$i"; done
+	for ((i = 1; i <= NEMESIS_TSERVERS; i++)); do echo "t$i"; done
+}
+
+# NEMESIS_NODE = the tserver leading --table's first tablet, or a random
+# tserver (with a note) when it is unknown.
+nemesis_table_leader() {
+	local l=""
+	if [ -n "$NEMESIS_TABLE" ]; then
+		l=$(dl leader "$NEMESIS_TABLE" 2>/dev/null | tail -n 1 | tr -d '[:space:]') || l=""
+	fi
+	case $l in
+	t[0-9]*) NEMESIS_NODE=$l ;;
+	*)
+		nemesis_note "no leader known for table '${NEMESIS_TABLE:-?}': a random tserver"
+		nemesis_random_tserver
+		;;
+	esac
+}
+
+# NEMESIS_NODE = the master leader: with one master m1; with more, the
+# master whose log last announced leadership in the highest term
+# (src/master/service.c logs "leader in term N" / "no longer the leader
+# (term N" at level info: see dl); random if unknown.
+nemesis_master_leader() {
+	local i best="" best_term=-1 log line term
+	NEMESIS_NODE=m1
+	[ "$NEMESIS_MASTERS" -le 1 ] && return
+	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do
+		log=$(dl logs "m$i" 2>/dev/null | head -n 1)
+		[ -f "$log" ] || continue
+		line=$(grep -E 'leader in term [0-9]+|no longer the leader' "$log" | tail -n 1)
+		case $line in
+		*"no longer the leader"* | "") continue ;;
+		esac
+		term=$(sed -E 's/.*leader in term ([0-9]+).*/\1/' <<<"$line")
+		if [[ $term =~ ^[0-9]+$ ]] && [ "$term" -gt "$best_term" ]; then
+			best_term=$term
+			best="m$i"
+		fi
+	done
+	if [ -z "$best" ]; then
+		nemesis_note "master leader unknown: a random master"
+		nemesis_rand "$NEMESIS_MASTERS"
+		best="m$((NEMESIS_R + 1))"
+	fi
+	NEMESIS_NODE=$best
+}
+
+# NEMESIS_NODE = "a,b|c,d": the nodes shuffled and cut in two (the first
+# half the smaller).
+nemesis_halves() {
+	local nodes=() i j tmp cut a b
+	mapfile -t nodes < <(nemesis_all_nodes)
+	for ((i = ${#nodes[@]} - 1; i > 0; i--)); do
+		nemesis_rand $((i + 1))
+		j=$NEMESIS_R
+		tmp=${nodes[i]}
+		nodes[i]=${nodes[j]}
+		nodes[j]=$tmp
+	done
+	cut=$((${#nodes[@]} / 2))
+	a=$(IFS=,; echo "${nodes[*]:0:cut}")
+	b=$(IFS=,; echo "${nodes[*]:cut}")
+	NEMESIS_NODE="$a|$b"
+}
+
+# Applies one fault, then logs its start; NEMESIS_TARGET = its target.
+# Records what the heal must undo.
+nemesis_fault() { # name
+	local name=$1 target ms
+	case $name in
+	kill)
+		nemesis_random_tserver
+		target=$NEMESIS_NODE
+		NEMESIS_STOPPED=1
+		dl_quiet kill "$target"
+		;;
+	kill-leader)
+		nemesis_table_leader
+		target=$NEMESIS_NODE
+		NEMESIS_STOPPED=1
+		dl_quiet kill "$target"
+		;;
+	pause)
+		nemesis_random_tserver
+		target=$NEMESIS_NODE
+		NEMESIS_PAUSED+=("$target")
+		dl_quiet pause "$target"
+		;;
+	restart-all)
+		target=all-tservers
+		NEMESIS_STOPPED=1
+		dl_quiet kill all-tservers
+		;;
+	master)
+		nemesis_master_leader
+		target=$NEMESIS_NODE
+		NEMESIS_STOPPED=1
+		dl_quiet kill "$target"
+		;;
+	skew)
+		nemesis_random_tserver
+		target=$NEMESIS_NODE
+		nemesis_rand 301
+		ms=$((100 + NEMESIS_R))
+		nemesis_rand 2
+		[ "$NEMESIS_R" -eq 1 ] && ms=$((-ms))
+		NEMESIS_SKEWED+=("$target")
+		dl_quiet skew "$target" "$ms"
+		target="$target:${ms}ms"
+		;;
+	partition-halves)
+		nemesis_halves
+		target=$NEMESIS_NODE
+		NEMESIS_PARTITIONED=1
+		dl_quiet partition "$target"
+		;;
+	partition-one)
+		local nodes=()
+		mapfile -t nodes < <(nemesis_all_nodes)
+		nemesis_rand ${#nodes[@]}
+		target=${nodes[NEMESIS_R]}
+		NEMESIS_PARTITIONED=1
+		dl_quiet isolate "$target"
+		;;
+	partition-leader)
+		nemesis_table_leader
+		target=$NEMESIS_NODE
+		NEMESIS_PARTITIONED=1
+		dl_quiet isolate "$target"
+		;;
+	esac
+	# Logged once the fault is in effect: docraft-local takes ~0.1 s to
+	# act (more on a busy machine), and a start line written before would
+	# count that time as the cluster's.
+	nemesis_log start "$name" "$target"
+	NEMESIS_TARGET=$target
+}
+
+# Undoes one fault (the end line is logged before the heal is issued).
+nemesis_heal() { # name target
+	local name=$1 target=$2 node
+	nemesis_log end "$name" "$target"
+	NEMESIS_CURRENT=""
+	case $name in
+	kill | kill-leader | master)
+		dl_quiet start "$target" && NEMESIS_STOPPED=0
+		;;
+	restart-all)
+		dl_quiet start all-tservers && NEMESIS_STOPPED=0
+		;;
+	pause)
+		dl_quiet resume "$target" && NEMESIS_PAUSED=()
+		;;
+	skew)
+		node=${target%%:*}
+		dl_quiet skew "$node" 0 && NEMESIS_SKEWED=()
+		;;
+	partition-*)
+		dl_quiet heal && NEMESIS_PARTITIONED=0
+		;;
+	esac
+}
+
+# Heals everything that may still be broken (idempotent; the exit trap).
+nemesis_heal_all() {
+	local n
+	for n in "${NEMESIS_PAUSED[@]}"; do
+		dl resume "$n" >&2 2>/dev/null || true
+	done
+	NEMESIS_PAUSED=()
+	if [ "$NEMESIS_PARTITIONED" -ne 0 ] || nemesis_has_feature netns; then
+		dl heal >&2 2>/dev/null || true
+	fi
+	NEMESIS_PARTITIONED=0
+	for n in "${NEMESIS_SKEWED[@]}"; do
+		dl skew "$n" 0 >&2 2>/dev/null || true
+	done
+	NEMESIS_SKEWED=()
+	if [ "$NEMESIS_STOPPED" -ne 0 ]; then
+		dl start >&2 || nemesis_note "docraft-local start failed while healing"
+	fi
+	NEMESIS_STOPPED=0
+}
+
+# Sleeps SEC (may be fractional) so that a signal interrupts it at once.
+nemesis_sleep() {
+	local pid
+	sleep "$1" &
+	pid=$!
+	wait "$pid" 2>/dev/null || kill "$pid" 2>/dev/null
+}
+
+nemesis_sleep_until_ms() { # unix_ms
+	local left=$(($1 - $(nemesis_now_ms)))
+	[ "$left" -gt 0 ] || return 0
+	nemesis_sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
+}
+
+nemesis_on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [ -n "$NEMESIS_CURRENT" ]; then
+		# shellcheck disable=SC2086 # "name target"
+		nemesis_log end $NEMESIS_CURRENT
+	fi
+	nemesis_heal_all
+	nemesis_log note "nemesis exits, everything healed"
+	exit "$rc"
+}
+
+# The loop: a quiet warm-up (--warmup, default min(5, interval) s), then
+# cycles of fault (4-6 s), heal, quiet until the interval is over.
+nemesis_loop() {
+	local deadline cycle fault_ms name target warmup
+	nemesis_select || return 2
+	[ -n "$NEMESIS_SEED" ] && RANDOM=$NEMESIS_SEED
+	trap nemesis_on_exit EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+	deadline=$(($(nemesis_now_ms) + NEMESIS_TIME * 1000))
+	warmup=${NEMESIS_WARMUP:-$((NEMESIS_INTERVAL < 5 ? NEMESIS_INTERVAL : 5))}
+	nemesis_log note "nemesis starts: ${NEMESIS_SELECTED[*]}; every ${NEMESIS_INTERVAL}s for" \
+		"${NEMESIS_TIME}s; seed ${NEMESIS_SEED:-none}"
+	nemesis_sleep "$warmup"
+	while :; do
+		cycle=$(nemesis_now_ms)
+		[ "$cycle" -lt "$deadline" ] || break
+		nemesis_rand ${#NEMESIS_SELECTED[@]}
+		name=${NEMESIS_SELECTED[NEMESIS_R]}
+		nemesis_rand 2001
+		fault_ms=$((4000 + NEMESIS_R))
+		if [ $((NEMESIS_INTERVAL * 1000)) -lt $((fault_ms + 1000)) ]; then
+			fault_ms=$((NEMESIS_INTERVAL * 1000 / 2))
+		fi
+		NEMESIS_CURRENT=$name
+		nemesis_fault "$name"
+		target=$NEMESIS_TARGET
+		NEMESIS_CURRENT="$name $target"
+		echo "nemesis: $(date +%T) $name $target for ${fault_ms} ms" >&2
+		nemesis_sleep_until_ms $((cycle + fault_ms))
+		nemesis_heal "$name" "$target"
+		nemesis_sleep_until_ms $((cycle + NEMESIS_INTERVAL * 1000))
+	done
+	return 0
+}
+
+nemesis_usage() {
+	sed -n '16,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+nemesis_main() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-h | --help)
+			nemesis_usage
+			return 0
+			;;
+		--*)
+			if [ $# -lt 2 ]; then
+				echo "nemesis: $1 needs a value" >&2
+				return 2
+			fi
+			;;
+		esac
+		case $1 in
+		--base) NEMESIS_BASE=$2 ;;
+		--nemesis) NEMESIS_LIST=$2 ;;
+		--time) NEMESIS_TIME=$2 ;;
+		--interval) NEMESIS_INTERVAL=$2 ;;
+		--log) NEMESIS_LOG=$2 ;;
+		--masters) NEMESIS_MASTERS=$2 ;;
+		--tservers) NEMESIS_TSERVERS=$2 ;;
+		--table) NEMESIS_TABLE=$2 ;;
+		--features) NEMESIS_FEATURES=$2 ;;
+		--seed) NEMESIS_SEED=$2 ;;
+		--warmup) NEMESIS_WARMUP=$2 ;;
+		*)
+			echo "nemesis: unknown argument '$1'" >&2
+			nemesis_usage >&2
+			return 2
+			;;
+		esac
+		shift 2
+	done
+	local v
+	for v in NEMESIS_TIME NEMESIS_INTERVAL NEMESIS_MASTERS NEMESIS_TSERVERS; do
+		if ! [[ ${!v} =~ ^[0-9]+$ ]] || [ "${!v}" -eq 0 ]; then
+			echo "nemesis: ${v#NEMESIS_} must be a positive integer" >&2
+			return 2
+		fi
+	done
+	if [ -z "$NEMESIS_BASE" ]; then
+		echo "nemesis: --base is required" >&2
+		return 2
+	fi
+	nemesis_loop
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -uo pipefail
+	nemesis_main "$@"
+	exit $?
+fi

@@ -1,0 +1,519 @@
+#!/usr/bin/env bash
+# The failover suite's core, shared by scripts/jepsen.sh (which installs and
+# builds first) and the default test tests/jepsen/test_failover.sh: one run
+# against binaries that already exist.
+#
+#   tests/jepsen/run.sh --out DIR [--time SEC] [--nemesis LIST|all]
+#       [--clients N] [--workload registers|set|both] [--netns yes|no]
+#       [--skew yes|no|auto] [--masters 1|3] [--tservers N] [--rf R]
+#       [--tablets N] [--keys K] [--interval SEC] [--seed S]
+#       [--final-timeout SEC] [--check-time-limit SEC] [--expect valid|invalid]
+#       [--port-base P|auto] [--label TEXT] [--keep]
+#
+# Environment: DOCRAFT_BUILD, the meson build directory whose binaries run
+# (default <repo>/build: src/master/docraft-master, src/tablet/docraft-tserver,
+# src/tools/docraft, tests/jepsen/docraft-jepsen{,-check,-report},
+# tests/jepsen/libdocraft_skew.so); DOCRAFT_LOCAL (default
+# <repo>/deploy/docraft-local).
+#
+# Steps: create and start a cluster (--masters, --tservers, RF --rf, in
+# network namespaces with --netns yes, skewable when the shim exists and
+# --skew allows) under DIR/cluster, masters on port P and tservers on P+2000
+# (--port-base auto: a random free P in 30000..59999, so that runs of other
+# people on the same machine do not collide); run docraft-jepsen for --time s with
+# tests/jepsen/nemesis.sh beside it (faults every --interval s, none in the
+# last --interval + 10 s); heal everything and wait until both tables have
+# leaders; let the workload finish its final reads; run docraft-jepsen-check;
+# run `docraft checksum` on both tables until the replicas agree (60 s at
+# most); copy the node logs to DIR/logs; destroy the cluster (also on any
+# exit: trap); write DIR/report.md (docs/reliability.md describes it).
+#
+# DIR also holds history.txt, nemesis.log, check.txt/check.json,
+# checksum-<table>.txt, workload.{out,err}, nemesis.err, cluster.err and
+# result.env (key=value: verdict, checksums, lost_adds, ... for scripts).
+#
+# Exit: 0 when the run passes — --expect valid (default): the checker says
+# valid, no acknowledged add is lost and the checksums agree; --expect
+# invalid (the --buggy run): the checker says INVALID. 1 otherwise, 2 for
+# bad usage.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$REPO/tests/jepsen
+: "${DOCRAFT_BUILD:=$REPO/build}"
+: "${DOCRAFT_LOCAL:=$REPO/deploy/docraft-local}"
+DOCRAFT_BUILD=$(cd "$DOCRAFT_BUILD" 2>/dev/null && pwd) || {
+	echo "jepsen: DOCRAFT_BUILD: no such directory" >&2
+	exit 2
+}
+export DOCRAFT_BUILD DOCRAFT_LOCAL
+
+OUT=""
+TIME=600
+NEMESIS=all
+CLIENTS=10
+WORKLOAD=both
+NETNS=no
+SKEW=auto
+MASTERS=1
+TSERVERS=3
+RF=3
+TABLETS=3
+KEYS=5
+INTERVAL=10
+SEED=""
+FINAL_TIMEOUT=120
+CHECK_LIMIT=300
+EXPECT=valid
+LABEL=""
+KEEP=0
+PREFIX=jepsen
+PORT_BASE=auto
+
+usage() {
+	sed -n '6,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h | --help)
+		usage
+		exit 0
+		;;
+	--keep)
+		KEEP=1
+		shift
+		continue
+		;;
+	esac
+	if [ $# -lt 2 ]; then
+		echo "jepsen: $1 needs a value (or is unknown)" >&2
+		exit 2
+	fi
+	case $1 in
+	--out) OUT=$2 ;;
+	--time) TIME=$2 ;;
+	--nemesis) NEMESIS=$2 ;;
+	--clients) CLIENTS=$2 ;;
+	--workload) WORKLOAD=$2 ;;
+	--netns) NETNS=$2 ;;
+	--skew) SKEW=$2 ;;
+	--masters) MASTERS=$2 ;;
+	--tservers) TSERVERS=$2 ;;
+	--rf) RF=$2 ;;
+	--tablets) TABLETS=$2 ;;
+	--keys) KEYS=$2 ;;
+	--interval) INTERVAL=$2 ;;
+	--seed) SEED=$2 ;;
+	--final-timeout) FINAL_TIMEOUT=$2 ;;
+	--check-time-limit) CHECK_LIMIT=$2 ;;
+	--expect) EXPECT=$2 ;;
+	--label) LABEL=$2 ;;
+	--port-base) PORT_BASE=$2 ;;
+	*)
+		echo "jepsen: unknown option '$1'" >&2
+		usage >&2
+		exit 2
+		;;
+	esac
+	shift 2
+done
+
+bad() {
+	echo "jepsen: $*" >&2
+	exit 2
+}
+[ -n "$OUT" ] || bad "--out is required"
+for v in TIME CLIENTS MASTERS TSERVERS RF TABLETS KEYS INTERVAL FINAL_TIMEOUT CHECK_LIMIT; do
+	if ! [[ ${!v} =~ ^[0-9]+$ ]] || [ "${!v}" -eq 0 ]; then
+		bad "--${v,,} must be a positive integer"
+	fi
+done
+[ -z "$SEED" ] || [[ $SEED =~ ^[0-9]+$ ]] || bad "--seed must be a number"
+case $NETNS in yes | no) ;; *) bad "--netns: yes or no" ;; esac
+case $SKEW in yes | no | auto) ;; *) bad "--skew: yes, no or auto" ;; esac
+case $EXPECT in valid | invalid) ;; *) bad "--expect: valid or invalid" ;; esac
+case $WORKLOAD in registers | set | both) ;; *) bad "--workload: registers, set or both" ;; esac
+case $MASTERS in 1 | 3) ;; *) bad "--masters: 1 or 3" ;; esac
+if [ "$PORT_BASE" = auto ]; then
+	for ((i = 0; i < 50; i++)); do
+		PORT_BASE=$((30000 + (RANDOM % 3000) * 10))
+		[ -z "$(ss -Htln "( sport = :$PORT_BASE or sport = :$((PORT_BASE + 2000)) )" 2>/dev/null)" ] &&
+			break
+	done
+fi
+if ! [[ $PORT_BASE =~ ^[0-9]+$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 63535 ]; then
+	bad "--port-base: 1024..63535 or auto"
+fi
+[ -z "$SEED" ] && SEED=$(((RANDOM << 15 | RANDOM) + 1))
+
+JEPSEN=$DOCRAFT_BUILD/tests/jepsen/docraft-jepsen
+CHECK=$DOCRAFT_BUILD/tests/jepsen/docraft-jepsen-check
+REPORT=$DOCRAFT_BUILD/tests/jepsen/docraft-jepsen-report
+CLI=$DOCRAFT_BUILD/src/tools/docraft
+SHIM=$DOCRAFT_BUILD/tests/jepsen/libdocraft_skew.so
+for b in "$JEPSEN" "$CHECK" "$REPORT" "$CLI" "$DOCRAFT_LOCAL"; do
+	[ -x "$b" ] || bad "missing $b (build first: ninja -C $DOCRAFT_BUILD)"
+done
+if [ "$SKEW" = auto ]; then
+	if [ -e "$SHIM" ]; then SKEW=yes; else SKEW=no; fi
+fi
+[ "$SKEW" = no ] || [ -e "$SHIM" ] || bad "--skew yes: no shim at $SHIM"
+
+mkdir -p "$OUT" || bad "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+BASE=$OUT/cluster
+REG_TABLE=${PREFIX}_registers
+SET_TABLE=${PREFIX}_set
+TABLES=()
+[ "$WORKLOAD" != set ] && TABLES+=("$REG_TABLE")
+[ "$WORKLOAD" != registers ] && TABLES+=("$SET_TABLE")
+FEATURES=""
+[ "$NETNS" = yes ] && FEATURES+="netns,"
+[ "$SKEW" = yes ] && FEATURES+="skew,"
+FEATURES=${FEATURES%,}
+# No fault in the last INTERVAL + 10 s: the cluster settles before the
+# workload's final reads.
+NEMESIS_TIME=$((TIME - INTERVAL - 10))
+RUN_START=$(date +%s)
+
+say() { echo "jepsen: $(date +%T) $*" >&2; }
+# Nodes log at info (masters default to warn): their logs then tell what
+# happened, and the master nemesis finds the master leader in them.
+dl() { DOCRAFT_TRACE=${DOCRAFT_TRACE:-info} "$DOCRAFT_LOCAL" --base "$BASE" "$@"; }
+
+# ---- clean-up: whatever happens, no process of this run survives ----------------------
+
+WPID=""
+NPID=""
+DESTROYED=0
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_pid "$NPID" 30
+	stop_pid "$WPID" 10
+	if [ "$DESTROYED" -eq 0 ] && [ -d "$BASE" ]; then
+		collect_logs
+		if [ "$KEEP" -eq 1 ]; then
+			say "--keep: the cluster stays up under $BASE ($DOCRAFT_LOCAL --base $BASE destroy)"
+		else
+			dl destroy >>"$OUT/cluster.err" 2>&1 || say "docraft-local destroy failed: $OUT/cluster.err"
+		fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# stop_pid PID GRACE_S: TERM, then KILL after GRACE_S; reaps it.
+stop_pid() {
+	local pid=$1 grace=$2 i
+	[ -n "$pid" ] || return 0
+	kill -0 "$pid" 2>/dev/null || {
+		wait "$pid" 2>/dev/null
+		return 0
+	}
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < grace * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# Waits up to SEC for PID to exit; 0 if it did (its status in WAIT_RC).
+wait_pid() { # PID SEC
+	local pid=$1 end=$((SECONDS + $2))
+	while kill -0 "$pid" 2>/dev/null; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.5
+	done
+	wait "$pid"
+	WAIT_RC=$?
+	return 0
+}
+WAIT_RC=0
+
+NODES=()
+for ((i = 1; i <= MASTERS; i++)); do NODES+=("m$i"); done
+for ((i = 1; i <= TSERVERS; i++)); do NODES+=("t$i"); done
+
+# Copies every node's log into OUT/logs (the cluster directory goes with
+# destroy). `docraft-local logs NODE` names the file (or prints the log).
+collect_logs() {
+	local n out
+	mkdir -p "$OUT/logs"
+	for n in "${NODES[@]}"; do
+		out=$(dl logs "$n" 2>/dev/null | head -n 1)
+		if [ -n "$out" ] && [ -f "$out" ]; then
+			cp "$out" "$OUT/logs/$n.log" 2>/dev/null
+		else
+			dl logs "$n" >"$OUT/logs/$n.log" 2>/dev/null
+		fi
+	done
+}
+
+# Heals every fault the nemesis may have left (it heals on exit too).
+heal_all() {
+	local n
+	for n in "${NODES[@]}"; do
+		dl resume "$n" >>"$OUT/cluster.err" 2>&1
+	done
+	[ "$NETNS" = yes ] && dl heal >>"$OUT/cluster.err" 2>&1
+	if [ "$SKEW" = yes ]; then
+		for ((i = 1; i <= TSERVERS; i++)); do
+			dl skew "t$i" 0 >>"$OUT/cluster.err" 2>&1
+		done
+	fi
+	dl start >>"$OUT/cluster.err" 2>&1
+}
+
+# 0 once every table of the run has a tablet leader (up to SEC seconds).
+wait_leaders() { # SEC
+	local end=$((SECONDS + $1)) t ok
+	while :; do
+		ok=1
+		for t in "${TABLES[@]}"; do
+			dl leader "$t" 2>/dev/null | grep -q '^t[0-9]' || ok=0
+		done
+		[ "$ok" -eq 1 ] && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 1
+	done
+}
+
+# ---- the run ---------------------------------------------------------------------------
+
+: >"$OUT/cluster.err"
+: >"$OUT/nemesis.log"
+VERDICT=none
+CHECKSUMS=not-run
+CLUSTER_OK=0
+WORKLOAD_RC=-1
+RECOVERED=no
+HEAL_S=""
+
+create_args=(create --masters "$MASTERS" --tservers "$TSERVERS" --rf "$RF" --port-base "$PORT_BASE")
+[ "$NETNS" = yes ] && create_args+=(--netns)
+[ "$SKEW" = yes ] && create_args+=(--skewable)
+say "cluster: ${create_args[*]:1} under $BASE"
+dl destroy >>"$OUT/cluster.err" 2>&1 # a previous run's leftovers
+if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
+	CLUSTER_OK=1
+else
+	say "the cluster did not start: $OUT/cluster.err"
+	tail -n 20 "$OUT/cluster.err" >&2
+fi
+
+MASTER_ADDRS=""
+if [ "$CLUSTER_OK" -eq 1 ]; then
+	MASTER_ADDRS=$(dl env 2>>"$OUT/cluster.err" | sed -n 's/^\(export \)\{0,1\}MASTERS=//p' | tr -d "\"'")
+	if [ -z "$MASTER_ADDRS" ]; then
+		say "docraft-local env printed no MASTERS="
+		CLUSTER_OK=0
+	fi
+fi
+
+if [ "$CLUSTER_OK" -eq 1 ]; then
+	say "workload: $WORKLOAD, $CLIENTS clients, ${TIME}s, seed $SEED, masters $MASTER_ADDRS"
+	echo "$(date +%s%3N) workload-start - -" >>"$OUT/nemesis.log"
+	"$JEPSEN" --masters "$MASTER_ADDRS" --out "$OUT/history.txt" --time "$TIME" \
+		--clients "$CLIENTS" --workload "$WORKLOAD" --keys "$KEYS" --seed "$SEED" \
+		--final-timeout "$FINAL_TIMEOUT" --table-prefix "$PREFIX" --tablets "$TABLETS" \
+		--rf "$RF" >"$OUT/workload.out" 2>"$OUT/workload.err" &
+	WPID=$!
+	# The nemesis starts with the workload's time 0 (after its table setup).
+	started=0
+	for ((i = 0; i < 900; i++)); do
+		if grep -q '^# time_ns 0' "$OUT/history.txt" 2>/dev/null; then
+			started=1
+			break
+		fi
+		kill -0 "$WPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ "$started" -eq 1 ] && [ "$NEMESIS_TIME" -gt 0 ] && [ "$NEMESIS" != none ]; then
+		say "nemesis: $NEMESIS every ${INTERVAL}s for ${NEMESIS_TIME}s (features: ${FEATURES:-none})"
+		DOCRAFT_LOCAL=$DOCRAFT_LOCAL "$HERE/nemesis.sh" --base "$BASE" --nemesis "$NEMESIS" \
+			--time "$NEMESIS_TIME" --interval "$INTERVAL" --log "$OUT/nemesis.log" \
+			--masters "$MASTERS" --tservers "$TSERVERS" --table "$REG_TABLE" \
+			--features "$FEATURES" --seed "$SEED" 2>"$OUT/nemesis.err" &
+		NPID=$!
+		# The last fault starts by NEMESIS_TIME and lasts <= 6 s; its heal may
+		# wait for a node to start.
+		if ! wait_pid "$NPID" $((NEMESIS_TIME + INTERVAL + 120)); then
+			say "the nemesis did not finish: stopping it"
+			stop_pid "$NPID" 60
+		elif [ "$WAIT_RC" -ne 0 ]; then
+			say "the nemesis exited with status $WAIT_RC: $OUT/nemesis.err"
+			tail -n 5 "$OUT/nemesis.err" >&2
+		fi
+		NPID=""
+	elif [ "$started" -eq 0 ]; then
+		say "the workload did not start: $OUT/workload.err"
+		tail -n 5 "$OUT/workload.err" >&2
+	fi
+	HEAL_S=$(($(date +%s) - RUN_START))
+	say "healing everything; waiting for leaders"
+	heal_all
+	if wait_leaders 60; then RECOVERED=yes; fi
+	say "recovered: $RECOVERED; waiting for the workload and its final reads"
+	# Ends at TIME after its time 0, then final reads (<= FINAL_TIMEOUT).
+	if wait_pid "$WPID" $((TIME + FINAL_TIMEOUT + 120)); then
+		WORKLOAD_RC=$WAIT_RC
+	else
+		say "the workload did not finish: stopping it"
+		stop_pid "$WPID" 10
+		WORKLOAD_RC=124
+	fi
+	WPID=""
+	say "workload: exit $WORKLOAD_RC: $(tail -n 1 "$OUT/workload.out" 2>/dev/null)"
+
+	if [ -s "$OUT/history.txt" ]; then
+		say "checking the history"
+		timeout $((CHECK_LIMIT + 60)) "$CHECK" "$OUT/history.txt" --json "$OUT/check.json" \
+			--time-limit-ms $((CHECK_LIMIT * 1000)) >"$OUT/check.txt" 2>&1
+		VERDICT=$(sed -n 's/^verdict: //p' "$OUT/check.txt" | tail -n 1)
+		[ -n "$VERDICT" ] || VERDICT=none
+		say "checker: $VERDICT"
+	fi
+
+	# Replica checksums, until they agree (replicas apply at their own pace).
+	CHECKSUMS=disagree
+	end=$((SECONDS + 60))
+	while :; do
+		agree=1
+		for t in "${TABLES[@]}"; do
+			timeout 30 "$CLI" --masters "$MASTER_ADDRS" checksum "$t" \
+				>"$OUT/checksum-$t.txt" 2>&1 || agree=0
+		done
+		if [ "$agree" -eq 1 ]; then
+			CHECKSUMS=agree
+			break
+		fi
+		[ "$SECONDS" -lt "$end" ] || break
+		sleep 2
+	done
+	say "replica checksums: $CHECKSUMS"
+fi
+
+# ---- logs, destroy ---------------------------------------------------------------------
+
+collect_logs
+if [ "$KEEP" -eq 0 ]; then
+	dl destroy >>"$OUT/cluster.err" 2>&1 || say "docraft-local destroy failed: $OUT/cluster.err"
+	DESTROYED=1
+fi
+
+# ---- report ----------------------------------------------------------------------------
+
+: >"$OUT/summary.txt"
+if [ -s "$OUT/history.txt" ]; then
+	"$REPORT" --history "$OUT/history.txt" --nemesis-log "$OUT/nemesis.log" \
+		--summary "$OUT/summary.txt" >"$OUT/report-tables.md" 2>"$OUT/report.err" ||
+		say "docraft-jepsen-report failed: $OUT/report.err"
+fi
+sum() { sed -n "s/^$1=//p" "$OUT/summary.txt" | tail -n 1; }
+LOST=$(sum lost_adds)
+FINAL_READ=$(sum final_read)
+
+PASS=0
+REASONS=()
+if [ "$EXPECT" = invalid ]; then
+	if [ "$VERDICT" = INVALID ]; then PASS=1; else REASONS+=("the checker did not catch the bug (verdict $VERDICT)"); fi
+else
+	[ "$CLUSTER_OK" -eq 1 ] || REASONS+=("the cluster did not start")
+	[ "$VERDICT" = valid ] || REASONS+=("checker verdict: $VERDICT")
+	if [ "$WORKLOAD" != registers ]; then
+		[ "${FINAL_READ:-0}" = 1 ] || REASONS+=("no final set read")
+		[ "${LOST:-1}" = 0 ] || REASONS+=("acknowledged adds lost: ${LOST:-unknown}")
+	fi
+	[ "$CHECKSUMS" = agree ] || REASONS+=("replica checksums: $CHECKSUMS")
+	[ "$WORKLOAD_RC" = 0 ] || REASONS+=("the workload exited with status $WORKLOAD_RC")
+	[ ${#REASONS[@]} -eq 0 ] && PASS=1
+fi
+
+{
+	echo "verdict=$VERDICT"
+	echo "checksums=$CHECKSUMS"
+	echo "lost_adds=${LOST:-unknown}"
+	echo "final_read=${FINAL_READ:-0}"
+	echo "workload_rc=$WORKLOAD_RC"
+	echo "recovered=$RECOVERED"
+	echo "cluster_ok=$CLUSTER_OK"
+	echo "pass=$PASS"
+	echo "workload_summary=$(tail -n 1 "$OUT/workload.out" 2>/dev/null)"
+	cat "$OUT/summary.txt"
+} >"$OUT/result.env"
+
+code_block() { # FILE [MAX_LINES]
+	echo '```'
+	if [ -s "$1" ]; then head -n "${2:-200}" "$1"; else echo "(empty)"; fi
+	echo '```'
+}
+
+{
+	echo "# docraft failover run${LABEL:+: $LABEL}"
+	echo
+	if [ "$PASS" -eq 1 ]; then
+		echo "**PASS**$([ "$EXPECT" = invalid ] && echo " (expected INVALID: the deliberate bug was caught)")"
+	else
+		echo "**FAIL**: $(IFS=';'; echo "${REASONS[*]}")"
+	fi
+	echo
+	echo "## Parameters"
+	echo
+	echo "| | |"
+	echo "|---|---|"
+	echo "| date | $(date -u -d "@$RUN_START" '+%Y-%m-%d %H:%M:%S UTC') |"
+	echo "| commit | $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' + local changes') |"
+	echo "| binaries | \`$DOCRAFT_BUILD\` |"
+	echo "| cluster | $MASTERS master(s), $TSERVERS tservers, RF $RF, $TABLETS tablets per table, netns $NETNS, skewable $SKEW |"
+	echo "| workload | $WORKLOAD, $CLIENTS clients, ${TIME} s, $KEYS active keys, seed $SEED |"
+	echo "| nemesis | $NEMESIS, every ${INTERVAL} s for the first ${NEMESIS_TIME} s |"
+	echo "| expected | $EXPECT |"
+	echo "| healed at | ${HEAL_S:-?} s after the start of the run; leaders back: $RECOVERED |"
+	echo
+	echo "## Result"
+	echo
+	echo "- checker verdict: **$VERDICT**"
+	echo "- replica checksums: **$CHECKSUMS**"
+	echo "- acknowledged adds lost: **${LOST:-unknown}**"
+	echo "- workload: exit $WORKLOAD_RC, \`$(tail -n 1 "$OUT/workload.out" 2>/dev/null)\`"
+	echo
+	if [ -s "$OUT/report-tables.md" ]; then
+		cat "$OUT/report-tables.md"
+	else
+		echo "(no history: no operation tables)"
+		echo
+	fi
+	echo "## Checker output"
+	echo
+	code_block "$OUT/check.txt" 200
+	echo
+	echo "## Replica checksums"
+	echo
+	for t in "${TABLES[@]}"; do
+		echo "$t:"
+		echo
+		code_block "$OUT/checksum-$t.txt" 60
+		echo
+	done
+	echo "## Files"
+	echo
+	echo "- history: \`$OUT/history.txt\` (format: tests/jepsen/HISTORY.md)"
+	echo "- nemesis log: \`$OUT/nemesis.log\`; nemesis output \`$OUT/nemesis.err\`"
+	echo "- checker: \`$OUT/check.txt\`, \`$OUT/check.json\`"
+	echo "- workload output: \`$OUT/workload.out\`, per-second progress \`$OUT/workload.err\`"
+	echo "- docraft-local output: \`$OUT/cluster.err\`"
+	echo "- node logs:"
+	for n in "${NODES[@]}"; do
+		echo "  - $n: \`$OUT/logs/$n.log\`"
+	done
+} >"$OUT/report.md"
+
+say "report: $OUT/report.md — $([ "$PASS" -eq 1 ] && echo PASS || echo "FAIL: ${REASONS[*]}")"
+[ "$PASS" -eq 1 ]

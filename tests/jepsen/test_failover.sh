@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Default-suite failover test (suite 'jepsen'): tests/jepsen/run.sh for
+# ~150 s against the meson build's binaries — 1 master, 3 tservers, RF 3,
+# no network namespaces — with the nemeses kill, kill-leader, pause,
+# restart-all (and skew when the clock-skew shim is built). Passes only when
+# the checker says valid, no acknowledged add is lost and the replica
+# checksums agree after healing. Prints TAP.
+#
+# Environment (set by tests/jepsen/meson.build): DOCRAFT_BUILD (the build
+# dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 150) and
+# FAILOVER_CLIENTS (default 6) shorten or widen a run by hand.
+#
+# The run's directory (history, nemesis log, report.md, node logs) is
+# removed when the test passes and kept, with its path printed, when it
+# fails. Every node is stopped by run.sh's trap (docraft-local destroy).
+set -uo pipefail
+
+REPO=${DOCRAFT_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+export DOCRAFT_BUILD=${DOCRAFT_BUILD:-$REPO/build}
+export DOCRAFT_LOCAL=${DOCRAFT_LOCAL:-$REPO/deploy/docraft-local}
+TIME=${FAILOVER_TIME:-150}
+CLIENTS=${FAILOVER_CLIENTS:-6}
+
+echo "1..5"
+out=$(mktemp -d "${TMPDIR:-/tmp}/docraft-failover.XXXXXX")
+RUN_PID=""
+# shellcheck disable=SC2317 # a trap
+on_signal() {
+	if [ -n "$RUN_PID" ]; then
+		kill -TERM "$RUN_PID" 2>/dev/null
+		wait "$RUN_PID"
+	fi
+	exit 1
+}
+trap on_signal INT TERM
+
+nemeses=kill,kill-leader,pause,restart-all
+skew=no
+if [ -e "$DOCRAFT_BUILD/tests/jepsen/libdocraft_skew.so" ]; then
+	nemeses+=,skew
+	skew=yes
+fi
+echo "# run dir $out; nemeses $nemeses; ${TIME}s, $CLIENTS clients"
+
+"$REPO/tests/jepsen/run.sh" --out "$out" --time "$TIME" --nemesis "$nemeses" \
+	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters 1 \
+	--tservers 3 --rf 3 --interval 10 --final-timeout 60 --check-time-limit 90 \
+	--label "default-suite failover test" 2> >(sed 's/^/# /') &
+RUN_PID=$!
+wait "$RUN_PID"
+rc=$?
+RUN_PID=""
+
+val() { sed -n "s/^$1=//p" "$out/result.env" 2>/dev/null | tail -n 1; }
+tap() { # ok? description
+	if [ "$1" -eq 1 ]; then echo "ok $2"; else echo "not ok $2"; fi
+}
+
+[ "$(val cluster_ok)" = 1 ] && [ "$(val workload_rc)" = 0 ]
+tap $((! $?)) "1 - cluster up, workload ran and did its final reads ($(val workload_summary))"
+[ "$(val verdict)" = valid ]
+tap $((! $?)) "2 - checker verdict: $(val verdict)"
+[ "$(val lost_adds)" = 0 ] && [ "$(val final_read)" = 1 ]
+tap $((! $?)) "3 - no acknowledged add lost (lost: $(val lost_adds), final read: $(val final_read))"
+[ "$(val checksums)" = agree ]
+tap $((! $?)) "4 - replica checksums after healing: $(val checksums)"
+# Nothing of the run may survive it: no process started from its directory.
+left=$(pgrep -f -- "$out/cluster" || true)
+[ -z "$left" ]
+tap $((! $?)) "5 - every node stopped${left:+ (left: $left)}"
+
+if [ -f "$out/report-tables.md" ]; then
+	sed -n '/^## Nemesis timeline/,$p' "$out/report-tables.md" | sed 's/^/# /'
+fi
+if [ "$rc" -eq 0 ] && [ -z "$left" ]; then
+	rm -rf "$out"
+else
+	echo "# FAILED: the run is kept in $out (report: $out/report.md)"
+fi
+exit 0
