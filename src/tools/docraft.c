@@ -5,6 +5,8 @@
  *   docraft [--masters a,b,c] tservers | tables | tablets <table>
  *   docraft [--masters a,b,c] step-down <tablet>
  *   docraft [--masters a,b,c] dump <tablet> [<replica ip:port>]
+ *   docraft [--masters a,b,c] bench [options]   (src/tools/bench/bench.c)
+ *   docraft [--masters a,b,c] checksum <table>
  *
  * Built on the public API of libdocraft only (include/docraft/docraft.h):
  * statements go through docraft_exec_cql, admin commands through
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "docraft/docraft.h"
+#include "tools/bench/bench.h"
 
 #define DEFAULT_MASTERS "127.0.0.1:7100"
 
@@ -38,6 +41,11 @@ static void usage(FILE *f)
 		"  step-down <tablet>    ask a tablet's leader to step down\n"
 		"  dump <tablet> [addr]  the DocDB dump of the leader's replica (or of the\n"
 		"                        replica at addr, ip:port)\n"
+		"  bench [options]       YCSB-style benchmark of docraft, etcd or Redis\n"
+		"                        (docraft bench --help)\n"
+		"  checksum <table>      every replica's checksum of every tablet (the\n"
+		"                        leader's latest write, then each replica at that\n"
+		"                        time); exit 0 when all agree, 1 otherwise\n"
 		"\n"
 		"options:\n"
 		"  --masters a,b,c       master addresses, ip[:port] (default %s)\n"
@@ -202,6 +210,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (exec == NULL && cmd != NULL && strcmp(cmd, "bench") == 0)
+		return bench_main(argc - i + 1, argv + i - 1, masters, &opts);
 	if (exec != NULL && cmd != NULL) {
 		fprintf(stderr, "docraft: -e and a command (%s) do not mix\n", cmd);
 		return 2;
@@ -213,7 +223,8 @@ int main(int argc, char **argv)
 			  (strcmp(cmd, "tables") == 0 && nargs == 0) ||
 			  (strcmp(cmd, "tablets") == 0 && nargs == 1) ||
 			  (strcmp(cmd, "step-down") == 0 && nargs == 1) ||
-			  (strcmp(cmd, "dump") == 0 && (nargs == 1 || nargs == 2));
+			  (strcmp(cmd, "dump") == 0 && (nargs == 1 || nargs == 2)) ||
+			  (strcmp(cmd, "checksum") == 0 && nargs == 1);
 		if (!ok) {
 			fprintf(stderr, "docraft: bad command or arguments: %s (docraft --help)\n",
 				cmd);
@@ -239,6 +250,9 @@ int main(int argc, char **argv)
 			status = fail(argv[i], rv);
 	} else if (strcmp(cmd, "step-down") == 0) {
 		if ((rv = docraft_admin_step_down(c, argv[i], &printer)) != 0)
+			status = fail(argv[i], rv);
+	} else if (strcmp(cmd, "checksum") == 0) {
+		if ((rv = docraft_admin_checksum(c, argv[i], &printer)) != 0)
 			status = fail(argv[i], rv);
 	} else {
 		if ((rv = docraft_admin_dump(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL,
