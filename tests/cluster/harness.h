@@ -1,0 +1,370 @@
+/* The real-process cluster of the end-to-end tests (test_e2e, test_checksum):
+ * a master and NT tservers on 127.0.0.1..NT (free ports), the docraft CLI
+ * run as a child, cleanup at exit and on fatal signals. Included by one .c
+ * file per test program (all helpers are static inline: a program uses what
+ * it needs). Needs docraft/docraft.h, proc.h and test.h included first. */
+#ifndef DOCRAFT_TESTS_CLUSTER_HARNESS_H
+#define DOCRAFT_TESTS_CLUSTER_HARNESS_H
+
+#define NT 3
+#define OUT_CAP (1u << 18)
+
+struct server {
+	struct proc p;
+	char addr[32];
+	char dir[300];
+	char log[320];
+	bool up;
+};
+
+static struct {
+	bool active;
+	char base[256];
+	char master_exe[4096];
+	char tserver_exe[4096];
+	char cli_exe[4096];
+	char maddr[32];
+	struct server m;
+	struct server t[NT];
+	docraft_client *client;
+	struct proc cli;
+	char out[OUT_CAP];
+	size_t out_len;
+} C;
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static inline void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* A port free on 127.0.0.1..n (bound briefly), different from avoid. */
+static inline int free_port(int n, int avoid)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		int fds[NT], port = 0, ok = 1;
+		for (int i = 0; i < NT; i++)
+			fds[i] = -1;
+		for (int i = 0; i < n && ok; i++) {
+			struct sockaddr_in a;
+			socklen_t len = sizeof a;
+			memset(&a, 0, sizeof a);
+			a.sin_family = AF_INET;
+			a.sin_port = htons((uint16_t)port);
+			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
+			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+				ok = 0;
+				break;
+			}
+			if (i == 0) {
+				getsockname(fds[i], (struct sockaddr *)&a, &len);
+				port = ntohs(a.sin_port);
+			}
+		}
+		for (int i = 0; i < NT; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (ok && port != avoid)
+			return port;
+	}
+	return -1;
+}
+
+static inline void tail_log(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char lines[20][1024];
+	int n = 0;
+	if (f == NULL)
+		return;
+	while (fgets(lines[n % 20], sizeof lines[0], f) != NULL)
+		n++;
+	fclose(f);
+	test_note("---- %s (last lines)", path);
+	for (int i = n > 20 ? n - 20 : 0; i < n; i++) {
+		lines[i % 20][strcspn(lines[i % 20], "\n")] = '\0';
+		test_note("%s", lines[i % 20]);
+	}
+}
+
+static inline void cleanup(bool failed)
+{
+	if (C.client != NULL) {
+		docraft_client_close(C.client);
+		C.client = NULL;
+	}
+	if (!C.active)
+		return;
+	proc_kill_all();
+	if (failed) {
+		tail_log(C.m.log);
+		for (int k = 0; k < NT; k++)
+			tail_log(C.t[k].log);
+	}
+	C.m.up = false;
+	for (int k = 0; k < NT; k++)
+		C.t[k].up = false;
+	test_tmpdir_remove(C.base);
+	C.active = false;
+}
+
+static inline void cleanup_at_exit(void)
+{
+	cleanup(true);
+}
+
+static inline void on_fatal_signal(int sig)
+{
+	proc_kill_all_from_signal();
+	if (C.active) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/rm", "rm", "-rf", "--", C.base, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void find_exe(char *out, size_t cap, const char *env_name, const char *rel)
+{
+	const char *env = getenv(env_name);
+	if (env != NULL && *env != '\0') {
+		snprintf(out, cap, "%s", env);
+	} else {
+		char self[2048];
+		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
+		CHECK(r > 0);
+		self[r] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		snprintf(out, cap, "%s/../../%s", self, rel);
+	}
+	CHECK_MSG(access(out, X_OK) == 0, "%s not found at %s (set %s)", rel, out, env_name);
+}
+
+/* Runs the CLI with --masters and args (NULL-terminated); its stdout goes
+ * into C.out. Returns its exit status (-1: killed/timed out). */
+static inline int cli_v(int timeout_ms, const char *const *args)
+{
+	char *argv[32];
+	char line[8192];
+	int n = 0, st = 0;
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	char log[320];
+	argv[n++] = C.cli_exe;
+	argv[n++] = (char *)"--masters";
+	argv[n++] = C.maddr;
+	for (int i = 0; args[i] != NULL && n < 31; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	snprintf(log, sizeof log, "%s/cli.log", C.base);
+	C.out_len = 0;
+	C.out[0] = '\0';
+	CHECK_MSG(proc_spawn(&C.cli, argv, log) == 0, "spawn cli: %s", strerror(errno));
+	for (;;) {
+		uint64_t now = proc_now_ms();
+		if (now >= end) {
+			proc_kill(&C.cli);
+			return -1;
+		}
+		int rv = proc_read_line(&C.cli, line, sizeof line, (int)(end - now));
+		if (rv == 1) {
+			size_t l = strlen(line);
+			if (C.out_len + l + 2 < OUT_CAP) {
+				memcpy(C.out + C.out_len, line, l);
+				C.out_len += l;
+				C.out[C.out_len++] = '\n';
+				C.out[C.out_len] = '\0';
+			}
+		} else if (rv < 0) {
+			break;
+		}
+	}
+	/* A last line without '\n'. */
+	if (C.cli.len > 0 && C.out_len + C.cli.len + 1 < OUT_CAP) {
+		memcpy(C.out + C.out_len, C.cli.buf, C.cli.len);
+		C.out_len += C.cli.len;
+		C.out[C.out_len] = '\0';
+	}
+	if (!proc_wait(&C.cli, (int)(end > proc_now_ms() ? end - proc_now_ms() : 1000), &st)) {
+		proc_kill(&C.cli);
+		return -1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define CLI(timeout_ms, ...) cli_v((timeout_ms), (const char *const[]){__VA_ARGS__, NULL})
+
+static inline int count_substr(const char *s, const char *needle)
+{
+	int n = 0;
+	size_t l = strlen(needle);
+	for (const char *p = strstr(s, needle); p != NULL; p = strstr(p + l, needle))
+		n++;
+	return n;
+}
+
+/* ---- processes ---------------------------------------------------------------------- */
+
+static inline void master_start(void)
+{
+	char line[512], want[128];
+	char *argv[] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
+			"--tserver-timeout-ms", "3000", NULL};
+	CHECK_MSG(proc_spawn(&C.m.p, argv, C.m.log) == 0, "spawn master: %s", strerror(errno));
+	C.m.up = true;
+	int rv = proc_read_line(&C.m.p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "the master did not start (%d)", rv);
+	snprintf(want, sizeof want, "docraft-master listening on %s", C.maddr);
+	CHECK_MSG(strstr(line, want) != NULL, "master: unexpected first line: %s", line);
+}
+
+static inline void tserver_start(int k)
+{
+	struct server *s = &C.t[k];
+	char line[512];
+	char *argv[] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
+			"--masters", C.maddr, NULL};
+	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn tserver: %s", strerror(errno));
+	s->up = true;
+	int rv = proc_read_line(&s->p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "tserver %d did not start (%d)", k + 1, rv);
+	CHECK_MSG(strstr(line, " listening on ") != NULL && strstr(line, s->addr) != NULL,
+		  "tserver %d: unexpected first line: %s", k + 1, line);
+}
+
+/* Live tservers according to `docraft tservers`. */
+static inline int live_tservers(void)
+{
+	int live = 0;
+	if (CLI(5000, "tservers") != 0)
+		return -1;
+	for (char *l = C.out; l != NULL && *l != '\0';) {
+		char *nl = strchr(l, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (strstr(l, " yes ") != NULL)
+			live++;
+		l = nl != NULL ? nl + 1 : NULL;
+	}
+	return live;
+}
+
+static inline void cluster_up(const char *tag)
+{
+	static bool registered;
+	cleanup(true); /* the previous case failed */
+	if (!registered) {
+		atexit(cleanup_at_exit);
+		signal(SIGTERM, on_fatal_signal);
+		signal(SIGINT, on_fatal_signal);
+		signal(SIGHUP, on_fatal_signal);
+		registered = true;
+	}
+	memset(&C.m, 0, sizeof C.m);
+	memset(C.t, 0, sizeof C.t);
+	find_exe(C.master_exe, sizeof C.master_exe, "MASTER", "src/master/docraft-master");
+	find_exe(C.tserver_exe, sizeof C.tserver_exe, "TSERVER", "src/tablet/docraft-tserver");
+	find_exe(C.cli_exe, sizeof C.cli_exe, "DOCRAFT", "src/tools/docraft");
+	test_tmpdir_make(C.base, tag);
+	C.active = true;
+	int pt = free_port(NT, 0);
+	int pm = free_port(1, pt);
+	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
+	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
+	snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
+	snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
+	master_start();
+	for (int k = 0; k < NT; k++) {
+		struct server *s = &C.t[k];
+		snprintf(s->addr, sizeof s->addr, "127.0.0.%d:%d", k + 1, pt);
+		snprintf(s->dir, sizeof s->dir, "%s/ts%d", C.base, k + 1);
+		snprintf(s->log, sizeof s->log, "%s/ts%d.log", C.base, k + 1);
+		tserver_start(k);
+	}
+	uint64_t end = proc_now_ms() + 20000;
+	int live;
+	while ((live = live_tservers()) < NT) {
+		CHECK_MSG(proc_now_ms() < end, "only %d live tservers after 20 s:\n%s", live, C.out);
+		sleep_ms(200);
+	}
+	test_note("cluster up: master %s, tservers on port %d", C.maddr, pt);
+}
+
+static inline void cluster_down(void)
+{
+	int st = 0;
+	if (C.client != NULL) {
+		docraft_client_close(C.client);
+		C.client = NULL;
+	}
+	for (int k = 0; k < NT; k++)
+		if (C.t[k].up) {
+			proc_signal(&C.t[k].p, SIGTERM);
+			if (!proc_wait(&C.t[k].p, 15000, &st))
+				proc_kill(&C.t[k].p);
+			C.t[k].up = false;
+		}
+	if (C.m.up) {
+		proc_signal(&C.m.p, SIGTERM);
+		if (!proc_wait(&C.m.p, 10000, &st))
+			proc_kill(&C.m.p);
+		C.m.up = false;
+	}
+	cleanup(false);
+}
+
+/* ---- tablets ------------------------------------------------------------------------ */
+
+struct tablet {
+	char id[80];
+	char leader[40];
+};
+
+/* Parses `docraft tablets <table>` into t (at most cap); returns the count,
+ * or -1 if the command failed. */
+static inline int tablets_of(const char *table, struct tablet *t, int cap)
+{
+	int n = 0;
+	if (CLI(10000, "tablets", table) != 0)
+		return -1;
+	char *save = NULL;
+	for (char *l = strtok_r(C.out, "\n", &save); l != NULL; l = strtok_r(NULL, "\n", &save)) {
+		char id[80], part1[40], part2[40], leader[40];
+		if (strncmp(l, "TABLET", 6) == 0)
+			continue;
+		if (sscanf(l, "%79s %39s %39s %39s", id, part1, part2, leader) != 4 || n >= cap)
+			continue;
+		snprintf(t[n].id, sizeof t[n].id, "%s", id);
+		snprintf(t[n].leader, sizeof t[n].leader, "%s", leader);
+		n++;
+	}
+	return n;
+}
+
+/* Polls until every tablet of table has a leader; returns the count. */
+static inline int tablets_with_leaders(const char *table, struct tablet *t, int cap, int want,
+				int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		int n = tablets_of(table, t, cap), ok = n == want;
+		for (int i = 0; ok && i < n; i++)
+			if (strchr(t[i].leader, ':') == NULL)
+				ok = 0;
+		if (ok)
+			return n;
+		CHECK_MSG(proc_now_ms() < end, "table %s: %d tablets, leaders missing:\n%s", table,
+			  n, C.out);
+		sleep_ms(200);
+
+#endif
