@@ -41,38 +41,6 @@ static inline void sleep_ms(int ms)
 		;
 }
 
-/* A port free on 127.0.0.1..n (bound briefly), different from avoid. */
-static inline int free_port(int n, int avoid)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[NT], port = 0, ok = 1;
-		for (int i = 0; i < NT; i++)
-			fds[i] = -1;
-		for (int i = 0; i < n && ok; i++) {
-			struct sockaddr_in a;
-			socklen_t len = sizeof a;
-			memset(&a, 0, sizeof a);
-			a.sin_family = AF_INET;
-			a.sin_port = htons((uint16_t)port);
-			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
-			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
-				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-			}
-		}
-		for (int i = 0; i < NT; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if (ok && port != avoid)
-			return port;
-	}
-	return -1;
-}
 
 static inline void tail_log(const char *path)
 {
@@ -277,8 +245,8 @@ static inline void cluster_up(const char *tag)
 	find_exe(C.cli_exe, sizeof C.cli_exe, "DOCRAFT", "src/tools/docraft");
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
-	int pt = free_port(NT, 0);
-	int pm = free_port(1, pt);
+	int pt = proc_free_port(NT, -1);
+	int pm = proc_free_port(1, pt);
 	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
 	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
 	snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);

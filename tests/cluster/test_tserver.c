@@ -101,37 +101,6 @@ struct res {
 
 /* ---- processes ------------------------------------------------------------------- */
 
-static int free_port(void)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[NN], port = 0, ok = 1;
-		for (int i = 0; i < NN; i++)
-			fds[i] = -1;
-		for (int i = 0; i < NN && ok; i++) {
-			struct sockaddr_in a;
-			socklen_t len = sizeof a;
-			memset(&a, 0, sizeof a);
-			a.sin_family = AF_INET;
-			a.sin_port = htons((uint16_t)port);
-			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
-			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
-				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-			}
-		}
-		for (int i = 0; i < NN; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if (ok)
-			return port;
-	}
-	return -1;
-}
 
 static void dump_logs(void)
 {
@@ -925,7 +894,7 @@ static void cluster_up(const char *tag, bool start)
 	C.active = true;
 	arena_init(&C.a);
 	loop_open();
-	C.port = free_port();
+	C.port = proc_free_port(NN, -1);
 	CHECK_MSG(C.port > 0, "no free port on 127.0.0.1..%d", NN);
 	for (int k = 0; k < NN; k++) {
 		struct node *n = &C.n[k];
@@ -1322,7 +1291,7 @@ TEST(heartbeats_to_a_fake_master)
 
 	cluster_up("tserver-heartbeat", false);
 	do {
-		port = free_port();
+		port = proc_free_port(NN, -1);
 	} while (port == C.port && port > 0);
 	CHECK(port > 0);
 	masters_open(port);

@@ -229,38 +229,6 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-/* A port free on 127.0.0.1..n (bound briefly), different from avoid. */
-static int free_port(int n, int avoid)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[NT], port = 0, ok = 1;
-		for (int i = 0; i < NT; i++)
-			fds[i] = -1;
-		for (int i = 0; i < n && ok; i++) {
-			struct sockaddr_in a;
-			socklen_t len = sizeof a;
-			memset(&a, 0, sizeof a);
-			a.sin_family = AF_INET;
-			a.sin_port = htons((uint16_t)port);
-			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
-			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
-				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-			}
-		}
-		for (int i = 0; i < NT; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if (ok && port != avoid)
-			return port;
-	}
-	return -1;
-}
 
 /* Splits s on blanks into out (strdup'd words). */
 static int split_args(const char *s, char **out, int cap)
@@ -891,8 +859,8 @@ static void cluster_up(void)
 			die("mkdtemp %s: %s", C.base, strerror(errno));
 	}
 	C.made_base = true;
-	pt = O.tserver_port != 0 ? O.tserver_port : free_port(NT, 0);
-	pm = O.master_port != 0 ? O.master_port : free_port(1, pt);
+	pt = O.tserver_port != 0 ? O.tserver_port : proc_free_port(NT, -1);
+	pm = O.master_port != 0 ? O.master_port : proc_free_port(1, pt);
 	if (pt <= 0 || pm <= 0)
 		die("no free ports");
 	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);

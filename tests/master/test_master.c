@@ -506,39 +506,6 @@ static void master_kill(int k)
 	C.m[k].up = false;
 }
 
-/* Two different ports, each free on 127.0.0.1..4. */
-static int free_port(int not)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[4], port = 0, ok = 1;
-		for (int i = 0; i < 4; i++)
-			fds[i] = -1;
-		for (int i = 0; i < 4 && ok; i++) {
-			struct sockaddr_in a;
-			socklen_t len = sizeof a;
-			memset(&a, 0, sizeof a);
-			a.sin_family = AF_INET;
-			a.sin_port = htons((uint16_t)port);
-			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
-			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
-				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-				ok = port != not;
-			}
-		}
-		for (int i = 0; i < 4; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if (ok)
-			return port;
-	}
-	return -1;
-}
 
 /* ---- setup and teardown ---------------------------------------------------------------------- */
 
@@ -656,8 +623,8 @@ static void setup(const char *tag, int nm)
 		  C.bin);
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
-	C.port = free_port(0);
-	C.fport = free_port(C.port);
+	C.port = proc_free_port(4, -1);
+	C.fport = proc_free_port(4, C.port);
 	CHECK(C.port > 0 && C.fport > 0);
 	C.nm = nm;
 	C.hint = 0;

@@ -1,6 +1,7 @@
 /* Child processes for real-process tests. See proc.h. */
 #include "proc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,4 +358,38 @@ int proc_kill_all(void)
 		}
 	}
 	return n;
+}
+
+int proc_free_port(int n, int avoid)
+{
+	if (n < 1 || n > PROC_MAX_PORT_ADDRS)
+		return -1;
+	for (int attempt = 0; attempt < 50; attempt++) {
+		int fds[PROC_MAX_PORT_ADDRS], port = 0, ok = 1;
+		for (int i = 0; i < n; i++)
+			fds[i] = -1;
+		for (int i = 0; i < n && ok; i++) {
+			struct sockaddr_in a;
+			socklen_t len = sizeof a;
+			memset(&a, 0, sizeof a);
+			a.sin_family = AF_INET;
+			a.sin_port = htons((uint16_t)port);
+			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
+			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+				ok = 0;
+				break;
+			}
+			if (i == 0) {
+				getsockname(fds[i], (struct sockaddr *)&a, &len);
+				port = ntohs(a.sin_port);
+			}
+		}
+		for (int i = 0; i < n; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (ok && port != avoid)
+			return port;
+	}
+	return -1;
 }

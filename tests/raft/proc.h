@@ -74,4 +74,11 @@ void proc_kill_all_from_signal(void);
 /* Milliseconds of a monotonic clock. */
 uint64_t proc_now_ms(void);
 
+/* A TCP port free on every address 127.0.0.1..127.0.0.n at once (each bound
+ * briefly, then closed), different from avoid (-1: none); -1 when 50
+ * attempts found none. n is 1..PROC_MAX_PORT_ADDRS. For servers that all
+ * listen on the same port, one per loopback address. */
+#define PROC_MAX_PORT_ADDRS 16
+int proc_free_port(int n, int avoid);
+
 #endif

@@ -436,38 +436,6 @@ static void node_quit(int k)
 		  st);
 }
 
-/* A port free on 127.0.0.1..NN. */
-static int free_port(void)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[NN], port = 0, ok = 1;
-		for (int i = 0; i < NN; i++)
-			fds[i] = -1;
-		for (int i = 0; i < NN && ok; i++) {
-			struct sockaddr_in a;
-			socklen_t len = sizeof a;
-			memset(&a, 0, sizeof a);
-			a.sin_family = AF_INET;
-			a.sin_port = htons((uint16_t)port);
-			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
-			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
-				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-			}
-		}
-		for (int i = 0; i < NN; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if (ok)
-			return port;
-	}
-	return -1;
-}
 
 /* Prints the last lines of each node's log. */
 static void dump_logs(void)
@@ -567,7 +535,7 @@ static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned 
 	CHECK_MSG(access(C.tnode, X_OK) == 0, "tnode not found at %s (set TNODE)", C.tnode);
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
-	C.port = free_port();
+	C.port = proc_free_port(NN, -1);
 	CHECK_MSG(C.port > 0, "no free port on 127.0.0.1..%d", NN);
 	C.nodes = NN;
 	C.snap_threshold = threshold;
