@@ -522,8 +522,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		code = DOCRAFT_ELEADERLOST; /* it was in the log: may still commit */
 	while (w != NULL) {
 		struct tablet_write *next = w->next_;
-		uint64_t ht = f->ht;
-		int st = 0;
+		uint64_t ht = 0;
+		int st = code;
 		/* The apply decided each request (retry.h): its outcome, and the
 		 * time of the entry that decided it (an earlier one for a
 		 * duplicate in the log). Not found: its record is already
@@ -532,10 +532,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 			ht = f->ht;
 			st = 0;
 		}
-		if (code != 0)
-			answer_write(w, code, 0);
-		else
-			answer_write(w, st, st == 0 ? ht : 0);
+		answer_write(w, st, st == 0 ? ht : 0);
 		w = next;
 	}
 	free(f);
