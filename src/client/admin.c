@@ -517,9 +517,14 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 	}
 	if (nmismatch > 0) {
 		buf_printf(&b, "checksums: MISMATCH in tablet %s\n", buf_cstr(&mismatch));
+		buf_printf(&b, "  (replicas differ at the same read time; a tablet written for the first "
+			   "time during the check can differ once: run it again; if it persists, "
+			   "compare `docraft dump TABLET REPLICA` of two replicas)\n");
 		rv = DOCRAFT_ECORRUPT;
 	} else if (unavail[0] != '\0') {
 		buf_printf(&b, "checksums: INCOMPLETE: %s\n", unavail);
+		buf_printf(&b, "  (a replica did not answer or has not applied up to the read time "
+			   "yet: check it with `docraft tservers` and run the check again)\n");
 		rv = DOCRAFT_EUNAVAILABLE;
 	} else {
 		buf_printf(&b, "checksums: %zu tablets, all replicas agree\n", resp->n_tablets);

@@ -142,6 +142,8 @@ static void run_checksum(docraft_client *c, struct ck_run *r)
 			snprintf(r->last, sizeof r->last, "%s", l);
 			continue;
 		}
+		if (l[0] == ' ')
+			continue; /* the indented hint after a MISMATCH / INCOMPLETE verdict */
 		CHECK_MSG(r->n < MAX_LINES, "too many lines");
 		CHECK_MSG(sscanf(l, "%79s %39s %15s", x->tablet, x->addr, x->role) == 3,
 			  "bad line: %s", l);
