@@ -326,10 +326,34 @@ static int io_set_vote(struct raft_io *io, raft_id server_id)
 	return fwd(g, g->inner->set_vote(g->inner, server_id));
 }
 
+/* C-Raft 0.15 bug: when the snapshot_put of an InstallSnapshot completes,
+ * installSnapshotCb answers with sendAppendEntriesResult whatever the state;
+ * if the election timer made this replica a candidate (or leader) while the
+ * snapshot was being written, the leader's id and address it sends to are
+ * read from follower_state, a union member then holding candidate_state
+ * (id: the votes pointer; address: disrupt_leader/in_pre_vote, 0x100 in a
+ * pre-vote) or leader_state. Sent on, the inner io dereferences that address.
+ * Such a result has no destination: drop it, as if the network lost it (the
+ * leader probes again). A non-follower's legitimate result (rejecting a
+ * stale leader's AppendEntries) carries the sender's own address. */
+static bool bogus_snapshot_result(struct rio *g, const struct raft_message *m)
+{
+	const struct raft *r = g->io.data;
+	return m->type == RAFT_IO_APPEND_ENTRIES_RESULT && r != NULL &&
+	       r->state != RAFT_FOLLOWER && m->server_id == r->follower_state.current_leader.id &&
+	       m->server_address == r->follower_state.current_leader.address;
+}
+
 static int io_send(struct raft_io *io, struct raft_io_send *req,
 		   const struct raft_message *message, raft_io_send_cb cb)
 {
 	struct rio *g = outer_rio(io);
+
+	if (bogus_snapshot_result(g, message)) {
+		snprintf(g->io.errmsg, sizeof g->io.errmsg,
+			 "rio: AppendEntries result of a snapshot install after a state change");
+		return RAFT_NOCONNECTION;
+	}
 
 	if (g->guard && message->type == RAFT_IO_APPEND_ENTRIES &&
 	    g->term_first_index == 0 && is_leader(g)) {
