@@ -225,6 +225,10 @@ static void recv_tramp(struct raft_io *inner, struct raft_message *m)
 	/* Only results are ever dropped: they own no memory. AppendEntries
 	 * (entry batches) and InstallSnapshot (data, configuration) are always
 	 * handed to raft, which takes ownership of their buffers. */
+	if (m->type == RAFT_IO_REQUEST_VOTE && g->inner->time(g->inner) < g->vote_quiet_until) {
+		g->n_votes_dropped++; /* owns no memory either */
+		return;
+	}
 	if (m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
 	    drop_result(g, &m->append_entries_result)) {
 		g->n_dropped++;
@@ -541,4 +545,9 @@ void rio_set_guard(struct rio *g, bool on)
 {
 	PRE(g != NULL);
 	g->guard = on;
+}
+
+void rio_set_vote_quiet(struct rio *g, unsigned ms)
+{
+	g->vote_quiet_until = g->inner->time(g->inner) + ms;
 }

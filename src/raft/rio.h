@@ -103,6 +103,8 @@ struct rio {
 	unsigned n_deferred_now;    /* entries used in deferred */
 	uint64_t n_deferred;        /* acks deferred so far (metrics, tests) */
 	uint64_t n_redelivered;     /* ... and handed to raft later */
+	raft_time vote_quiet_until; /* RequestVotes dropped before (inner time) */
+	uint64_t n_votes_dropped;
 };
 
 /* Wraps inner (already set up by raft_uv_init, not yet given to raft) and
@@ -143,6 +145,15 @@ void rio_on_not_leader(struct rio *g);
  * Exists only so tests can show the unguarded 0.15 behaviour; never switch it
  * off in production. rio_on_leader keeps issuing the barrier either way. */
 void rio_set_guard(struct rio *g, bool on);
+
+/* Drops every RequestVote (votes and pre-votes) that arrives during the next
+ * ms milliseconds of the inner io's clock, as if the network had lost them.
+ * For a replica that restarts: raft forgot the leader it heard from before,
+ * so it would vote at once, while that leader may still count on this
+ * replica's promise not to vote for election_ms after its last AppendEntries
+ * (the leader lease, tablet.h). Call right after raft_start, before the loop
+ * runs. Loop thread. */
+void rio_set_vote_quiet(struct rio *g, unsigned ms);
 
 /* The barrier index of the current leadership, or 0 if unknown. */
 static inline raft_index rio_term_first_index(const struct rio *g)

@@ -423,6 +423,12 @@ static int open_replica(struct manager *m, struct replica *r,
 		o.heartbeat_ms = m->o.raft_heartbeat_ms;
 	if (m->o.election_ms != 0)
 		o.election_ms = m->o.election_ms;
+	if (m->o.max_inflight != 0)
+		o.max_inflight = m->o.max_inflight;
+	if (m->o.lease_ms == MANAGER_LEASE_OFF)
+		o.lease_ms = 0;
+	else if (m->o.lease_ms != 0)
+		o.lease_ms = m->o.lease_ms;
 	o.store.default_ttl_ms = r->schema.default_ttl_ms;
 	/* The schema compaction GC uses: repacking of packed rows and removal
 	 * of dropped columns (the store keeps its own copy). */
@@ -745,6 +751,11 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->leader_address = arena_dup(a, st.leader_address, strlen(st.leader_address) + 1);
 	out->applied_index = st.applied_index;
 	out->last_index = st.last_index;
+	out->entries = st.entries;
+	out->writes = st.writes;
+	out->lease_reads = st.lease_reads;
+	out->barrier_reads = st.barrier_reads;
+	out->lease_left_ms = st.lease_left_ms;
 }
 
 size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport ***out)

@@ -78,7 +78,12 @@ struct manager_options {
 	struct copy_server *copy;     /* offers every store for checkpoint copies; may be NULL */
 	unsigned raft_heartbeat_ms;   /* 0: tablet default */
 	unsigned election_ms;         /* 0: tablet default */
+	unsigned lease_ms;            /* leader lease: 0: tablet default (7/10 of the
+					 election timeout); MANAGER_LEASE_OFF: none */
+	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
 };
+
+#define MANAGER_LEASE_OFF UINT32_MAX
 
 typedef void (*manager_close_cb)(struct manager *m);
 /* status 0 once the replica and its directory are gone. */

@@ -37,8 +37,10 @@
  * (writes, reads and scans) queued on one tablet: SERVICE_BUSY.
  *
  * Reads and scans always start with tablet_read, which proves leadership
- * and waits until everything committed is applied, and yields the leader's
- * safe time S. read_ht 0 reads at S (linearizable). An explicit read_ht
+ * (under the leader lease, or with a barrier) and waits until everything
+ * committed is applied, and yields the leader's safe time S; a read served
+ * under the lease is answered only if tablet_read_confirm still holds after
+ * reading, else it is read again after a barrier. read_ht 0 reads at S (linearizable). An explicit read_ht
  * T <= S reads at T (a point-in-time read; below the history cutoff:
  * SNAPSHOT_TOO_OLD). T > S cannot be served yet (a write could still land
  * at or below T): if T is at most SERVICE_READ_AHEAD_MAX_US ahead (another
@@ -539,6 +541,7 @@ static void start_read(struct svc_op *op)
 	int rv;
 	op->rd.data = op;
 	op->rd.cb = read_done;
+	op->rd.barrier = op->rd.barrier || op->kind == OP_STEP_DOWN;
 	if ((rv = tablet_read(op->r->t, &op->rd)) != 0) {
 		op_fail(op, rv, NULL);
 		op_free(op);
@@ -547,7 +550,9 @@ static void start_read(struct svc_op *op)
 	op->r->pending++;
 }
 
-static void do_read(struct svc_op *op, uint64_t at)
+/* do_read and do_scan: false if the lease that served the read ran out
+ * while reading (tablet_read_confirm): nothing was answered, read again. */
+static bool do_read(struct svc_op *op, uint64_t at)
 {
 	Docraft__ReadResponse resp = DOCRAFT__READ_RESPONSE__INIT;
 	Docraft__Row row_pb;
@@ -560,6 +565,10 @@ static void do_read(struct svc_op *op, uint64_t at)
 
 	rv = reader_get_row(tablet_store(r->t), &r->schema, op->key, op->nkey, at, &a, &row, &found,
 			    errmsg);
+	if (!tablet_read_confirm(r->t, &op->rd)) {
+		arena_free(&a);
+		return false;
+	}
 	if (rv != 0) {
 		op_fail(op, rv, errmsg);
 	} else {
@@ -572,9 +581,10 @@ static void do_read(struct svc_op *op, uint64_t at)
 		op_ok(op, &resp.base);
 	}
 	arena_free(&a);
+	return true;
 }
 
-static void do_scan(struct svc_op *op, uint64_t at)
+static bool do_scan(struct svc_op *op, uint64_t at)
 {
 	Docraft__ScanResponse resp = DOCRAFT__SCAN_RESPONSE__INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -626,6 +636,11 @@ static void do_scan(struct svc_op *op, uint64_t at)
 		 * the paging state resumes after the last row sent. */
 		spec.limit = fit;
 	}
+	if (!tablet_read_confirm(r->t, &op->rd)) {
+		buf_free(&paging);
+		arena_free(&a);
+		return false;
+	}
 	if (rv != 0) {
 		op_fail(op, rv, errmsg);
 	} else {
@@ -638,6 +653,7 @@ static void do_scan(struct svc_op *op, uint64_t at)
 	}
 	buf_free(&paging);
 	arena_free(&a);
+	return true;
 }
 
 static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
@@ -680,15 +696,19 @@ static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
 			op_free(op);
 			return;
 		}
-		start_read(op); /* wait for the safe time to pass want */
+		/* Wait for the safe time to pass want; a barrier paces the
+		 * retries (under a lease they would spin the loop). */
+		op->rd.barrier = true;
+		start_read(op);
 		return;
 	}
 	if (want != 0)
 		at = want;
-	if (op->kind == OP_READ)
-		do_read(op, at);
-	else
-		do_scan(op, at);
+	if (!(op->kind == OP_READ ? do_read(op, at) : do_scan(op, at))) {
+		op->rd.barrier = true; /* the lease ran out meanwhile */
+		start_read(op);
+		return;
+	}
 	op_free(op);
 }
 

@@ -19,8 +19,8 @@
  * DOCRAFT_ENOTLEADER; tablet_leader gives the hint.
  *
  * Writes: DocDB batches with a client id and sequence number. Requests
- * queued during one loop turn go into one Raft entry (group commit, capped by
- * size). A retried (client id, seq) that was decided is answered at once
+ * queued while max_inflight entries wait for their majority go into the next
+ * Raft entry together (group commit, capped by size). A retried (client id, seq) that was decided is answered at once
  * with its outcome and is never applied twice; one that is still in flight
  * is answered with the original. DOCRAFT_ELEADERLOST means the outcome is
  * unknown: the entry may still commit; retry with the same id.
@@ -33,11 +33,34 @@
  * is recorded in the retry table, so it is linearizable, identical on every
  * replica, and a retry is answered with it (DOCRAFT_ECONDITION or ok).
  *
- * Reads (linearizable): a read waits for a Raft barrier issued after it
- * arrived to apply (one barrier serves every read queued before it), then
- * gets a read hybrid time: the leader's safe time, below every write still
- * in flight, so a later read at the same time sees the same data. The caller
- * then reads tablet_store() at that time on the loop thread.
+ * Reads (linearizable): a ready leader that holds a lease (below) answers
+ * a read on its next loop turn; otherwise the read waits for a Raft barrier
+ * issued after it arrived to apply (one barrier serves every read queued
+ * before it). Either way it gets a read hybrid time: the leader's safe time,
+ * below every write still in flight, so a later read at the same time sees
+ * the same data. The caller then reads tablet_store() at that time on the
+ * loop thread and, before answering, asks tablet_read_confirm() whether the
+ * lease still held once it had read (a process paused between the two must
+ * not answer from a store that another leader has since overtaken).
+ *
+ * Leader lease (YugabyteDB's leader leases, built on C-Raft 0.15 without
+ * touching it; c-raft.md §4.5): an entry of this leadership proposed at time
+ * S (CLOCK_BOOTTIME, taken before raft_apply/raft_barrier) that commits was
+ * stored by a majority, each of which received it at or after S and reset
+ * its election timer then. 0.15 followers that know a leader refuse every
+ * RequestVote and pre-vote (recv_request_vote.c) until that timer, at least
+ * election_ms, runs out; so no other leader can be elected before
+ * S + election_ms. The lease runs until S + lease_ms, lease_ms < election_ms
+ * (default 7/10 of it: the rest covers clock-rate drift and follower loop
+ * stalls between reading a message and stamping its arrival). Every write
+ * entry, read barrier and leader barrier that commits renews it; a leader
+ * serving reads with no writes proposes a barrier when less than half of the
+ * lease is left. What would break the argument is handled: a replica that
+ * restarts forgot its leader and could vote at once, so rio drops
+ * RequestVotes for election_ms after a non-fresh start (rio_set_vote_quiet);
+ * a leadership transfer makes followers vote at once (TimeoutNow), so a
+ * leadership that started a transfer never uses its lease again; a lost
+ * leadership (epoch) drops it. lease_ms 0 turns leases off.
  *
  * Durability: RocksDB's WAL is off; the applied index is recorded in every
  * RocksDB write. Raft snapshots are markers taken only after RocksDB has
@@ -68,6 +91,8 @@ struct tablet;
 struct listener;
 struct copy_server;
 
+#define TABLET_LEASE_AUTO UINT32_MAX
+
 struct tablet_options {
 	const char *id;           /* tablet id, 1..64 printable characters */
 	const char *dir;          /* data directory (created): dir/raft, dir/db */
@@ -80,7 +105,12 @@ struct tablet_options {
 	unsigned snapshot_threshold;   /* entries; default 4096 */
 	unsigned snapshot_trailing;    /* entries; default 8192 */
 	uint64_t max_clock_skew_us;    /* default 500 ms */
+	unsigned lease_ms;             /* leader lease; TABLET_LEASE_AUTO (default):
+					* election_ms * 7 / 10; 0: off (every read
+					* waits for a barrier); at most that */
 	size_t max_entry_bytes;        /* group commit cap; default 4 MiB */
+	unsigned max_inflight;         /* entries proposed and not yet applied before
+					* the next one is proposed; default 1 */
 	struct store_options store;    /* options of the DocDB store */
 };
 
@@ -150,12 +180,22 @@ typedef void (*tablet_read_cb)(struct tablet_read *req, int status, uint64_t rea
 struct tablet_read {
 	void *data;
 	tablet_read_cb cb;
+	bool barrier; /* wait for a barrier even under a lease (a step-down
+			 proves with it that a follower just answered) */
 	/* private */
 	struct tablet_read *next_;
+	bool lease_;     /* answered under the lease */
+	uint64_t epoch_; /* ... of this leadership */
 };
 
 /* Queues a linearizable read (see the top of this file). */
 int tablet_read(struct tablet *t, struct tablet_read *req);
+
+/* After reading at the time req's callback gave (status 0), before
+ * answering: true if the answer may go out, false if the lease that served
+ * req ran out meanwhile (then read again with req->barrier set). Always true
+ * for a read served by a barrier. Loop thread. */
+bool tablet_read_confirm(struct tablet *t, const struct tablet_read *req);
 
 /* ---- membership and leadership ----------------------------------------- */
 
@@ -198,6 +238,10 @@ struct tablet_status {
 	uint64_t snapshot_index;  /* store index of the last Raft snapshot taken */
 	uint64_t first_index;     /* first entry Raft still holds (after the last snapshot's
 				   * truncation); a replica behind it needs a snapshot */
+	uint64_t lease_reads;     /* reads this replica answered under its lease */
+	uint64_t barrier_reads;   /* ... and after a read barrier */
+	uint64_t lease_barriers;  /* barriers proposed only to renew the lease */
+	uint64_t lease_left_ms;   /* lease left now (0: none) */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED */
 };
 

@@ -57,6 +57,8 @@ struct config {
 	unsigned heartbeat_ms;      /* to the master */
 	unsigned election_ms;       /* raft */
 	unsigned heartbeat_raft_ms; /* raft */
+	int lease_ms;               /* -1: not given (7/10 of election-ms); 0: off */
+	unsigned max_inflight;      /* 0: tablet default */
 	unsigned shutdown_transfer_ms;
 	int log_level;              /* -1: not given */
 };
@@ -112,6 +114,10 @@ static const struct flag {
 	{"heartbeat-ms", "MS", "heartbeat period to the master (default 1000)"},
 	{"election-ms", "MS", "Raft election timeout (default 500)"},
 	{"heartbeat-raft-ms", "MS", "Raft heartbeat period (default 100)"},
+	{"max-inflight-entries", "N", "Raft entries a tablet leader keeps in flight; writes "
+				      "arriving meanwhile share the next entry (default 1)"},
+	{"lease-ms", "MS", "leader lease: reads without a Raft round (default 7/10 of "
+			   "--election-ms, at most that; 0: off)"},
 	{"shutdown-transfer-ms", "MS",
 	 "on SIGTERM, the longest wait for leadership transfers (default 3000)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
@@ -160,6 +166,17 @@ static unsigned parse_ms(const char *name, const char *v, const char *where)
 	return (unsigned)x;
 }
 
+static unsigned parse_count(const char *name, const char *v, const char *where)
+{
+	char *end;
+	unsigned long x;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno != 0 || *v == '\0' || *end != '\0' || x == 0 || x > 1024)
+		bad_usage("%s%s: '%s' is not a count (1..1024)", where, name, v);
+	return (unsigned)x;
+}
+
 static void copy_str(char *dst, size_t cap, const char *name, const char *v, const char *where)
 {
 	if (strlen(v) >= cap || *v == '\0')
@@ -183,6 +200,10 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->election_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "heartbeat-raft-ms") == 0) {
 		c->heartbeat_raft_ms = parse_ms(name, v, where);
+	} else if (strcmp(name, "max-inflight-entries") == 0) {
+		c->max_inflight = parse_count(name, v, where);
+	} else if (strcmp(name, "lease-ms") == 0) {
+		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
 		c->shutdown_transfer_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "log-level") == 0) {
@@ -266,6 +287,7 @@ static void parse_args(int argc, char **argv)
 {
 	const char *config = NULL;
 	S.cfg.log_level = -1;
+	S.cfg.lease_ms = -1;
 	/* First --help and --config, then the file, then the flags over it. */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -299,6 +321,9 @@ static void parse_args(int argc, char **argv)
 	if (S.cfg.heartbeat_raft_ms >= S.cfg.election_ms)
 		bad_usage("--heartbeat-raft-ms (%u) must be below --election-ms (%u)",
 			  S.cfg.heartbeat_raft_ms, S.cfg.election_ms);
+	if (S.cfg.lease_ms > 0 && (unsigned)S.cfg.lease_ms > S.cfg.election_ms * 7 / 10)
+		bad_usage("--lease-ms (%d) must be at most 7/10 of --election-ms (%u)",
+			  S.cfg.lease_ms, S.cfg.election_ms * 7 / 10);
 	if (S.cfg.masters[0] != '\0') {
 		char *save = NULL;
 		for (char *p = strtok_r(S.cfg.masters, ",", &save); p != NULL;
@@ -687,6 +712,9 @@ static int start(void)
 	mo.copy = &S.copy;
 	mo.raft_heartbeat_ms = S.cfg.heartbeat_raft_ms;
 	mo.election_ms = S.cfg.election_ms;
+	mo.max_inflight = S.cfg.max_inflight;
+	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
+								   : (unsigned)S.cfg.lease_ms;
 	if (manager_init(&S.m, &S.loop, &mo, errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
 		return -1;

@@ -42,6 +42,7 @@ struct opts {
 	int warmup;
 	int value_size;
 	int port;
+	int max_inflight; /* tablet_options.max_inflight; 0: its default */
 	const char *dir;
 };
 
@@ -235,6 +236,8 @@ static int node_main(int index, const struct opts *o, int out_fd)
 		tablet_options_default(&to);
 		to.id = id;
 		to.dir = dir;
+		if (o->max_inflight > 0)
+			to.max_inflight = (unsigned)o->max_inflight;
 		to.raft_id = (raft_id)(index + 1);
 		to.address = n.addr[index];
 		to.listener = n.l;
@@ -259,7 +262,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: docraft-raftbench [--tablets N] [--writers W] [--seconds S] [--warmup S]\n"
-		"                         [--value-size B] [--port P] [--dir DIR]\n"
+		"                         [--value-size B] [--port P] [--dir DIR] [--max-inflight E]\n"
 		"Three replica processes on 127.0.0.1-3; W closed-loop writers per tablet\n"
 		"on each tablet's leader. Prints writes/s, entries/s and commit latency.\n");
 }
@@ -269,8 +272,9 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{"tablets", 1, 0, 't'}, {"writers", 1, 0, 'w'}, {"seconds", 1, 0, 's'},
 		{"warmup", 1, 0, 'u'},  {"value-size", 1, 0, 'v'}, {"port", 1, 0, 'p'},
-		{"dir", 1, 0, 'd'},     {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
-	struct opts o = {1, 1, 10, 2, 100, 0, NULL};
+		{"dir", 1, 0, 'd'},     {"max-inflight", 1, 0, 'e'},
+		{"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+	struct opts o = {1, 1, 10, 2, 100, 0, 0, NULL};
 	char tmpl[] = "/tmp/docraft-raftbench-XXXXXX";
 	pid_t pids[NODES];
 	int fds[NODES];
@@ -287,6 +291,7 @@ int main(int argc, char **argv)
 		case 'v': o.value_size = atoi(optarg); break;
 		case 'p': o.port = atoi(optarg); break;
 		case 'd': o.dir = optarg; break;
+		case 'e': o.max_inflight = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -798,6 +798,7 @@ static const char *dump_tablet(int k, const uint64_t *hts, int n_hts)
 struct report {
 	char role[32];
 	uint64_t term, leader, applied, last, raft_id;
+	uint64_t lease_reads, barrier_reads;
 	char leader_address[64];
 };
 
@@ -830,6 +831,8 @@ static bool tablet_status(int k, const char *tablet, struct report *rep, int *st
 	rep->applied = resp->tablets[0]->applied_index;
 	rep->last = resp->tablets[0]->last_index;
 	rep->raft_id = resp->tablets[0]->raft_id;
+	rep->lease_reads = resp->tablets[0]->lease_reads;
+	rep->barrier_reads = resp->tablets[0]->barrier_reads;
 	docraft__tablet_status_response__free_unpacked(resp, NULL);
 	res_free(&r);
 	return true;
@@ -1033,6 +1036,15 @@ TEST(seeds_through_rpc)
 		     "'true', 'subject': 'hello'}");
 	CHECK_EQ_STR(read_row(l, "user1", 10, T[3], NULL), "('user1', 10) msg='msg1'");
 	CHECK_EQ_STR(read_row(l, "user1", 10, T[4], NULL), "not found");
+	{
+		/* Reads right after writes: the writes' commits gave the
+		 * leader its lease (docs/replication.md "Reads"). */
+		struct report rep;
+		CHECK(tablet_status(l, TABLET, &rep, NULL));
+		test_note("leader: %" PRIu64 " reads under the lease, %" PRIu64 " after a barrier",
+			  rep.lease_reads, rep.barrier_reads);
+		CHECK(rep.lease_reads > 0);
+	}
 	CHECK_EQ_STR(read_row(l, "user1", 20, T[1], NULL), "not found");
 	CHECK_EQ_STR(read_row(l, "user1", 10, T[0] - 1, NULL), "not found");
 

@@ -484,6 +484,109 @@ TEST(fixture_cluster_applies_through_rio)
 	raft_fixture_close(&f);
 }
 
+/* A replica that restarted does not vote for election_ms (the leader lease,
+ * tablet.h): with S2 and S3 quiet for 3 s, S1 (timeout 1 s) gets no vote,
+ * pre-vote or vote, before 3 s of fixture time, then wins. */
+TEST(vote_quiet_delays_votes)
+{
+	enum { NS = 3 };
+	static struct raft_fixture f;
+	static struct raft_fsm fsms[NS];
+	static struct counter_fsm cs[NS];
+	static struct rio rios[NS];
+	struct raft_configuration conf;
+
+	memset(cs, 0, sizeof cs);
+	CHECK_OK(raft_fixture_initialize(&f));
+	for (unsigned i = 0; i < NS; i++) {
+		memset(&fsms[i], 0, sizeof fsms[i]);
+		fsms[i].version = 1;
+		fsms[i].data = &cs[i];
+		fsms[i].apply = counter_apply;
+		fsms[i].snapshot = counter_snapshot;
+		fsms[i].restore = counter_restore;
+		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
+		cs[i].r = raft_fixture_get(&f, i);
+		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
+	}
+	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
+	raft_configuration_close(&conf);
+	raft_fixture_set_randomized_election_timeout(&f, 0, 1000);
+	raft_fixture_set_randomized_election_timeout(&f, 1, 8000);
+	raft_fixture_set_randomized_election_timeout(&f, 2, 8000);
+	CHECK_OK(raft_fixture_start(&f));
+	rio_set_vote_quiet(&rios[1], 3000);
+	rio_set_vote_quiet(&rios[2], 3000);
+
+	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 10000));
+	CHECK(raft_fixture_time(&f) >= 3000);
+	CHECK(raft_fixture_time(&f) < 8000);
+	CHECK_EQ_INT(raft_state(cs[0].r), RAFT_LEADER);
+	CHECK(rios[1].n_votes_dropped > 0 && rios[2].n_votes_dropped > 0);
+	raft_fixture_close(&f);
+}
+
+static void bogus_send_cb(struct raft_io_send *req, int status)
+{
+	(void)req;
+	(void)status;
+	CHECK_MSG(false, "a refused send must not call back");
+}
+
+/* C-Raft 0.15 answers a completed InstallSnapshot from whatever state the
+ * node is in by then, to the leader id/address read from follower_state;
+ * on a candidate that union holds the votes pointer and in_pre_vote (the
+ * address 0x100, a segfault in raft_uv's strlen). rio refuses exactly that
+ * send; a candidate's reply to a real sender passes. */
+TEST(bogus_snapshot_result_refused)
+{
+	enum { NS = 3 };
+	static struct raft_fixture f;
+	static struct raft_fsm fsms[NS];
+	static struct counter_fsm cs[NS];
+	static struct rio rios[NS];
+	struct raft_configuration conf;
+	struct raft_message m;
+	struct raft_io_send req;
+	struct raft *r;
+
+	memset(cs, 0, sizeof cs);
+	CHECK_OK(raft_fixture_initialize(&f));
+	for (unsigned i = 0; i < NS; i++) {
+		memset(&fsms[i], 0, sizeof fsms[i]);
+		fsms[i].version = 1;
+		fsms[i].data = &cs[i];
+		fsms[i].apply = counter_apply;
+		fsms[i].snapshot = counter_snapshot;
+		fsms[i].restore = counter_restore;
+		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
+		cs[i].r = raft_fixture_get(&f, i);
+		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
+	}
+	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
+	raft_configuration_close(&conf);
+	raft_fixture_set_randomized_election_timeout(&f, 0, 1000);
+	raft_fixture_set_randomized_election_timeout(&f, 1, 8000);
+	raft_fixture_set_randomized_election_timeout(&f, 2, 8000);
+	CHECK_OK(raft_fixture_start(&f));
+	CHECK(raft_fixture_step_until_state_is(&f, 0, RAFT_CANDIDATE, 5000));
+	r = cs[0].r;
+
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+	m.server_id = r->follower_state.current_leader.id;
+	m.server_address = r->follower_state.current_leader.address;
+	m.append_entries_result.term = r->current_term;
+	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
+
+	m.server_id = 2;
+	m.server_address = "2";
+	CHECK_OK(r->io->send(r->io, &req, &m, NULL));
+	raft_fixture_close(&f);
+}
+
 static bool barrier_done(struct raft_fixture *f, void *arg)
 {
 	(void)f;
@@ -821,5 +924,6 @@ TEST(uv_single_node_v3_fsm)
 }
 
 TEST_MAIN(T(stub_forwards_every_method), T(stub_version_and_validation),
-	  T(early_barrier_ack_deferred),
+	  T(early_barrier_ack_deferred), T(vote_quiet_delays_votes),
+	  T(bogus_snapshot_result_refused),
 	  T(fixture_cluster_applies_through_rio), T(uv_single_node_v3_fsm))

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <inttypes.h>
 
@@ -43,6 +44,8 @@ struct cluster {
 static struct cluster C;
 /* The table schema the stores get (conditional writes), or NULL. */
 static const struct schema *store_schema;
+/* Raft election timeout of the replicas node_open opens. */
+static unsigned election_ms = 500;
 
 static void node_open(int i, bool bootstrap)
 {
@@ -56,7 +59,7 @@ static void node_open(int i, bool bootstrap)
 	o.listener = C.n[i].l;
 	o.copy = &C.n[i].cs;
 	o.heartbeat_ms = 50;
-	o.election_ms = 500;
+	o.election_ms = election_ms;
 	o.snapshot_threshold = 64;
 	o.snapshot_trailing = 32;
 	o.store.schema = store_schema;
@@ -383,6 +386,132 @@ TEST(linearizable_reads)
 	cluster_down();
 }
 
+/* ---- leader lease ---------------------------------------------------------- */
+
+static uint64_t boottime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct lr {
+	struct tablet_read req;
+	int status;
+	bool done;
+	uint64_t at_ns; /* when answered */
+};
+
+static void lease_read_cb(struct tablet_read *req, int status, uint64_t ht)
+{
+	struct lr *r = req->data;
+	(void)ht;
+	r->status = status;
+	r->done = true;
+	r->at_ns = boottime_ns();
+}
+
+static bool lr_done(void *arg)
+{
+	return ((struct lr *)arg)->done;
+}
+
+static void lease_read(int i, struct lr *r, unsigned timeout_ms)
+{
+	memset(r, 0, sizeof *r);
+	r->req.data = r;
+	r->req.cb = lease_read_cb;
+	CHECK_OK(tablet_read(C.n[i].t, &r->req));
+	CHECK(run_until(lr_done, r, timeout_ms));
+}
+
+static void change_noop_cb(void *arg, int status)
+{
+	(void)arg;
+	(void)status;
+}
+
+static uint64_t last_ack_ns;
+static void lease_write_cb(struct tablet_write *req, int status, uint64_t ht)
+{
+	last_ack_ns = boottime_ns();
+	write_cb(req, status, ht);
+}
+
+/* The leader lease (election 1500 ms, lease 1050 ms). A committed write
+ * gives the leader a lease: reads are answered without a barrier, even once
+ * both followers are gone, when no barrier could commit; but none later
+ * than the lease after the write was acknowledged (its proposal was
+ * earlier); past that, reads wait and fail when raft steps down. A
+ * leadership transfer voids the lease at once. */
+TEST(lease_reads)
+{
+	struct tablet_status st;
+	struct lr r;
+	struct w w;
+	struct w *one[2] = {&w, NULL};
+	const uint64_t lease_ns = 1050ull * 1000000u;
+	uint64_t served = 0, last_served_ns = 0;
+	int l, f1, f2;
+
+	election_ms = 1500;
+	cluster_up("tablet-uv-lease");
+	CHECK(run_until(has_leader, NULL, 15000));
+	l = leader_index();
+	f1 = (l + 1) % N;
+	f2 = (l + 2) % N;
+
+	/* A transfer voids the lease: the read waits, then fails. */
+	w_init(&w, 5, 1, "a", "1");
+	w.req.cb = lease_write_cb;
+	CHECK_OK(tablet_write(C.n[l].t, &w.req));
+	CHECK(run_until(all_done, one, 5000));
+	CHECK_EQ_INT(w.status, 0);
+	batch_free(&w.b);
+	lease_read(l, &r, 5000);
+	CHECK_EQ_INT(r.status, 0);
+	tablet_get_status(C.n[l].t, &st);
+	CHECK_EQ_U64(st.lease_reads, 1);
+	CHECK_EQ_U64(st.barrier_reads, 0);
+	CHECK_OK_MSG(tablet_transfer(C.n[l].t, (raft_id)(f1 + 1), change_noop_cb, NULL, C.errmsg),
+		     C.errmsg);
+	tablet_get_status(C.n[l].t, &st);
+	CHECK_EQ_U64(st.lease_left_ms, 0);
+	lease_read(l, &r, 10000);
+	CHECK_EQ_INT(r.status, DOCRAFT_ENOTLEADER);
+	CHECK(run_until(has_leader, NULL, 15000));
+	l = leader_index();
+	f1 = (l + 1) % N;
+	f2 = (l + 2) % N;
+
+	/* Followers gone right after a write: lease reads until it ends. */
+	w_init(&w, 5, 2, "a", "2");
+	w.req.cb = lease_write_cb;
+	CHECK_OK(tablet_write(C.n[l].t, &w.req));
+	CHECK(run_until(all_done, one, 5000));
+	CHECK_EQ_INT(w.status, 0);
+	batch_free(&w.b);
+	node_close(f1);
+	node_close(f2);
+	for (;;) {
+		lease_read(l, &r, 10000);
+		if (r.status != 0)
+			break;
+		served++;
+		last_served_ns = r.at_ns;
+		CHECK(r.at_ns < last_ack_ns + lease_ns);
+		uv_sleep(20);
+	}
+	CHECK_EQ_INT(r.status, DOCRAFT_ENOTLEADER);
+	test_note("%" PRIu64 " reads served under the lease, the last %" PRIu64
+		  " ms after the write's ack; a read after that failed at +%" PRIu64 " ms",
+		  served, (last_served_ns - last_ack_ns) / 1000000u,
+		  (r.at_ns - last_ack_ns) / 1000000u);
+	CHECK(served > 0);
+	cluster_down();
+	election_ms = 500;
+}
+
 /* All replicas stop without flushing (like kill -9: nothing was flushed but
  * what snapshots forced) and restart: identical state, and the entries
  * re-applied are at most those the stores had not flushed. */
@@ -462,9 +591,13 @@ TEST(follower_catches_up_by_copy)
 			w_init(&ws[j], 5, (uint64_t)j + 1, k, "v");
 			CHECK_OK(tablet_write(C.n[l].t, &ws[j].req));
 			list[i] = &ws[j];
-			/* One entry per few writes: run the loop now and then. */
-			if (i % 5 == 4)
-				uv_run(&C.loop, UV_RUN_NOWAIT);
+			/* One entry per 5 writes: wait for them (group commit
+			 * would put all 100 in one or two entries). */
+			if (i % 5 == 4) {
+				struct w *five[6] = {list[i - 4], list[i - 3], list[i - 2],
+						     list[i - 1], list[i], NULL};
+				CHECK(run_until(all_done, five, 10000));
+			}
 		}
 		list[100] = NULL;
 		CHECK(run_until(all_done, list, 10000));
@@ -839,4 +972,4 @@ TEST(conditional_writes)
 
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
 	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica),
-	  T(conditional_writes))
+	  T(conditional_writes), T(lease_reads))
