@@ -23,20 +23,21 @@
  * list is detached (call->conn = NULL): an answer to a detached call only
  * frees it. So a call never points at freed memory, without reference
  * counts: the connection, which dies first, cuts the links to itself.
- * Answers are written with one uv_write each (header and payload in one
- * allocation, freed in the write callback). Error handling: unknown
+ * Answers are queued on their connection and written in batches (see
+ * Output below). Error handling: unknown
  * method: INVALID_ARGUMENT "unknown method N"; more than max_inflight calls
  * on one connection: SERVICE_BUSY; a frame that does not decode: the
  * connection is closed (debug log), except an oversized request with a
  * sound header, which is answered TOO_BIG first (reading stops; the close
  * follows the write). A connection whose peer stops reading is closed once
- * its write queue exceeds four maximum frames (at least 64 MiB).
+ * its queued output (ours and libuv's) exceeds four maximum frames (at
+ * least 64 MiB).
  *
  * Client. Addresses map to a struct rpc_peer (kept until the client
  * closes: it remembers the backoff), which has at most one connection
  * (struct rpc_cconn) at a time, shared by every caller. The first call to
- * an address opens it: uv_tcp_connect, then the preamble and the request
- * are written at once (libuv queues writes until the connection is made).
+ * an address opens it: uv_tcp_connect; the preamble and the requests are
+ * queued meanwhile and written together once the connection is made.
  * Every pending call is in three places: the client's id table (to match
  * responses), the deadline heap (one timer for all deadlines, armed at the
  * earliest), and its connection's list (to fail them all when it breaks).
@@ -57,9 +58,41 @@
  * down by up to half, and calls meanwhile fail fast with UNAVAILABLE. A
  * connection that had worked is retried at once when lost.
  *
- * Memory: connections, calls and write requests are malloc'd and freed in
- * close or write callbacks; struct rpc_server, rpc_client and
- * rpc_call_req are caller memory (libuv's handle/request split). */
+ * Output. Every frame (a response, a request, the client's preamble) is
+ * one allocation, struct wreq: header and payload, with a uv_write_t and
+ * a next link. Queuing a frame appends it to its connection's output
+ * queue (struct outq) and puts the connection on its owner's dirty list
+ * (the server's, or the client's once connected); nothing is written
+ * then. The owner's check handle (flusher) writes every dirty
+ * connection's queue in order, cut into batches of at most
+ * FLUSH_MAX_FRAMES frames and FLUSH_MAX_BYTES bytes (a larger frame goes
+ * alone): one uv_write (a writev) per batch, on the uv_write_t of the
+ * batch's first frame, the batch chained by next; the write callback
+ * frees the chain. So a server answering 16 calls of one read in one
+ * turn does one write(2), not 16. Why a check handle plus an idle
+ * handle: libuv runs timers, idle, prepare, then polls for I/O, then
+ * check handles; the flusher is started with an idle handle (kick)
+ * whenever a connection becomes dirty, and an active idle handle makes
+ * the poll non-blocking, so frames queued from a timer, idle or prepare
+ * callback (the tablet layer answers from uv_prepare) are written in
+ * the same turn's check phase without waiting for I/O, those queued
+ * from I/O callbacks in the check phase right after them, and those
+ * queued from check or close callbacks at the next turn, again without
+ * blocking. Both handles stop once no connection is dirty. Frames never
+ * overtake each other: the queue is FIFO and libuv keeps its writes in
+ * order. Closing a server connection first writes what is queued (as
+ * the direct writes did: libuv writes what the socket takes at once,
+ * and the close cancels the rest); a client connection's failure drops
+ * its queue, its calls failing as before. A uv_write error fails the
+ * connection as a failed write callback does. The TOO_BIG answer
+ * before a close ("last") marks its connection, whose final batch then
+ * closes it from its write callback; nothing is queued after it
+ * (draining).
+ *
+ * Memory: connections, calls and frames are malloc'd and freed in close
+ * or write callbacks (queued frames when their connection closes);
+ * struct rpc_server, rpc_client and rpc_call_req are caller memory
+ * (libuv's handle/request split). */
 #include "common/rpc.h"
 
 #include <arpa/inet.h>
@@ -77,6 +110,8 @@
 
 #define READ_BUF_SIZE (64u << 10)
 #define WRITE_QUEUE_MIN (64u << 20)
+#define FLUSH_MAX_FRAMES 64            /* frames per uv_write */
+#define FLUSH_MAX_BYTES (1u << 20)     /* bytes per uv_write, unless one frame is larger */
 
 /* The wire status codes are the error.h codes (see proto/rpc.proto). */
 #define SAME_CODE(status, code) \
@@ -114,11 +149,19 @@ static void *xcalloc(size_t n)
 	return p;
 }
 
-/* One frame being written: header and payload in one allocation. */
+/* One frame, queued or being written: header and payload in one
+ * allocation. req is used when it is the first of a batch. */
 struct wreq {
 	uv_write_t req;
+	struct wreq *next; /* in an output queue, then in its batch */
 	size_t len;
 	uint8_t data[];
+};
+
+/* A connection's frames not yet handed to libuv, in order. */
+struct outq {
+	struct wreq *head, *tail;
+	size_t bytes;
 };
 
 /* Allocates a write of the frame hdr (hdr->len ignored) whose payload is
@@ -143,14 +186,89 @@ static struct wreq *frame_alloc(const struct rpc_frame *hdr, const ProtobufCMess
 	return w;
 }
 
-/* uv_write of w (freed here on failure, else by cb). */
-static int wreq_write(struct wreq *w, uv_stream_t *s, uv_write_cb cb)
+static void outq_push(struct outq *q, struct wreq *w)
 {
-	uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
-	int rv = uv_write(&w->req, s, &b, 1, cb);
-	if (rv != 0)
+	w->next = NULL;
+	if (q->tail != NULL)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	q->bytes += w->len;
+}
+
+static void wreq_free_chain(struct wreq *w)
+{
+	while (w != NULL) {
+		struct wreq *next = w->next;
 		free(w);
-	return rv;
+		w = next;
+	}
+}
+
+/* Drops every queued frame. */
+static void outq_clear(struct outq *q)
+{
+	wreq_free_chain(q->head);
+	q->head = q->tail = NULL;
+	q->bytes = 0;
+}
+
+/* Frees the batch a write callback's req starts. */
+static void batch_free(uv_write_t *req)
+{
+	wreq_free_chain((struct wreq *)req); /* req is the first member */
+}
+
+/* Takes the next batch off the (non-empty) q: its buffers into bufs, *n
+ * of them; returns its first frame, the batch chained by next. */
+static struct wreq *outq_take(struct outq *q, uv_buf_t *bufs, unsigned *n)
+{
+	struct wreq *first = q->head, *w = first, *last = NULL;
+	size_t bytes = 0;
+	unsigned k = 0;
+
+	while (w != NULL && k < FLUSH_MAX_FRAMES &&
+	       (k == 0 || bytes + w->len <= FLUSH_MAX_BYTES)) {
+		bufs[k++] = uv_buf_init((char *)w->data, (unsigned)w->len);
+		bytes += w->len;
+		last = w;
+		w = w->next;
+	}
+	last->next = NULL;
+	q->head = w;
+	if (w == NULL)
+		q->tail = NULL;
+	q->bytes -= bytes;
+	*n = k;
+	return first;
+}
+
+/* Hands all of q to libuv on s, in order, one uv_write per batch: cb for
+ * each batch, last_cb for the final one. Counts uv_writes into *writes and
+ * frames into *frames. Returns 0, or uv_write's error (that batch freed,
+ * later frames left in q). */
+static int outq_flush(struct outq *q, uv_stream_t *s, uv_write_cb cb, uv_write_cb last_cb,
+		      uint64_t *writes, uint64_t *frames)
+{
+	while (q->head != NULL) {
+		uv_buf_t bufs[FLUSH_MAX_FRAMES];
+		unsigned n;
+		struct wreq *first = outq_take(q, bufs, &n);
+		int rv = uv_write(&first->req, s, bufs, n, q->head == NULL ? last_cb : cb);
+		if (rv != 0) {
+			wreq_free_chain(first);
+			return rv;
+		}
+		(*writes)++;
+		*frames += n;
+	}
+	return 0;
+}
+
+static void idle_noop_cb(uv_idle_t *h)
+{
+	(void)h;
 }
 
 static size_t payload_size(const ProtobufCMessage *msg, size_t len)
@@ -189,12 +307,85 @@ struct rpc_sconn {
 	struct rpc_frame_decoder dec;
 	struct rpc_call *calls; /* handed to handlers, not answered */
 	uint32_t n_inflight;
-	bool draining; /* a final answer is being written, then close */
+	struct outq out;                           /* answers not yet written */
+	struct rpc_sconn *dirty_prev, *dirty_next; /* in srv->dirty if dirty */
+	bool dirty;
+	bool last_queued; /* the final answer is queued: close once written */
+	bool draining;    /* a final answer is being written, then close */
 	bool closing;
 	char peer[RPC_ADDRESS_MAX + 1];
 };
 
 static void sconn_close(struct rpc_sconn *c);
+static void sconn_write_cb(uv_write_t *req, int status);
+static void sconn_last_write_cb(uv_write_t *req, int status);
+
+static void server_flush_cb(uv_check_t *h);
+
+/* Puts c on the server's dirty list and makes sure it is flushed this
+ * turn (or the next, without blocking). */
+static void sconn_mark_dirty(struct rpc_sconn *c)
+{
+	struct rpc_server *srv = c->srv;
+
+	if (c->dirty || c->closing || srv->closing)
+		return;
+	c->dirty = true;
+	c->dirty_prev = NULL;
+	c->dirty_next = srv->dirty;
+	if (srv->dirty != NULL)
+		srv->dirty->dirty_prev = c;
+	srv->dirty = c;
+	uv_check_start(&srv->flusher, server_flush_cb);
+	uv_idle_start(&srv->kick, idle_noop_cb);
+}
+
+static void sconn_unmark_dirty(struct rpc_sconn *c)
+{
+	if (!c->dirty)
+		return;
+	if (c->dirty_prev != NULL)
+		c->dirty_prev->dirty_next = c->dirty_next;
+	else
+		c->srv->dirty = c->dirty_next;
+	if (c->dirty_next != NULL)
+		c->dirty_next->dirty_prev = c->dirty_prev;
+	c->dirty_prev = c->dirty_next = NULL;
+	c->dirty = false;
+}
+
+/* Hands c's queued answers to libuv. A uv_write error closes c (when it
+ * is not closing already) and drops what is left. */
+static void sconn_flush(struct rpc_sconn *c)
+{
+	struct rpc_server *srv = c->srv;
+	int rv;
+
+	rv = outq_flush(&c->out, (uv_stream_t *)c->tcp, sconn_write_cb,
+			c->last_queued ? sconn_last_write_cb : sconn_write_cb, &srv->stats.writes,
+			&srv->stats.frames_sent);
+	if (rv != 0) {
+		outq_clear(&c->out);
+		if (!c->closing) {
+			LOG_DEBUG("rpc: write to %s: %s, closing", c->peer, uv_strerror(rv));
+			sconn_close(c);
+		}
+	}
+}
+
+/* The check callback: flushes every dirty connection. */
+static void server_flush_cb(uv_check_t *h)
+{
+	struct rpc_server *srv = h->data;
+	struct rpc_sconn *c;
+
+	while ((c = srv->dirty) != NULL) {
+		sconn_unmark_dirty(c);
+		sconn_flush(c);
+	}
+	uv_check_stop(&srv->flusher);
+	uv_idle_stop(&srv->kick);
+}
 
 static void server_maybe_closed(struct rpc_server *srv)
 {
@@ -233,6 +424,11 @@ static void sconn_close(struct rpc_sconn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	/* What is queued goes out as far as the socket takes it now; the
+	 * close cancels the rest (the write callbacks free it). */
+	sconn_unmark_dirty(c);
+	if (c->out.head != NULL)
+		sconn_flush(c);
 	while ((call = c->calls) != NULL) {
 		c->calls = call->next;
 		call->conn = NULL;
@@ -246,7 +442,7 @@ static void sconn_close(struct rpc_sconn *c)
 static void sconn_write_cb(uv_write_t *req, int status)
 {
 	struct rpc_sconn *c = req->handle->data;
-	free(req);
+	batch_free(req);
 	if (status != 0 && status != UV_ECANCELED && !c->closing) {
 		LOG_DEBUG("rpc: write to %s: %s, closing", c->peer, uv_strerror(status));
 		sconn_close(c);
@@ -257,7 +453,7 @@ static void sconn_last_write_cb(uv_write_t *req, int status)
 {
 	struct rpc_sconn *c = req->handle->data;
 	(void)status;
-	free(req);
+	batch_free(req);
 	sconn_close(c);
 }
 
@@ -265,7 +461,7 @@ static void send_error(struct rpc_sconn *c, uint64_t id, uint16_t method, int co
 		       const char *message, const char *leader_address, uint64_t leader_id,
 		       bool last);
 
-/* Writes a response; last: close the connection once it is written. */
+/* Queues a response; last: close the connection once it is written. */
 static void send_response(struct rpc_sconn *c, uint64_t id, uint16_t method, int status,
 			  const ProtobufCMessage *msg, const void *p, size_t len, bool last)
 {
@@ -273,8 +469,7 @@ static void send_response(struct rpc_sconn *c, uint64_t id, uint16_t method, int
 	struct rpc_frame hdr = {.kind = RPC_FRAME_RESPONSE, .call_id = id, .method = method,
 				.status = (uint16_t)status};
 	size_t size = payload_size(msg, len);
-	struct wreq *w;
-	int rv;
+	size_t queued;
 
 	if (size > srv->opts.max_frame - RPC_FRAME_HEADER_SIZE) {
 		char m[DOCRAFT_ERRMSG_SIZE];
@@ -290,20 +485,18 @@ static void send_response(struct rpc_sconn *c, uint64_t id, uint16_t method, int
 		msg = NULL; /* not even the error fits: the bare status */
 		size = 0;
 	}
-	w = frame_alloc(&hdr, msg, p, size);
-	rv = wreq_write(w, (uv_stream_t *)c->tcp, last ? sconn_last_write_cb : sconn_write_cb);
-	if (rv != 0) {
-		LOG_DEBUG("rpc: write to %s: %s, closing", c->peer, uv_strerror(rv));
+	outq_push(&c->out, frame_alloc(&hdr, msg, p, size));
+	if (last)
+		c->last_queued = true;
+	srv->stats.replies++;
+	queued = c->out.bytes + uv_stream_get_write_queue_size((uv_stream_t *)c->tcp);
+	if (queued > write_queue_limit(srv->opts.max_frame)) {
+		LOG_WARN("rpc: %s does not read its replies (%zu bytes queued), closing", c->peer,
+			 queued);
 		sconn_close(c);
 		return;
 	}
-	srv->stats.replies++;
-	if (uv_stream_get_write_queue_size((uv_stream_t *)c->tcp) >
-	    write_queue_limit(srv->opts.max_frame)) {
-		LOG_WARN("rpc: %s does not read its replies (%zu bytes queued), closing", c->peer,
-			 uv_stream_get_write_queue_size((uv_stream_t *)c->tcp));
-		sconn_close(c);
-	}
+	sconn_mark_dirty(c);
 }
 
 static void send_error(struct rpc_sconn *c, uint64_t id, uint16_t method, int code,
@@ -610,8 +803,10 @@ int rpc_server_init(struct rpc_server *srv, uv_loop_t *loop, struct listener *l,
 	}
 	srv->rbuf = xcalloc(READ_BUF_SIZE);
 	uv_timer_init(loop, &srv->closer);
-	srv->closer.data = srv;
-	srv->n_handles = 1;
+	uv_check_init(loop, &srv->flusher);
+	uv_idle_init(loop, &srv->kick);
+	srv->closer.data = srv->flusher.data = srv->kick.data = srv;
+	srv->n_handles = 3;
 	return 0;
 }
 
@@ -657,7 +852,10 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb)
 	listener_set_handler(srv->l, LISTENER_RPC, NULL, NULL, NULL);
 	for (c = srv->conns; c != NULL; c = c->next)
 		sconn_close(c);
+	ASSERT(srv->dirty == NULL);
 	uv_close((uv_handle_t *)&srv->closer, closer_close_cb);
+	uv_close((uv_handle_t *)&srv->flusher, closer_close_cb);
+	uv_close((uv_handle_t *)&srv->kick, closer_close_cb);
 }
 
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out)
@@ -687,7 +885,11 @@ struct rpc_cconn {
 	uv_timer_t timer; /* connect timeout */
 	struct rpc_frame_decoder dec;
 	struct rpc_call_req *calls; /* sent here, not completed */
+	struct outq out;            /* preamble and requests not yet written */
+	struct rpc_cconn *dirty_prev, *dirty_next; /* in cl->dirty if dirty */
 	unsigned n_open;            /* handles not yet closed */
+	bool dirty;
+	bool preamble_sent;         /* (not counted as a frame in the stats) */
 	bool connected;             /* the TCP connection was made */
 	bool healthy;               /* a response arrived */
 	bool closing;
@@ -995,6 +1197,7 @@ static uint64_t backoff_ms(struct rpc_client *cl, unsigned failures)
  * records the failure. Idempotent. */
 static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+static void cconn_unmark_dirty(struct rpc_cconn *c);
 
 static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 {
@@ -1028,6 +1231,8 @@ static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 	}
 	while (c->calls != NULL)
 		req_defer(c->calls, code, c->connected, "%s", why);
+	cconn_unmark_dirty(c);
+	outq_clear(&c->out);
 	uv_close((uv_handle_t *)&c->tcp, cconn_close_cb);
 	uv_close((uv_handle_t *)&c->timer, cconn_close_cb);
 }
@@ -1036,10 +1241,77 @@ static void cconn_write_cb(uv_write_t *req, int status)
 {
 	struct rpc_cconn *c = req->handle->data;
 
-	free(req);
+	batch_free(req);
 	if (status != 0 && status != UV_ECANCELED && !c->closing)
 		cconn_fail(c, DOCRAFT_EUNAVAILABLE, "write to %s: %s",
 			   c->peer != NULL ? c->peer->address : "?", uv_strerror(status));
+}
+
+static void client_flush_cb(uv_check_t *h);
+
+/* Puts c on the client's dirty list if it has output to write and is
+ * connected (until then its output waits: cconn_connect_cb calls this). */
+static void cconn_mark_dirty(struct rpc_cconn *c)
+{
+	struct rpc_client *cl = c->cl;
+
+	if (c->dirty || c->out.head == NULL || !c->connected || c->closing || cl->closing)
+		return;
+	c->dirty = true;
+	c->dirty_prev = NULL;
+	c->dirty_next = cl->dirty;
+	if (cl->dirty != NULL)
+		cl->dirty->dirty_prev = c;
+	cl->dirty = c;
+	uv_check_start(&cl->flusher, client_flush_cb);
+	uv_idle_start(&cl->kick, idle_noop_cb);
+}
+
+static void cconn_unmark_dirty(struct rpc_cconn *c)
+{
+	if (!c->dirty)
+		return;
+	if (c->dirty_prev != NULL)
+		c->dirty_prev->dirty_next = c->dirty_next;
+	else
+		c->cl->dirty = c->dirty_next;
+	if (c->dirty_next != NULL)
+		c->dirty_next->dirty_prev = c->dirty_prev;
+	c->dirty_prev = c->dirty_next = NULL;
+	c->dirty = false;
+}
+
+/* Hands c's queued output to libuv; a uv_write error fails c. */
+static void cconn_flush(struct rpc_cconn *c)
+{
+	struct rpc_client *cl = c->cl;
+	uint64_t frames = 0;
+	int rv;
+
+	rv = outq_flush(&c->out, (uv_stream_t *)&c->tcp, cconn_write_cb, cconn_write_cb,
+			&cl->stats.writes, &frames);
+	if (frames > 0 && !c->preamble_sent) {
+		frames--; /* the preamble, always first */
+		c->preamble_sent = true;
+	}
+	cl->stats.frames_sent += frames;
+	if (rv != 0)
+		cconn_fail(c, DOCRAFT_EUNAVAILABLE, "write to %s: %s", c->peer->address,
+			   uv_strerror(rv));
+}
+
+/* The check callback: flushes every dirty connection. */
+static void client_flush_cb(uv_check_t *h)
+{
+	struct rpc_client *cl = h->data;
+	struct rpc_cconn *c;
+
+	while ((c = cl->dirty) != NULL) {
+		cconn_unmark_dirty(c);
+		cconn_flush(c);
+	}
+	uv_check_stop(&cl->flusher);
+	uv_idle_stop(&cl->kick);
 }
 
 static void cconn_connect_timeout_cb(uv_timer_t *t)
@@ -1171,9 +1443,12 @@ static void cconn_connect_cb(uv_connect_t *creq, int status)
 	c->connected = true;
 	uv_timer_stop(&c->timer);
 	rv = uv_read_start((uv_stream_t *)&c->tcp, cconn_alloc_cb, cconn_read_cb);
-	if (rv != 0)
+	if (rv != 0) {
 		cconn_fail(c, DOCRAFT_EUNAVAILABLE, "read from %s: %s", c->peer->address,
 			   uv_strerror(rv));
+		return;
+	}
+	cconn_mark_dirty(c); /* the preamble and the requests queued meanwhile */
 }
 
 /* Opens a connection to peer and queues the preamble. On failure returns
@@ -1223,12 +1498,7 @@ static struct rpc_cconn *cconn_open(struct rpc_client *cl, struct rpc_peer *peer
 		PANIC("out of memory");
 	memcpy(w->data, preamble, plen);
 	w->len = plen;
-	rv = wreq_write(w, (uv_stream_t *)&c->tcp, cconn_write_cb);
-	if (rv != 0) {
-		cconn_fail(c, DOCRAFT_EUNAVAILABLE, "write to %s: %s", peer->address,
-			   uv_strerror(rv));
-		return NULL;
-	}
+	outq_push(&c->out, w); /* written once connected, with the requests */
 	uv_timer_start(&c->timer, cconn_connect_timeout_cb, cl->opts.connect_timeout_ms, 0);
 	return c;
 }
@@ -1269,9 +1539,7 @@ static int start_call(struct rpc_client *cl, const char *address, uint16_t metho
 	struct rpc_peer *peer;
 	struct rpc_cconn *c;
 	size_t size;
-	struct wreq *w;
 	uint64_t now = uv_now(cl->loop);
-	int rv;
 
 	PRE(address != NULL && req != NULL && cb != NULL);
 	if (cl->closing)
@@ -1323,11 +1591,8 @@ static int start_call(struct rpc_client *cl, const char *address, uint16_t metho
 	c->calls = req;
 
 	hdr.call_id = req->id;
-	w = frame_alloc(&hdr, msg, request, size);
-	rv = wreq_write(w, (uv_stream_t *)&c->tcp, cconn_write_cb);
-	if (rv != 0)
-		cconn_fail(c, DOCRAFT_EUNAVAILABLE, "write to %s: %s", peer->address,
-			   uv_strerror(rv));
+	outq_push(&c->out, frame_alloc(&hdr, msg, request, size));
+	cconn_mark_dirty(c);
 	return 0;
 }
 
@@ -1384,9 +1649,13 @@ int rpc_client_init(struct rpc_client *cl, uv_loop_t *loop)
 		cl->rand = 1;
 	uv_timer_init(loop, &cl->deadline_timer);
 	uv_timer_init(loop, &cl->defer_timer);
+	uv_check_init(loop, &cl->flusher);
+	uv_idle_init(loop, &cl->kick);
 	cl->deadline_timer.data = cl;
 	cl->defer_timer.data = cl;
-	cl->n_handles = 2;
+	cl->flusher.data = cl;
+	cl->kick.data = cl;
+	cl->n_handles = 4;
 	return 0;
 }
 
@@ -1406,8 +1675,11 @@ void rpc_client_close(struct rpc_client *cl, rpc_client_close_cb cb)
 		for (struct rpc_peer *p = cl->peers[i]; p != NULL; p = p->next)
 			if (p->conn != NULL)
 				cconn_fail(p->conn, DOCRAFT_ECLOSED, "rpc client closing");
+	ASSERT(cl->dirty == NULL);
 	uv_close((uv_handle_t *)&cl->deadline_timer, client_timer_close_cb);
 	uv_close((uv_handle_t *)&cl->defer_timer, client_timer_close_cb);
+	uv_close((uv_handle_t *)&cl->flusher, client_timer_close_cb);
+	uv_close((uv_handle_t *)&cl->kick, client_timer_close_cb);
 }
 
 void rpc_client_get_stats(const struct rpc_client *cl, struct rpc_client_stats *out)

@@ -29,6 +29,12 @@
  * (failures found inside rpc_call are delivered from the loop); memory
  * given to a close function may be released only in or after its callback.
  *
+ * Writes are coalesced: frames queued on one connection during a loop turn
+ * (answers on the server, requests on the client) go out together, in
+ * order, with one uv_write per connection (at most 64 frames or 1 MiB
+ * each) in the check phase of that same turn; nothing waits for further
+ * I/O, whichever phase queued them (prepare callbacks included).
+ *
  * Threading: a server or client and everything it hands out belong to the
  * thread running its loop. The process must ignore SIGPIPE (listener.h).
  *
@@ -82,6 +88,8 @@ struct rpc_server_stats {
 	uint64_t busy;           /* answered SERVICE_BUSY */
 	uint64_t malformed;      /* connections closed for a malformed frame */
 	uint64_t too_big;        /* connections closed for an oversized frame */
+	uint64_t frames_sent;    /* response frames handed to the socket */
+	uint64_t writes;         /* uv_write calls carrying them (writes <= frames_sent) */
 };
 
 struct rpc_server;
@@ -126,6 +134,9 @@ struct rpc_server {
 	struct rpc_sconn *conns;
 	uint8_t *rbuf; /* one read buffer, shared by every connection */
 	uv_timer_t closer;
+	uv_check_t flusher;      /* writes out dirty connections, active while any */
+	uv_idle_t kick;          /* active with flusher: the loop polls without blocking */
+	struct rpc_sconn *dirty; /* connections with frames queued, not yet written */
 	unsigned n_handles; /* handles not yet closed */
 	bool closing;
 	rpc_server_close_cb close_cb;
@@ -210,6 +221,8 @@ struct rpc_client_stats {
 	uint64_t timeouts;         /* calls failed TIMED_OUT */
 	uint64_t fail_fast;        /* calls failed at once: address in backoff */
 	uint64_t late_replies;     /* responses to no pending call (ignored) */
+	uint64_t frames_sent;      /* request frames handed to the socket */
+	uint64_t writes;           /* uv_write calls carrying them (and preambles) */
 };
 
 /* The outcome of a call, valid only during its callback. */
@@ -270,6 +283,9 @@ struct rpc_client {
 	struct rpc_call_req *done, *done_tail; /* failed, callback not yet run */
 	uv_timer_t deadline_timer;
 	uv_timer_t defer_timer;
+	uv_check_t flusher;      /* writes out dirty connections, active while any */
+	uv_idle_t kick;          /* active with flusher: the loop polls without blocking */
+	struct rpc_cconn *dirty; /* connected, with frames queued, not yet written */
 	uint64_t next_id;
 	uint64_t rand;
 	uint8_t *rbuf; /* one read buffer, shared by every connection */

@@ -4,7 +4,10 @@
  * Round trips, 1000 calls in flight on one connection answered in reverse
  * order, deadlines and late replies, server loss and reconnection with
  * backoff, malformed and oversized frames from a raw client, server-side
- * errors with their codes and leader hint, busy servers, client close.
+ * errors with their codes and leader hint, busy servers, client close;
+ * write coalescing (one uv_write per connection per loop turn, capped at
+ * 64 frames / 1 MiB, frames in order) and frames queued from prepare and
+ * check callbacks written without waiting for other I/O.
  *
  * Every wait drives the loop until a condition holds or a guard timer
  * fires; nothing sleeps. Every case ends with uv_loop_close() == 0. */
@@ -1283,7 +1286,336 @@ TEST(calls_from_callbacks)
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
+/* A payload for call i of a batch: its index then a pattern, length
+ * varying with i. */
+static size_t batch_payload(uint32_t i, uint8_t *out, size_t base)
+{
+	size_t n = base + (i * 37) % 301;
+	out[0] = (uint8_t)(i >> 24);
+	out[1] = (uint8_t)(i >> 16);
+	out[2] = (uint8_t)(i >> 8);
+	out[3] = (uint8_t)i;
+	for (size_t k = 4; k < n; k++)
+		out[k] = (uint8_t)(i * 31 + k);
+	return n;
+}
+
+struct done_n {
+	int *done;
+	int n;
+};
+
+static bool done_reached(void *p)
+{
+	struct done_n *d = p;
+	return *d->done >= d->n;
+}
+
+/* n echo calls started in one turn; returns when all are done. */
+static void echo_batch(uv_loop_t *loop, struct client *c, const char *address, struct result *x,
+		       uint32_t n, size_t base, uint8_t *scratch)
+{
+	int done = 0;
+	struct done_n d = {&done, (int)n};
+
+	completions = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = batch_payload(i, scratch, base);
+		CHECK_OK(start(&c->cl, address, M_ECHO, scratch, len, 10000, &x[i]));
+		x[i].counter = &done;
+	}
+	CHECK(run_until(loop, done_reached, &d, 10000));
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = batch_payload(i, scratch, base);
+		CHECK_EQ_INT(x[i].status, DOCRAFT_OK);
+		CHECK_EQ_MEM(x[i].reply.data, x[i].reply.len, scratch, len);
+		/* Sent in order, answered in order of arrival, read in order. */
+		CHECK_EQ_INT(x[i].order, (int)i + 1);
+		result_free(&x[i]);
+	}
+}
+
+/* Frames queued on a connection in one loop turn leave in one uv_write
+ * (at most 64 frames or 1 MiB per uv_write), in the order queued. */
+TEST(coalesced_writes)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result *x = calloc(256, sizeof *x);
+	uint8_t *scratch = malloc(2u << 20);
+	struct rpc_client_stats cs0, cs;
+	struct rpc_server_stats ss0, ss;
+	int done;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+
+	/* 32 calls before the connection exists: the preamble and all 32
+	 * requests in one uv_write once connected; the server answers a read
+	 * burst with fewer writes than answers. */
+	echo_batch(&loop, &c, s.address, x, 32, 4, scratch);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.frames_sent, 32);
+	CHECK_EQ_U64(cs.writes, 1);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.frames_sent, 32);
+	CHECK_MSG(ss.writes < ss.frames_sent, "%llu writes for %llu frames",
+		  (unsigned long long)ss.writes, (unsigned long long)ss.frames_sent);
+
+	/* 200 calls in one turn on the open connection: 64 frames per write. */
+	cs0 = cs;
+	ss0 = ss;
+	echo_batch(&loop, &c, s.address, x, 200, 4, scratch);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.frames_sent - cs0.frames_sent, 200);
+	CHECK_EQ_U64(cs.writes - cs0.writes, 4);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.frames_sent - ss0.frames_sent, 200);
+	CHECK(ss.writes - ss0.writes >= 4 && ss.writes - ss0.writes < 200);
+
+	/* 1 MiB per write: 300,000-byte frames go three by three; a frame
+	 * over 1 MiB goes alone. */
+	cs0 = cs;
+	echo_batch(&loop, &c, s.address, x, 8, 300000 - 300, scratch);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.writes - cs0.writes, 3);
+	cs0 = cs;
+	echo_batch(&loop, &c, s.address, x, 2, 1500000, scratch);
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.writes - cs0.writes, 2);
+
+	/* Answers given in one turn, outside any read: one write for 32
+	 * answers (in reverse order, as given), four for 200. */
+	for (uint32_t round = 0; round < 2; round++) {
+		uint32_t n = round == 0 ? 32 : 200;
+		struct done_n d = {&done, (int)n};
+		done = 0;
+		completions = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			CHECK_OK(start(&c.cl, s.address, M_HOLD, &i, sizeof i, 10000, &x[i]));
+			x[i].counter = &done;
+		}
+		wait_held(&s, n);
+		rpc_server_get_stats(&s.srv, &ss0);
+		for (size_t i = n; i-- > 0;) {
+			uint8_t b[8];
+			memcpy(b, s.held[i]->request, 4);
+			memcpy(b + 4, "done", 4);
+			rpc_reply(s.held[i], b, sizeof b);
+		}
+		s.n_held = 0;
+		CHECK(run_until(&loop, done_reached, &d, 10000));
+		rpc_server_get_stats(&s.srv, &ss);
+		CHECK_EQ_U64(ss.frames_sent - ss0.frames_sent, n);
+		CHECK_EQ_U64(ss.writes - ss0.writes, round == 0 ? 1 : 4);
+		for (uint32_t i = 0; i < n; i++) {
+			CHECK_EQ_INT(x[i].status, DOCRAFT_OK);
+			CHECK_EQ_U64(x[i].reply.len, 8);
+			CHECK(memcmp(x[i].reply.data, &i, 4) == 0);
+			CHECK(memcmp(x[i].reply.data + 4, "done", 4) == 0);
+			CHECK_EQ_INT(x[i].order, (int)(n - i));
+			result_free(&x[i]);
+		}
+	}
+	rpc_client_get_stats(&c.cl, &cs);
+	CHECK_EQ_U64(cs.connects, 1);
+	CHECK_EQ_U64(cs.timeouts + cs.disconnects + cs.late_replies, 0);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+	free(scratch);
+	free(x);
+}
+
+/* A hook run once from a prepare or check callback. */
+struct hook {
+	uv_prepare_t prep;
+	uv_check_t check;
+	uv_timer_t wake; /* check hooks run after a poll: this one returns */
+	bool use_check;
+	bool armed;
+	int open;
+	void (*fn)(struct hook *);
+	struct client *c;
+	struct server *s;
+	struct result *x;
+	uint64_t at; /* loop time the hook ran */
+};
+
+static void hook_run(struct hook *h)
+{
+	if (!h->armed)
+		return;
+	h->armed = false;
+	h->at = uv_now(h->s->loop);
+	h->fn(h);
+}
+
+static void hook_prepare_cb(uv_prepare_t *p)
+{
+	hook_run(p->data);
+}
+
+static void hook_check_cb(uv_check_t *k)
+{
+	hook_run(k->data);
+}
+
+static void hook_wake_cb(uv_timer_t *t)
+{
+	(void)t;
+}
+
+static void hook_arm(struct hook *h, void (*fn)(struct hook *))
+{
+	h->fn = fn;
+	h->armed = true;
+	if (h->use_check)
+		uv_timer_start(&h->wake, hook_wake_cb, 10, 0);
+}
+
+static void hook_call(struct hook *h)
+{
+	CHECK_OK(start(&h->c->cl, h->s->address, M_HOLD, "p", 1, 1000, h->x));
+}
+
+static void hook_answer(struct hook *h)
+{
+	CHECK_EQ_U64(h->s->n_held, 1);
+	rpc_reply(h->s->held[0], "answer", 6);
+	h->s->n_held = 0;
+}
+
+static void hook_close_cb(uv_handle_t *u)
+{
+	((struct hook *)u->data)->open--;
+}
+
+static bool hook_closed(void *p)
+{
+	return ((struct hook *)p)->open == 0;
+}
+
+/* A request queued from a prepare (or check) callback, and an answer
+ * queued from one, are written without waiting for other I/O: nothing
+ * else happens on the loop, and the call's 1 s deadline would expire
+ * first if either stayed queued until the next poll returned. (A check
+ * hook runs after a poll, so a 10 ms timer ends the poll before it.) */
+static void queued_from_hook(bool use_check)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x;
+	struct hook h;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 1), DOCRAFT_OK); /* connected, idle */
+
+	memset(&h, 0, sizeof h);
+	h.c = &c;
+	h.s = &s;
+	h.x = &x;
+	h.use_check = use_check;
+	uv_timer_init(&loop, &h.wake);
+	h.wake.data = &h;
+	if (use_check) {
+		uv_check_init(&loop, &h.check);
+		h.check.data = &h;
+		uv_check_start(&h.check, hook_check_cb);
+	} else {
+		uv_prepare_init(&loop, &h.prep);
+		h.prep.data = &h;
+		uv_prepare_start(&h.prep, hook_prepare_cb);
+	}
+	/* The request, from the hook. */
+	hook_arm(&h, hook_call);
+	wait_held(&s, 1);
+	CHECK(!h.armed);
+	CHECK_MSG(uv_now(&loop) - h.at < 500, "request held after %llu ms",
+		  (unsigned long long)(uv_now(&loop) - h.at));
+	CHECK(!x.done);
+	/* The answer, from the hook. */
+	hook_arm(&h, hook_answer);
+	CHECK(run_until(&loop, result_done, &x, 5000));
+	CHECK(!h.armed);
+	CHECK_EQ_INT(x.status, DOCRAFT_OK);
+	CHECK_EQ_MEM(x.reply.data, x.reply.len, "answer", 6);
+	CHECK_MSG(x.at - h.at < 500, "answered after %llu ms", (unsigned long long)(x.at - h.at));
+	result_free(&x);
+
+	h.open = 2;
+	uv_close((uv_handle_t *)&h.wake, hook_close_cb);
+	uv_close(use_check ? (uv_handle_t *)&h.check : (uv_handle_t *)&h.prep, hook_close_cb);
+	CHECK(run_until(&loop, hook_closed, &h, 5000));
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+TEST(queued_from_prepare)
+{
+	queued_from_hook(false);
+}
+
+TEST(queued_from_check)
+{
+	queued_from_hook(true);
+}
+
+/* Closing with frames queued: the client drops its requests (the calls
+ * fail CLOSED, the server never sees them); the server writes the answers
+ * it queued before closing (as far as the socket takes them). */
+TEST(close_with_queued_frames)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct result x[5], y[3];
+	struct rpc_server_stats ss;
+	struct client c2;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	client_start(&c, &loop);
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 1), DOCRAFT_OK);
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(start(&c.cl, s.address, M_ECHO, "q", 1, 5000, &x[i]));
+	client_stop(&loop, &c); /* in the same turn: nothing written */
+	for (int i = 0; i < 5; i++) {
+		CHECK(x[i].done);
+		CHECK_EQ_INT(x[i].status, DOCRAFT_ECLOSED);
+		result_free(&x[i]);
+	}
+	run_for(&loop, 50);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.calls, 1);
+
+	/* Answers queued, then the server closes in the same turn. */
+	client_start(&c2, &loop);
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(start(&c2.cl, s.address, M_HOLD, "h", 1, 5000, &y[i]));
+	wait_held(&s, 3);
+	for (int i = 0; i < 3; i++)
+		rpc_reply(s.held[i], "bye", 3);
+	s.n_held = 0;
+	server_stop(&s);
+	for (int i = 0; i < 3; i++) {
+		CHECK(run_until(&loop, result_done, &y[i], 5000));
+		CHECK_EQ_INT(y[i].status, DOCRAFT_OK);
+		CHECK_EQ_MEM(y[i].reply.data, y[i].reply.len, "bye", 3);
+		result_free(&y[i]);
+	}
+	client_stop(&loop, &c2);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
 TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
 	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
 	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
-	  T(calls_from_callbacks))
+	  T(calls_from_callbacks), T(coalesced_writes), T(queued_from_prepare),
+	  T(queued_from_check), T(close_with_queued_frames))
