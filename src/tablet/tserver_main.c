@@ -154,27 +154,22 @@ static _Noreturn void bad_usage(const char *fmt, ...)
 	exit(2);
 }
 
-static unsigned parse_ms(const char *name, const char *v, const char *where)
+/* A whole number in 1..max, or a usage error naming what it should be. */
+static unsigned parse_uint(const char *name, const char *v, const char *where, unsigned long max,
+			   const char *what)
 {
 	char *end;
 	unsigned long x;
 	errno = 0;
 	x = strtoul(v, &end, 10);
-	if (errno != 0 || *v == '\0' || *end != '\0' || x == 0 || x > 3600000)
-		bad_usage("%s%s: '%s' is not a number of milliseconds (1..3600000)", where, name,
-			  v);
+	if (errno != 0 || *v == '\0' || *end != '\0' || x == 0 || x > max)
+		bad_usage("%s%s: '%s' is not %s (1..%lu)", where, name, v, what, max);
 	return (unsigned)x;
 }
 
-static unsigned parse_count(const char *name, const char *v, const char *where)
+static unsigned parse_ms(const char *name, const char *v, const char *where)
 {
-	char *end;
-	unsigned long x;
-	errno = 0;
-	x = strtoul(v, &end, 10);
-	if (errno != 0 || *v == '\0' || *end != '\0' || x == 0 || x > 1024)
-		bad_usage("%s%s: '%s' is not a count (1..1024)", where, name, v);
-	return (unsigned)x;
+	return parse_uint(name, v, where, 3600000, "a number of milliseconds");
 }
 
 static void copy_str(char *dst, size_t cap, const char *name, const char *v, const char *where)
@@ -201,7 +196,7 @@ static void set_option(const char *name, const char *v, const char *where)
 	} else if (strcmp(name, "heartbeat-raft-ms") == 0) {
 		c->heartbeat_raft_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "max-inflight-entries") == 0) {
-		c->max_inflight = parse_count(name, v, where);
+		c->max_inflight = parse_uint(name, v, where, 1024, "a count");
 	} else if (strcmp(name, "lease-ms") == 0) {
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {

@@ -399,6 +399,39 @@ static void done_apply_cb(struct raft_apply *req, int status, void *result)
 	d->status = status;
 }
 
+/* Three counter servers on raft_fixture, each wrapped by a rio,
+ * bootstrapped, not started (timeouts may be set first). Static storage:
+ * the fixture keeps pointers into it. */
+#define RIG_N 3
+struct rig {
+	struct raft_fixture f;
+	struct raft_fsm fsms[RIG_N];
+	struct counter_fsm cs[RIG_N];
+	struct rio rios[RIG_N];
+};
+
+static void rig_up(struct rig *g)
+{
+	struct raft_configuration conf;
+
+	memset(g, 0, sizeof *g);
+	CHECK_OK(raft_fixture_initialize(&g->f));
+	for (unsigned i = 0; i < RIG_N; i++) {
+		g->fsms[i].version = 1;
+		g->fsms[i].data = &g->cs[i];
+		g->fsms[i].apply = counter_apply;
+		g->fsms[i].snapshot = counter_snapshot;
+		g->fsms[i].restore = counter_restore;
+		CHECK_OK(raft_fixture_grow(&g->f, &g->fsms[i]));
+		g->cs[i].r = raft_fixture_get(&g->f, i);
+		CHECK_OK(rio_wrap_fixture(&g->rios[i], g->cs[i].r));
+		CHECK(g->cs[i].r->io == &g->rios[i].io);
+	}
+	CHECK_OK(raft_fixture_configuration(&g->f, RIG_N, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&g->f, &conf));
+	raft_configuration_close(&conf);
+}
+
 static bool any_leader(struct raft_fixture *f, void *arg)
 {
 	(void)arg;
@@ -410,50 +443,30 @@ static bool any_leader(struct raft_fixture *f, void *arg)
 
 TEST(fixture_cluster_applies_through_rio)
 {
-	enum { NS = 3, NREQ = 100 };
-	static struct raft_fixture f;
-	static struct raft_fsm fsms[NS];
-	static struct counter_fsm cs[NS];
-	static struct rio rios[NS];
+	enum { NREQ = 100 };
+	static struct rig g;
 	static struct raft_apply reqs[NREQ];
 	static struct done dones[NREQ];
 	struct raft_barrier barrier;
 	struct done bdone = {false, -1};
-	struct raft_configuration conf;
 	struct raft *r;
-	unsigned l = NS;
+	unsigned l = RIG_N;
 	uint64_t want_sum = 0;
 
-	memset(cs, 0, sizeof cs);
-	CHECK_OK(raft_fixture_initialize(&f));
-	for (unsigned i = 0; i < NS; i++) {
-		memset(&fsms[i], 0, sizeof fsms[i]);
-		fsms[i].version = 1;
-		fsms[i].data = &cs[i];
-		fsms[i].apply = counter_apply;
-		fsms[i].snapshot = counter_snapshot;
-		fsms[i].restore = counter_restore;
-		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
-		cs[i].r = raft_fixture_get(&f, i);
-		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
-		CHECK(cs[i].r->io == &rios[i].io);
-	}
-	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
-	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
-	raft_configuration_close(&conf);
-	CHECK_OK(raft_fixture_start(&f));
+	rig_up(&g);
+	CHECK_OK(raft_fixture_start(&g.f));
 
-	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 5000));
-	for (unsigned i = 0; i < NS; i++)
-		if (raft_state(cs[i].r) == RAFT_LEADER)
+	CHECK(raft_fixture_step_until(&g.f, any_leader, NULL, 5000));
+	for (unsigned i = 0; i < RIG_N; i++)
+		if (raft_state(g.cs[i].r) == RAFT_LEADER)
 			l = i;
-	CHECK(l < NS);
-	r = cs[l].r;
+	CHECK(l < RIG_N);
+	r = g.cs[l].r;
 	barrier.data = &bdone;
-	CHECK_OK(rio_on_leader(&rios[l], r, &barrier, done_barrier_cb));
-	CHECK_EQ_U64(rio_term_first_index(&rios[l]), barrier.index);
-	CHECK(raft_fixture_step_until_has_leader(&f, 2000));
-	CHECK_EQ_INT(raft_fixture_leader_index(&f), l);
+	CHECK_OK(rio_on_leader(&g.rios[l], r, &barrier, done_barrier_cb));
+	CHECK_EQ_U64(rio_term_first_index(&g.rios[l]), barrier.index);
+	CHECK(raft_fixture_step_until_has_leader(&g.f, 2000));
+	CHECK_EQ_INT(raft_fixture_leader_index(&g.f), l);
 
 	for (unsigned k = 0; k < NREQ; k++) {
 		struct raft_buffer buf;
@@ -468,20 +481,20 @@ TEST(fixture_cluster_applies_through_rio)
 		CHECK_OK(raft_apply(r, &reqs[k], &buf, 1, done_apply_cb));
 		want_sum += v;
 	}
-	CHECK(raft_fixture_step_until_applied(&f, NS, reqs[NREQ - 1].index, 5000));
+	CHECK(raft_fixture_step_until_applied(&g.f, RIG_N, reqs[NREQ - 1].index, 5000));
 	CHECK(bdone.done);
 	CHECK_EQ_INT(bdone.status, 0);
 	for (unsigned k = 0; k < NREQ; k++)
 		CHECK(dones[k].done && dones[k].status == 0);
-	for (unsigned i = 0; i < NS; i++) {
-		CHECK_EQ_INT(cs[i].n, NREQ);
-		CHECK_EQ_U64(cs[i].sum, want_sum);
-		CHECK_EQ_U64(cs[i].last, reqs[NREQ - 1].index);
+	for (unsigned i = 0; i < RIG_N; i++) {
+		CHECK_EQ_INT(g.cs[i].n, NREQ);
+		CHECK_EQ_U64(g.cs[i].sum, want_sum);
+		CHECK_EQ_U64(g.cs[i].last, reqs[NREQ - 1].index);
 	}
 	/* The fixture reaches its backend through r->io->impl here. */
-	CHECK(raft_fixture_step_until_delivered(&f, l, (l + 1) % NS, 1000));
-	CHECK_EQ_U64(rios[l].n_dropped, 0);
-	raft_fixture_close(&f);
+	CHECK(raft_fixture_step_until_delivered(&g.f, l, (l + 1) % RIG_N, 1000));
+	CHECK_EQ_U64(g.rios[l].n_dropped, 0);
+	raft_fixture_close(&g.f);
 }
 
 /* A replica that restarted does not vote for election_ms (the leader lease,
@@ -489,42 +502,22 @@ TEST(fixture_cluster_applies_through_rio)
  * pre-vote or vote, before 3 s of fixture time, then wins. */
 TEST(vote_quiet_delays_votes)
 {
-	enum { NS = 3 };
-	static struct raft_fixture f;
-	static struct raft_fsm fsms[NS];
-	static struct counter_fsm cs[NS];
-	static struct rio rios[NS];
-	struct raft_configuration conf;
+	static struct rig g;
 
-	memset(cs, 0, sizeof cs);
-	CHECK_OK(raft_fixture_initialize(&f));
-	for (unsigned i = 0; i < NS; i++) {
-		memset(&fsms[i], 0, sizeof fsms[i]);
-		fsms[i].version = 1;
-		fsms[i].data = &cs[i];
-		fsms[i].apply = counter_apply;
-		fsms[i].snapshot = counter_snapshot;
-		fsms[i].restore = counter_restore;
-		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
-		cs[i].r = raft_fixture_get(&f, i);
-		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
-	}
-	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
-	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
-	raft_configuration_close(&conf);
-	raft_fixture_set_randomized_election_timeout(&f, 0, 1000);
-	raft_fixture_set_randomized_election_timeout(&f, 1, 8000);
-	raft_fixture_set_randomized_election_timeout(&f, 2, 8000);
-	CHECK_OK(raft_fixture_start(&f));
-	rio_set_vote_quiet(&rios[1], 3000);
-	rio_set_vote_quiet(&rios[2], 3000);
+	rig_up(&g);
+	raft_fixture_set_randomized_election_timeout(&g.f, 0, 1000);
+	raft_fixture_set_randomized_election_timeout(&g.f, 1, 8000);
+	raft_fixture_set_randomized_election_timeout(&g.f, 2, 8000);
+	CHECK_OK(raft_fixture_start(&g.f));
+	rio_set_vote_quiet(&g.rios[1], 3000);
+	rio_set_vote_quiet(&g.rios[2], 3000);
 
-	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 10000));
-	CHECK(raft_fixture_time(&f) >= 3000);
-	CHECK(raft_fixture_time(&f) < 8000);
-	CHECK_EQ_INT(raft_state(cs[0].r), RAFT_LEADER);
-	CHECK(rios[1].n_votes_dropped > 0 && rios[2].n_votes_dropped > 0);
-	raft_fixture_close(&f);
+	CHECK(raft_fixture_step_until(&g.f, any_leader, NULL, 10000));
+	CHECK(raft_fixture_time(&g.f) >= 3000);
+	CHECK(raft_fixture_time(&g.f) < 8000);
+	CHECK_EQ_INT(raft_state(g.cs[0].r), RAFT_LEADER);
+	CHECK(g.rios[1].n_votes_dropped > 0 && g.rios[2].n_votes_dropped > 0);
+	raft_fixture_close(&g.f);
 }
 
 static void bogus_send_cb(struct raft_io_send *req, int status)
@@ -541,38 +534,18 @@ static void bogus_send_cb(struct raft_io_send *req, int status)
  * send; a candidate's reply to a real sender passes. */
 TEST(bogus_snapshot_result_refused)
 {
-	enum { NS = 3 };
-	static struct raft_fixture f;
-	static struct raft_fsm fsms[NS];
-	static struct counter_fsm cs[NS];
-	static struct rio rios[NS];
-	struct raft_configuration conf;
+	static struct rig g;
 	struct raft_message m;
 	struct raft_io_send req;
 	struct raft *r;
 
-	memset(cs, 0, sizeof cs);
-	CHECK_OK(raft_fixture_initialize(&f));
-	for (unsigned i = 0; i < NS; i++) {
-		memset(&fsms[i], 0, sizeof fsms[i]);
-		fsms[i].version = 1;
-		fsms[i].data = &cs[i];
-		fsms[i].apply = counter_apply;
-		fsms[i].snapshot = counter_snapshot;
-		fsms[i].restore = counter_restore;
-		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
-		cs[i].r = raft_fixture_get(&f, i);
-		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
-	}
-	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
-	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
-	raft_configuration_close(&conf);
-	raft_fixture_set_randomized_election_timeout(&f, 0, 1000);
-	raft_fixture_set_randomized_election_timeout(&f, 1, 8000);
-	raft_fixture_set_randomized_election_timeout(&f, 2, 8000);
-	CHECK_OK(raft_fixture_start(&f));
-	CHECK(raft_fixture_step_until_state_is(&f, 0, RAFT_CANDIDATE, 5000));
-	r = cs[0].r;
+	rig_up(&g);
+	raft_fixture_set_randomized_election_timeout(&g.f, 0, 1000);
+	raft_fixture_set_randomized_election_timeout(&g.f, 1, 8000);
+	raft_fixture_set_randomized_election_timeout(&g.f, 2, 8000);
+	CHECK_OK(raft_fixture_start(&g.f));
+	CHECK(raft_fixture_step_until_state_is(&g.f, 0, RAFT_CANDIDATE, 5000));
+	r = g.cs[0].r;
 
 	memset(&m, 0, sizeof m);
 	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
@@ -584,7 +557,7 @@ TEST(bogus_snapshot_result_refused)
 	m.server_id = 2;
 	m.server_address = "2";
 	CHECK_OK(r->io->send(r->io, &req, &m, NULL));
-	raft_fixture_close(&f);
+	raft_fixture_close(&g.f);
 }
 
 static bool barrier_done(struct raft_fixture *f, void *arg)
@@ -599,57 +572,37 @@ static bool barrier_done(struct raft_fixture *f, void *arg)
  * next answer to a heartbeat (>= 100 ms later). */
 TEST(early_barrier_ack_deferred)
 {
-	enum { NS = 3 };
-	static struct raft_fixture f;
-	static struct raft_fsm fsms[NS];
-	static struct counter_fsm cs[NS];
-	static struct rio rios[NS];
+	static struct rig g;
 	struct raft_barrier barrier;
 	struct done bdone = {false, -1};
-	struct raft_configuration conf;
 	raft_time t0, took;
-	unsigned l = NS;
+	unsigned l = RIG_N;
 
-	memset(cs, 0, sizeof cs);
-	CHECK_OK(raft_fixture_initialize(&f));
-	for (unsigned i = 0; i < NS; i++) {
-		memset(&fsms[i], 0, sizeof fsms[i]);
-		fsms[i].version = 1;
-		fsms[i].data = &cs[i];
-		fsms[i].apply = counter_apply;
-		fsms[i].snapshot = counter_snapshot;
-		fsms[i].restore = counter_restore;
-		CHECK_OK(raft_fixture_grow(&f, &fsms[i]));
-		cs[i].r = raft_fixture_get(&f, i);
-		CHECK_OK(rio_wrap_fixture(&rios[i], cs[i].r));
-	}
-	CHECK_OK(raft_fixture_configuration(&f, NS, &conf));
-	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
-	raft_configuration_close(&conf);
-	CHECK_OK(raft_fixture_start(&f));
-	CHECK(raft_fixture_step_until(&f, any_leader, NULL, 5000));
-	for (unsigned i = 0; i < NS; i++)
-		if (raft_state(cs[i].r) == RAFT_LEADER)
+	rig_up(&g);
+	CHECK_OK(raft_fixture_start(&g.f));
+	CHECK(raft_fixture_step_until(&g.f, any_leader, NULL, 5000));
+	for (unsigned i = 0; i < RIG_N; i++)
+		if (raft_state(g.cs[i].r) == RAFT_LEADER)
 			l = i;
-	CHECK(l < NS);
+	CHECK(l < RIG_N);
 	/* Fast network and follower disks, a slow leader disk. */
-	for (unsigned i = 0; i < NS; i++) {
-		raft_fixture_set_network_latency(&f, i, 2);
-		raft_fixture_set_disk_latency(&f, i, i == l ? 40 : 2);
+	for (unsigned i = 0; i < RIG_N; i++) {
+		raft_fixture_set_network_latency(&g.f, i, 2);
+		raft_fixture_set_disk_latency(&g.f, i, i == l ? 40 : 2);
 	}
-	t0 = raft_fixture_time(&f);
+	t0 = raft_fixture_time(&g.f);
 	barrier.data = &bdone;
-	CHECK_OK(rio_on_leader(&rios[l], cs[l].r, &barrier, done_barrier_cb));
-	CHECK(raft_fixture_step_until(&f, barrier_done, &bdone, 2000));
+	CHECK_OK(rio_on_leader(&g.rios[l], g.cs[l].r, &barrier, done_barrier_cb));
+	CHECK(raft_fixture_step_until(&g.f, barrier_done, &bdone, 2000));
 	CHECK_EQ_INT(bdone.status, 0);
-	took = raft_fixture_time(&f) - t0;
+	took = raft_fixture_time(&g.f) - t0;
 	test_note("barrier committed after %llu ms; acks deferred %llu, redelivered %llu",
-		  (unsigned long long)took, (unsigned long long)rios[l].n_deferred,
-		  (unsigned long long)rios[l].n_redelivered);
-	CHECK(rios[l].n_deferred > 0);
-	CHECK(rios[l].n_redelivered > 0);
+		  (unsigned long long)took, (unsigned long long)g.rios[l].n_deferred,
+		  (unsigned long long)g.rios[l].n_redelivered);
+	CHECK(g.rios[l].n_deferred > 0);
+	CHECK(g.rios[l].n_redelivered > 0);
 	CHECK(took < 90);
-	raft_fixture_close(&f);
+	raft_fixture_close(&g.f);
 }
 
 /* ---- one raft_uv instance ---- */

@@ -438,6 +438,21 @@ static void lease_write_cb(struct tablet_write *req, int status, uint64_t ht)
 	write_cb(req, status, ht);
 }
 
+/* Writes a = seq at node l (client 5), acknowledged: last_ack_ns. */
+static void lease_write(int l, uint64_t seq)
+{
+	struct w w;
+	struct w *one[2] = {&w, NULL};
+	char v[24];
+	snprintf(v, sizeof v, "%" PRIu64, seq);
+	w_init(&w, 5, seq, "a", v);
+	w.req.cb = lease_write_cb;
+	CHECK_OK(tablet_write(C.n[l].t, &w.req));
+	CHECK(run_until(all_done, one, 5000));
+	CHECK_EQ_INT(w.status, 0);
+	batch_free(&w.b);
+}
+
 /* The leader lease (election 1500 ms, lease 1050 ms). A committed write
  * gives the leader a lease: reads are answered without a barrier, even once
  * both followers are gone, when no barrier could commit; but none later
@@ -448,8 +463,6 @@ TEST(lease_reads)
 {
 	struct tablet_status st;
 	struct lr r;
-	struct w w;
-	struct w *one[2] = {&w, NULL};
 	const uint64_t lease_ns = 1050ull * 1000000u;
 	uint64_t served = 0, last_served_ns = 0;
 	int l, f1, f2;
@@ -462,12 +475,7 @@ TEST(lease_reads)
 	f2 = (l + 2) % N;
 
 	/* A transfer voids the lease: the read waits, then fails. */
-	w_init(&w, 5, 1, "a", "1");
-	w.req.cb = lease_write_cb;
-	CHECK_OK(tablet_write(C.n[l].t, &w.req));
-	CHECK(run_until(all_done, one, 5000));
-	CHECK_EQ_INT(w.status, 0);
-	batch_free(&w.b);
+	lease_write(l, 1);
 	lease_read(l, &r, 5000);
 	CHECK_EQ_INT(r.status, 0);
 	tablet_get_status(C.n[l].t, &st);
@@ -485,12 +493,7 @@ TEST(lease_reads)
 	f2 = (l + 2) % N;
 
 	/* Followers gone right after a write: lease reads until it ends. */
-	w_init(&w, 5, 2, "a", "2");
-	w.req.cb = lease_write_cb;
-	CHECK_OK(tablet_write(C.n[l].t, &w.req));
-	CHECK(run_until(all_done, one, 5000));
-	CHECK_EQ_INT(w.status, 0);
-	batch_free(&w.b);
+	lease_write(l, 2);
 	node_close(f1);
 	node_close(f2);
 	for (;;) {
