@@ -37,6 +37,7 @@
  * loop). */
 #include "client/internal.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,8 @@ static struct ctimer *drain_timer_of(docraft_client *c);
 
 int job_submit(docraft_client *c, struct job *j, docraft_req *req, docraft_req_cb cb)
 {
+	bool send;
+
 	j->c = c;
 	j->req = req;
 	j->cb = cb;
@@ -353,41 +356,45 @@ int job_submit(docraft_client *c, struct job *j, docraft_req *req, docraft_req_c
 		req->internal_ = NULL;
 		return client_error(DOCRAFT_ECLOSED, "the client is closing");
 	}
+	/* Only the job that finds the queue empty wakes the loop: the jobs
+	 * queued after it are taken by the drain that wake causes. */
+	send = c->queue_tail == NULL;
 	if (c->queue_tail != NULL)
 		c->queue_tail->next = j;
 	else
 		c->queue = j;
 	c->queue_tail = j;
-	/* Under the lock: the wake handle is closed only after a close
-	 * request, which takes this lock, so it is still open here. */
-	if (c->owns_loop)
-		uv_async_send(&c->wake);
+	if (send && c->owns_loop)
+		__atomic_add_fetch(&c->wakers, 1, __ATOMIC_SEQ_CST);
 	uv_mutex_unlock(&c->mu);
-	if (!c->owns_loop)
+	if (!c->owns_loop) {
 		ctimer_start(c, drain_timer_of(c), 0);
+	} else if (send) {
+		/* Outside the lock (the eventfd write would make every other
+		 * submitter wait for it). The wake handle is still open:
+		 * wakers was raised before any close request (both under the
+		 * lock), and the loop closes the handle only once it is 0. */
+		uv_async_send(&c->wake);
+		__atomic_sub_fetch(&c->wakers, 1, __ATOMIC_SEQ_CST);
+	}
 	return 0;
 }
 
 /* ---- blocking calls ---- */
 
-struct sync_wait {
-	uv_mutex_t mu;
-	uv_cond_t cv;
-	bool done;
-};
-
+/* A semaphore, not a mutex and a condition variable: posting makes a
+ * system call only when the caller already sleeps in the wait, and the
+ * woken caller has no lock to take. glibc's sem_post touches the
+ * semaphore no more once the count is visible, so the caller may return
+ * (and its stack frame go) as soon as its wait ends. */
 static void sync_cb(docraft_req *req)
 {
-	struct sync_wait *w = req->data;
-	uv_mutex_lock(&w->mu);
-	w->done = true;
-	uv_cond_signal(&w->cv);
-	uv_mutex_unlock(&w->mu);
+	uv_sem_post(req->data);
 }
 
 int client_wait(docraft_client *c, struct job *j, docraft_req *req)
 {
-	struct sync_wait w;
+	uv_sem_t sem;
 	uv_thread_t self = uv_thread_self();
 	int rv;
 
@@ -398,24 +405,19 @@ int client_wait(docraft_client *c, struct job *j, docraft_req *req)
 							    : "blocking calls need a client that owns "
 							      "its loop (options.loop is set)");
 	}
-	if (uv_mutex_init(&w.mu) != 0 || uv_cond_init(&w.cv) != 0)
-		PANIC("cannot create a mutex");
-	w.done = false;
-	req->data = &w;
+	if (uv_sem_init(&sem, 0) != 0)
+		PANIC("cannot create a semaphore");
+	req->data = &sem;
 	rv = job_submit(c, j, req, sync_cb);
 	if (rv == 0) {
-		uv_mutex_lock(&w.mu);
-		while (!w.done)
-			uv_cond_wait(&w.cv, &w.mu);
-		uv_mutex_unlock(&w.mu);
+		uv_sem_wait(&sem);
 		rv = req->status;
 		if (rv != 0)
 			client_error(rv, "%s", req->errmsg);
 		else
 			tls_errmsg[0] = '\0';
 	}
-	uv_cond_destroy(&w.cv);
-	uv_mutex_destroy(&w.mu);
+	uv_sem_destroy(&sem);
 	return rv;
 }
 
@@ -603,8 +605,13 @@ static void rpc_closed(struct rpc_client *cl)
 	if (c->active != NULL)
 		LOG_WARN("docraft client closed with requests still active");
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
-	if (c->owns_loop)
+	if (c->owns_loop) {
+		/* close_requested is set, so no submitter starts a wake any
+		 * more; those that started one end it in a few instructions. */
+		while (__atomic_load_n(&c->wakers, __ATOMIC_SEQ_CST) != 0)
+			sched_yield();
 		uv_close((uv_handle_t *)&c->wake, handle_closed);
+	}
 }
 
 static void begin_close(docraft_client *c)

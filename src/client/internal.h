@@ -74,6 +74,10 @@ struct docraft_client {
 	uv_async_t wake;
 	struct job *queue, *queue_tail;
 	bool close_requested;
+	/* Submitters between deciding to wake the loop (under mu, before a
+	 * close request) and the end of their uv_async_send (outside mu):
+	 * the wake handle is not closed while any (atomic). */
+	unsigned wakers;
 	void (*close_cb)(void *arg);
 	void *close_arg;
 

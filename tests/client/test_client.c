@@ -18,7 +18,8 @@
  *   - docraft_exec_cql runs the seed statements and sends the expected
  *     WriteRequests (the T2 map put, TTLs, deletes), prints SELECTs like
  *     cqlsh, points errors at their token;
- *   - the async API on a caller's loop; closing fails requests in flight;
+ *   - the async API on a caller's loop; closing fails requests in flight,
+ *     also blocking calls of many threads;
  *   - the admin commands.
  * Every key sent is also checked by the fake to hash into the tablet it
  * was sent to (the server's own decoding, rpc/wire.h). */
@@ -1257,10 +1258,90 @@ TEST(concurrent_blocking_calls)
 	stop();
 }
 
+/* Many threads in blocking calls when the client closes: every call
+ * returns (none hangs), the ones answered before with 0, the ones still
+ * in flight with DOCRAFT_ECLOSED and a message. The threads first write
+ * together (their submissions race for the loop's wake-ups), then all wait
+ * on a server that never answers, and the client is closed under them. */
+#define N_CLOSERS 32
+#define N_CLOSER_WRITES 6
+
+struct closer {
+	docraft_client *c;
+	uv_barrier_t *phase;
+	int index;
+	int failures;  /* writes before the close that did not succeed */
+	int last;      /* the write in flight at close */
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+};
+
+static void closer_main(void *arg)
+{
+	struct closer *w = arg;
+	char user[32];
+	for (int i = 0; i < N_CLOSER_WRITES; i++) {
+		snprintf(user, sizeof user, "c%d-%d", w->index, i);
+		if (write1(w->c, user, i) != 0)
+			w->failures++;
+	}
+	uv_barrier_wait(w->phase); /* every write done */
+	uv_barrier_wait(w->phase); /* the servers stopped answering */
+	snprintf(user, sizeof user, "c%d-last", w->index);
+	w->last = write1(w->c, user, 0);
+	snprintf(w->errmsg, sizeof w->errmsg, "%s", docraft_errmsg());
+}
+
+TEST(close_under_concurrent_blocking_calls)
+{
+	struct closer w[N_CLOSERS];
+	uv_thread_t th[N_CLOSERS];
+	uv_barrier_t phase;
+	docraft_client *c;
+	int held = 0;
+	start();
+	/* No attempt times out while the test waits for the held writes. */
+	c = open_client(NULL, 60000, 60000);
+	CHECK_OK(uv_barrier_init(&phase, N_CLOSERS + 1));
+	for (int i = 0; i < N_CLOSERS; i++) {
+		w[i].c = c;
+		w[i].phase = &phase;
+		w[i].index = i;
+		w[i].failures = 0;
+		w[i].last = -1;
+		w[i].errmsg[0] = '\0';
+		CHECK_OK(uv_thread_create(&th[i], closer_main, &w[i]));
+	}
+	uv_barrier_wait(&phase);
+	fake_lock(&F);
+	CHECK_EQ_INT(F.nreqs, N_CLOSERS * N_CLOSER_WRITES);
+	for (int i = 0; i < FAKE_TS; i++)
+		F.mode[i] = TS_BLACKHOLE;
+	fake_unlock(&F);
+	uv_barrier_wait(&phase);
+	for (int i = 0; i < 1000 && held < N_CLOSERS; i++) { /* every last write held */
+		fake_lock(&F);
+		held = F.nheld;
+		fake_unlock(&F);
+		if (held < N_CLOSERS)
+			uv_sleep(10);
+	}
+	CHECK_EQ_INT(held, N_CLOSERS);
+	docraft_client_close(c);
+	for (int i = 0; i < N_CLOSERS; i++) {
+		uv_thread_join(&th[i]);
+		CHECK_EQ_INT(w[i].failures, 0);
+		CHECK_EQ_INT(w[i].last, DOCRAFT_ECLOSED);
+		CHECK(w[i].errmsg[0] != '\0');
+	}
+	uv_barrier_destroy(&phase);
+	stop();
+}
+
 TEST_MAIN(T(open_validates_masters), T(hint_followed_without_master),
 	  T(no_hint_tries_next_replica), T(transport_error_refreshes),
 	  T(timeout_refreshes_same_seq), T(tablet_not_found_refreshes), T(gives_up_unavailable),
 	  T(backoff_cut_short_by_success), T(final_errors_not_retried), T(master_hint_followed), T(parallel_batches_one_per_tablet),
 	  T(get_row), T(scan_pages_and_resume), T(whole_table_scan_walks_tablets),
 	  T(exec_cql_seeds), T(exec_cql_select), T(async_on_callers_loop),
-	  T(close_fails_requests_in_flight), T(admin_commands), T(concurrent_blocking_calls))
+	  T(close_fails_requests_in_flight), T(admin_commands), T(concurrent_blocking_calls),
+	  T(close_under_concurrent_blocking_calls))
