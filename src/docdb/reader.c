@@ -37,7 +37,24 @@
  * through the same decision as a stored pair just before the stored pairs
  * of its path or of later paths, or dropped when the path's newest stored
  * version is newer. A packed row in a read that has no schema (so no
- * packings) is an error. */
+ * packings) is an error.
+ *
+ * Hot rows (many versions within the history retention). Reading must not
+ * cost one step per version:
+ *   - older versions of a decided path are ignored by feed(); after a few in
+ *     a row, feed_prefix seeks past all of them (path + '#'+1);
+ *   - only the newest visible packed row is kept when it is of the table's
+ *     current schema version: it then has a slot for every live column, so
+ *     an older packed row would add no cell (make_vcells);
+ *   - point reads (get_doc) go further: when that packed row has no TTL,
+ *     the table no default TTL and no collection column, older root entries
+ *     (packed rows, a row tombstone, a marker) cannot change the result
+ *     either: a tombstone or marker only hides older cells, and every live
+ *     column's older cells are hidden by the packed row anyway. So the rest
+ *     of the root's versions are skipped with one seek. Whether the row
+ *     really holds nothing but the liveness column and scalar columns is
+ *     checked as its subkeys are fed; a row that holds anything else is
+ *     read again without the shortcut (reread). */
 #include "docdb/ttl.h"
 #include "docdb/reader.h"
 
@@ -51,6 +68,19 @@
 #include "docdb/packed.h"
 
 #define MAX_DEPTH DOCDB_MAX_SUBKEYS
+
+static _Atomic uint64_t keys_fed;
+static _Atomic bool shortcuts = true;
+
+uint64_t reader_keys_fed(void)
+{
+	return keys_fed;
+}
+
+void reader_set_shortcuts(bool on)
+{
+	shortcuts = on;
+}
 
 struct frame {
 	size_t path_len;
@@ -100,6 +130,14 @@ struct builder {
 	size_t nvcells, vnext, vcells_cap;
 	bool vready; /* prows turned into vcells */
 	struct buf vkey; /* scratch: a virtual cell's subkey or key */
+	/* Hot rows (see the design note). */
+	bool ignored;      /* the last key fed was an older version of a decided path */
+	bool newest_full;  /* the kept packed row is of the current schema version */
+	bool root_skip_ok; /* get_doc: may skip older root versions after it */
+	bool skip_root;    /* feed asks feed_prefix to seek past the root's versions */
+	bool root_skipped; /* ... and it did: subkeys must be scalar columns */
+	bool reread;       /* they were not: read again without the shortcut */
+	struct buf seek;   /* scratch: a seek target */
 };
 
 const struct docnode *docnode_child(const struct docnode *n, const struct pv *key)
@@ -124,6 +162,7 @@ static void builder_init(struct builder *b, struct arena *a, uint64_t read_ht,
 	buf_init(&b->path);
 	buf_init(&b->pbytes);
 	buf_init(&b->vkey);
+	buf_init(&b->seek);
 }
 
 static void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
@@ -141,6 +180,11 @@ static void builder_start(struct builder *b, const uint8_t *root, size_t root_le
 	b->nvcells = 0;
 	b->vnext = 0;
 	b->vready = false;
+	b->ignored = false;
+	b->newest_full = false;
+	b->skip_root = false;
+	b->root_skipped = false;
+	b->reread = false;
 }
 
 static void builder_free(struct builder *b)
@@ -148,6 +192,7 @@ static void builder_free(struct builder *b)
 	buf_free(&b->path);
 	buf_free(&b->pbytes);
 	buf_free(&b->vkey);
+	buf_free(&b->seek);
 	free(b->prows);
 	free(b->vcells);
 }
@@ -435,6 +480,50 @@ static int feed_vcells(struct builder *b, const uint8_t *sub, size_t sub_len, si
 	return 0;
 }
 
+static bool has_collection(const struct schema *s)
+{
+	for (size_t i = 0; i < s->ncols; i++)
+		if (col_type_is_collection((enum col_type)s->cols[i].type))
+			return true;
+	return false;
+}
+
+/* The newest visible packed row was just kept (v): whether it covers every
+ * live column, and whether the rest of the root may be skipped. */
+static int note_newest_packed(struct builder *b, const struct docvalue *v)
+{
+	const struct schema_version *sv;
+	struct packed_row pr;
+	if (b->schema == NULL)
+		return 0; /* make_vcells reports it */
+	if (packed_parse_schema(v->packed, v->packed_len, b->schema, &pr, &sv, NULL) != 0)
+		return 0; /* make_vcells reports it */
+	b->newest_full = shortcuts && sv->version == b->schema->version;
+	if (b->root_skip_ok && b->newest_full && !v->has_ttl && b->default_ttl_ms == 0 &&
+	    !has_collection(b->schema)) {
+		b->skip_root = true;
+		b->root_skipped = true;
+	}
+	return 0;
+}
+
+/* Whether the subkey at p (n bytes) is the liveness column or a column of
+ * a scalar type (a dropped one included: its cells are ignored). */
+static bool scalar_column(struct builder *b, const uint8_t *p, size_t n)
+{
+	const uint8_t *q = p;
+	struct pv k;
+	const struct column *c;
+	if (key_decode_pv(&q, p + n, &k, b->a) != 0)
+		return false;
+	if (k.type == PV_SYSTEM_COLUMN_ID)
+		return k.v.i64 == LIVENESS_COLUMN_ID;
+	if (k.type != PV_COLUMN_ID || b->schema == NULL)
+		return false;
+	c = schema_find_id(b->schema, (int32_t)k.v.i64);
+	return c == NULL || !col_type_is_collection((enum col_type)c->type);
+}
+
 static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_t *val,
 		size_t vlen)
 {
@@ -444,12 +533,16 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 	struct docvalue v;
 	int rv;
 
+	b->ignored = false;
+	keys_fed++;
 	if (key_split_ht(key, klen, &plen, &d) != 0)
 		return corrupt(b, "bad hybrid time suffix");
 	if (d.ht > b->read_ht)
 		return 0;
-	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0)
+	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0) {
+		b->ignored = true;
 		return 0; /* an older version of a decided path */
+	}
 	if (plen < b->root_len || memcmp(key, b->path.data, b->root_len) != 0)
 		return corrupt(b, "key outside the document");
 
@@ -459,7 +552,11 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 		if (value_decode(val, vlen, &v) != 0)
 			return corrupt(b, "bad value");
 		if (v.kind == VAL_PACKED_ROW) {
+			if (b->nprows > 0 && b->newest_full)
+				return 0; /* adds no cell: see the design note */
 			keep_packed(b, d, &v);
+			if (b->nprows == 1 && (rv = note_newest_packed(b, &v)) != 0)
+				return rv;
 			return 0;
 		}
 		bounds[0] = b->root_len;
@@ -473,6 +570,10 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 		if (key_skip_pv(&p, end) != 0)
 			return corrupt(b, "bad subkey");
 		bounds[++nd] = (size_t)(p - key);
+	}
+	if (nd > 0 && b->root_skipped && !scalar_column(b, key + bounds[0], bounds[1] - bounds[0])) {
+		b->reread = true;
+		return 0;
 	}
 	if (nd > 0) {
 		if (!b->vready && (rv = make_vcells(b)) != 0)
@@ -553,12 +654,28 @@ static struct docnode *drop_dropped(const struct schema *s, struct docnode *root
 	return root;
 }
 
+/* Seeks past every version of the path key[0..plen) (path '#' ...). */
+static void seek_past_versions(struct builder *b, struct store_iter *it, const uint8_t *key,
+			       size_t plen)
+{
+	buf_reset(&b->seek);
+	buf_append(&b->seek, key, plen);
+	buf_push(&b->seek, KT_HYBRID_TIME + 1);
+	store_iter_seek(it, b->seek.data, b->seek.len);
+}
+
+/* Older versions of a decided path stepped over before seeking past the
+ * rest (a seek costs a few steps). */
+#define IGNORED_STEPS 4
+
 /* Feeds every pair whose key starts with prefix (exact_path: whose path is
- * exactly prefix, i.e. prefix '#' ...), starting at the iterator position. */
+ * exactly prefix, i.e. prefix '#' ...), starting at the iterator position.
+ * Stops early, with b->reread set, when a get_doc shortcut proved wrong. */
 static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *prefix,
 		       size_t plen, bool exact_path)
 {
-	for (; store_iter_valid(it); store_iter_next(it)) {
+	unsigned ignored = 0;
+	while (store_iter_valid(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = store_iter_key(it, &klen);
 		const uint8_t *v;
@@ -570,6 +687,21 @@ static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *
 		v = store_iter_value(it, &vlen);
 		if ((rv = feed(b, k, klen, v, vlen)) != 0)
 			return rv;
+		if (b->reread)
+			return 0;
+		if (b->skip_root) {
+			b->skip_root = false;
+			seek_past_versions(b, it, k, b->root_len);
+			continue;
+		}
+		if (b->ignored && shortcuts && ++ignored >= IGNORED_STEPS) {
+			ignored = 0;
+			seek_past_versions(b, it, k, b->path.len);
+			continue;
+		}
+		if (!b->ignored)
+			ignored = 0;
+		store_iter_next(it);
 	}
 	return store_iter_status(it, b->errmsg);
 }
@@ -618,18 +750,24 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 		buf_free(&path);
 		return rv;
 	}
-	path.len = dockey_len;
 	builder_init(&b, a, read_ht, default_ttl_ms, schema, errmsg);
-	builder_start(&b, dockey, dockey_len);
-
-	/* Versions of each ancestor path, then the subtree. */
-	for (size_t i = 0; i <= nsub; i++) {
-		bool last = i == nsub;
-		store_iter_seek(it, path.data, path.len);
-		if ((rv = feed_prefix(&b, it, path.data, path.len, !last)) != 0)
-			goto out;
-		if (!last)
-			key_append_pv(&path, &subkeys[i]);
+	/* A whole row may skip its older root versions (design note). */
+	b.root_skip_ok = nsub == 0 && schema != NULL;
+	for (;;) {
+		path.len = dockey_len;
+		builder_start(&b, dockey, dockey_len);
+		/* Versions of each ancestor path, then the subtree. */
+		for (size_t i = 0; i <= nsub; i++) {
+			bool last = i == nsub;
+			store_iter_seek(it, path.data, path.len);
+			if ((rv = feed_prefix(&b, it, path.data, path.len, !last)) != 0)
+				goto out;
+			if (!last)
+				key_append_pv(&path, &subkeys[i]);
+		}
+		if (!b.reread)
+			break;
+		b.root_skip_ok = false;
 	}
 	if ((rv = builder_finish(&b, &root)) != 0)
 		goto out;

@@ -118,4 +118,11 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 		struct arena *a, struct row **rows, size_t *nrows, struct buf *paging_out,
 		char *errmsg);
 
+/* Keys the readers have fed to their document builders so far, in this
+ * process (any thread): a hot row must cost a bounded number of them. */
+uint64_t reader_keys_fed(void);
+/* Tests only: off, reads step through every version of every path (the
+ * plain algorithm the hot-row shortcuts must agree with). Default on. */
+void reader_set_shortcuts(bool on);
+
 #endif
