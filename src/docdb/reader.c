@@ -43,6 +43,9 @@
  * cost one step per version:
  *   - older versions of a decided path are ignored by feed(); after a few in
  *     a row, feed_prefix seeks past all of them (path + '#'+1);
+ *   - versions newer than the read time likewise: after a few of one path,
+ *     a seek to path '#' DocHT(read_ht, max write id), its newest version
+ *     at or below the read time (reads in the past, AS OF);
  *   - only the newest visible packed row is kept when it is of the table's
  *     current schema version: it then has a slot for every live column, so
  *     an older packed row would add no cell (make_vcells);
@@ -132,6 +135,7 @@ struct builder {
 	struct buf vkey; /* scratch: a virtual cell's subkey or key */
 	/* Hot rows (see the design note). */
 	bool ignored;      /* the last key fed was an older version of a decided path */
+	size_t newer_plen; /* ... was newer than the read: its path length, else 0 */
 	bool newest_full;  /* the kept packed row is of the current schema version */
 	bool root_skip_ok; /* get_doc: may skip older root versions after it */
 	bool skip_root;    /* feed asks feed_prefix to seek past the root's versions */
@@ -534,11 +538,14 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 	int rv;
 
 	b->ignored = false;
+	b->newer_plen = 0;
 	keys_fed++;
 	if (key_split_ht(key, klen, &plen, &d) != 0)
 		return corrupt(b, "bad hybrid time suffix");
-	if (d.ht > b->read_ht)
+	if (d.ht > b->read_ht) {
+		b->newer_plen = plen;
 		return 0;
+	}
 	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0) {
 		b->ignored = true;
 		return 0; /* an older version of a decided path */
@@ -674,7 +681,7 @@ static void seek_past_versions(struct builder *b, struct store_iter *it, const u
 static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *prefix,
 		       size_t plen, bool exact_path)
 {
-	unsigned ignored = 0;
+	unsigned ignored = 0, newer = 0;
 	while (store_iter_valid(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = store_iter_key(it, &klen);
@@ -701,6 +708,26 @@ static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *
 		}
 		if (!b->ignored)
 			ignored = 0;
+		if (b->newer_plen != 0 && shortcuts) {
+			/* b->seek holds the path of the previous newer version. */
+			if (newer > 0 && b->seek.len == b->newer_plen &&
+			    memcmp(b->seek.data, k, b->newer_plen) == 0) {
+				newer++;
+			} else {
+				buf_reset(&b->seek);
+				buf_append(&b->seek, k, b->newer_plen);
+				newer = 1;
+			}
+			if (newer >= IGNORED_STEPS) {
+				newer = 0;
+				buf_push(&b->seek, KT_HYBRID_TIME);
+				docht_append(&b->seek, (struct docht){b->read_ht, UINT32_MAX});
+				store_iter_seek(it, b->seek.data, b->seek.len);
+				continue;
+			}
+		} else {
+			newer = 0;
+		}
 		store_iter_next(it);
 	}
 	return store_iter_status(it, b->errmsg);

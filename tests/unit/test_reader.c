@@ -377,8 +377,9 @@ static void scalar_table(const char *tag)
 
 /* 3000 versions of one row (a full insert, packed in the packed build,
  * every 3rd; an update of a otherwise): reading it at the newest time or
- * costs a bounded number of keys, not one per version; in the middle,
- * the versions older than the read are skipped. */
+ * or in the middle (newer versions skipped by a seek to the read time,
+ * older ones past the decided path) costs a bounded number of keys, not
+ * one per version. */
 TEST(hot_row_reads_are_bounded)
 {
 	KEY(h);
@@ -406,9 +407,8 @@ TEST(hot_row_reads_are_bounded)
 	test_note("keys fed: %" PRIu64 " at the newest time, %" PRIu64 " in the middle (%" PRIu64
 		  " without the shortcuts)", fed_new, fed_mid, plain_mid);
 	CHECK(fed_new < 64);
-	/* Versions newer than the read are still stepped over, one each;
-	 * the older half is skipped. */
-	CHECK(fed_mid * 3 < plain_mid * 2);
+	CHECK(fed_mid < 64);
+	CHECK(plain_mid > 1500);
 	ctx_close();
 }
 
