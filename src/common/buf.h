@@ -6,6 +6,7 @@
 #ifndef DOCRAFT_COMMON_BUF_H
 #define DOCRAFT_COMMON_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -59,6 +60,23 @@ static inline uint64_t be64_load(const uint8_t *p)
 static inline uint32_t le32_load(const uint8_t *p)
 {
 	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+/* Reads a field written as a BE32 length and that many bytes at *p, never
+ * past end: *field and *len get it and *p moves past it; false (nothing moved)
+ * when it does not fit. */
+static inline bool be32_field_take(const uint8_t **p, const uint8_t *end, const uint8_t **field,
+				   size_t *len)
+{
+	uint32_t n;
+	if (end - *p < 4)
+		return false;
+	n = be32_load(*p);
+	if ((size_t)(end - *p) - 4 < n)
+		return false;
+	*field = *p + 4;
+	*len = n;
+	*p += 4 + (size_t)n;
+	return true;
 }
 
 #endif

@@ -34,20 +34,6 @@ void condition_encode(struct buf *out, const struct condition *c, size_t n)
 	buf_free(&v);
 }
 
-/* Reads a BE32 length-prefixed field at *p; false when it does not fit. */
-static bool take_field(const uint8_t **p, const uint8_t *end, const uint8_t **field, size_t *len)
-{
-	uint32_t n;
-	if (end - *p < 4)
-		return false;
-	n = be32_load(*p);
-	if ((size_t)(end - *p) - 4 < n)
-		return false;
-	*field = *p + 4;
-	*len = n;
-	*p += 4 + (size_t)n;
-	return true;
-}
 
 static bool value_type_ok(uint8_t t)
 {
@@ -87,7 +73,7 @@ static int decode(const uint8_t *p, size_t len, struct condition *out, size_t ca
 		size_t flen;
 		uint32_t id;
 		memset(&c, 0, sizeof c);
-		if (!take_field(&p, end, &f, &flen))
+		if (!be32_field_take(&p, end, &f, &flen))
 			return err_set(errmsg, DOCRAFT_ECORRUPT, "condition %u: truncated DocKey",
 				       i + 1);
 		if (flen == 0 || dockey_prefix_len(f, flen) != flen)
@@ -108,7 +94,7 @@ static int decode(const uint8_t *p, size_t len, struct condition *out, size_t ca
 		c.has_value = p[4] == 1;
 		p += 5;
 		if (c.has_value) {
-			if (!take_field(&p, end, &f, &flen))
+			if (!be32_field_take(&p, end, &f, &flen))
 				return err_set(errmsg, DOCRAFT_ECORRUPT,
 					       "condition %u: truncated value", i + 1);
 			if (value_decode_pv(f, flen, &c.value) != 0 || !value_type_ok(c.value.type))

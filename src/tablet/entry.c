@@ -62,20 +62,6 @@ static int truncated(struct entry_reader *r, char *errmsg)
 	return -DOCRAFT_ECORRUPT;
 }
 
-/* A BE32 length and that many bytes at *p (never past end). */
-static bool take(const uint8_t **p, const uint8_t *end, const uint8_t **field, size_t *len)
-{
-	uint32_t n;
-	if (end - *p < 4)
-		return false;
-	n = be32_load(*p);
-	if ((size_t)(end - *p) - 4 < n)
-		return false;
-	*field = *p + 4;
-	*len = n;
-	*p += 4 + (size_t)n;
-	return true;
-}
 
 int entry_next(struct entry_reader *r, struct entry_request *out, char *errmsg)
 {
@@ -104,7 +90,7 @@ int entry_next(struct entry_reader *r, struct entry_request *out, char *errmsg)
 	if (r->version >= 2) {
 		const uint8_t *c;
 		size_t clen;
-		if (!take(&p, r->end, &c, &clen))
+		if (!be32_field_take(&p, r->end, &c, &clen))
 			return truncated(r, errmsg);
 		if (clen > 0) {
 			if (r->n_requests != 1) {
@@ -119,7 +105,7 @@ int entry_next(struct entry_reader *r, struct entry_request *out, char *errmsg)
 			out->cond_len = clen;
 		}
 	}
-	if (!take(&p, r->end, &out->batch, &out->batch_len))
+	if (!be32_field_take(&p, r->end, &out->batch, &out->batch_len))
 		return truncated(r, errmsg);
 	if (batch_validate(out->batch, out->batch_len, &count, errmsg) != 0)
 		return -DOCRAFT_ECORRUPT;
