@@ -196,18 +196,7 @@ static void at_exit(void)
 
 static void on_signal(int sig)
 {
-	proc_kill_all_from_signal();
-	if (C.made_base && !O.keep) {
-		pid_t pid = fork();
-		if (pid == 0) {
-			execl("/bin/rm", "rm", "-rf", "--", C.base, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
+	proc_die_of_signal(sig, C.made_base && !O.keep ? C.base : NULL);
 }
 
 static void die(const char *fmt, ...)

@@ -347,6 +347,22 @@ void proc_kill_all_from_signal(void)
 	}
 }
 
+void proc_die_of_signal(int sig, const char *dir)
+{
+	proc_kill_all_from_signal();
+	if (dir != NULL) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/rm", "rm", "-rf", "--", dir, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int proc_kill_all(void)
 {
 	int n = 0;

@@ -71,6 +71,11 @@ int proc_kill_all(void);
  * without reaping (for a signal handler that is about to end the process). */
 void proc_kill_all_from_signal(void);
 
+/* For a fatal signal's handler (SIGTERM from a meson timeout, SIGINT,
+ * SIGHUP): proc_kill_all_from_signal, then removes dir when it is not NULL
+ * (fork + exec rm -rf: async-signal-safe), then dies of sig. */
+void proc_die_of_signal(int sig, const char *dir);
+
 /* Milliseconds of a monotonic clock. */
 uint64_t proc_now_ms(void);
 

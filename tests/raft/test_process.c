@@ -495,18 +495,7 @@ static void cleanup_at_exit(void)
  * the signal. */
 static void on_fatal_signal(int sig)
 {
-	proc_kill_all_from_signal();
-	if (C.active) {
-		pid_t pid = fork();
-		if (pid == 0) {
-			execl("/bin/rm", "rm", "-rf", "--", C.base, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
+	proc_die_of_signal(sig, C.active ? C.base : NULL);
 }
 
 static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned trailing)
