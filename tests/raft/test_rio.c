@@ -441,6 +441,19 @@ static bool any_leader(struct raft_fixture *f, void *arg)
 	return false;
 }
 
+/* Starts the rig and steps until a leader exists: its index. */
+static unsigned rig_start_leader(struct rig *g)
+{
+	unsigned l = RIG_N;
+	CHECK_OK(raft_fixture_start(&g->f));
+	CHECK(raft_fixture_step_until(&g->f, any_leader, NULL, 5000));
+	for (unsigned i = 0; i < RIG_N; i++)
+		if (raft_state(g->cs[i].r) == RAFT_LEADER)
+			l = i;
+	CHECK(l < RIG_N);
+	return l;
+}
+
 TEST(fixture_cluster_applies_through_rio)
 {
 	enum { NREQ = 100 };
@@ -450,17 +463,11 @@ TEST(fixture_cluster_applies_through_rio)
 	struct raft_barrier barrier;
 	struct done bdone = {false, -1};
 	struct raft *r;
-	unsigned l = RIG_N;
+	unsigned l;
 	uint64_t want_sum = 0;
 
 	rig_up(&g);
-	CHECK_OK(raft_fixture_start(&g.f));
-
-	CHECK(raft_fixture_step_until(&g.f, any_leader, NULL, 5000));
-	for (unsigned i = 0; i < RIG_N; i++)
-		if (raft_state(g.cs[i].r) == RAFT_LEADER)
-			l = i;
-	CHECK(l < RIG_N);
+	l = rig_start_leader(&g);
 	r = g.cs[l].r;
 	barrier.data = &bdone;
 	CHECK_OK(rio_on_leader(&g.rios[l], r, &barrier, done_barrier_cb));
@@ -576,15 +583,10 @@ TEST(early_barrier_ack_deferred)
 	struct raft_barrier barrier;
 	struct done bdone = {false, -1};
 	raft_time t0, took;
-	unsigned l = RIG_N;
+	unsigned l;
 
 	rig_up(&g);
-	CHECK_OK(raft_fixture_start(&g.f));
-	CHECK(raft_fixture_step_until(&g.f, any_leader, NULL, 5000));
-	for (unsigned i = 0; i < RIG_N; i++)
-		if (raft_state(g.cs[i].r) == RAFT_LEADER)
-			l = i;
-	CHECK(l < RIG_N);
+	l = rig_start_leader(&g);
 	/* Fast network and follower disks, a slow leader disk. */
 	for (unsigned i = 0; i < RIG_N; i++) {
 		raft_fixture_set_network_latency(&g.f, i, 2);

@@ -250,13 +250,14 @@ static int count_pairs(int i)
 	return n;
 }
 
-/* A checksum of every stored pair of a replica. */
-static uint64_t checksum(int i)
+/* FNV-1a of replica i's pairs in [lo, hi) (hi NULL: to the end); *n gets
+ * their count when not NULL. */
+static uint64_t checksum_range(int i, uint8_t lo, const uint8_t *hi, int *n)
 {
-	const uint8_t lo = KT_GROUP_END;
-	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, NULL, 0);
+	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, hi, hi ? 1 : 0);
 	uint64_t h = 1469598103934665603ULL;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+	int count = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it), count++) {
 		size_t kl, vl;
 		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
 		for (size_t j = 0; j < kl; j++)
@@ -266,7 +267,15 @@ static uint64_t checksum(int i)
 		h = (h ^ 0xFF) * 1099511628211ULL;
 	}
 	store_iter_free(it);
+	if (n != NULL)
+		*n = count;
 	return h;
+}
+
+/* A checksum of every stored pair of a replica. */
+static uint64_t checksum(int i)
+{
+	return checksum_range(i, KT_GROUP_END, NULL, NULL);
 }
 
 #define NW 200
@@ -813,20 +822,9 @@ static void cw_run(int l, struct cw **cs)
 /* A checksum of replica i's retry records (internal prefix 0x02). */
 static uint64_t retry_checksum(int i)
 {
-	const uint8_t lo = 0x02, hi = 0x03;
-	struct store_iter *it = store_iter_new(tablet_store(C.n[i].t), &lo, 1, &hi, 1);
-	uint64_t h = 1469598103934665603ULL;
-	int n = 0;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it), n++) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
-		for (size_t j = 0; j < kl; j++)
-			h = (h ^ k[j]) * 1099511628211ULL;
-		for (size_t j = 0; j < vl; j++)
-			h = (h ^ v[j]) * 1099511628211ULL;
-		h = (h ^ 0xFF) * 1099511628211ULL;
-	}
-	store_iter_free(it);
+	const uint8_t hi = 0x03;
+	int n;
+	uint64_t h = checksum_range(i, 0x02, &hi, &n);
 	CHECK(n > 0);
 	return h;
 }
