@@ -219,6 +219,14 @@ int docraft_admin_tables(docraft_client *c, const docraft_printer *p)
 	return 0;
 }
 
+static int by_start(const void *a, const void *b)
+{
+	const Docraft__TabletLocation *x = *(Docraft__TabletLocation *const *)a;
+	const Docraft__TabletLocation *y = *(Docraft__TabletLocation *const *)b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The table's GetTable answer, its tablets sorted by partition start. */
 static int get_table(docraft_client *c, const char *table, Docraft__GetTableResponse **out)
 {
 	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
@@ -235,14 +243,8 @@ static int get_table(docraft_client *c, const char *table, Docraft__GetTableResp
 	buf_free(&reply);
 	if (*out == NULL)
 		return client_error(DOCRAFT_ECORRUPT, "GetTable answer does not decode");
+	qsort((*out)->tablets, (*out)->n_tablets, sizeof *(*out)->tablets, by_start);
 	return 0;
-}
-
-static int by_start(const void *a, const void *b)
-{
-	const Docraft__TabletLocation *x = *(Docraft__TabletLocation *const *)a;
-	const Docraft__TabletLocation *y = *(Docraft__TabletLocation *const *)b;
-	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_printer *p)
@@ -256,7 +258,6 @@ int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_pr
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
 	if ((rv = get_table(c, table, &resp)) != 0)
 		return rv;
-	qsort(resp->tablets, resp->n_tablets, sizeof *resp->tablets, by_start);
 	table_init(&t, 4, header);
 	for (size_t i = 0; i < resp->n_tablets; i++) {
 		const Docraft__TabletLocation *loc = resp->tablets[i];
@@ -509,7 +510,6 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
 	if ((rv = get_table(c, table, &resp)) != 0)
 		return rv;
-	qsort(resp->tablets, resp->n_tablets, sizeof *resp->tablets, by_start);
 	for (size_t i = 0; i < resp->n_tablets; i++) {
 		const Docraft__TabletLocation *loc = resp->tablets[i];
 		if (!checksum_tablet(c, table, loc, p, unavail, sizeof unavail))
