@@ -271,6 +271,61 @@ static void idle_noop_cb(uv_idle_t *h)
 	(void)h;
 }
 
+#define CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* The dirty list of a server or a client (struct rpc_flusher, rpc.h). */
+static void flusher_init(uv_loop_t *loop, struct rpc_flusher *f, void *owner)
+{
+	uv_check_init(loop, &f->check);
+	uv_idle_init(loop, &f->kick);
+	f->check.data = f->kick.data = owner;
+	f->head = NULL;
+}
+
+/* Lists l (once) and makes sure cb runs this turn, or the next without
+ * blocking. */
+static void flusher_add(struct rpc_flusher *f, struct rpc_dirty_link *l, uv_check_cb cb)
+{
+	if (l->on)
+		return;
+	l->on = true;
+	l->prev = NULL;
+	l->next = f->head;
+	if (f->head != NULL)
+		f->head->prev = l;
+	f->head = l;
+	uv_check_start(&f->check, cb);
+	uv_idle_start(&f->kick, idle_noop_cb);
+}
+
+static void flusher_remove(struct rpc_flusher *f, struct rpc_dirty_link *l)
+{
+	if (!l->on)
+		return;
+	if (l->prev != NULL)
+		l->prev->next = l->next;
+	else
+		f->head = l->next;
+	if (l->next != NULL)
+		l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+	l->on = false;
+}
+
+/* For the check callback: the next listed connection (unlisted), or NULL
+ * once none is left (the handles then stop). */
+static struct rpc_dirty_link *flusher_take(struct rpc_flusher *f)
+{
+	struct rpc_dirty_link *l = f->head;
+	if (l == NULL) {
+		uv_check_stop(&f->check);
+		uv_idle_stop(&f->kick);
+		return NULL;
+	}
+	flusher_remove(f, l);
+	return l;
+}
+
 static size_t payload_size(const ProtobufCMessage *msg, size_t len)
 {
 	return msg != NULL ? protobuf_c_message_get_packed_size(msg) : len;
@@ -308,8 +363,7 @@ struct rpc_sconn {
 	struct rpc_call *calls; /* handed to handlers, not answered */
 	uint32_t n_inflight;
 	struct outq out;                           /* answers not yet written */
-	struct rpc_sconn *dirty_prev, *dirty_next; /* in srv->dirty if dirty */
-	bool dirty;
+	struct rpc_dirty_link dirty;               /* in srv->flush when queued */
 	bool last_queued; /* the final answer is queued: close once written */
 	bool draining;    /* a final answer is being written, then close */
 	bool closing;
@@ -322,36 +376,12 @@ static void sconn_last_write_cb(uv_write_t *req, int status);
 
 static void server_flush_cb(uv_check_t *h);
 
-/* Puts c on the server's dirty list and makes sure it is flushed this
- * turn (or the next, without blocking). */
+/* Puts c on the server's dirty list (flushed this turn, or the next
+ * without blocking). */
 static void sconn_mark_dirty(struct rpc_sconn *c)
 {
-	struct rpc_server *srv = c->srv;
-
-	if (c->dirty || c->closing || srv->closing)
-		return;
-	c->dirty = true;
-	c->dirty_prev = NULL;
-	c->dirty_next = srv->dirty;
-	if (srv->dirty != NULL)
-		srv->dirty->dirty_prev = c;
-	srv->dirty = c;
-	uv_check_start(&srv->flusher, server_flush_cb);
-	uv_idle_start(&srv->kick, idle_noop_cb);
-}
-
-static void sconn_unmark_dirty(struct rpc_sconn *c)
-{
-	if (!c->dirty)
-		return;
-	if (c->dirty_prev != NULL)
-		c->dirty_prev->dirty_next = c->dirty_next;
-	else
-		c->srv->dirty = c->dirty_next;
-	if (c->dirty_next != NULL)
-		c->dirty_next->dirty_prev = c->dirty_prev;
-	c->dirty_prev = c->dirty_next = NULL;
-	c->dirty = false;
+	if (!c->closing && !c->srv->closing)
+		flusher_add(&c->srv->flush, &c->dirty, server_flush_cb);
 }
 
 /* Hands c's queued answers to libuv. A uv_write error closes c (when it
@@ -377,14 +407,10 @@ static void sconn_flush(struct rpc_sconn *c)
 static void server_flush_cb(uv_check_t *h)
 {
 	struct rpc_server *srv = h->data;
-	struct rpc_sconn *c;
+	struct rpc_dirty_link *l;
 
-	while ((c = srv->dirty) != NULL) {
-		sconn_unmark_dirty(c);
-		sconn_flush(c);
-	}
-	uv_check_stop(&srv->flusher);
-	uv_idle_stop(&srv->kick);
+	while ((l = flusher_take(&srv->flush)) != NULL)
+		sconn_flush(CONTAINER_OF(l, struct rpc_sconn, dirty));
 }
 
 static void server_maybe_closed(struct rpc_server *srv)
@@ -426,7 +452,7 @@ static void sconn_close(struct rpc_sconn *c)
 	c->closing = true;
 	/* What is queued goes out as far as the socket takes it now; the
 	 * close cancels the rest (the write callbacks free it). */
-	sconn_unmark_dirty(c);
+	flusher_remove(&c->srv->flush, &c->dirty);
 	if (c->out.head != NULL)
 		sconn_flush(c);
 	while ((call = c->calls) != NULL) {
@@ -803,9 +829,8 @@ int rpc_server_init(struct rpc_server *srv, uv_loop_t *loop, struct listener *l,
 	}
 	srv->rbuf = xcalloc(READ_BUF_SIZE);
 	uv_timer_init(loop, &srv->closer);
-	uv_check_init(loop, &srv->flusher);
-	uv_idle_init(loop, &srv->kick);
-	srv->closer.data = srv->flusher.data = srv->kick.data = srv;
+	flusher_init(loop, &srv->flush, srv);
+	srv->closer.data = srv;
 	srv->n_handles = 3;
 	return 0;
 }
@@ -852,10 +877,10 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb)
 	listener_set_handler(srv->l, LISTENER_RPC, NULL, NULL, NULL);
 	for (c = srv->conns; c != NULL; c = c->next)
 		sconn_close(c);
-	ASSERT(srv->dirty == NULL);
+	ASSERT(srv->flush.head == NULL);
 	uv_close((uv_handle_t *)&srv->closer, closer_close_cb);
-	uv_close((uv_handle_t *)&srv->flusher, closer_close_cb);
-	uv_close((uv_handle_t *)&srv->kick, closer_close_cb);
+	uv_close((uv_handle_t *)&srv->flush.check, closer_close_cb);
+	uv_close((uv_handle_t *)&srv->flush.kick, closer_close_cb);
 }
 
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out)
@@ -886,9 +911,8 @@ struct rpc_cconn {
 	struct rpc_frame_decoder dec;
 	struct rpc_call_req *calls; /* sent here, not completed */
 	struct outq out;            /* preamble and requests not yet written */
-	struct rpc_cconn *dirty_prev, *dirty_next; /* in cl->dirty if dirty */
+	struct rpc_dirty_link dirty;               /* in cl->flush when queued */
 	unsigned n_open;            /* handles not yet closed */
-	bool dirty;
 	bool preamble_sent;         /* (not counted as a frame in the stats) */
 	bool connected;             /* the TCP connection was made */
 	bool healthy;               /* a response arrived */
@@ -1197,7 +1221,6 @@ static uint64_t backoff_ms(struct rpc_client *cl, unsigned failures)
  * records the failure. Idempotent. */
 static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void cconn_unmark_dirty(struct rpc_cconn *c);
 
 static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 {
@@ -1231,7 +1254,7 @@ static void cconn_fail(struct rpc_cconn *c, int code, const char *fmt, ...)
 	}
 	while (c->calls != NULL)
 		req_defer(c->calls, code, c->connected, "%s", why);
-	cconn_unmark_dirty(c);
+	flusher_remove(&c->cl->flush, &c->dirty);
 	outq_clear(&c->out);
 	uv_close((uv_handle_t *)&c->tcp, cconn_close_cb);
 	uv_close((uv_handle_t *)&c->timer, cconn_close_cb);
@@ -1253,32 +1276,8 @@ static void client_flush_cb(uv_check_t *h);
  * connected (until then its output waits: cconn_connect_cb calls this). */
 static void cconn_mark_dirty(struct rpc_cconn *c)
 {
-	struct rpc_client *cl = c->cl;
-
-	if (c->dirty || c->out.head == NULL || !c->connected || c->closing || cl->closing)
-		return;
-	c->dirty = true;
-	c->dirty_prev = NULL;
-	c->dirty_next = cl->dirty;
-	if (cl->dirty != NULL)
-		cl->dirty->dirty_prev = c;
-	cl->dirty = c;
-	uv_check_start(&cl->flusher, client_flush_cb);
-	uv_idle_start(&cl->kick, idle_noop_cb);
-}
-
-static void cconn_unmark_dirty(struct rpc_cconn *c)
-{
-	if (!c->dirty)
-		return;
-	if (c->dirty_prev != NULL)
-		c->dirty_prev->dirty_next = c->dirty_next;
-	else
-		c->cl->dirty = c->dirty_next;
-	if (c->dirty_next != NULL)
-		c->dirty_next->dirty_prev = c->dirty_prev;
-	c->dirty_prev = c->dirty_next = NULL;
-	c->dirty = false;
+	if (c->out.head != NULL && c->connected && !c->closing && !c->cl->closing)
+		flusher_add(&c->cl->flush, &c->dirty, client_flush_cb);
 }
 
 /* Hands c's queued output to libuv; a uv_write error fails c. */
@@ -1304,14 +1303,10 @@ static void cconn_flush(struct rpc_cconn *c)
 static void client_flush_cb(uv_check_t *h)
 {
 	struct rpc_client *cl = h->data;
-	struct rpc_cconn *c;
+	struct rpc_dirty_link *l;
 
-	while ((c = cl->dirty) != NULL) {
-		cconn_unmark_dirty(c);
-		cconn_flush(c);
-	}
-	uv_check_stop(&cl->flusher);
-	uv_idle_stop(&cl->kick);
+	while ((l = flusher_take(&cl->flush)) != NULL)
+		cconn_flush(CONTAINER_OF(l, struct rpc_cconn, dirty));
 }
 
 static void cconn_connect_timeout_cb(uv_timer_t *t)
@@ -1649,12 +1644,9 @@ int rpc_client_init(struct rpc_client *cl, uv_loop_t *loop)
 		cl->rand = 1;
 	uv_timer_init(loop, &cl->deadline_timer);
 	uv_timer_init(loop, &cl->defer_timer);
-	uv_check_init(loop, &cl->flusher);
-	uv_idle_init(loop, &cl->kick);
+	flusher_init(loop, &cl->flush, cl);
 	cl->deadline_timer.data = cl;
 	cl->defer_timer.data = cl;
-	cl->flusher.data = cl;
-	cl->kick.data = cl;
 	cl->n_handles = 4;
 	return 0;
 }
@@ -1675,11 +1667,11 @@ void rpc_client_close(struct rpc_client *cl, rpc_client_close_cb cb)
 		for (struct rpc_peer *p = cl->peers[i]; p != NULL; p = p->next)
 			if (p->conn != NULL)
 				cconn_fail(p->conn, DOCRAFT_ECLOSED, "rpc client closing");
-	ASSERT(cl->dirty == NULL);
+	ASSERT(cl->flush.head == NULL);
 	uv_close((uv_handle_t *)&cl->deadline_timer, client_timer_close_cb);
 	uv_close((uv_handle_t *)&cl->defer_timer, client_timer_close_cb);
-	uv_close((uv_handle_t *)&cl->flusher, client_timer_close_cb);
-	uv_close((uv_handle_t *)&cl->kick, client_timer_close_cb);
+	uv_close((uv_handle_t *)&cl->flush.check, client_timer_close_cb);
+	uv_close((uv_handle_t *)&cl->flush.kick, client_timer_close_cb);
 }
 
 void rpc_client_get_stats(const struct rpc_client *cl, struct rpc_client_stats *out)

@@ -122,6 +122,18 @@ typedef void (*rpc_handler_cb)(void *arg, struct rpc_call *call);
 /* The server's memory may be released from here on. */
 typedef void (*rpc_server_close_cb)(struct rpc_server *srv);
 
+/* Private (rpc.c "Output"): the connections of a server or a client with
+ * frames queued, written out once per loop turn. */
+struct rpc_dirty_link {
+	struct rpc_dirty_link *prev, *next;
+	bool on; /* in the list */
+};
+struct rpc_flusher {
+	uv_check_t check;            /* writes out the listed connections, active while any */
+	uv_idle_t kick;              /* active with check: the loop polls without blocking */
+	struct rpc_dirty_link *head;
+};
+
 struct rpc_server {
 	void *data; /* free for the owner */
 
@@ -134,9 +146,7 @@ struct rpc_server {
 	struct rpc_sconn *conns;
 	uint8_t *rbuf; /* one read buffer, shared by every connection */
 	uv_timer_t closer;
-	uv_check_t flusher;      /* writes out dirty connections, active while any */
-	uv_idle_t kick;          /* active with flusher: the loop polls without blocking */
-	struct rpc_sconn *dirty; /* connections with frames queued, not yet written */
+	struct rpc_flusher flush; /* connections with frames queued, not yet written */
 	unsigned n_handles; /* handles not yet closed */
 	bool closing;
 	rpc_server_close_cb close_cb;
@@ -283,9 +293,7 @@ struct rpc_client {
 	struct rpc_call_req *done, *done_tail; /* failed, callback not yet run */
 	uv_timer_t deadline_timer;
 	uv_timer_t defer_timer;
-	uv_check_t flusher;      /* writes out dirty connections, active while any */
-	uv_idle_t kick;          /* active with flusher: the loop polls without blocking */
-	struct rpc_cconn *dirty; /* connected, with frames queued, not yet written */
+	struct rpc_flusher flush; /* connected ones with frames queued, not yet written */
 	uint64_t next_id;
 	uint64_t rand;
 	uint8_t *rbuf; /* one read buffer, shared by every connection */
