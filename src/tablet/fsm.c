@@ -75,7 +75,7 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 		failed(f, errmsg);
 		return RAFT_MALFORMED;
 	}
-	retry_changes_reset(&f->changes);
+	retry_changes_reset(&f->changes, idx);
 	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
 		int status = 0;
 		if (retry_applied(&f->retry, q.client_id, q.seq))
@@ -112,6 +112,7 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 		rv = RAFT_MALFORMED;
 		goto out;
 	}
+	/* The deletes retry_record queued, then one chunk put per client. */
 	retry_changes_finish(&f->changes);
 	rv = store_apply_parts(f->store, pp, np, f->changes.raw, f->changes.n, er.ht, idx, errmsg);
 	if (rv != 0) {

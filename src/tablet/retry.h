@@ -4,18 +4,56 @@
  * whose condition was false, DOCRAFT_ECONDITION (never evaluated twice).
  *
  * The table is part of the replicated state: every replica updates it while
- * applying an entry, deterministically from the entry and the store, and
- * persists the change in the same RocksDB write as the entry's data (records
- * under the internal prefix 0x02: 0x02 | client id | BE64 seq -> BE64 hybrid
- * time for an applied write, the original format, or BE64 hybrid time | u8
- * outcome for any other outcome: 1 = condition false, nothing applied).
- * After a restart it is loaded from RocksDB, so it matches the applied
- * marker exactly; replayed entries then update it as they apply.
+ * applying an entry, deterministically from the entry and the table, and
+ * persists the change in the same RocksDB write as the entry's data. After a
+ * restart it is loaded from RocksDB and must equal exactly the table of a
+ * replica that never restarted (apply consults it).
  *
  * A client sends with each write the smallest sequence number it still has
- * in flight (min_running); records below it are forgotten, since that client
- * will never retry them. Records of clients that went away stay until a
- * later version adds time-based expiry (see docs/replication.md).
+ * in flight (min_running). Recording a request first forgets the client's
+ * seqs below its drop point min(min_running, seq), since that client will
+ * never retry them. Records of clients that went away stay until a later
+ * version adds time-based expiry (see docs/replication.md).
+ *
+ * Store format: one chunk per (client, entry) under the internal prefix 0x02,
+ * keyed by the entry's raft index:
+ *
+ *   0x02 | client id | BE64 index -> 0xC1 | BE64 watermark |
+ *                                    n >= 1 x (BE64 seq, BE64 ht, u8 outcome)
+ *
+ * the client's seqs the entry recorded and still holds at its end (plus, see
+ * below, a legacy record sharing the key), ascending, each with the hybrid
+ * time and outcome (0 applied, 1 condition false) it was decided with;
+ * watermark W(e): the largest drop point the entry applied for the client.
+ * A chunk is written once and deleted when its last seq is forgotten; a
+ * partly forgotten chunk is not rewritten. Earlier versions wrote one legacy
+ * record per seq, still read and deleted when its seq is forgotten, never
+ * written: 0x02 | client id | BE64 seq -> BE64 ht (applied) or BE64 ht | 0x01.
+ * Values are told apart by length (legacy 8 or 9, chunks 9 + 17n). An
+ * entry's raw records: the deletes, in the order its requests forget seqs,
+ * then one put per client, in the order of the client's first request.
+ *
+ * In memory: per client its held seqs (each with its ht, outcome and chunk
+ * key) and its live chunks (key, count of held seqs, whether stored).
+ *
+ * Load: a seq stored in a client's chunk e is held iff it is >= max W(e')
+ * over the client's stored chunks e' > e; in a legacy record, over all of
+ * them (legacy records predate every chunk and were exactly the held set).
+ * Why this is exact: seq x recorded by e is forgotten later iff some later
+ * entry e' forgets below a point > x, i.e. W(e') > x (a seq forgotten and
+ * recorded again later is a new record in a later chunk; its old copy is
+ * dead by the same rule). Deleted chunks do not hide a watermark:
+ * retry_record is only called for a request not decided yet, so it records
+ * its own seq s and keeps it (drop point <= s); the request that sets W(e)
+ * leaves its s >= W(e) in e's chunk (dropping it later in e needs a point
+ * > s), so every entry that forgets something writes a chunk with its W, and
+ * that chunk can only be deleted by a later entry with W > s >= W(e):
+ * following such entries ends at a stored chunk with a larger index and a
+ * larger W. Keys are raft indexes, not seqs, because a forgotten seq can be
+ * recorded again (a late retry) while its old chunk still holds other seqs;
+ * chunk keys never collide, and a chunk whose key equals a held legacy
+ * record's (seq == index) carries that seq with its own ht and outcome. The held seqs, their chunks and the
+ * chunks' counts after a load are thus exactly those of the live table.
  *
  * Not thread-safe: owned by the tablet's loop thread. */
 #ifndef DOCRAFT_TABLET_RETRY_H
@@ -31,7 +69,11 @@
 
 #define RETRY_PREFIX 0x02
 #define RETRY_KEY_LEN (1 + ENTRY_CLIENT_ID_LEN + 8)
-/* The outcome byte of a record's value (absent: applied). */
+/* The first byte of a chunk's value, then the watermark; then its items. */
+#define RETRY_CHUNK_TAG 0xC1
+#define RETRY_CHUNK_HEAD_LEN 9
+#define RETRY_CHUNK_ITEM_LEN 17
+/* An outcome byte (absent in a legacy record: applied). */
 #define RETRY_OUTCOME_CONDITION 1
 
 struct retry_client;
@@ -40,20 +82,27 @@ struct retry_table {
 	struct retry_client **slots; /* open addressing by client id */
 	size_t nslots;
 	size_t nclients;
-	size_t nrecords;
+	size_t nrecords; /* (client, seq) held */
+	size_t nchunks;  /* chunks (store keys) holding them */
 };
 
-/* Raw store records produced by retry_record, to write with the entry. */
+/* The raw store records of one entry, to write with it. */
 struct retry_changes {
+	uint64_t index; /* the entry's raft index: the key of its chunks */
 	struct store_raw *raw;
 	size_t n;
 	size_t cap;
 	struct buf keys; /* storage for the keys and values */
+	struct retry_client **touched; /* recorded for since the reset, in order */
+	size_t ntouched;
+	size_t touched_cap;
 };
 
 void retry_init(struct retry_table *t);
 void retry_free(struct retry_table *t);
-/* Replaces the table's contents with the records in s. */
+/* Replaces the table's contents with the records in s (legacy records and
+ * chunks, with the load rule above). DOCRAFT_ECORRUPT for a malformed record
+ * or a seq held by two records; on an error the table is left empty. */
 int retry_load(struct retry_table *t, struct store *s, char *errmsg);
 
 /* Whether (cid, seq) was decided (applied, or refused by its condition). */
@@ -64,17 +113,22 @@ bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_I
  * DOCRAFT_ECONDITION (its condition was false: nothing applied). */
 bool retry_lookup(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 		  uint64_t seq, uint64_t *ht, int *status);
-/* Records (cid, seq) as decided at ht with status (0 or DOCRAFT_ECONDITION)
- * unless it already is, and forgets cid's records below min_running,
- * appending the matching puts/deletes to ch. */
+/* Forgets cid's seqs below min(min_running, seq), then records (cid, seq),
+ * which must not be decided yet, as decided at ht with status (0 or
+ * DOCRAFT_ECONDITION) in the chunk of the entry ch was reset for. Appends to
+ * ch the deletes of stored chunks left empty; the chunk's put waits for
+ * retry_changes_finish. t must not be loaded or freed until then. */
 void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
 		  uint64_t min_running, uint64_t ht, int status, struct retry_changes *ch);
 
 void retry_changes_init(struct retry_changes *ch);
-void retry_changes_reset(struct retry_changes *ch);
+/* Empties ch for the entry at raft index idx (> 0, and above the index of
+ * every entry recorded before into the same table). */
+void retry_changes_reset(struct retry_changes *ch, uint64_t idx);
 void retry_changes_free(struct retry_changes *ch);
-/* Points every raw record's key/val into ch->keys; call before using ch->raw
- * (the buffer may have moved while records were added). */
+/* Appends one put per client recorded for since the reset (its chunk, in the
+ * order the clients were first recorded for) after the deletes, then points
+ * every raw record's key/val into ch->keys; call before using ch->raw. */
 void retry_changes_finish(struct retry_changes *ch);
 
 #endif

@@ -22,7 +22,10 @@
  *       byte-identical to the reference.
  *   retried_request_applied_once       one (client id, seq) in two entries,
  *       and twice in one entry; min_running forgets older records; a group
- *       commit of 151 requests.
+ *       commit of 151 requests; what a reload gives equals the live table.
+ *   group_commit_one_retry_put_per_client  43 requests of two clients in one
+ *       entry write two retry records (chunks); forgetting 40 of them is one
+ *       delete.
  *   leader_change_all_in_flight_committed, leader_change_some_in_flight_lost
  *       requests fail with RAFT_LEADERSHIPLOST; the new leader commits all or
  *       some of them; the client's retries apply every write exactly once.
@@ -289,27 +292,13 @@ static void newest_value(struct store *s, const char *key, char *out, size_t cap
 	store_iter_free(it);
 }
 
-static void retry_key(uint8_t key[RETRY_KEY_LEN], uint8_t client, uint64_t seq)
+/* The key of the retry chunk of client written by the entry at index idx. */
+static void retry_key(uint8_t key[RETRY_KEY_LEN], uint8_t client, uint64_t idx)
 {
 	key[0] = RETRY_PREFIX;
 	memset(key + 1, client, ENTRY_CLIENT_ID_LEN);
 	for (int i = 0; i < 8; i++)
-		key[1 + ENTRY_CLIENT_ID_LEN + i] = (uint8_t)(seq >> (56 - 8 * i));
-}
-
-static bool has_retry(struct store *s, uint8_t client, uint64_t seq)
-{
-	uint8_t key[RETRY_KEY_LEN];
-
-	retry_key(key, client, seq);
-	return count_prefix(s, key, sizeof key) == 1;
-}
-
-static unsigned n_retry_records(struct store *s)
-{
-	const uint8_t p = RETRY_PREFIX;
-
-	return count_prefix(s, &p, 1);
+		key[1 + ENTRY_CLIENT_ID_LEN + i] = (uint8_t)(idx >> (56 - 8 * i));
 }
 
 static bool table_has(const struct retry_table *t, uint8_t client, uint64_t seq)
@@ -318,6 +307,44 @@ static bool table_has(const struct retry_table *t, uint8_t client, uint64_t seq)
 
 	memset(cid, client, sizeof cid);
 	return retry_applied(t, cid, seq);
+}
+
+/* Whether the store holds (client, seq): what a restarted replica loads. */
+static bool has_retry(struct store *s, uint8_t client, uint64_t seq)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct retry_table t;
+	bool has;
+
+	retry_init(&t);
+	CHECK_OK_MSG(retry_load(&t, s, errmsg), errmsg);
+	has = table_has(&t, client, seq);
+	retry_free(&t);
+	return has;
+}
+
+/* Retry records in the store: one chunk per (client, entry) still holding a
+ * seq. */
+static unsigned n_retry_records(struct store *s)
+{
+	const uint8_t p = RETRY_PREFIX;
+
+	return count_prefix(s, &p, 1);
+}
+
+/* A table loaded from server i's store equals its live table in size. */
+static void check_reload(struct server *s)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct retry_table t;
+
+	retry_init(&t);
+	CHECK_OK_MSG(retry_load(&t, s->store, errmsg), errmsg);
+	CHECK_EQ_INT(t.nclients, s->fsm.retry.nclients);
+	CHECK_EQ_INT(t.nrecords, s->fsm.retry.nrecords);
+	CHECK_EQ_INT(t.nchunks, s->fsm.retry.nchunks);
+	CHECK_EQ_INT(n_retry_records(s->store), t.nchunks);
+	retry_free(&t);
 }
 
 static uint64_t applied_of(struct store *s)
@@ -1043,7 +1070,10 @@ TEST(retried_request_applied_once)
 		CHECK(has_retry(s->store, CLIENT_A, 1));
 		CHECK(has_retry(s->store, CLIENT_A, 2));
 		CHECK(has_retry(s->store, CLIENT_B, 1));
+		/* One chunk per entry and client: A's of e1 and e3, B's of e2. */
 		CHECK_EQ_INT(n_retry_records(s->store), 3);
+		CHECK_EQ_INT(s->fsm.retry.nchunks, 3);
+		check_reload(s);
 		CHECK_EQ_U64(applied_of(s->store), q[2]->apply.index);
 	}
 	check_stores_equal(c);
@@ -1059,12 +1089,14 @@ TEST(retried_request_applied_once)
 		CHECK(!has_retry(s->store, CLIENT_A, 2));
 		CHECK(has_retry(s->store, CLIENT_A, 3));
 		CHECK(has_retry(s->store, CLIENT_B, 1));
+		/* A's chunks of e1 and e3 were deleted, e4's written. */
 		CHECK_EQ_INT(n_retry_records(s->store), 2);
 		CHECK(!table_has(&s->fsm.retry, CLIENT_A, 1));
 		CHECK(!table_has(&s->fsm.retry, CLIENT_A, 2));
 		CHECK(table_has(&s->fsm.retry, CLIENT_A, 3));
 		CHECK(table_has(&s->fsm.retry, CLIENT_B, 1));
 		CHECK_EQ_INT(s->fsm.retry.nrecords, 2);
+		check_reload(s);
 		CHECK_EQ_U64(applied_of(s->store), q[3]->apply.index);
 	}
 	check_stores_equal(c);
@@ -1088,6 +1120,7 @@ TEST(retried_request_applied_once)
 		CHECK_EQ_INT(n_retry_records(s->store), 2 + N_BIG);
 		CHECK_EQ_INT(s->fsm.retry.nclients, 2 + N_BIG);
 		CHECK_EQ_INT(s->fsm.retry.nrecords, 2 + N_BIG);
+		check_reload(s);
 	}
 	check_stores_equal(c);
 	fixture_down(c);
@@ -1100,6 +1133,7 @@ TEST(retried_request_applied_once)
 		CHECK_OK_MSG(retry_load(&t, c->s[i].store, errmsg), errmsg);
 		CHECK_EQ_INT(t.nrecords, 2 + N_BIG);
 		CHECK_EQ_INT(t.nclients, 2 + N_BIG);
+		CHECK_EQ_INT(t.nchunks, 2 + N_BIG);
 		CHECK(table_has(&t, CLIENT_A, 3) && table_has(&t, CLIENT_B, 1));
 		CHECK(!table_has(&t, CLIENT_A, 1));
 		for (unsigned k = 0; k < N_BIG; k++) {
@@ -1110,6 +1144,111 @@ TEST(retried_request_applied_once)
 		}
 		retry_free(&t);
 	}
+	buf_free(&e);
+	cluster_end(c);
+}
+
+#define CLIENT_G 0x9a
+#define CLIENT_H 0x9b
+#define N_GROUP 40
+
+/* An entry of N_GROUP requests of client G (seqs first.., min_running mr)
+ * with three of client H (seqs hseq..) among them. */
+static void group_entry(struct cluster *c, struct buf *out, uint64_t first, uint64_t mr,
+			uint64_t hseq)
+{
+	uint8_t cid[ENTRY_CLIENT_ID_LEN];
+	struct batch b;
+
+	buf_reset(out);
+	entry_begin(out, next_ht(c), N_GROUP + 3);
+	batch_init(&b);
+	for (unsigned k = 0; k < N_GROUP + 3; k++) {
+		bool h = k % 14 == 5;
+		char key[16];
+
+		snprintf(key, sizeof key, "%c%03u", h ? 'h' : 'g', k);
+		batch_reset(&b);
+		batch_put(&b, key, strlen(key), "v", 1);
+		memset(cid, h ? CLIENT_H : CLIENT_G, sizeof cid);
+		if (h)
+			entry_add_request(out, cid, hseq++, 1, b.data.data, b.data.len);
+		else
+			entry_add_request(out, cid, first++, mr, b.data.data, b.data.len);
+	}
+	batch_free(&b);
+	entry_finish(out);
+}
+
+/* Group commit: an entry of many requests of one client writes one retry
+ * record for it (plus one for the other client in the entry), however many
+ * requests; forgetting them all later is one delete. */
+TEST(group_commit_one_retry_put_per_client)
+{
+	struct cluster *c = &cl;
+	struct setup o = {0};
+	struct buf e = BUF_INIT;
+	uint8_t key[RETRY_KEY_LEN];
+	unsigned before[NS];
+	raft_index i1, i2;
+	struct req *q;
+	unsigned l;
+
+	cluster_begin(c, "tfx-group");
+	fixture_up(c, &o);
+	l = wait_ready(c, 5000);
+	wait_applied(c, c->lead_barrier[l]->barrier.index, 2000);
+	for (unsigned i = 0; i < NS; i++)
+		before[i] = n_retry_records(c->s[i].store);
+
+	group_entry(c, &e, 1, 1, 1);
+	q = submit(c, l, e.data, e.len);
+	i1 = q->apply.index;
+	wait_applied(c, i1, 3000);
+	CHECK(q->done && q->status == 0);
+	for (unsigned i = 0; i < NS; i++) {
+		struct server *s = &c->s[i];
+
+		CHECK_EQ_INT(n_retry_records(s->store), before[i] + 2);
+		CHECK_EQ_INT(s->fsm.changes.n, 2); /* the entry's raw records: two puts */
+		retry_key(key, CLIENT_G, i1);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 1);
+		retry_key(key, CLIENT_H, i1);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 1);
+		for (uint64_t seq = 1; seq <= N_GROUP; seq++)
+			CHECK(table_has(&s->fsm.retry, CLIENT_G, seq) &&
+			      has_retry(s->store, CLIENT_G, seq));
+		CHECK(has_retry(s->store, CLIENT_H, 3));
+		CHECK_EQ_INT(s->fsm.retry.nrecords, N_GROUP + 3);
+		CHECK_EQ_INT(s->fsm.retry.nchunks, 2);
+		check_reload(s);
+	}
+	check_stores_equal(c);
+
+	/* G has nothing below N_GROUP + 1 in flight any more: its first chunk
+	 * goes (one delete); each client gets its chunk of this entry. */
+	group_entry(c, &e, N_GROUP + 1, N_GROUP + 1, 4);
+	q = submit(c, l, e.data, e.len);
+	i2 = q->apply.index;
+	wait_applied(c, i2, 3000);
+	CHECK(q->done && q->status == 0);
+	for (unsigned i = 0; i < NS; i++) {
+		struct server *s = &c->s[i];
+
+		CHECK_EQ_INT(s->fsm.changes.n, 3);
+		CHECK_EQ_INT(n_retry_records(s->store), before[i] + 3);
+		retry_key(key, CLIENT_G, i1);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 0);
+		retry_key(key, CLIENT_G, i2);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 1);
+		CHECK(!has_retry(s->store, CLIENT_G, N_GROUP));
+		CHECK(has_retry(s->store, CLIENT_G, N_GROUP + 1));
+		CHECK(has_retry(s->store, CLIENT_H, 1) && has_retry(s->store, CLIENT_H, 6));
+		CHECK_EQ_INT(s->fsm.retry.nrecords, N_GROUP + 6);
+		check_reload(s);
+	}
+	check_stores_equal(c);
+	fixture_down(c);
 	buf_free(&e);
 	cluster_end(c);
 }
@@ -1756,7 +1895,7 @@ TEST(corrupt_entry_fails_fsm)
 }
 
 TEST_MAIN(T(apply_then_replay_skips_flushed), T(replay_from_different_flush_points),
-	  T(retried_request_applied_once),
+	  T(retried_request_applied_once), T(group_commit_one_retry_put_per_client),
 	  T(leader_change_all_in_flight_committed), T(leader_change_some_in_flight_lost),
 	  T(snapshot_marker_install), T(snapshot_restart_at_command_index),
 	  T(snapshot_at_barrier_restart_needs_no_copy),
