@@ -274,6 +274,7 @@ void catalog_drop_table(struct catalog *c, struct cat_table *t)
 		tb->state = CAT_DELETED;
 		for (uint32_t k = 0; k < tb->n_replicas; k++) {
 			tb->replicas[k].leader = false;
+			tb->replicas[k].up = false;
 			tb->replicas[k].gone = false;
 		}
 	}
@@ -695,6 +696,13 @@ struct cat_tserver *catalog_find_tserver(const struct catalog *c, const char *uu
 	bool found;
 	size_t at = tserver_idx_find(c, uuid, &found);
 	return found ? c->tservers[at] : NULL;
+}
+
+size_t catalog_tserver_index(const struct catalog *c, const char *uuid)
+{
+	bool found;
+	size_t at = tserver_idx_find(c, uuid, &found);
+	return found ? at : SIZE_MAX;
 }
 
 struct cat_tserver *catalog_tserver_upsert(struct catalog *c, const char *uuid,

@@ -68,6 +68,7 @@ struct cat_replica {
 	char address[RPC_ADDRESS_MAX + 1];
 	/* Volatile (this master's leadership only). */
 	bool leader;             /* the tserver's last report: role "leader" */
+	bool up;                 /* ... role "leader" or "follower" (not copying, failed, ...) */
 	uint64_t term;           /* ... in this term */
 	uint64_t seen_hb;        /* the tserver heartbeat that last reported it */
 	uint64_t create_sent_ms; /* last create sent or instructed (loop ms) */
@@ -82,6 +83,9 @@ struct cat_tablet {
 	uint32_t n_replicas;
 	struct cat_replica replicas[PLACEMENT_MAX_RF]; /* by raft id, 1.. */
 	bool purging; /* the deletion of its row is being written */
+	/* Volatile: the last leader move instructed (leader balancing). */
+	uint64_t move_sent_ms; /* loop ms; 0: none */
+	uint64_t move_to;      /* the raft id of its target */
 };
 
 struct cat_table {
@@ -178,6 +182,9 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 /* ---- tablet servers -------------------------------------------------------------------------- */
 
 struct cat_tserver *catalog_find_tserver(const struct catalog *c, const char *uuid);
+/* The index of tserver uuid in c->tservers; SIZE_MAX if unknown. Valid
+ * until a tserver is added or the tservers are cleared. */
+size_t catalog_tserver_index(const struct catalog *c, const char *uuid);
 /* The tserver uuid, created if new, with its address updated. */
 struct cat_tserver *catalog_tserver_upsert(struct catalog *c, const char *uuid,
 					   const char *address);

@@ -2,7 +2,8 @@
  *
  *   docraft-master --address IP:PORT --data DIR [--masters A,B,C]
  *                  [--tserver-timeout-ms MS] [--replication-factor N]
- *                  [--config FILE] [--log-level LEVEL] [--help]
+ *                  [--leader-balance on|off] [--config FILE]
+ *                  [--log-level LEVEL] [--help]
  *
  * Flags take their value as the next argument or after '='. --config FILE
  * reads "key = value" lines (keys are the flag names without "--"; '#'
@@ -34,6 +35,8 @@ static const char usage_text[] =
 	"                             same order on every master (default: --address)\n"
 	"  --tserver-timeout-ms MS    a tserver silent longer is not live (default 3000)\n"
 	"  --replication-factor N     used when CreateTable gives none: 1, 3 or 5 (default 3)\n"
+	"  --leader-balance on|off    even out tablet leaders per live tserver by asking\n"
+	"                             leaders to step down in heartbeat replies (default on)\n"
 	"  --config FILE              'key = value' lines with the flags above (no --)\n"
 	"  --log-level LEVEL          error, warn, info, debug or trace (default: $DOCRAFT_TRACE\n"
 	"                             or warn)\n"
@@ -45,6 +48,7 @@ struct settings {
 	char *masters;
 	char *tserver_timeout_ms;
 	char *replication_factor;
+	char *leader_balance;
 	char *log_level;
 };
 
@@ -79,6 +83,7 @@ static bool set(struct settings *st, const char *key, const char *value)
 		{"masters", offsetof(struct settings, masters)},
 		{"tserver-timeout-ms", offsetof(struct settings, tserver_timeout_ms)},
 		{"replication-factor", offsetof(struct settings, replication_factor)},
+		{"leader-balance", offsetof(struct settings, leader_balance)},
 		{"log-level", offsetof(struct settings, log_level)},
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -152,6 +157,16 @@ static unsigned long long number(const char *name, const char *v)
 	if (errno != 0 || *v == '\0' || *end != '\0' || *v == '-')
 		usage_error("not a number: %s", name);
 	return x;
+}
+
+/* "on"/"off" (also "true"/"false"). */
+static bool on_off(const char *name, const char *v)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0)
+		return true;
+	if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0)
+		return false;
+	usage_error("%s takes on or off", name);
 }
 
 /* Splits "a,b,c" in place into list (at most max entries). */
@@ -284,6 +299,8 @@ int main(int argc, char **argv)
 		o.tserver_timeout_ms = number("--tserver-timeout-ms", st.tserver_timeout_ms);
 	if (st.replication_factor != NULL)
 		o.default_rf = (uint32_t)number("--replication-factor", st.replication_factor);
+	if (st.leader_balance != NULL)
+		o.leader_balance = on_off("--leader-balance", st.leader_balance);
 	o.fatal_cb = on_fatal;
 
 	if (uv_loop_init(&S.loop) != 0) {
@@ -314,6 +331,7 @@ int main(int argc, char **argv)
 	free(st.masters);
 	free(st.tserver_timeout_ms);
 	free(st.replication_factor);
+	free(st.leader_balance);
 	free(st.log_level);
 	return S.exit_code;
 }

@@ -19,8 +19,10 @@
  * it).
  *
  * What this does not do (yet): placement zones/racks, weighting by tablet
- * size, leader balancing. Leaders are whoever wins the first election; the
- * master learns them from heartbeats. */
+ * size, moving replicas. Leaders are whoever wins the first election; the
+ * master learns them from heartbeats and then evens them out per tserver
+ * by asking leaders to step down in favour of a given replica (leader
+ * balancing: balance.h, wired in service.c's heartbeat handler). */
 #include "master/placement.h"
 
 #include <stdbool.h>

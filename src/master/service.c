@@ -40,7 +40,22 @@
  *   - create: for every running tablet with a replica on this tserver that
  *     the heartbeat does not list, unless a create was sent less than
  *     CREATE_RETRY_MS ago (the direct call of CreateTable, or an earlier
- *     instruction, may still be in progress).
+ *     instruction, may still be in progress);
+ *   - step down (leader balancing, on unless --leader-balance off): at
+ *     most one per reply, for a tablet this tserver leads, to the replica
+ *     on a live tserver that leads at least two tablets fewer (balance.h
+ *     has the rule): counts over running tablets with a known leader,
+ *     moves in flight counted at their target; a tserver counts as up if
+ *     heard from within LEADER_TARGET_FRESH_MS, and a replica as ready if
+ *     its tserver's latest heartbeat listed it as follower or leader in
+ *     the leader's term; every replica of the tablet on an up tserver must
+ *     be ready, those must be a majority, and the target must be up with
+ *     every replica it holds ready. A tablet's leader is not moved again
+ *     for LEADER_MOVE_COOLDOWN_MS (why 5 s: at its definition). The move
+ *     itself is the tserver's StepDown: a Raft barrier, then a transfer to
+ *     the target; a move that fails (target too far behind, gone) changes
+ *     nothing and may be chosen again once the cooldown is over. The
+ *     cooldowns are volatile: a new master leader starts without any.
  *   Tablets the catalog does not know are left alone (never deleted: a
  *   master with a lost or foreign catalog must not wipe tablet servers).
  *   A deleted tablet that none of its replicas' tservers lists any more is
@@ -75,6 +90,7 @@
 #include "common/rpc.h"
 #include "docdb/batch.h"
 #include "docdb/schema.h"
+#include "master/balance.h"
 #include "master/catalog.h"
 #include "master/placement.h"
 #include "raft/listener.h"
@@ -89,6 +105,23 @@
 #define LOAD_RETRY_MS 1000
 /* TabletReport.role of a ready leader (the tserver's name of TABLET_LEADER). */
 #define ROLE_LEADER "leader"
+/* ... and of a follower (TABLET_FOLLOWER). */
+#define ROLE_FOLLOWER "follower"
+/* Leader balancing: no second move of a tablet's leader within this time
+ * of the first. A move resolves on the tserver within its election timeout
+ * (the Raft transfer is abandoned then; 500 ms by default, 1 s at most in
+ * practice), and the master sees the outcome once both the old and the new
+ * leader have heartbeated after it: at most two tserver heartbeat periods
+ * (1 s each by default), one more if a heartbeat is lost; about 3 s in the
+ * worst case. 5 s is that with a margin. Meanwhile the tablet counts for
+ * the target (balance.h), so the wait delays no other move, and a move
+ * that failed is retried once it is over. */
+#define LEADER_MOVE_COOLDOWN_MS 5000
+/* Leader balancing: a tserver heard from longer ago than this takes over no
+ * leader (capped by the liveness timeout): one and a half default tserver
+ * heartbeat periods, so one late heartbeat does not exclude it but a
+ * crashed tserver is excluded after 1.5 s rather than at the timeout (3 s). */
+#define LEADER_TARGET_FRESH_MS 1500
 
 struct master {
 	uv_loop_t *loop;
@@ -99,6 +132,7 @@ struct master {
 	char data_dir[4096];
 	uint64_t tserver_timeout_ms;
 	uint32_t default_rf;
+	bool leader_balance;
 	void (*fatal_cb)(void *arg, const char *why);
 	void *fatal_arg;
 	bool fatal_sent;
@@ -979,6 +1013,90 @@ static Docraft__Instruction *instruction_add(struct instructions *ins)
 	return i;
 }
 
+/* Leader balancing (balance.h): the catalog as balance_pick's input
+ * (servers: every tserver, by uuid; tablets: the running ones) and, if it
+ * picks a move of a tablet ts leads, one StepDown instruction for ts. */
+static void balance_leaders(struct master *m, const struct cat_tserver *ts,
+			    struct instructions *ins, uint64_t now)
+{
+	size_t n_servers = m->cat.n_tservers, n = 0;
+	size_t from = catalog_tserver_index(&m->cat, ts->uuid);
+	uint64_t fresh = m->tserver_timeout_ms < LEADER_TARGET_FRESH_MS ? m->tserver_timeout_ms
+									 : LEADER_TARGET_FRESH_MS;
+	struct balance_server *servers;
+	struct balance_tablet *tablets;
+	struct cat_tablet **of;
+	struct balance_load *load;
+	struct balance_move mv;
+	struct cat_tablet *tb;
+	const struct cat_replica *to;
+	Docraft__Instruction *in;
+	Docraft__StepDownRequest *sd;
+	bool leads = false;
+
+	ASSERT(from != SIZE_MAX);
+	/* A tserver that leads nothing has nothing to hand over (the common
+	 * case on a balanced cluster of many tservers): ruled out cheaply. */
+	for (size_t i = 0; i < m->cat.n_tablets && !leads; i++) {
+		const struct cat_replica *r = m->cat.tablets[i]->state == CAT_RUNNING
+						      ? replica_on(m->cat.tablets[i], ts->uuid)
+						      : NULL;
+		leads = r != NULL && r->leader;
+	}
+	if (!leads)
+		return;
+	servers = alloc0(ins->a, n_servers * sizeof *servers);
+	load = alloc0(ins->a, n_servers * sizeof *load);
+	tablets = alloc0(ins->a, m->cat.n_tablets * sizeof *tablets);
+	of = alloc0(ins->a, m->cat.n_tablets * sizeof *of);
+	for (size_t s = 0; s < n_servers; s++)
+		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
+	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		struct balance_tablet *bt = &tablets[n];
+		const struct cat_replica *leader;
+		tb = m->cat.tablets[i];
+		if (tb->state != CAT_RUNNING || tb->n_replicas == 0)
+			continue;
+		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
+					    : BALANCE_NONE;
+		bt->n_replicas = tb->n_replicas;
+		bt->moved_ms = tb->move_sent_ms;
+		bt->moved_to = BALANCE_NONE;
+		for (uint32_t k = 0; k < tb->n_replicas; k++) {
+			const struct cat_replica *r = &tb->replicas[k];
+			size_t s = catalog_tserver_index(&m->cat, r->uuid);
+			bt->server[k] = s;
+			/* Listed by its tserver's latest heartbeat as a follower or
+			 * leader, in the term of the leader when one is known. */
+			bt->ready[k] = s != BALANCE_NONE &&
+				       r->seen_hb == m->cat.tservers[s]->hb_count && r->up &&
+				       (leader == NULL || r->term == leader->term);
+			if (tb->move_sent_ms != 0 && r->raft_id == tb->move_to)
+				bt->moved_to = s;
+		}
+		of[n++] = tb;
+	}
+	if (!balance_pick(servers, n_servers, tablets, n, from, now, LEADER_MOVE_COOLDOWN_MS,
+			  load, &mv))
+		return;
+	tb = of[mv.tablet];
+	to = &tb->replicas[mv.replica];
+	in = instruction_add(ins);
+	sd = alloc0(ins->a, sizeof *sd);
+	docraft__step_down_request__init(sd);
+	sd->tablet_id = tb->id;
+	sd->to_raft_id = to->raft_id;
+	in->kind_case = DOCRAFT__INSTRUCTION__KIND_STEP_DOWN;
+	in->step_down = sd;
+	tb->move_sent_ms = now;
+	tb->move_to = to->raft_id;
+	LOG_INFO("master %s: leader balance: tablet %s: leader moves from tserver %s "
+		 "(%" PRIu32 " leaders) to %s (raft id %" PRIu64 ", %" PRIu32 " leaders)",
+		 m->address, tb->id, ts->uuid, load[from].leaders, to->uuid, to->raft_id,
+		 load[mv.to].leaders);
+}
+
 static void handle_heartbeat(void *arg, struct rpc_call *call)
 {
 	struct master *m = arg;
@@ -1041,6 +1159,7 @@ static void handle_heartbeat(void *arg, struct rpc_call *call)
 			continue; /* not a member (a later configuration change) */
 		r->seen_hb = ts->hb_count;
 		r->leader = strcmp(rep->role, ROLE_LEADER) == 0;
+		r->up = r->leader || strcmp(rep->role, ROLE_FOLLOWER) == 0;
 		r->term = rep->term;
 	}
 	/* Replicas this tserver should have and did not list. */
@@ -1050,6 +1169,7 @@ static void handle_heartbeat(void *arg, struct rpc_call *call)
 		if (r == NULL || r->seen_hb == ts->hb_count)
 			continue;
 		r->leader = false;
+		r->up = false;
 		if (tb->state == CAT_DELETED) {
 			r->gone = true;
 			maybe_purge(m, tb);
@@ -1067,6 +1187,8 @@ static void handle_heartbeat(void *arg, struct rpc_call *call)
 				 m->address, ts->uuid, tb->id);
 		}
 	}
+	if (m->leader_balance)
+		balance_leaders(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;
 	resp.master_leader_address = m->address;
@@ -1083,6 +1205,7 @@ void master_options_default(struct master_options *o)
 	memset(o, 0, sizeof *o);
 	o->tserver_timeout_ms = MASTER_DEFAULT_TSERVER_TIMEOUT_MS;
 	o->default_rf = MASTER_DEFAULT_RF;
+	o->leader_balance = true;
 }
 
 const char *master_address(const struct master *m)
@@ -1195,6 +1318,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	snprintf(m->data_dir, sizeof m->data_dir, "%s", o->data_dir);
 	m->tserver_timeout_ms = o->tserver_timeout_ms;
 	m->default_rf = o->default_rf;
+	m->leader_balance = o->leader_balance;
 	m->fatal_cb = o->fatal_cb;
 	m->fatal_arg = o->fatal_arg;
 	catalog_init(&m->cat);
@@ -1253,8 +1377,9 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 			return rv;
 	}
 	uv_timer_start(&m->poll, poll_cb, POLL_MS, POLL_MS);
-	LOG_INFO("master %s: raft id %llu of %zu, data in %s", m->address,
-		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir);
+	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s", m->address,
+		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir,
+		 m->leader_balance ? "on" : "off");
 	return 0;
 }
 

@@ -17,6 +17,10 @@
  * leadership forgets the in-memory catalog and the tservers; regaining it
  * reloads both (the tservers from their next heartbeats).
  *
+ * Heartbeat replies carry instructions: create or delete a replica, and
+ * (leader balancing, balance.h) hand a tablet's leadership to another
+ * replica so that every live tserver leads about as many tablets.
+ *
  * Changes to the catalog (create, drop, purge of a dropped tablet) are
  * DocDB batches replicated through tablet_write; the in-memory catalog
  * changes once the write is committed, and only if this master has been
@@ -27,6 +31,7 @@
 #ifndef DOCRAFT_MASTER_SERVICE_H
 #define DOCRAFT_MASTER_SERVICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +51,7 @@ struct master_options {
 	const char *data_dir;       /* created if missing; DIR/sys.catalog is the catalog */
 	uint64_t tserver_timeout_ms; /* silent longer: not live (default 3000) */
 	uint32_t default_rf;         /* CreateTable with replication factor 0 (default 3) */
+	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
 	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
 	/* Called once if the catalog tablet fails (TABLET_FAILED): the master

@@ -3,7 +3,7 @@
  * listener (127.0.0.2, .3, .4) that records TSERVER_CREATE_TABLET calls and
  * heartbeats the master leader (every HB_MS, following NOT_LEADER hints)
  * with reports whose roles and terms the test chooses, and that executes
- * the create/delete instructions of the replies.
+ * the create/delete/step-down instructions of the replies.
  *
  *   single_master   CreateTable of 8 tablets RF 3 (partitions exactly as the
  *                   split formula, 24 replicas, 8 create calls per fake with
@@ -17,6 +17,12 @@
  *                   answer NOT_LEADER with its address; kill -9 the leader:
  *                   another one leads with the catalog intact; the killed
  *                   one rejoins as a follower
+ *   leader_balance  fake 0 reports leading all 6 tablets of a table (RF 3):
+ *                   with --leader-balance off no step-down comes in 3 s;
+ *                   restarted with it on, the heartbeat replies to fake 0
+ *                   carry step-downs (at most one per reply; the fakes
+ *                   execute them: the target leads in the next term) until
+ *                   2/2/2, in exactly 4 moves, and nothing moves after
  *
  * Masters listen on 127.0.0.N:PORT (N = 1..3), keep data in <tmp>/mN and
  * their log (stderr) in <tmp>/mN.log (or $MASTER_LOG_DIR/<case>-mN.log,
@@ -88,6 +94,8 @@ struct fake {
 	char deletes[MAX_TABS][80];
 	size_t ndeletes;
 	size_t create_instructions;
+	size_t step_downs;       /* step-down instructions received */
+	size_t max_step_downs;   /* most in one reply */
 	uint64_t hb_ok;
 };
 
@@ -100,6 +108,7 @@ struct master_proc {
 };
 
 static struct {
+	const char *master_flags[3]; /* extra flags of master_start (NULL-terminated) */
 	bool active;
 	bool loop_on;
 	char base[256];
@@ -360,8 +369,28 @@ static void fake_create(void *arg, struct rpc_call *call_)
 	rpc_reply_message(call_, &resp.base);
 }
 
+/* A step-down instruction to f, as a Raft transfer would end: the target
+ * replica leads in the next term, the others follow in it. */
+static void fake_step_down(struct fake *f, const Docraft__StepDownRequest *sd)
+{
+	struct ftab *mine = ftab_find(f, sd->tablet_id);
+	uint64_t term;
+	if (mine == NULL || strcmp(mine->role, "leader") != 0)
+		return;
+	term = mine->term + 1;
+	for (int k = 0; k < NF; k++) {
+		struct ftab *t = ftab_find(&C.f[k], sd->tablet_id);
+		if (t == NULL)
+			continue;
+		t->term = term;
+		snprintf(t->role, sizeof t->role, "%s",
+			 t->raft_id == sd->to_raft_id ? "leader" : "follower");
+	}
+}
+
 static void hb_done(struct rpc_call_req *req, const struct rpc_result *r)
 {
+	size_t step_downs = 0;
 	struct fake *f = req->data;
 	Docraft__HeartbeatResponse *resp;
 
@@ -391,8 +420,14 @@ static void hb_done(struct rpc_call_req *req, const struct rpc_result *r)
 				snprintf(f->deletes[f->ndeletes++], sizeof f->deletes[0], "%s",
 					 in->delete_->tablet_id);
 			ftab_remove(f, in->delete_->tablet_id);
+		} else if (in->kind_case == DOCRAFT__INSTRUCTION__KIND_STEP_DOWN) {
+			step_downs++;
+			fake_step_down(f, in->step_down);
 		}
 	}
+	f->step_downs += step_downs;
+	if (step_downs > f->max_step_downs)
+		f->max_step_downs = step_downs;
 	docraft__heartbeat_response__free_unpacked(resp, NULL);
 }
 
@@ -470,7 +505,8 @@ static void master_start(int k)
 			"--data", m->dir,
 			"--tserver-timeout-ms", "1500",
 			"--log-level", "info",
-			NULL};
+			(char *)C.master_flags[0], (char *)C.master_flags[1],
+			(char *)C.master_flags[2], NULL};
 	int rv;
 
 	CHECK_MSG(proc_spawn(&m->p, argv, m->log) == 0, "spawn %s: %s", C.bin, strerror(errno));
@@ -598,6 +634,7 @@ static void setup(const char *tag, int nm)
 	}
 	memset(C.m, 0, sizeof C.m);
 	memset(C.f, 0, sizeof C.f);
+	memset(C.master_flags, 0, sizeof C.master_flags);
 	snprintf(C.tag, sizeof C.tag, "%s", tag);
 	if (env != NULL && *env != '\0') {
 		snprintf(C.bin, sizeof C.bin, "%s", env);
@@ -1342,4 +1379,84 @@ TEST(three_masters)
 	teardown();
 }
 
-TEST_MAIN(T(single_master), T(three_masters))
+/* Tablets each fake leads as ListTServers reports them. */
+static void leaders_listed(uint32_t leaders[NF])
+{
+	Docraft__ListTServersResponse *l = list_tservers();
+	for (int i = 0; i < NF; i++) {
+		const Docraft__TServerInfo *ts = ts_info(l, i);
+		leaders[i] = ts != NULL ? ts->leaders : 0;
+	}
+	docraft__list_tservers_response__free_unpacked(l, NULL);
+}
+
+static bool listed_as(uint32_t a, uint32_t b, uint32_t c)
+{
+	uint32_t n[NF];
+	leaders_listed(n);
+	return n[0] == a && n[1] == b && n[2] == c;
+}
+
+static size_t step_downs(void)
+{
+	size_t n = 0;
+	for (int i = 0; i < NF; i++)
+		n += C.f[i].step_downs;
+	return n;
+}
+
+TEST(leader_balance)
+{
+	Docraft__GetTableResponse *t;
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t end;
+	uint32_t n[NF];
+
+	setup("masterlb", 1);
+	C.master_flags[0] = "--leader-balance";
+	C.master_flags[1] = "off";
+	master_start(0);
+	start_heartbeats();
+	for (int i = 0; i < NF; i++)
+		wait_live(i, true);
+	CHECK_EQ_INT(create_msgs("lb", 6, 3, msg), 0);
+	t = get_table("lb");
+	for (size_t i = 0; i < t->n_tablets; i++)
+		for (int k = 0; k < NF; k++) {
+			struct ftab *ft = ftab_find(&C.f[k], t->tablets[i]->tablet_id);
+			CHECK(ft != NULL);
+			ft->term = 2;
+			snprintf(ft->role, sizeof ft->role, "%s", k == 0 ? "leader" : "follower");
+		}
+	docraft__get_table_response__free_unpacked(t, NULL);
+
+	/* Off: the master sees 6/0/0 and leaves it. */
+	for (end = proc_now_ms() + WAIT_MS; !listed_as(6, 0, 0);) {
+		CHECK_MSG(proc_now_ms() < end, "the master never saw fake 0 lead 6 tablets");
+		run_for(100);
+	}
+	run_for(3000);
+	CHECK_EQ_INT(step_downs(), 0);
+	CHECK(listed_as(6, 0, 0));
+
+	/* On (the default): 4 moves, one reply at a time, to 2/2/2. */
+	master_stop(0);
+	C.master_flags[0] = C.master_flags[1] = NULL;
+	master_start(0);
+	for (end = proc_now_ms() + WAIT_MS; !listed_as(2, 2, 2);) {
+		leaders_listed(n);
+		CHECK_MSG(proc_now_ms() < end, "leaders never balanced: %u/%u/%u after %zu "
+			  "step-downs", n[0], n[1], n[2], step_downs());
+		run_for(100);
+	}
+	test_note("balanced after %zu step-downs", step_downs());
+	run_for(2000);
+	CHECK(listed_as(2, 2, 2));
+	CHECK_EQ_INT(step_downs(), 4);
+	CHECK_EQ_INT(C.f[0].step_downs, 4);
+	for (int i = 0; i < NF; i++)
+		CHECK(C.f[i].max_step_downs <= 1);
+	teardown();
+}
+
+TEST_MAIN(T(single_master), T(three_masters), T(leader_balance))

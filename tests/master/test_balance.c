@@ -1,0 +1,353 @@
+/* Leader balancing (src/master/balance.c): the pure decision. Balanced
+ * input moves nothing; 3/1/0 moves a leader from the 3 to the 0; moves in
+ * flight count at their target and block their tablet for the cooldown;
+ * dead or unsettled servers, servers without a replica and tablets with an
+ * unknown leader, an unready live replica or no ready majority are never
+ * used; ties are broken by
+ * server index, then tablet order; repeated application converges. */
+#include <stdio.h>
+#include <string.h>
+
+#include "master/balance.h"
+#include "test.h"
+
+#define NOW 100000
+#define COOL 5000
+#define NS_MAX 8
+#define NT_MAX 64
+
+struct rig {
+	struct balance_server s[NS_MAX];
+	size_t ns;
+	struct balance_tablet t[NT_MAX];
+	size_t nt;
+	struct balance_load load[NS_MAX];
+};
+
+static void rig_init(struct rig *r, size_t ns)
+{
+	memset(r, 0, sizeof *r);
+	r->ns = ns;
+	for (size_t i = 0; i < ns; i++)
+		r->s[i].live = true;
+}
+
+/* A tablet led by leader (BALANCE_NONE: unknown) with replicas on the
+ * servers a, b, c (RF 3), all ready. Returns its index. */
+static size_t add3(struct rig *r, size_t leader, size_t a, size_t b, size_t c)
+{
+	struct balance_tablet *t = &r->t[r->nt];
+	memset(t, 0, sizeof *t);
+	t->leader = leader;
+	t->n_replicas = 3;
+	t->server[0] = a;
+	t->server[1] = b;
+	t->server[2] = c;
+	for (int k = 0; k < 3; k++)
+		t->ready[k] = true;
+	t->moved_to = BALANCE_NONE;
+	return r->nt++;
+}
+
+static bool pick(struct rig *r, size_t from, struct balance_move *mv)
+{
+	return balance_pick(r->s, r->ns, r->t, r->nt, from, NOW, COOL, r->load, mv);
+}
+
+/* n tablets on servers 0, 1, 2, with lead[i] of them led by server i. */
+static void layout3(struct rig *r, const int lead[3])
+{
+	rig_init(r, 3);
+	for (size_t s = 0; s < 3; s++)
+		for (int i = 0; i < lead[s]; i++)
+			add3(r, s, 0, 1, 2);
+}
+
+TEST(balanced_moves_nothing)
+{
+	static const int cases[][3] = {{2, 2, 2}, {3, 2, 2}, {3, 3, 2}, {1, 0, 0}, {0, 0, 0}};
+	struct balance_move mv;
+	struct rig r;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		layout3(&r, cases[c]);
+		for (size_t from = 0; from < 3; from++)
+			CHECK_MSG(!pick(&r, from, &mv), "case %zu from %zu", c, from);
+		for (size_t s = 0; s < 3; s++) {
+			CHECK_EQ_INT(r.load[s].leaders, cases[c][s]);
+			CHECK(r.load[s].settled);
+		}
+	}
+}
+
+TEST(three_one_zero)
+{
+	static const int lead[3] = {3, 1, 0};
+	struct balance_move mv;
+	struct rig r;
+	layout3(&r, lead);
+	/* Only the server with 3 moves, and to the one with 0. */
+	CHECK(!pick(&r, 1, &mv));
+	CHECK(!pick(&r, 2, &mv));
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 2);
+	CHECK_EQ_INT(mv.tablet, 0); /* the first of its tablets */
+	CHECK_EQ_INT(mv.replica, 2);
+	CHECK_EQ_INT(r.load[0].leaders, 3);
+	CHECK_EQ_INT(r.load[1].leaders, 1);
+	CHECK_EQ_INT(r.load[2].leaders, 0);
+}
+
+TEST(in_flight_counts_at_target)
+{
+	static const int lead[3] = {4, 0, 0};
+	struct balance_move mv;
+	struct rig r;
+	layout3(&r, lead);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 1); /* tie 0/0: the lower index */
+	CHECK_EQ_INT(mv.tablet, 0);
+	/* The master records the move; the reports still show server 0. */
+	r.t[mv.tablet].moved_ms = NOW - 10;
+	r.t[mv.tablet].moved_to = mv.to;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(r.load[0].leaders, 3);
+	CHECK_EQ_INT(r.load[1].leaders, 1);
+	CHECK_EQ_U64(mv.to, 2);     /* not 1 again: it has one in flight */
+	CHECK_EQ_INT(mv.tablet, 1); /* not tablet 0: in flight */
+	r.t[mv.tablet].moved_ms = NOW - 5;
+	r.t[mv.tablet].moved_to = mv.to;
+	/* 2/1/1: done, although the reports still say 4/0/0. */
+	CHECK(!pick(&r, 0, &mv));
+	CHECK_EQ_INT(r.load[0].leaders, 2);
+	CHECK_EQ_INT(r.load[1].leaders, 1);
+	CHECK_EQ_INT(r.load[2].leaders, 1);
+}
+
+TEST(cooldown)
+{
+	static const int lead[3] = {3, 0, 0};
+	struct balance_move mv;
+	struct rig r;
+	layout3(&r, lead);
+	/* Tablets 0 and 1 were moved (to 1) within the cooldown; the moves
+	 * failed (the reports still show server 0). Tablet 2 can go. */
+	for (size_t i = 0; i < 2; i++) {
+		r.t[i].moved_ms = NOW - COOL + 1;
+		r.t[i].moved_to = 1;
+	}
+	CHECK(!pick(&r, 0, &mv)); /* counts 1/2/0: server 0 has only one left */
+	CHECK_EQ_INT(r.load[0].leaders, 1);
+	CHECK_EQ_INT(r.load[1].leaders, 2);
+	/* Once the cooldown is over the reports count again: 3/0/0. */
+	r.t[0].moved_ms = NOW - COOL;
+	r.t[1].moved_ms = NOW - COOL;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(r.load[0].leaders, 3);
+	CHECK_EQ_INT(mv.tablet, 0);
+	CHECK_EQ_U64(mv.to, 1);
+	/* A tablet with a move in flight is never the one moved. (Targets
+	 * equal to the leader keep the counts at 4/0/0, isolating the rule:
+	 * only tablet 3 is free.) */
+	layout3(&r, (const int[3]){4, 0, 0});
+	for (size_t i = 0; i < 3; i++) {
+		r.t[i].moved_ms = NOW - 1;
+		r.t[i].moved_to = 0;
+	}
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 3);
+	r.t[3].moved_ms = NOW - 1;
+	r.t[3].moved_to = 0;
+	CHECK(!pick(&r, 0, &mv));
+	CHECK_EQ_INT(r.load[0].leaders, 4);
+}
+
+TEST(dead_server_never_chosen)
+{
+	static const int lead[3] = {3, 1, 0};
+	struct balance_move mv;
+	struct rig r;
+	/* 3/1/0 with server 2 dead: not 2, although it has fewest; 1 is 2 below. */
+	layout3(&r, lead);
+	r.s[2].live = false;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 1);
+	/* 3/2/0 with server 2 dead: only 2 is 2 below: nothing. */
+	layout3(&r, (const int[3]){3, 2, 0});
+	r.s[2].live = false;
+	CHECK(!pick(&r, 0, &mv));
+	r.s[2].live = true;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 2);
+	/* A dead server is never the source either. */
+	layout3(&r, (const int[3]){3, 0, 0});
+	r.s[0].live = false;
+	CHECK(!pick(&r, 0, &mv));
+}
+
+/* Replicas on dead servers are left out, but the ready replicas must be a
+ * majority (RF 5: 3 of 5). */
+TEST(majority_ready)
+{
+	struct balance_move mv;
+	struct rig r;
+	rig_init(&r, 5);
+	for (int i = 0; i < 2; i++) {
+		size_t t = add3(&r, 0, 0, 1, 2);
+		r.t[t].n_replicas = 5;
+		r.t[t].server[3] = 3;
+		r.t[t].server[4] = 4;
+		r.t[t].ready[3] = r.t[t].ready[4] = true;
+	}
+	r.s[2].live = r.s[3].live = r.s[4].live = false;
+	CHECK(!pick(&r, 0, &mv)); /* 2 of 5 live */
+	r.s[4].live = true;
+	CHECK(pick(&r, 0, &mv)); /* 3 of 5 */
+	CHECK_EQ_U64(mv.to, 1);
+	r.t[0].ready[4] = false; /* live but not ready: blocks tablet 0 */
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 1);
+	CHECK_EQ_U64(mv.to, 1); /* 4 is not settled */
+}
+
+TEST(server_without_replica_never_chosen)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* 4 servers; server 3 leads nothing and holds no replica of the
+	 * tablets server 0 leads (3 of them); servers 1 and 2 lead 2 each. */
+	rig_init(&r, 4);
+	for (int i = 0; i < 3; i++)
+		add3(&r, 0, 0, 1, 2);
+	for (int i = 0; i < 2; i++)
+		add3(&r, 1, 0, 1, 2);
+	for (int i = 0; i < 2; i++)
+		add3(&r, 2, 0, 1, 2);
+	CHECK(!pick(&r, 0, &mv)); /* 3/2/2/0: 3 is 3 below but has no replica */
+	CHECK_EQ_INT(r.load[3].leaders, 0);
+	/* One tablet of server 0 with a replica on 3: that one goes to 3. */
+	r.t[2].server[1] = 3;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 2);
+	CHECK_EQ_U64(mv.to, 3);
+	CHECK_EQ_INT(mv.replica, 1);
+}
+
+TEST(unknown_leader_ignored)
+{
+	struct balance_move mv;
+	struct rig r;
+	rig_init(&r, 3);
+	/* Server 0 leads 2, 4 tablets have no known leader: not counted,
+	 * never moved, so 2/0/0 is a move but nothing else is. */
+	for (int i = 0; i < 4; i++)
+		add3(&r, BALANCE_NONE, 0, 1, 2);
+	add3(&r, 0, 0, 1, 2);
+	add3(&r, 0, 0, 1, 2);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(r.load[0].leaders, 2);
+	CHECK_EQ_INT(r.load[1].leaders, 0);
+	CHECK(mv.tablet == 4);
+	CHECK(!pick(&r, 1, &mv));
+	/* A replica on a server the catalog does not know (it never
+	 * heartbeated this master) counts as down: never a target, and not
+	 * part of the ready majority. */
+	rig_init(&r, 3);
+	add3(&r, 0, 0, 1, 2);
+	add3(&r, 0, 0, 1, 2);
+	r.t[0].server[1] = r.t[1].server[1] = BALANCE_NONE;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 0);
+	CHECK_EQ_U64(mv.to, 2);
+	r.t[0].server[2] = r.t[1].server[2] = BALANCE_NONE;
+	CHECK(!pick(&r, 0, &mv));
+}
+
+TEST(unready_replicas)
+{
+	static const int lead[3] = {3, 1, 0};
+	struct balance_move mv;
+	struct rig r;
+	/* A tablet with any replica not ready (down, copying, behind on the
+	 * term) keeps its leader. */
+	layout3(&r, lead);
+	r.t[0].ready[1] = false; /* tablet 0: replica on server 1 */
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 1);
+	CHECK_EQ_U64(mv.to, 2);
+	/* A server with any unready replica (it has not reported the latest
+	 * changes yet) takes over nothing. */
+	layout3(&r, (const int[3]){3, 2, 0});
+	r.t[3].ready[2] = false; /* tablet 3 (led by 1): replica on server 2 */
+	CHECK(!pick(&r, 0, &mv)); /* 3/2/0 but 2 is not settled */
+	CHECK(!r.load[2].settled);
+	CHECK(r.load[1].settled);
+	layout3(&r, (const int[3]){4, 0, 0});
+	r.t[0].ready[2] = false; /* server 2 unsettled: 1 takes it */
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 1);
+	CHECK(mv.tablet != 0);
+}
+
+TEST(tie_breaks)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* 5 servers: 0 leads 4; its tablets have replicas on (1, 2) and
+	 * (3, 4); 1..4 lead nothing: the lowest index, 1, on the first
+	 * tablet that has it. */
+	rig_init(&r, 5);
+	add3(&r, 0, 0, 3, 4);
+	add3(&r, 0, 0, 4, 3);
+	add3(&r, 0, 0, 2, 1);
+	add3(&r, 0, 0, 1, 2);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 1);
+	CHECK_EQ_INT(mv.tablet, 2);
+	CHECK_EQ_INT(mv.replica, 2);
+	/* With 1 at one leader more, 3 wins (fewest, then lowest index). */
+	add3(&r, 1, 1, 2, 3);
+	add3(&r, 2, 1, 2, 3);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 3);
+	CHECK_EQ_INT(mv.tablet, 0);
+}
+
+/* Applying moves (each one reported at once) from any server, in turn,
+ * ends balanced: max - min <= 1 on 3 servers with RF 3. */
+TEST(converges)
+{
+	static const int starts[][3] = {{6, 0, 0}, {3, 3, 0}, {0, 7, 1}, {10, 2, 0}};
+	struct balance_move mv;
+	struct rig r;
+	for (size_t c = 0; c < sizeof starts / sizeof starts[0]; c++) {
+		int moves = 0, total = starts[c][0] + starts[c][1] + starts[c][2];
+		bool any = true;
+		layout3(&r, starts[c]);
+		while (any) {
+			any = false;
+			for (size_t from = 0; from < 3; from++) {
+				if (!pick(&r, from, &mv))
+					continue;
+				r.t[mv.tablet].leader = mv.to;
+				any = true;
+				moves++;
+				CHECK(moves <= total);
+			}
+		}
+		balance_count(r.t, r.nt, 3, NOW, COOL, r.load);
+		uint32_t lo = r.load[0].leaders, hi = lo;
+		for (size_t s = 1; s < 3; s++) {
+			lo = r.load[s].leaders < lo ? r.load[s].leaders : lo;
+			hi = r.load[s].leaders > hi ? r.load[s].leaders : hi;
+		}
+		CHECK_MSG(hi - lo <= 1, "case %zu: %u..%u after %d moves", c, lo, hi, moves);
+		test_note("%d/%d/%d -> %u/%u/%u in %d moves", starts[c][0], starts[c][1],
+			  starts[c][2], r.load[0].leaders, r.load[1].leaders, r.load[2].leaders,
+			  moves);
+	}
+}
+
+TEST_MAIN(T(balanced_moves_nothing), T(three_one_zero), T(in_flight_counts_at_target),
+	  T(cooldown), T(dead_server_never_chosen), T(majority_ready),
+	  T(server_without_replica_never_chosen),
+	  T(unknown_leader_ignored), T(unready_replicas), T(tie_breaks), T(converges))
