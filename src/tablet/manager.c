@@ -425,6 +425,8 @@ static int open_replica(struct manager *m, struct replica *r,
 		o.election_ms = m->o.election_ms;
 	if (m->o.max_inflight != 0)
 		o.max_inflight = m->o.max_inflight;
+	if (m->o.segment_bytes != 0)
+		o.segment_bytes = m->o.segment_bytes;
 	if (m->o.lease_ms == MANAGER_LEASE_OFF)
 		o.lease_ms = 0;
 	else if (m->o.lease_ms != 0)

@@ -81,6 +81,7 @@ struct manager_options {
 	unsigned lease_ms;            /* leader lease: 0: tablet default (7/10 of the
 					 election timeout); MANAGER_LEASE_OFF: none */
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
+	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

@@ -275,6 +275,7 @@ void tablet_options_default(struct tablet_options *o)
 	o->max_clock_skew_us = 500000;
 	o->lease_ms = TABLET_LEASE_AUTO;
 	o->max_inflight = 1;
+	o->segment_bytes = TABLET_SEGMENT_BYTES;
 	o->max_entry_bytes = 4u << 20;
 	store_options_default(&o->store);
 }
@@ -347,7 +348,7 @@ static int raft_setup(struct tablet *t, char *errmsg)
 		return from_raft(rv) ? from_raft(rv) : DOCRAFT_EIO;
 	}
 	raft_uv_set_auto_recovery(&t->uvio, false);
-	raft_uv_set_segment_size(&t->uvio, 1u << 20);
+	raft_uv_set_segment_size(&t->uvio, t->o.segment_bytes);
 	if ((rv = rio_wrap(&t->rio, &t->uvio)) != 0) {
 		raft_uv_close(&t->uvio);
 		transport_close(&t->transport);
@@ -411,6 +412,8 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 		t->o.max_entry_bytes = ENTRY_MAX_BYTES;
 	if (t->o.max_inflight == 0)
 		t->o.max_inflight = 1;
+	if (t->o.segment_bytes == 0)
+		t->o.segment_bytes = TABLET_SEGMENT_BYTES;
 	hlc_init(&t->hlc, o->max_clock_skew_us ? o->max_clock_skew_us : 500000, NULL, NULL);
 	{
 		uint64_t max_ms = (uint64_t)(o->election_ms ? o->election_ms : 1000) * 7 / 10;

@@ -111,8 +111,18 @@ struct tablet_options {
 	size_t max_entry_bytes;        /* group commit cap; default 4 MiB */
 	unsigned max_inflight;         /* entries proposed and not yet applied before
 					* the next one is proposed; default 1 */
+	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
+					* default TABLET_SEGMENT_BYTES */
 	struct store_options store;    /* options of the DocDB store */
 };
+
+/* raft_uv's own default. Every segment rotation costs the loop thread one
+ * io_destroy(2) in 0.15's writer close, which waits for an RCU grace period
+ * (~35 ms on the benchmark VM) and stalls every tablet of the process: with
+ * 1 MiB segments a write-heavy tablet rotated three times a second and that
+ * stall was the whole p99 (docs/benchmarks.md). The price is disk: raft_uv
+ * pre-allocates up to two segments beside the open one, 24 MiB per replica. */
+#define TABLET_SEGMENT_BYTES (8u << 20)
 
 void tablet_options_default(struct tablet_options *o);
 

@@ -59,6 +59,7 @@ struct config {
 	unsigned heartbeat_raft_ms; /* raft */
 	int lease_ms;               /* -1: not given (7/10 of election-ms); 0: off */
 	unsigned max_inflight;      /* 0: tablet default */
+	unsigned segment_mb;        /* 0: tablet default */
 	unsigned shutdown_transfer_ms;
 	int log_level;              /* -1: not given */
 };
@@ -116,6 +117,8 @@ static const struct flag {
 	{"heartbeat-raft-ms", "MS", "Raft heartbeat period (default 100)"},
 	{"max-inflight-entries", "N", "Raft entries a tablet leader keeps in flight; writes "
 				      "arriving meanwhile share the next entry (default 1)"},
+	{"raft-segment-mb", "MB", "size of a tablet's Raft log segment files; raft_uv keeps up "
+				  "to three per tablet (default 8)"},
 	{"lease-ms", "MS", "leader lease: reads without a Raft round (default 7/10 of "
 			   "--election-ms, at most that; 0: off)"},
 	{"shutdown-transfer-ms", "MS",
@@ -197,6 +200,8 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->heartbeat_raft_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "max-inflight-entries") == 0) {
 		c->max_inflight = parse_uint(name, v, where, 1024, "a count");
+	} else if (strcmp(name, "raft-segment-mb") == 0) {
+		c->segment_mb = parse_uint(name, v, where, 1024, "a size in MiB");
 	} else if (strcmp(name, "lease-ms") == 0) {
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
@@ -708,6 +713,7 @@ static int start(void)
 	mo.raft_heartbeat_ms = S.cfg.heartbeat_raft_ms;
 	mo.election_ms = S.cfg.election_ms;
 	mo.max_inflight = S.cfg.max_inflight;
+	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								   : (unsigned)S.cfg.lease_ms;
 	if (manager_init(&S.m, &S.loop, &mo, errmsg) != 0) {

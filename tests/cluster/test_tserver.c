@@ -1371,12 +1371,21 @@ TEST(flags_and_config)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[0].log, "--data is required"));
 	}
+	{
+		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
+				(char *)"--raft-segment-mb", (char *)"0", NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
+		CHECK(proc_wait(&p, 10000, &st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+		CHECK(file_contains(C.n[0].log, "raft-segment-mb: '0' is not a size in MiB"));
+	}
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
 	f = fopen(cfg, "w");
 	CHECK(f != NULL);
-	fprintf(f, "# test\naddress = %s\ndata = %s\nheartbeat-raft-ms=50\n", C.n[0].addr, data);
+	fprintf(f, "# test\naddress = %s\ndata = %s\nheartbeat-raft-ms=50\nraft-segment-mb = 2\n",
+		C.n[0].addr, data);
 	fclose(f);
 	{
 		char *argv[] = {C.exe, (char *)"--config", cfg, (char *)"--log-level",

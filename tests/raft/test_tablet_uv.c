@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <inttypes.h>
 
@@ -46,6 +48,30 @@ static struct cluster C;
 static const struct schema *store_schema;
 /* Raft election timeout of the replicas node_open opens. */
 static unsigned election_ms = 500;
+/* Raft log segment size of the replicas node_open opens. */
+static size_t segment_bytes = 256u << 10;
+
+/* Bytes of node i's raft log files named open-* (raft_uv pre-allocates each
+ * to the segment size), or 0 with none. */
+static off_t open_segment_size(int i)
+{
+	char dir[512], path[1024];
+	struct dirent *e;
+	struct stat st;
+	off_t size = 0;
+	DIR *d;
+	snprintf(dir, sizeof dir, "%s/raft", C.n[i].dir);
+	d = opendir(dir);
+	CHECK(d != NULL);
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "open-", 5) == 0) {
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			CHECK(stat(path, &st) == 0);
+			size = st.st_size;
+		}
+	closedir(d);
+	return size;
+}
 
 static void node_open(int i, bool bootstrap)
 {
@@ -62,6 +88,7 @@ static void node_open(int i, bool bootstrap)
 	o.election_ms = election_ms;
 	o.snapshot_threshold = 64;
 	o.snapshot_trailing = 32;
+	o.segment_bytes = segment_bytes;
 	o.store.schema = store_schema;
 	CHECK_OK_MSG(tablet_open(&C.loop, &o, &C.n[i].t, C.errmsg), C.errmsg);
 	for (int j = 0; j < N; j++) {
@@ -333,6 +360,9 @@ TEST(writes_reads_and_retries)
 	const char *hint;
 	CHECK_EQ_U64(tablet_leader(C.n[f].t, &hint), (uint64_t)(l + 1));
 	CHECK_EQ_STR(hint, C.n[l].addr);
+
+	/* The log's segments have the configured size. */
+	CHECK_EQ_U64((uint64_t)open_segment_size(l), (uint64_t)segment_bytes);
 
 	for (int i = 0; i < NW; i++)
 		batch_free(&ws[i].b);
