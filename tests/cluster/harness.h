@@ -323,5 +323,7 @@ static inline int tablets_with_leaders(const char *table, struct tablet *t, int 
 		CHECK_MSG(proc_now_ms() < end, "table %s: %d tablets, leaders missing:\n%s", table,
 			  n, C.out);
 		sleep_ms(200);
+	}
+}
 
 #endif

@@ -27,8 +27,6 @@
 #include "test.h"
 
 #include "harness.h"
-	}
-} /* harness.h leaves tablets_with_leaders open (as test_e2e.c closes it) */
 
 #define NTAB 6
 #define VICTIM 2
