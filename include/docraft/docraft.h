@@ -155,8 +155,9 @@ typedef struct docraft_client_options {
 	uint32_t backoff_min_ms;
 	uint32_t backoff_max_ms;
 	/* CREATE TABLE through docraft_exec_cql, and docraft_table_create with
-	 * options NULL: tablets (default 4) and replication factor (default
-	 * 0: the master's default). */
+	 * options NULL: tablets and replication factor (default 0 for both:
+	 * the master's defaults, one tablet per live tablet server, as
+	 * YugabyteDB does on small servers, and its --replication-factor). */
 	uint32_t num_tablets;
 	uint32_t replication_factor;
 	/* NULL (default): the client owns a loop and a thread. Otherwise the

@@ -455,7 +455,7 @@ void docraft_client_options_init(docraft_client_options *o)
 	o->rpc_timeout_ms = 2000;
 	o->backoff_min_ms = 20;
 	o->backoff_max_ms = 1000;
-	o->num_tablets = 4;
+	o->num_tablets = 0;
 	o->replication_factor = 0;
 	o->loop = NULL;
 }

@@ -130,7 +130,11 @@ bench() {
 	echo "ok: docraft bench $*: ops $ops, errors 0"
 }
 
-bench --workload load --keys 1000 --ops 1000 --clients 4 --tablets 3 --rf 3
+bench --workload load --keys 1000 --ops 1000 --clients 4 --rf 3
+# No --tablets: the master's default, one tablet per live tserver.
+n=$("$DOCRAFT" --masters "$masters" tablets bench | grep -c '^bench-' || true)
+[ "$n" = 3 ] || { echo "not ok: table bench has $n tablets, not 3 (one per tserver)"; exit 1; }
+echo "ok: one tablet per live tserver by default"
 bench --workload a --keys 1000 --duration 3 --clients 4 --json
 # The JSON line: both kinds of operations, no errors, every key found.
 echo "$out" | grep '^{' | python3 -c '
