@@ -15,7 +15,8 @@
 #                 port P+22
 #   docraft       1 master + 3 tservers, RF 3, on 127.0.0.1-3 (through
 #                 deploy/docraft-local when present: master P+30, tservers
-#                 P+2030), table bench with T tablets (default 4)
+#                 P+2030), table bench with T tablets (default: the
+#                 cluster's, one per tserver: 3)
 # and runs `docraft bench` against each: load (64 clients, once), then R
 # times (default 3) each of: write with 1 client, write with 64, c with 64,
 # a with 64, every run --duration S (default 20) after a warm-up (2 s). Runs
@@ -44,7 +45,7 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 . scripts/lib/deps.sh
 
-QUICK=0 KEYS="" VSIZE=100 DURATION="" RUNS="" OUT="" TABLETS=4 PORT_BASE=27400 KEEP=0
+QUICK=0 KEYS="" VSIZE=100 DURATION="" RUNS="" OUT="" TABLETS="" PORT_BASE=27400 KEEP=0
 SYSTEMS="docraft,etcd,redis-always,redis-none"
 BIN=build-release
 
@@ -288,7 +289,7 @@ done
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "command: $0 --keys $KEYS --value-size $VSIZE --duration $DURATION --runs $RUNS" \
-		"--tablets $TABLETS --systems $SYSTEMS$([ "$QUICK" = 1 ] && echo ' --quick')"
+		"${TABLETS:+--tablets $TABLETS }--systems $SYSTEMS$([ "$QUICK" = 1 ] && echo ' --quick')"
 	echo "commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
 	echo "cpus: $(nproc), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 	echo "memory: $(free -g | awk '/^Mem/ {print $2}') GiB"
@@ -302,7 +303,7 @@ done
 
 sys_args() { # the bench arguments of a system
 	case $1 in
-	docraft) echo "--system docraft --masters $MASTERS --tablets $TABLETS --rf 3" ;;
+	docraft) echo "--system docraft --masters $MASTERS ${TABLETS:+--tablets $TABLETS }--rf 3" ;;
 	etcd) echo "--system etcd --endpoints $ETCD_LEADER" ;;
 	redis-always) echo "--system redis --endpoints 127.0.0.1:$REDIS_ALWAYS" ;;
 	redis-none) echo "--system redis --endpoints 127.0.0.1:$REDIS_NONE" ;;
