@@ -26,6 +26,7 @@
 #include "tablet/entry.h"
 #include "tablet/retry.h"
 #include "test.h"
+#include "store_dump.h"
 
 #define BASE_US UINT64_C(1700000000000000)
 
@@ -178,29 +179,6 @@ static bool stored_value(struct store *s, uint8_t client, uint64_t k, struct buf
 	return found;
 }
 
-/* Every pair of the store, internal records included, as one string. */
-static void dump(struct store *s, struct buf *out)
-{
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	struct store_iter *it = store_iter_new(s, NULL, 0, NULL, 0);
-	int rv;
-
-	buf_reset(out);
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		const uint8_t *v = store_iter_value(it, &vl);
-
-		buf_append_le32(out, (uint32_t)kl);
-		buf_append(out, k, kl);
-		buf_append_le32(out, (uint32_t)vl);
-		buf_append(out, v, vl);
-	}
-	rv = store_iter_status(it, errmsg);
-	store_iter_free(it);
-	CHECK_OK_MSG(rv, errmsg);
-}
-
 /* a and b answer alike for clients first..first+nclients-1, seqs 0..maxseq. */
 static void check_same(const struct retry_table *a, const struct retry_table *b, uint8_t first,
 		       unsigned nclients, uint64_t maxseq, uint64_t idx)
@@ -343,8 +321,8 @@ TEST(reload_equals_live_random)
 		check_same(&live.t, &restarted.t, R_FIRST, R_CLIENTS, maxseq + 1, idx);
 		/* The restarted side's chunk bookkeeping came from the store: it
 		 * deletes exactly what the live side deletes. */
-		dump(live.s, &a);
-		dump(restarted.s, &b);
+		store_dump(live.s, &a);
+		store_dump(restarted.s, &b);
 		CHECK_MSG(a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
 			  "the stores differ after entry %llu", (unsigned long long)idx);
 		CHECK_EQ_INT(n_keys(live.s, 0), live.t.nchunks);

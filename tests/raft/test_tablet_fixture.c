@@ -60,6 +60,7 @@
 #include "tablet/fsm.h"
 #include "tablet/retry.h"
 #include "test.h"
+#include "store_dump.h"
 
 #define NS 3
 #define MAX_IDX 256
@@ -212,30 +213,6 @@ static uint64_t durable_index(struct cluster *c, unsigned i)
 
 /* ---- store inspection ---- */
 
-/* Every stored pair, internal records (retry table, marker) included, in key
- * order, as one byte string: LE32 length + key, LE32 length + value. */
-static void dump_store(struct store *s, struct buf *out)
-{
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	struct store_iter *it = store_iter_new(s, NULL, 0, NULL, 0);
-	int rv;
-
-	buf_reset(out);
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		const uint8_t *v = store_iter_value(it, &vl);
-
-		buf_append_le32(out, (uint32_t)kl);
-		buf_append(out, k, kl);
-		buf_append_le32(out, (uint32_t)vl);
-		buf_append(out, v, vl);
-	}
-	rv = store_iter_status(it, errmsg);
-	store_iter_free(it);
-	CHECK_OK_MSG(rv, errmsg);
-}
-
 static unsigned count_prefix(struct store *s, const void *p, size_t n)
 {
 	struct store_iter *it = store_iter_new(s, NULL, 0, NULL, 0);
@@ -360,9 +337,9 @@ static void check_stores_equal(struct cluster *c)
 {
 	struct buf a = BUF_INIT, b = BUF_INIT;
 
-	dump_store(c->s[0].store, &a);
+	store_dump(c->s[0].store, &a);
 	for (unsigned i = 1; i < NS; i++) {
-		dump_store(c->s[i].store, &b);
+		store_dump(c->s[i].store, &b);
 		CHECK_MSG(a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
 			  "store of S%u differs from S1's", i + 1);
 	}
@@ -910,7 +887,7 @@ static void replay_case(const char *tag, const unsigned flush_after[NS])
 	}
 	/* The reference: S1's store after all N entries; the others match. */
 	check_stores_equal(c);
-	dump_store(c->s[S1].store, &ref);
+	store_dump(c->s[S1].store, &ref);
 	CHECK(n_retry_records(c->s[S1].store) > 0);
 	for (unsigned i = 0; i < NS; i++) {
 		save_log(&saved[i], c->s[i].r);
@@ -932,7 +909,7 @@ static void replay_case(const char *tag, const unsigned flush_after[NS])
 		store_close(c->s[i].store);
 		CHECK_OK_MSG(store_open(c->s[i].dir, NULL, &c->s[i].store, errmsg), errmsg);
 		CHECK_EQ_U64(applied_of(c->s[i].store), flushed[i]);
-		dump_store(c->s[i].store, &d);
+		store_dump(c->s[i].store, &d);
 		CHECK(d.len < ref.len);
 	}
 
@@ -962,7 +939,7 @@ static void replay_case(const char *tag, const unsigned flush_after[NS])
 			if (se->type == RAFT_COMMAND)
 				CHECK_EQ_U64(r->hash, fnv(se->buf.base, se->buf.len));
 		}
-		dump_store(s->store, &d);
+		store_dump(s->store, &d);
 		CHECK_MSG(d.len == ref.len && memcmp(d.data, ref.data, d.len) == 0,
 			  "S%u's store after the replay differs from the reference", i + 1);
 		test_note("S%u: store at %llu after the crash, %u entries skipped, %u re-applied",
@@ -1486,7 +1463,7 @@ TEST(snapshot_marker_install)
 	write_n(c, l, &seq, 3);
 	s3_before = applied_of(s3->store);
 	CHECK(s3_before > 0);
-	dump_store(s3->store, &d3);
+	store_dump(s3->store, &d3);
 
 	/* S3 down; the others apply and snapshot until the log is cut past it. */
 	raft_fixture_kill(&c->f, S3);
@@ -1532,7 +1509,7 @@ TEST(snapshot_marker_install)
 	x = s3->fsm.copy_min_index;
 	CHECK_EQ_U64(applied_of(s3->store), s3_before);
 	CHECK_EQ_U64(s3->fsm.skipped, s3_skipped);
-	dump_store(s3->store, &a);
+	store_dump(s3->store, &a);
 	CHECK(a.len == d3.len && memcmp(a.data, d3.data, a.len) == 0);
 	CHECK_EQ_INT(s3->n_snapshots, 0);
 	CHECK(last > x + SNAP_THRESHOLD); /* raft asked S3 for snapshots */
@@ -1553,8 +1530,8 @@ TEST(snapshot_marker_install)
 	CHECK_EQ_U64(ci, applied_of(c->s[l].store));
 	CHECK(ci >= x);
 	CHECK(ci >= raft_last_applied(s3->r)); /* S3's no-op applies are all covered */
-	dump_store(copy, &a);
-	dump_store(c->s[l].store, &b);
+	store_dump(copy, &a);
+	store_dump(c->s[l].store, &b);
 	CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
 	CHECK(!table_has(&s3->fsm.retry, CLIENT_S, seq_unseen));
 	CHECK_OK_MSG(tablet_fsm_set_store(&s3->fsm, copy, errmsg), errmsg);
@@ -1754,7 +1731,7 @@ static void apply_corrupt(struct cluster *c, unsigned i, const void *payload, si
 	void *result = &f;
 	int rv;
 
-	dump_store(s->store, &before);
+	store_dump(s->store, &before);
 	CHECK_OK_MSG(tablet_fsm_init(&f, "scratch", s->store, &s->hlc, errmsg), errmsg);
 	tablet_fsm_bind(&f, s->r);
 	rv = f.fsm.apply(&f.fsm, &rb, &result);
@@ -1764,7 +1741,7 @@ static void apply_corrupt(struct cluster *c, unsigned i, const void *payload, si
 	CHECK_MSG(strstr(f.errmsg, want_msg) != NULL, "errmsg \"%s\" lacks \"%s\"", f.errmsg,
 		  want_msg);
 	CHECK_EQ_U64(applied_of(s->store), idx);
-	dump_store(s->store, &after);
+	store_dump(s->store, &after);
 	CHECK(after.len == before.len && memcmp(after.data, before.data, after.len) == 0);
 	tablet_fsm_close(&f);
 	buf_free(&before);
@@ -1862,7 +1839,7 @@ TEST(corrupt_entry_fails_fsm)
 	tablet_fsm_close(&f);
 
 	/* Through raft: a corrupt entry, then a good one. */
-	dump_store(c->s[S1].store, &ref);
+	store_dump(c->s[S1].store, &ref);
 	check_stores_equal(c);
 	memset(junk, 0x5a, sizeof junk);
 	junk[0] = 9; /* an unknown version */
@@ -1878,7 +1855,7 @@ TEST(corrupt_entry_fails_fsm)
 		CHECK(strstr(s->fsm.errmsg, "version 9") != NULL);
 		CHECK_EQ_U64(applied_of(s->store), good_idx);
 		CHECK_EQ_INT(versions(s->store, "g2"), 0);
-		dump_store(s->store, &d);
+		store_dump(s->store, &d);
 		CHECK(d.len == ref.len && memcmp(d.data, ref.data, d.len) == 0);
 		test_note("S%u: raft state %d, last applied %llu: %s", i + 1, raft_state(s->r),
 			  (unsigned long long)raft_last_applied(s->r), s->fsm.errmsg);
