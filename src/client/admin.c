@@ -449,8 +449,13 @@ static void checksum_line(const docraft_printer *p, const Docraft__TabletLocatio
 	buf_free(&b);
 }
 
-/* Checks one tablet: the leader first (read_ht 0), then the others at its
- * read time. Returns whether every answer agrees with the reference;
+/* Checks one tablet. Every replica is asked at read_ht 0 (its own latest
+ * applied write); the reference time is the newest of those, and a replica
+ * that answered an older time is asked again at it (it waits until it has
+ * applied that far). Not "the leader's time": the leader the master last
+ * heard of may have handed over (leader balancing moves leaders) and lag
+ * behind the last acknowledged write. Lines come in the order leader, then
+ * the others. Returns whether every answer agrees with the reference;
  * failures are printed and noted in unavail. */
 static bool checksum_tablet(docraft_client *c, const char *table,
 			    const Docraft__TabletLocation *loc, const docraft_printer *p,
@@ -459,11 +464,11 @@ static bool checksum_tablet(docraft_client *c, const char *table,
 	size_t n = loc->n_replicas, ref = n;
 	size_t *order = calloc(n + 1, sizeof *order);
 	struct ck_answer *ans = calloc(n + 1, sizeof *ans);
-	bool *asked = calloc(n + 1, sizeof *asked);
+	uint64_t at = 0;
 	bool agree = true;
 	size_t m = 0;
 
-	if (order == NULL || ans == NULL || asked == NULL)
+	if (order == NULL || ans == NULL)
 		PANIC("out of memory");
 	/* The leader as the master knows it first, then the others in order. */
 	for (size_t k = 0; k < n; k++)
@@ -472,29 +477,26 @@ static bool checksum_tablet(docraft_client *c, const char *table,
 	for (size_t k = 0; k < n; k++)
 		if (m == 0 || order[0] != k)
 			order[m++] = k;
-	/* The reference: the first replica of that order that answers. */
-	for (size_t i = 0; i < n && ref == n; i++) {
-		size_t k = order[i];
-		asked[k] = true;
+	for (size_t k = 0; k < n; k++)
 		if (checksum_call(c, table, loc->tablet_id, loc->replicas[k]->address, 0,
-				  &ans[k]) == 0)
-			ref = k;
-		checksum_line(p, loc, k, &ans[k], unavail, unavail_size);
-	}
-	for (size_t i = 0; i < n && ref < n; i++) {
+				  &ans[k]) == 0 &&
+		    ans[k].read_ht > at)
+			at = ans[k].read_ht;
+	for (size_t i = 0; i < n; i++) {
 		size_t k = order[i];
-		if (asked[k])
-			continue;
-		checksum_call(c, table, loc->tablet_id, loc->replicas[k]->address,
-			      ans[ref].read_ht, &ans[k]);
+		if (ans[k].status == 0 && ans[k].read_ht != at)
+			checksum_call(c, table, loc->tablet_id, loc->replicas[k]->address, at,
+				      &ans[k]);
 		checksum_line(p, loc, k, &ans[k], unavail, unavail_size);
-		if (ans[k].status == 0 &&
-		    (ans[k].checksum != ans[ref].checksum || ans[k].rows != ans[ref].rows))
+		if (ans[k].status != 0)
+			continue;
+		if (ref == n)
+			ref = k;
+		else if (ans[k].checksum != ans[ref].checksum || ans[k].rows != ans[ref].rows)
 			agree = false;
 	}
 	free(order);
 	free(ans);
-	free(asked);
 	return agree;
 }
 
@@ -517,9 +519,8 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 	}
 	if (nmismatch > 0) {
 		buf_printf(&b, "checksums: MISMATCH in tablet %s\n", buf_cstr(&mismatch));
-		buf_printf(&b, "  (replicas differ at the same read time; a tablet written for the first "
-			   "time during the check can differ once: run it again; if it persists, "
-			   "compare `docraft dump TABLET REPLICA` of two replicas)\n");
+		buf_printf(&b, "  (replicas differ at the same read time: run it again; if it "
+			   "persists, compare `docraft dump TABLET REPLICA` of two replicas)\n");
 		rv = DOCRAFT_ECORRUPT;
 	} else if (unavail[0] != '\0') {
 		buf_printf(&b, "checksums: INCOMPLETE: %s\n", unavail);
