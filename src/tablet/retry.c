@@ -129,10 +129,11 @@ static size_t lower_bound(const struct retry_client *c, uint64_t s)
 	return lo;
 }
 
-static bool holds(const struct retry_client *c, uint64_t seq)
+/* Index of seq among c's held seqs; SIZE_MAX if not held. */
+static size_t seq_index(const struct retry_client *c, uint64_t seq)
 {
 	size_t i = lower_bound(c, seq);
-	return i < c->n && c->seqs[i] == seq;
+	return i < c->n && c->seqs[i] == seq ? i : SIZE_MAX;
 }
 
 /* Index of the first live chunk with a key >= key. */
@@ -153,11 +154,8 @@ bool retry_lookup(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID
 		  uint64_t seq, uint64_t *ht, int *status)
 {
 	const struct retry_client *c = find(t, cid);
-	size_t i;
-	if (c == NULL)
-		return false;
-	i = lower_bound(c, seq);
-	if (i >= c->n || c->seqs[i] != seq)
+	size_t i = c != NULL ? seq_index(c, seq) : SIZE_MAX;
+	if (i == SIZE_MAX)
 		return false;
 	if (ht != NULL)
 		*ht = c->hts[i];
@@ -195,7 +193,7 @@ static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq,
 		    uint8_t outcome, uint64_t key, bool stored)
 {
 	size_t i = lower_bound(c, seq);
-	PRE(i >= c->n || c->seqs[i] != seq);
+	PRE(seq_index(c, seq) == SIZE_MAX);
 	if (c->n == c->cap) {
 		c->cap = c->cap ? c->cap * 2 : 8;
 		c->seqs = xrealloc(c->seqs, c->cap * sizeof *c->seqs);
@@ -288,7 +286,6 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	struct retry_client *c;
 	size_t drop;
 	PRE(ch->index > 0 && (status == 0 || status == DOCRAFT_ECONDITION));
-	PRE(!retry_applied(t, cid, seq));
 	c = get(t, cid);
 	if (c->entry != ch->index) {
 		PRE(c->entry < ch->index);
@@ -321,13 +318,20 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
  * (its own, and a legacy record's sharing the key). */
 static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 {
-	size_t k = chunk_at(c, ch->index), items = 0;
+	size_t k = chunk_at(c, ch->index), items = 0, from = c->n, seen = 0;
 	struct store_raw *r;
 	ASSERT(k < c->nlive && c->live[k].key == ch->index);
+	/* Its seqs are among the newest the client holds: scan from the end
+	 * back to the first of them only, not every seq a client with a stuck
+	 * request keeps (this runs for every entry on every replica). */
+	while (seen < c->live[k].n) {
+		ASSERT(from > 0);
+		seen += c->chunks[--from] == ch->index;
+	}
 	r = change(ch, c->id, ch->index, false);
 	buf_push(&ch->keys, RETRY_CHUNK_TAG);
 	buf_append_be64(&ch->keys, c->watermark);
-	for (size_t i = 0; i < c->n; i++) {
+	for (size_t i = from; i < c->n; i++) {
 		if (c->chunks[i] != ch->index)
 			continue;
 		buf_append_be64(&ch->keys, c->seqs[i]);
@@ -411,7 +415,7 @@ static int load_seq(struct loader *l, struct retry_client **c, uint64_t key, uin
 {
 	if (*c == NULL)
 		*c = get(l->t, l->id);
-	if (holds(*c, seq))
+	if (seq_index(*c, seq) != SIZE_MAX)
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "retry seq %llu held by two records",
 			       (unsigned long long)seq);
 	add_seq(l->t, *c, seq, ht, outcome, key, true);
