@@ -54,6 +54,21 @@ static bool pick(struct rig *r, size_t from, struct balance_move *mv)
 	return balance_pick(r->s, r->ns, r->t, r->nt, from, NOW, COOL, r->load, mv);
 }
 
+/* The leaders the last pick counted on servers 0, 1, 2. */
+static void counted(const struct rig *r, int l0, int l1, int l2)
+{
+	CHECK_EQ_INT(r->load[0].leaders, l0);
+	CHECK_EQ_INT(r->load[1].leaders, l1);
+	CHECK_EQ_INT(r->load[2].leaders, l2);
+}
+
+/* The master instructed a move of tablet t to server to at time at. */
+static void moved(struct rig *r, size_t t, uint64_t at, size_t to)
+{
+	r->t[t].moved_ms = at;
+	r->t[t].moved_to = to;
+}
+
 /* n tablets on servers 0, 1, 2, with lead[i] of them led by server i. */
 static void layout3(struct rig *r, const int lead[3])
 {
@@ -92,9 +107,7 @@ TEST(three_one_zero)
 	CHECK_EQ_U64(mv.to, 2);
 	CHECK_EQ_INT(mv.tablet, 0); /* the first of its tablets */
 	CHECK_EQ_INT(mv.replica, 2);
-	CHECK_EQ_INT(r.load[0].leaders, 3);
-	CHECK_EQ_INT(r.load[1].leaders, 1);
-	CHECK_EQ_INT(r.load[2].leaders, 0);
+	counted(&r, 3, 1, 0);
 }
 
 TEST(in_flight_counts_at_target)
@@ -107,20 +120,16 @@ TEST(in_flight_counts_at_target)
 	CHECK_EQ_U64(mv.to, 1); /* tie 0/0: the lower index */
 	CHECK_EQ_INT(mv.tablet, 0);
 	/* The master records the move; the reports still show server 0. */
-	r.t[mv.tablet].moved_ms = NOW - 10;
-	r.t[mv.tablet].moved_to = mv.to;
+	moved(&r, mv.tablet, NOW - 10, mv.to);
 	CHECK(pick(&r, 0, &mv));
 	CHECK_EQ_INT(r.load[0].leaders, 3);
 	CHECK_EQ_INT(r.load[1].leaders, 1);
 	CHECK_EQ_U64(mv.to, 2);     /* not 1 again: it has one in flight */
 	CHECK_EQ_INT(mv.tablet, 1); /* not tablet 0: in flight */
-	r.t[mv.tablet].moved_ms = NOW - 5;
-	r.t[mv.tablet].moved_to = mv.to;
+	moved(&r, mv.tablet, NOW - 5, mv.to);
 	/* 2/1/1: done, although the reports still say 4/0/0. */
 	CHECK(!pick(&r, 0, &mv));
-	CHECK_EQ_INT(r.load[0].leaders, 2);
-	CHECK_EQ_INT(r.load[1].leaders, 1);
-	CHECK_EQ_INT(r.load[2].leaders, 1);
+	counted(&r, 2, 1, 1);
 }
 
 TEST(cooldown)
@@ -132,8 +141,7 @@ TEST(cooldown)
 	/* Tablets 0 and 1 were moved (to 1) within the cooldown; the moves
 	 * failed (the reports still show server 0). Tablet 2 can go. */
 	for (size_t i = 0; i < 2; i++) {
-		r.t[i].moved_ms = NOW - COOL + 1;
-		r.t[i].moved_to = 1;
+		moved(&r, i, NOW - COOL + 1, 1);
 	}
 	CHECK(!pick(&r, 0, &mv)); /* counts 1/2/0: server 0 has only one left */
 	CHECK_EQ_INT(r.load[0].leaders, 1);
@@ -150,13 +158,11 @@ TEST(cooldown)
 	 * only tablet 3 is free.) */
 	layout3(&r, (const int[3]){4, 0, 0});
 	for (size_t i = 0; i < 3; i++) {
-		r.t[i].moved_ms = NOW - 1;
-		r.t[i].moved_to = 0;
+		moved(&r, i, NOW - 1, 0);
 	}
 	CHECK(pick(&r, 0, &mv));
 	CHECK_EQ_INT(mv.tablet, 3);
-	r.t[3].moved_ms = NOW - 1;
-	r.t[3].moved_to = 0;
+	moved(&r, 3, NOW - 1, 0);
 	CHECK(!pick(&r, 0, &mv));
 	CHECK_EQ_INT(r.load[0].leaders, 4);
 }
