@@ -52,8 +52,9 @@
  * larger W. Keys are raft indexes, not seqs, because a forgotten seq can be
  * recorded again (a late retry) while its old chunk still holds other seqs;
  * chunk keys never collide, and a chunk whose key equals a held legacy
- * record's (seq == index) carries that seq with its own ht and outcome. The held seqs, their chunks and the
- * chunks' counts after a load are thus exactly those of the live table.
+ * record's (seq == index) carries that seq with its own ht and outcome. The
+ * held seqs, their chunks and the chunks' counts after a load are thus
+ * exactly those of the live table.
  *
  * Not thread-safe: owned by the tablet's loop thread. */
 #ifndef DOCRAFT_TABLET_RETRY_H

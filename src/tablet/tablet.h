@@ -20,8 +20,9 @@
  *
  * Writes: DocDB batches with a client id and sequence number. Requests
  * queued while max_inflight entries wait for their majority go into the next
- * Raft entry together (group commit, capped by size). A retried (client id, seq) that was decided is answered at once
- * with its outcome and is never applied twice; one that is still in flight
+ * Raft entry together (group commit, capped by size). A retried (client id,
+ * seq) that was decided is answered at once with its outcome and is never
+ * applied twice; one that is still in flight
  * is answered with the original. DOCRAFT_ELEADERLOST means the outcome is
  * unknown: the entry may still commit; retry with the same id.
  *
