@@ -48,12 +48,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A port P such that P and P+2000 are free on 127.0.0.1, .2 and .3.
+# A port P such that P and P+2000 are free on 127.0.0.1, .2 and .3, below
+# the kernel's ephemeral ports (an outgoing connection could take one of those
+# before the nodes bind it).
 free_port() {
 	python3 - <<'EOF'
 import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 for _ in range(200):
-    p = random.randint(20000, 40000)
+    p = random.randint(10000, max(lo - 2001, 10001))
     socks = []
     try:
         for ip in ("127.0.0.1", "127.0.0.2", "127.0.0.3"):

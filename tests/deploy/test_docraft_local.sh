@@ -133,19 +133,6 @@ insert_rows() { # from to
 	cql "$stmts"
 }
 
-# A port P with P and P+2000 free on every address (the tool's --port-base).
-free_port_base() {
-	local p i
-	for ((i = 0; i < 50; i++)); do
-		p=$((20000 + (RANDOM % 15000)))
-		if [ -z "$(ss -Hltn "( sport = :$p or sport = :$((p + 2000)) )" 2>/dev/null)" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	echo 27100
-}
-
 all_pids() {
 	local n
 	for n in m1 t1 t2 t3; do echo "$n=$(tool pid "$n" 2>/dev/null)"; done
@@ -157,8 +144,16 @@ p1_create() {
 	BASE=$WORK/c1
 	BASES+=("$BASE")
 	tool create --masters 1 --tservers 3 --rf 3 --skewable --election-ms 500 \
-		--port-base "$(free_port_base)" || return 1
+		--port-base auto || return 1
 	eval "$(tool env)"
+	# auto: below the kernel's ephemeral ports, where no outgoing connection
+	# can take the port between the tool's check and the nodes' bind
+	local lo port
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+	port=$(sed -n 's/^master_port=//p' "$BASE/cluster.conf")
+	if [ "$lo" -gt 12000 ] && { [ -z "$port" ] || [ $((port + 2000)) -ge "$lo" ]; }; then
+		fail "--port-base auto chose '$port', not below the ephemeral range ($lo)"
+	fi
 	if [ ! -f "$BASE/cluster.conf" ] || [ ! -f "$BASE/t1/node.conf" ] || [ ! -d "$BASE/t3/data" ]; then
 		fail "cluster.conf / node.conf / data missing"
 		return 1

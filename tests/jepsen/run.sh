@@ -19,9 +19,10 @@
 # Steps: create and start a cluster (--masters, --tservers, RF --rf, in
 # network namespaces with --netns yes, skewable when the shim exists and
 # --skew allows) under DIR/cluster, masters on port P and tservers on P+2000
-# (--port-base auto: a random free P in 30000..59999, so that runs of other
-# people on the same machine do not collide); run docraft-jepsen for --time s with
-# tests/jepsen/nemesis.sh beside it (faults every --interval s, none in the
+# (--port-base auto, the default: docraft-local picks a free P below the
+# kernel's ephemeral ports, so that other runs on the machine do not
+# collide); run docraft-jepsen for --time s with tests/jepsen/nemesis.sh
+# beside it (faults every --interval s, none in the
 # last --interval + 10 s); heal everything and wait until both tables have
 # leaders; let the workload finish its final reads; run docraft-jepsen-check;
 # run `docraft checksum` on both tables until the replicas agree (60 s at
@@ -135,14 +136,8 @@ case $SKEW in yes | no | auto) ;; *) bad "--skew: yes, no or auto" ;; esac
 case $EXPECT in valid | invalid) ;; *) bad "--expect: valid or invalid" ;; esac
 case $WORKLOAD in registers | set | both) ;; *) bad "--workload: registers, set or both" ;; esac
 case $MASTERS in 1 | 3) ;; *) bad "--masters: 1 or 3" ;; esac
-if [ "$PORT_BASE" = auto ]; then
-	for ((i = 0; i < 50; i++)); do
-		PORT_BASE=$((30000 + (RANDOM % 3000) * 10))
-		[ -z "$(ss -Htln "( sport = :$PORT_BASE or sport = :$((PORT_BASE + 2000)) )" 2>/dev/null)" ] &&
-			break
-	done
-fi
-if ! [[ $PORT_BASE =~ ^[0-9]+$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 63535 ]; then
+if [ "$PORT_BASE" != auto ] &&
+	{ ! [[ $PORT_BASE =~ ^[0-9]+$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 63535 ]; }; then
 	bad "--port-base: 1024..63535 or auto"
 fi
 [ -z "$SEED" ] && SEED=$(((RANDOM << 15 | RANDOM) + 1))
@@ -301,9 +296,18 @@ create_args=(create --masters "$MASTERS" --tservers "$TSERVERS" --rf "$RF" --por
 [ "$SKEW" = yes ] && create_args+=(--skewable)
 say "cluster: ${create_args[*]:1} under $BASE"
 dl destroy >>"$OUT/cluster.err" 2>&1 # a previous run's leftovers
-if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
-	CLUSTER_OK=1
-else
+# With --port-base auto another run may take a port between docraft-local's
+# check and a node's bind: then a new port base, at most three tries.
+for ((try = 1; try <= 3; try++)); do
+	if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
+		CLUSTER_OK=1
+		break
+	fi
+	[ "$PORT_BASE" = auto ] && grep -qs 'Address already in use' "$OUT/cluster.err" "$BASE"/*/*.log || break
+	say "a port was taken while the cluster started (try $try): a new port base"
+	dl destroy >>"$OUT/cluster.err" 2>&1
+done
+if [ "$CLUSTER_OK" -eq 0 ]; then
 	say "the cluster did not start: $OUT/cluster.err"
 	tail -n 20 "$OUT/cluster.err" >&2
 fi

@@ -376,35 +376,53 @@ int proc_kill_all(void)
 	return n;
 }
 
+/* The lowest port of the kernel's ephemeral range (32768 when unreadable). */
+static int ephemeral_low(void)
+{
+	int lo = 32768, hi = 0;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	return lo;
+}
+
+/* Candidates lie below the ephemeral range: a port the kernel handed out for
+ * bind(0) can be taken by any outgoing connection of the machine between our
+ * close and the server's bind, which then fails with EADDRINUSE. */
 int proc_free_port(int n, int avoid)
 {
 	if (n < 1 || n > PROC_MAX_PORT_ADDRS)
 		return -1;
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int fds[PROC_MAX_PORT_ADDRS], port = 0, ok = 1;
+	int lo = ephemeral_low(), first = 10000, span = lo - 10000;
+	if (span < 1000) { /* an unusual range: above it */
+		first = 61000;
+		span = 4000;
+	}
+	static unsigned seed;
+	if (seed == 0)
+		seed = (unsigned)getpid() * 2654435761u ^ (unsigned)proc_now_ms();
+	for (int attempt = 0; attempt < 200; attempt++) {
+		int fds[PROC_MAX_PORT_ADDRS], port = first + (int)(rand_r(&seed) % (unsigned)span);
+		int ok = port != avoid;
 		for (int i = 0; i < n; i++)
 			fds[i] = -1;
 		for (int i = 0; i < n && ok; i++) {
 			struct sockaddr_in a;
-			socklen_t len = sizeof a;
 			memset(&a, 0, sizeof a);
 			a.sin_family = AF_INET;
 			a.sin_port = htons((uint16_t)port);
 			a.sin_addr.s_addr = htonl(0x7F000001u + (uint32_t)i);
 			fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0)
 				ok = 0;
-				break;
-			}
-			if (i == 0) {
-				getsockname(fds[i], (struct sockaddr *)&a, &len);
-				port = ntohs(a.sin_port);
-			}
 		}
 		for (int i = 0; i < n; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
-		if (ok && port != avoid)
+		if (ok)
 			return port;
 	}
 	return -1;

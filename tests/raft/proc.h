@@ -80,9 +80,10 @@ void proc_die_of_signal(int sig, const char *dir);
 uint64_t proc_now_ms(void);
 
 /* A TCP port free on every address 127.0.0.1..127.0.0.n at once (each bound
- * briefly, then closed), different from avoid (-1: none); -1 when 50
- * attempts found none. n is 1..PROC_MAX_PORT_ADDRS. For servers that all
- * listen on the same port, one per loopback address. */
+ * briefly, then closed), different from avoid (-1: none), chosen at random
+ * below the kernel's ephemeral range; -1 when 200 attempts found none. n is
+ * 1..PROC_MAX_PORT_ADDRS. For servers that all listen on the same port, one
+ * per loopback address. */
 #define PROC_MAX_PORT_ADDRS 16
 int proc_free_port(int n, int avoid);
 
