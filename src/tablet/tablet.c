@@ -35,6 +35,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@
 #include "docdb/condition.h"
 #include "raft/listener.h"
 #include "raft/rio.h"
+#include "raft/segfill.h"
 #include "raft/transport.h"
 #include "tablet/fsm.h"
 #include "tablet/remote_copy.h"
@@ -336,6 +338,16 @@ static void fail(struct tablet *t, int code, const char *why)
 
 /* ---- raft instance ------------------------------------------------------- */
 
+/* Once per process: raft_uv's segments would stay unwritten (segfill.h). */
+static void warn_unwritten_segments(struct tablet *t)
+{
+	static atomic_flag warned = ATOMIC_FLAG_INIT;
+	if (segfill_enabled() && !segfill_active() && !atomic_flag_test_and_set(&warned))
+		TLOG(LOG_LVL_WARN, t, "this executable does not export posix_fallocate: Raft "
+				      "log segments stay unwritten and appends take raft_uv's "
+				      "threadpool path (link it with raftglue_dep)");
+}
+
 static int raft_setup(struct tablet *t, char *errmsg)
 {
 	int rv;
@@ -349,6 +361,7 @@ static int raft_setup(struct tablet *t, char *errmsg)
 	}
 	raft_uv_set_auto_recovery(&t->uvio, false);
 	raft_uv_set_segment_size(&t->uvio, t->o.segment_bytes);
+	warn_unwritten_segments(t);
 	if ((rv = rio_wrap(&t->rio, &t->uvio)) != 0) {
 		raft_uv_close(&t->uvio);
 		transport_close(&t->transport);

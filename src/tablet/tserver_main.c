@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "common/rpc.h"
 #include "raft/listener.h"
+#include "raft/segfill.h"
 #include "tablet/heartbeat.h"
 #include "tablet/manager.h"
 #include "tablet/remote_copy.h"
@@ -60,6 +61,7 @@ struct config {
 	int lease_ms;               /* -1: not given (7/10 of election-ms); 0: off */
 	unsigned max_inflight;      /* 0: tablet default */
 	unsigned segment_mb;        /* 0: tablet default */
+	bool fill_segments;         /* segfill.h; default true */
 	unsigned shutdown_transfer_ms;
 	int log_level;              /* -1: not given */
 };
@@ -119,6 +121,8 @@ static const struct flag {
 				      "arriving meanwhile share the next entry (default 1)"},
 	{"raft-segment-mb", "MB", "size of a tablet's Raft log segment files; raft_uv keeps up "
 				  "to three per tablet (default 8)"},
+	{"raft-fill-segments", "on|off", "write zeros over each Raft log segment raft_uv "
+				       "prepares, so that appends are overwrites (default on)"},
 	{"lease-ms", "MS", "leader lease: reads without a Raft round (default 7/10 of "
 			   "--election-ms, at most that; 0: off)"},
 	{"shutdown-transfer-ms", "MS",
@@ -202,6 +206,10 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->max_inflight = parse_uint(name, v, where, 1024, "a count");
 	} else if (strcmp(name, "raft-segment-mb") == 0) {
 		c->segment_mb = parse_uint(name, v, where, 1024, "a size in MiB");
+	} else if (strcmp(name, "raft-fill-segments") == 0) {
+		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+			bad_usage("%sraft-fill-segments takes on or off, not '%s'", where, v);
+		c->fill_segments = strcmp(v, "on") == 0;
 	} else if (strcmp(name, "lease-ms") == 0) {
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
@@ -288,6 +296,7 @@ static void parse_args(int argc, char **argv)
 	const char *config = NULL;
 	S.cfg.log_level = -1;
 	S.cfg.lease_ms = -1;
+	S.cfg.fill_segments = true;
 	/* First --help and --config, then the file, then the flags over it. */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -714,6 +723,7 @@ static int start(void)
 	mo.election_ms = S.cfg.election_ms;
 	mo.max_inflight = S.cfg.max_inflight;
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
+	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								   : (unsigned)S.cfg.lease_ms;
 	if (manager_init(&S.m, &S.loop, &mo, errmsg) != 0) {

@@ -1379,6 +1379,14 @@ TEST(flags_and_config)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[0].log, "raft-segment-mb: '0' is not a size in MiB"));
 	}
+	{
+		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
+				(char *)"--raft-fill-segments", (char *)"maybe", NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
+		CHECK(proc_wait(&p, 10000, &st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+		CHECK(file_contains(C.n[0].log, "raft-fill-segments takes on or off, not 'maybe'"));
+	}
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
