@@ -257,6 +257,21 @@ static bool all_done(void *arg)
 	return true;
 }
 
+/* n writes "<prefix><i>" = "v" from client, seqs 1..n, submitted to replica
+ * l in one loop turn; list gets them and a NULL (n + 1 slots) for all_done. */
+static void submit_writes(int l, uint8_t client, const char *prefix, struct w *ws,
+			  struct w **list, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "%s%03d", prefix, i);
+		w_init(&ws[i], client, (uint64_t)i + 1, k, "v");
+		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
+		list[i] = &ws[i];
+	}
+	list[n] = NULL;
+}
+
 static bool applied_on_all(void *arg)
 {
 	uint64_t want = *(uint64_t *)arg;
@@ -322,14 +337,7 @@ TEST(writes_reads_and_retries)
 	int l = leader_index();
 
 	/* 200 writes submitted in one loop turn: group commit packs them. */
-	for (int i = 0; i < NW; i++) {
-		char k[16];
-		snprintf(k, sizeof k, "k%03d", i);
-		w_init(&ws[i], 1, (uint64_t)i + 1, k, "v");
-		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
-		list[i] = &ws[i];
-	}
-	list[NW] = NULL;
+	submit_writes(l, 1, "k", ws, list, NW);
 	CHECK(run_until(all_done, list, 10000));
 	for (int i = 0; i < NW; i++)
 		CHECK_MSG(ws[i].status == 0, "write %d: %d", i, ws[i].status);
@@ -452,14 +460,7 @@ TEST(segments_are_written)
 	int l = leader_index();
 	static struct w ws[20];
 	struct w *list[21];
-	for (int i = 0; i < 20; i++) {
-		char k[16];
-		snprintf(k, sizeof k, "s%02d", i);
-		w_init(&ws[i], 1, (uint64_t)i + 1, k, "v");
-		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
-		list[i] = &ws[i];
-	}
-	list[20] = NULL;
+	submit_writes(l, 1, "s", ws, list, 20);
 	CHECK(run_until(all_done, list, 10000));
 	int segments = 0;
 	for (int i = 0; i < N; i++) {
