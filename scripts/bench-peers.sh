@@ -294,7 +294,8 @@ done
 	echo "cpus: $(nproc), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 	echo "memory: $(free -g | awk '/^Mem/ {print $2}') GiB"
 	echo "kernel: $(uname -sr)"
-	echo "data dir: $WORK ($(stat -f -c %T "$WORK"), $(df -h "$WORK" | awk 'NR == 2 {print $1}'))"
+	# df names ext4 where stat -f says "ext2/ext3" (they share a magic)
+	echo "data dir: $WORK ($(df --output=fstype "$WORK" | tail -n 1), $(df -h "$WORK" | awk 'NR == 2 {print $1}'))"
 	echo "etcd: $(etcd --version | head -1 | sed 's/etcd Version: //'); redis: $(redis-server --version | awk '{print $3}')"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/env.txt"
