@@ -13,16 +13,19 @@
  * segment and using it, and no option to write the segment instead.
  *
  * So this file defines posix_fallocate for the process: it calls glibc's,
- * then writes zeros over the range and fdatasyncs the file, so every block
- * of a prepared segment is written (and the conversion durable) before
- * raft_uv appends to it; an append is then a plain overwrite that
- * RWF_NOWAIT accepts. The cost moves to where raft_uv prepares segments,
- * on the libuv threadpool ahead of use: one sequential write of the
- * segment (8 MiB by default). The result is still a valid posix_fallocate:
- * the range reads as zeros either way, and it needs no more space (the
- * blocks are allocated first). Zeroing that fails after the allocation
- * succeeded is only logged: the segment is then partly unwritten, which is
- * the slow path, not an error. RocksDB preallocates with fallocate(2) and
+ * then writes zeros over the part of the range that lay past the file's
+ * end and fdatasyncs the file, so every block of a prepared (new, empty)
+ * segment is written, and the conversion durable, before raft_uv appends
+ * to it; an append is then a plain overwrite that RWF_NOWAIT accepts. The
+ * cost moves to where raft_uv prepares segments, on the libuv threadpool
+ * ahead of use: one sequential write of the segment (8 MiB by default).
+ * The result is still a valid posix_fallocate: bytes past the old end read
+ * as zeros either way, data before it is never touched, and no more space
+ * is needed (the blocks are allocated first). The one thing a caller may
+ * not do is write past the old end while the call runs (raft_uv prepares
+ * a segment before anyone writes it). Zeroing that fails after the
+ * allocation succeeded is only logged: the segment is then partly
+ * unwritten, which is the slow path, not an error. RocksDB preallocates with fallocate(2) and
  * calls posix_fallocate only for mmap writes (allow_mmap_writes, off in
  * docraft); nothing else in docraft calls it.
  *
@@ -41,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -108,12 +112,18 @@ int segfill_posix_fallocate(int fd, off_t offset, off_t len)
 	pthread_once(&resolve_once, resolve);
 	if (glibc_fallocate == NULL)
 		return ENOSYS;
+	struct stat st;
+	off_t from;
+	bool zero = atomic_load(&enabled) && offset >= 0 && len > 0 && fstat(fd, &st) == 0 &&
+		    S_ISREG(st.st_mode);
 	rv = glibc_fallocate(fd, offset, len);
-	if (rv != 0 || !atomic_load(&enabled) || offset < 0 || len <= 0)
+	if (rv != 0 || !zero)
 		return rv;
-	if ((rv = fill(fd, offset, len)) != 0)
+	/* Only what lay past the end: the bytes before it are the caller's. */
+	from = st.st_size > offset ? st.st_size : offset;
+	if (from < offset + len && (rv = fill(fd, from, offset + len - from)) != 0)
 		LOG_WARN("segfill: zeroing %lld bytes at %lld of fd %d: %s (the allocation "
 			 "stands; appends there take raft_uv's slow path)",
-			 (long long)len, (long long)offset, fd, strerror(rv));
+			 (long long)(offset + len - from), (long long)from, fd, strerror(rv));
 	return 0;
 }

@@ -2,7 +2,8 @@
  * 0.15 workaround; the design note is in segfill.c).
  *
  * This module defines posix_fallocate(3) for the whole process: glibc's,
- * then zeros written over the range and fdatasync'd. An executable that
+ * then zeros written over the part of the range past the file's old end
+ * and fdatasync'd (a caller must not write there during the call). An executable that
  * hosts raft_uv gets it by linking the raft glue library (raftglue_dep
  * exports the symbol from the executable so that libraft.so binds to it).
  *

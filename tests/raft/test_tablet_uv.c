@@ -410,16 +410,23 @@ static int unwritten_extents(const char *path)
 	return n;
 }
 
-/* A new file of len bytes given to posix_fallocate as libraft.so binds it
- * (by its plain name: a call from C here would go to posix_fallocate64). */
-static void allocate(const char *path, off_t len)
+/* posix_fallocate(path, 0, len) as libraft.so binds it (by its plain
+ * name: a call from C here would go to posix_fallocate64). */
+static void extend(const char *path, off_t len)
 {
 	int (*fallocate_fn)(int, off_t, off_t);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	*(void **)&fallocate_fn = dlsym(RTLD_DEFAULT, "posix_fallocate");
 	CHECK(fd >= 0 && fallocate_fn != NULL);
 	CHECK_EQ_INT(fallocate_fn(fd, 0, len), 0);
 	close(fd);
+}
+
+/* A new file of len bytes, through posix_fallocate. */
+static void allocate(const char *path, off_t len)
+{
+	unlink(path);
+	extend(path, len);
 }
 
 /* raft_uv's open segments are written before it appends to them: its
@@ -454,6 +461,19 @@ TEST(segments_are_written)
 	close(fd);
 	for (size_t i = 0; i < sizeof buf; i++)
 		CHECK_EQ_INT(buf[i], 0);
+	/* Bytes before the file's old end are the caller's: kept. */
+	snprintf(path, sizeof path, "%s/kept", C.base);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT((int)write(fd, "abc", 3), 3);
+	close(fd);
+	extend(path, 64 << 10);
+	CHECK_EQ_INT(unwritten_extents(path), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT((int)pread(fd, buf, 8, 0), 8);
+	close(fd);
+	CHECK(memcmp(buf, "abc\0\0\0\0\0", 8) == 0);
 
 	/* Every replica's prepared and open segments, after writes. */
 	CHECK_MSG(run_until(has_leader, NULL, 10000), "no leader");
