@@ -296,18 +296,9 @@ create_args=(create --masters "$MASTERS" --tservers "$TSERVERS" --rf "$RF" --por
 [ "$SKEW" = yes ] && create_args+=(--skewable)
 say "cluster: ${create_args[*]:1} under $BASE"
 dl destroy >>"$OUT/cluster.err" 2>&1 # a previous run's leftovers
-# With --port-base auto another run may take a port between docraft-local's
-# check and a node's bind: then a new port base, at most three tries.
-for ((try = 1; try <= 3; try++)); do
-	if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
-		CLUSTER_OK=1
-		break
-	fi
-	[ "$PORT_BASE" = auto ] && grep -qs 'Address already in use' "$OUT/cluster.err" "$BASE"/*/*.log || break
-	say "a port was taken while the cluster started (try $try): a new port base"
-	dl destroy >>"$OUT/cluster.err" 2>&1
-done
-if [ "$CLUSTER_OK" -eq 0 ]; then
+if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
+	CLUSTER_OK=1
+else
 	say "the cluster did not start: $OUT/cluster.err"
 	tail -n 20 "$OUT/cluster.err" >&2
 fi

@@ -376,17 +376,19 @@ int proc_kill_all(void)
 	return n;
 }
 
-/* The lowest port of the kernel's ephemeral range (32768 when unreadable). */
-static int ephemeral_low(void)
+/* The kernel's ephemeral port range (32768..60999 when unreadable). */
+static void ephemeral_range(int *lo, int *hi)
 {
-	int lo = 32768, hi = 0;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	*lo = 32768;
+	*hi = 60999;
 	if (f != NULL) {
-		if (fscanf(f, "%d %d", &lo, &hi) != 2)
-			lo = 32768;
+		if (fscanf(f, "%d %d", lo, hi) != 2) {
+			*lo = 32768;
+			*hi = 60999;
+		}
 		fclose(f);
 	}
-	return lo;
 }
 
 /* Candidates lie below the ephemeral range: a port the kernel handed out for
@@ -396,10 +398,14 @@ int proc_free_port(int n, int avoid)
 {
 	if (n < 1 || n > PROC_MAX_PORT_ADDRS)
 		return -1;
-	int lo = ephemeral_low(), first = 10000, span = lo - 10000;
-	if (span < 1000) { /* an unusual range: above it */
-		first = 61000;
-		span = 4000;
+	int lo, hi, first = 10000, span;
+	ephemeral_range(&lo, &hi);
+	span = lo - first;
+	if (span < 1000) { /* a range that starts low: above it */
+		first = hi + 1;
+		span = 65536 - first;
+		if (span < 100)
+			return -1;
 	}
 	static unsigned seed;
 	if (seed == 0)
