@@ -691,23 +691,36 @@ static bool leader_known_by_all(struct raft_fixture *f, void *arg)
 	return true;
 }
 
+/* The cast of a guard test: leader l, follower fi (and the third, oi). */
+struct gcase {
+	unsigned l, fi, oi;
+	struct raft *r, *fr; /* leader's and follower's raft */
+	struct rio *lg, *fg; /* ... and rio */
+	raft_term term;      /* the leader's term */
+};
+
 /* A rig with a leader whose barrier is applied and followers that know it. */
-static unsigned guard_rig(struct rig *g)
+static void guard_rig(struct rig *g, struct gcase *c)
 {
 	static struct raft_barrier barrier;
 	static struct done bdone;
-	unsigned l;
 	raft_id id;
 
 	rig_up(g);
-	l = rig_start_leader(g);
+	c->l = rig_start_leader(g);
 	bdone.done = false;
 	barrier.data = &bdone;
-	CHECK_OK(rio_on_leader(&g->rios[l], g->cs[l].r, &barrier, done_barrier_cb));
+	CHECK_OK(rio_on_leader(&g->rios[c->l], g->cs[c->l].r, &barrier, done_barrier_cb));
 	CHECK(raft_fixture_step_until(&g->f, barrier_done, &bdone, 2000));
-	id = g->cs[l].r->id;
+	id = g->cs[c->l].r->id;
 	CHECK(raft_fixture_step_until(&g->f, leader_known_by_all, &id, 2000));
-	return l;
+	c->fi = (c->l + 1) % RIG_N;
+	c->oi = (c->l + 2) % RIG_N;
+	c->r = g->cs[c->l].r;
+	c->fr = g->cs[c->fi].r;
+	c->lg = &g->rios[c->l];
+	c->fg = &g->rios[c->fi];
+	c->term = c->r->current_term;
 }
 
 /* One AppendEntries at the leader's own term, claiming a member: the message
@@ -718,10 +731,12 @@ TEST(guard_drops_own_term)
 {
 	static struct rig g;
 	struct raft_message m;
-	unsigned l = guard_rig(&g);
-	struct raft *r = g.cs[l].r;
-	raft_id f = r->id % RIG_N + 1;
-	raft_term term = r->current_term;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r;
+	raft_id f = c.fr->id;
+	raft_term term = c.term;
+	unsigned l = c.l;
 
 	mk_append(&m, f, addr_of(r, f), term, 2);
 	rio_deliver(&g.rios[l], &m);
@@ -749,12 +764,12 @@ TEST(guard_drops_non_members)
 {
 	static struct rig g;
 	struct raft_message m;
-	unsigned l = guard_rig(&g);
-	struct raft *r = g.cs[l].r;
-	unsigned fi = (l + 1) % RIG_N;
-	struct raft *fr = g.cs[fi].r;
-	struct rio *fg = &g.rios[fi];
-	raft_term term = r->current_term;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r, *fr = c.fr;
+	struct rio *fg = c.fg;
+	raft_term term = c.term;
+	unsigned l = c.l;
 
 	mk_vote(&m, 9, "9", term + 1000);
 	rio_deliver(fg, &m);
@@ -791,17 +806,15 @@ TEST(guard_drops_second_leader)
 {
 	static struct rig g;
 	struct raft_message m;
-	unsigned l = guard_rig(&g);
-	struct raft *r = g.cs[l].r;
-	unsigned fi = (l + 1) % RIG_N, oi = (l + 2) % RIG_N;
-	struct raft *fr = g.cs[fi].r;
-	raft_id other = g.cs[oi].r->id;
+	struct gcase c;
+	guard_rig(&g, &c);
+	raft_id other = g.cs[c.oi].r->id;
 
-	CHECK_EQ_U64(g.rios[fi].leader_term, fr->current_term);
-	mk_append(&m, other, addr_of(fr, other), fr->current_term, 1);
-	rio_deliver(&g.rios[fi], &m);
-	CHECK_EQ_U64(g.rios[fi].n_guard[RIO_DROP_OTHER_LEADER], 1);
-	CHECK_EQ_U64(fr->follower_state.current_leader.id, r->id);
+	CHECK_EQ_U64(c.fg->leader_term, c.fr->current_term);
+	mk_append(&m, other, addr_of(c.fr, other), c.fr->current_term, 1);
+	rio_deliver(c.fg, &m);
+	CHECK_EQ_U64(c.fg->n_guard[RIO_DROP_OTHER_LEADER], 1);
+	CHECK_EQ_U64(c.fr->follower_state.current_leader.id, c.r->id);
 	raft_fixture_close(&g.f);
 }
 
@@ -817,12 +830,11 @@ TEST(guard_drops_malformed)
 	static struct rig g;
 	static uint8_t bad_conf[16] = {1, 5, 0, 0, 0, 0, 0, 0, 0, 7}; /* 5 servers in 7 bytes */
 	struct raft_message m;
-	unsigned l = guard_rig(&g);
-	struct raft *r = g.cs[l].r;
-	unsigned fi = (l + 1) % RIG_N;
-	struct raft *fr = g.cs[fi].r;
-	struct rio *fg = &g.rios[fi];
-	raft_term t = r->current_term - 1;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r, *fr = c.fr;
+	struct rio *fg = c.fg;
+	raft_term t = c.term - 1;
 	void *poison = (void *)(uintptr_t)0x1;
 	unsigned n = 0;
 
@@ -883,8 +895,10 @@ TEST(guard_membership_during_change)
 {
 	static struct rig g;
 	static struct raft_change req;
-	unsigned l = guard_rig(&g);
-	struct raft *r = g.cs[l].r;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r;
+	unsigned l = c.l;
 	raft_id x = r->id % RIG_N + 1;
 	char xaddr[32];
 
