@@ -332,8 +332,10 @@ static bool valid_append_entries(const struct raft_append_entries *a)
 
 static bool valid_install_snapshot(const struct raft_install_snapshot *s)
 {
-	return s->data.len > 0 && s->conf.n > 0 && s->conf_index <= s->last_index &&
-	       s->last_term <= s->term && s->last_term > 0;
+	/* Not conf_index: 0.15's sendSnapshot copies it from the snapshot the
+	 * io loaded, where it is not always set (an uninitialised value came
+	 * from a legitimate leader in test_tablet_fixture under ASan). */
+	return s->data.len > 0 && s->conf.n > 0 && s->last_term <= s->term && s->last_term > 0;
 }
 
 static bool valid_message(const struct raft_message *m)

@@ -96,8 +96,8 @@
  *                          entry that does not decode (raft would go
  *                          UNAVAILABLE); an InstallSnapshot without data (its
  *                          data pointer is uninitialised) or with an empty
- *                          configuration, a configuration index above the
- *                          snapshot index or a last term above the term; a
+ *                          configuration or a last term above the term
+ *                          (not conf_index: 0.15 may send it uninitialised); a
  *                          RequestVote whose candidate is not the sender (raft
  *                          would persist a vote for a third server) or whose
  *                          last log term is above its term.
