@@ -70,6 +70,8 @@ struct reg {
 	struct reg *next;
 	struct raft_uv_transport *t;
 	raft_uv_accept_cb cb;
+	listener_peer_check_cb check; /* NULL: every preamble is accepted */
+	void *check_arg;
 	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
 };
 
@@ -345,6 +347,18 @@ static int parse_step(struct incoming *in)
 	return -1;
 }
 
+/* The registration's peer check on the claim and the socket's peer. */
+static bool peer_accepted(const struct reg *r, uv_stream_t *s, uint64_t id, const char *address)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof ss;
+
+	if (uv_tcp_getpeername((uv_tcp_t *)s, (struct sockaddr *)&ss, &len) != 0 ||
+	    ss.ss_family != AF_INET)
+		return false;
+	return r->check(r->check_arg, id, address, (const struct sockaddr_in *)&ss);
+}
+
 /* The preamble is complete: stop reading, leave our bookkeeping, dispatch. */
 static void hand_over(struct incoming *in)
 {
@@ -384,6 +398,18 @@ static void hand_over(struct incoming *in)
 				   "listener %s: raft connection from %llu (%s) for a tablet "
 				   "not open here, closing",
 				   l->address, (unsigned long long)id, address);
+			listener_stream_close(s);
+			return;
+		}
+		if (r->check != NULL && !peer_accepted(r, s, id, address)) {
+			uint64_t n = ++l->stats.rejected;
+			if ((n & (n - 1)) == 0)
+				TLOG_WARN(tablet_id, 0,
+					  "listener %s: raft connection claiming %llu (%s) "
+					  "refused: not a member connecting from its address "
+					  "(%llu refused so far)",
+					  l->address, (unsigned long long)id, address,
+					  (unsigned long long)n);
 			listener_stream_close(s);
 			return;
 		}
@@ -621,6 +647,27 @@ void listener_unregister(struct listener *l, const char *tablet_id,
 	*pp = r->next;
 	free(r);
 	l->n_registered--;
+}
+
+void listener_set_peer_check(struct listener *l, const char *tablet_id,
+			     const struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg)
+{
+	struct reg *r = *find_reg(l, tablet_id);
+
+	if (r == NULL || r->t != t)
+		return;
+	r->check = cb;
+	r->check_arg = arg;
+}
+
+bool listener_peer_matches(const char *address, const struct sockaddr_in *peer)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct sockaddr_in a;
+
+	if (listener_parse_address(address, &a, errmsg) != 0)
+		return false;
+	return peer->sin_family == AF_INET && a.sin_addr.s_addr == peer->sin_addr.s_addr;
 }
 
 size_t listener_n_registered(const struct listener *l)

@@ -40,6 +40,7 @@
 #ifndef DOCRAFT_RAFT_LISTENER_H
 #define DOCRAFT_RAFT_LISTENER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,6 +114,33 @@ int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, v
  * tablet id (length, characters) too. Not allowed once closing. */
 int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_transport *t,
 		      raft_uv_accept_cb cb, char *errmsg);
+/* Peer identity check of a RAFT connection (issue 12), run when its preamble
+ * is complete and before the stream reaches the tablet's transport: id and
+ * address are what the preamble claims, peer is the socket's remote address.
+ * Returns true to accept; a refused connection is closed without a reply,
+ * counted (stats.rejected) and logged at WARN naming the tablet and the
+ * claim (the 1st, 2nd, 4th, 8th ... refusal per listener). The tablet's check
+ * (tablet.c) accepts a member of its configuration (rio_is_member) that
+ * connects from its address's IP (listener_peer_matches: outgoing Raft
+ * connections are bound to the listener's IP, transport.h). Only the
+ * address comparison is about the network: with TLS the hook will receive
+ * the peer's verified certificate and compare its identity instead; the
+ * membership half stays. Loop thread; must not block, close the stream or
+ * unregister tablets. */
+typedef bool (*listener_peer_check_cb)(void *arg, uint64_t id, const char *address,
+				       const struct sockaddr_in *peer);
+
+/* Sets (cb NULL: removes) the peer check of tablet_id's registration, if it
+ * belongs to t; no-op otherwise. A registration without a check accepts
+ * every well-formed preamble (as before issue 12). */
+void listener_set_peer_check(struct listener *l, const char *tablet_id,
+			     const struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg);
+
+/* Whether peer's IP is the IP of address ("a.b.c.d:port"; the port is not
+ * compared: a peer connects from an ephemeral one). false if address does
+ * not parse. */
+bool listener_peer_matches(const char *address, const struct sockaddr_in *peer);
+
 /* Removes the registration of tablet_id if it belongs to t (no-op
  * otherwise). After it returns, no further connection for that tablet
  * reaches t's callback. */
@@ -136,6 +164,7 @@ struct listener_stats {
 	uint64_t timed_out;   /* preamble not complete within the timeout */
 	uint64_t unroutable;  /* RAFT tablet not registered, or kind without handler */
 	uint64_t dropped;     /* EOF or error in the preamble, or the listener closed */
+	uint64_t rejected;    /* RAFT preamble refused by the tablet's peer check */
 };
 void listener_get_stats(const struct listener *l, struct listener_stats *out);
 

@@ -81,6 +81,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/log.h"
 
 #define RIO_MAGIC 0x52494f31u /* "RIO1" */
 
@@ -208,6 +209,242 @@ static void redeliver(struct rio *g)
 	}
 }
 
+/* ---- the message guard (rio.h) ---- */
+
+static bool member_of(const struct raft_configuration *c, raft_id id, const char *address)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->servers[i].id == id)
+			return address != NULL && strcmp(c->servers[i].address, address) == 0;
+	return false;
+}
+
+/* Keeps a copy of raft's configuration whenever it is committed, for the
+ * window in which a change is uncommitted. Out of memory: no copy (the
+ * current configuration alone is checked) and the next call tries again. */
+static void track_committed(struct rio *g)
+{
+	const struct raft *r = g->io.data;
+	const struct raft_configuration *c;
+
+	if (r == NULL || r->configuration_uncommitted_index != 0 ||
+	    r->configuration_index == g->committed_index)
+		return;
+	c = &r->configuration;
+	raft_configuration_close(&g->committed);
+	raft_configuration_init(&g->committed);
+	g->committed_index = r->configuration_index;
+	for (unsigned i = 0; i < c->n; i++) {
+		if (raft_configuration_add(&g->committed, c->servers[i].id,
+					   c->servers[i].address, c->servers[i].role) != 0) {
+			raft_configuration_close(&g->committed);
+			raft_configuration_init(&g->committed);
+			g->committed_index = 0;
+			return;
+		}
+	}
+}
+
+bool rio_is_member(struct rio *g, raft_id id, const char *address)
+{
+	const struct raft *r = g->io.data;
+
+	if (r == NULL || r->configuration.n == 0)
+		return true;
+	track_committed(g);
+	if (member_of(&r->configuration, id, address))
+		return true;
+	return r->configuration_uncommitted_index != 0 && member_of(&g->committed, id, address);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* A RAFT_CHANGE entry decodes as raft 0.15's configurationDecode expects
+ * (format 1, server count, per server: id, NUL-terminated address, role),
+ * within the buffer, with at least one server, no id 0 and no duplicate id
+ * or address. raft would read past a short buffer, and a failing decode
+ * makes it UNAVAILABLE. */
+static bool valid_conf_entry(const struct raft_buffer *b)
+{
+	const uint8_t *p = b->base, *end = p + b->len;
+	uint64_t n;
+
+	if (b->len < 9 || p[0] != 1)
+		return false;
+	n = get64(p + 1);
+	p += 9;
+	if (n == 0 || n > b->len / 10) /* each server takes at least 10 bytes */
+		return false;
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *addr, *nul;
+		uint64_t id;
+
+		if (end - p < 8)
+			return false;
+		id = get64(p);
+		addr = p + 8;
+		nul = memchr(addr, '\0', (size_t)(end - addr));
+		if (id == 0 || nul == NULL || nul == addr || end - nul < 2)
+			return false;
+		if (nul[1] != RAFT_VOTER && nul[1] != RAFT_STANDBY && nul[1] != RAFT_SPARE)
+			return false;
+		for (const uint8_t *q = b->base + 9; q < p;) { /* earlier servers */
+			const uint8_t *qa = q + 8;
+			size_t ql = strlen((const char *)qa);
+			if (get64(q) == id || strcmp((const char *)qa, (const char *)addr) == 0)
+				return false;
+			q = qa + ql + 2;
+		}
+		p = nul + 2;
+	}
+	return true;
+}
+
+static bool valid_append_entries(const struct raft_append_entries *a)
+{
+	size_t payload = 0;
+
+	if (a->n_entries > 0 && a->entries == NULL)
+		return false;
+	if (a->prev_log_term > a->term || a->prev_log_index > UINT64_MAX - a->n_entries)
+		return false;
+	for (unsigned i = 0; i < a->n_entries; i++) {
+		const struct raft_entry *e = &a->entries[i];
+		payload += e->buf.len;
+		if (e->term > a->term || e->term == 0)
+			return false;
+		if (i + 1 < a->n_entries && e->buf.len % 8 != 0)
+			return false;
+	}
+	if (a->n_entries > 0 && payload == 0)
+		return false;
+	for (unsigned i = 0; i < a->n_entries; i++)
+		if (a->entries[i].type == RAFT_CHANGE && !valid_conf_entry(&a->entries[i].buf))
+			return false;
+	return true;
+}
+
+static bool valid_install_snapshot(const struct raft_install_snapshot *s)
+{
+	/* Not conf_index: 0.15's sendSnapshot copies it from the snapshot the
+	 * io loaded, where it is not always set (an uninitialised value came
+	 * from a legitimate leader in test_tablet_fixture under ASan). */
+	return s->data.len > 0 && s->conf.n > 0 && s->last_term <= s->term && s->last_term > 0;
+}
+
+static bool valid_message(const struct raft_message *m)
+{
+	switch (m->type) {
+	case RAFT_IO_APPEND_ENTRIES:
+		return valid_append_entries(&m->append_entries);
+	case RAFT_IO_INSTALL_SNAPSHOT:
+		return valid_install_snapshot(&m->install_snapshot);
+	case RAFT_IO_REQUEST_VOTE:
+		return m->request_vote.candidate_id == m->server_id &&
+		       m->request_vote.last_log_term <= m->request_vote.term;
+	default:
+		return true;
+	}
+}
+
+/* The reason to drop m, or -1 to hand it to raft. */
+static int guard_verdict(struct rio *g, const struct raft_message *m)
+{
+	const struct raft *r = g->io.data;
+	raft_term term;
+
+	if (r == NULL)
+		return -1;
+	if (!rio_is_member(g, m->server_id, m->server_address))
+		return RIO_DROP_NOT_MEMBER;
+	if (!valid_message(m))
+		return RIO_DROP_MALFORMED;
+	if (m->type != RAFT_IO_APPEND_ENTRIES && m->type != RAFT_IO_INSTALL_SNAPSHOT)
+		return -1;
+	term = m->type == RAFT_IO_APPEND_ENTRIES ? m->append_entries.term
+						 : m->install_snapshot.term;
+	if (term != r->current_term)
+		return -1;
+	if (r->state == RAFT_LEADER)
+		return RIO_DROP_OWN_TERM;
+	if (g->leader_term == term && g->leader_id != m->server_id)
+		return RIO_DROP_OTHER_LEADER;
+	return -1;
+}
+
+/* Frees what raft would have taken over (recvCb's UNAVAILABLE path), minus
+ * the pointers raft_uv leaves uninitialised in the malformed cases above. */
+static void free_message(struct raft_message *m)
+{
+	if (m->type == RAFT_IO_APPEND_ENTRIES) {
+		struct raft_append_entries *a = &m->append_entries;
+		size_t payload = 0;
+		void *batch = NULL;
+
+		if (a->entries == NULL)
+			return;
+		for (unsigned i = 0; i < a->n_entries; i++)
+			payload += a->entries[i].buf.len;
+		for (unsigned i = 0; payload > 0 && i < a->n_entries; i++) {
+			if (a->entries[i].batch != batch && a->entries[i].batch != NULL) {
+				batch = a->entries[i].batch;
+				raft_free(batch);
+			}
+		}
+		raft_free(a->entries);
+	} else if (m->type == RAFT_IO_INSTALL_SNAPSHOT) {
+		raft_configuration_close(&m->install_snapshot.conf);
+		if (m->install_snapshot.data.len > 0)
+			raft_free(m->install_snapshot.data.base);
+	}
+}
+
+static void guard_drop(struct rio *g, struct raft_message *m, int reason)
+{
+	const struct raft *r = g->io.data;
+	uint64_t n = ++g->n_guard[reason];
+
+	if ((n & (n - 1)) == 0)
+		TLOG_WARN(g->log_id, r->current_term,
+			  "raft guard: dropped a message of type %d from %llu (%s): %s "
+			  "(%llu so far)",
+			  m->type, (unsigned long long)m->server_id,
+			  m->server_address != NULL ? m->server_address : "?",
+			  rio_drop_name(reason), (unsigned long long)n);
+	free_message(m);
+}
+
+/* After raft took an AppendEntries / InstallSnapshot: the leader it now
+ * follows in this term (RIO_DROP_OTHER_LEADER). */
+static void note_leader(struct rio *g, const struct raft_message *m)
+{
+	const struct raft *r = g->io.data;
+
+	if (r == NULL || (m->type != RAFT_IO_APPEND_ENTRIES && m->type != RAFT_IO_INSTALL_SNAPSHOT))
+		return;
+	if (r->state == RAFT_FOLLOWER && r->follower_state.current_leader.id == m->server_id) {
+		g->leader_id = m->server_id;
+		g->leader_term = r->current_term;
+	}
+}
+
+const char *rio_drop_name(int reason)
+{
+	static const char *const names[RIO_DROP_COUNT] = {
+		[RIO_DROP_NOT_MEMBER] = "not_member",
+		[RIO_DROP_OWN_TERM] = "own_term",
+		[RIO_DROP_OTHER_LEADER] = "other_leader",
+		[RIO_DROP_MALFORMED] = "malformed",
+	};
+	return reason >= 0 && reason < RIO_DROP_COUNT ? names[reason] : "?";
+}
+
 /* ---- trampolines: inner io -> raft ---- */
 
 static void tick_tramp(struct raft_io *inner)
@@ -220,11 +457,20 @@ static void tick_tramp(struct raft_io *inner)
 
 static void recv_tramp(struct raft_io *inner, struct raft_message *m)
 {
-	struct rio *g = inner_rio(inner);
+	rio_deliver(inner_rio(inner), m);
+}
 
-	/* Only results are ever dropped: they own no memory. AppendEntries
-	 * (entry batches) and InstallSnapshot (data, configuration) are always
-	 * handed to raft, which takes ownership of their buffers. */
+void rio_deliver(struct rio *g, struct raft_message *m)
+{
+	int reason = guard_verdict(g, m);
+
+	if (reason >= 0) {
+		guard_drop(g, m, reason);
+		return;
+	}
+	/* Below, only messages without buffers are dropped (votes, results);
+	 * AppendEntries and InstallSnapshot go to raft, which takes ownership
+	 * of their buffers. */
 	if (m->type == RAFT_IO_REQUEST_VOTE && g->inner->time(g->inner) < g->vote_quiet_until) {
 		g->n_votes_dropped++; /* owns no memory either */
 		return;
@@ -236,6 +482,7 @@ static void recv_tramp(struct raft_io *inner, struct raft_message *m)
 		return;
 	}
 	g->recv_cb(&g->io, m);
+	note_leader(g, m);
 	observe(g);
 }
 
@@ -243,6 +490,9 @@ static void close_tramp(struct raft_io *inner)
 {
 	struct rio *g = inner_rio(inner);
 
+	raft_configuration_close(&g->committed);
+	raft_configuration_init(&g->committed);
+	g->committed_index = 0;
 	if (g->close_cb != NULL)
 		g->close_cb(&g->io);
 }
@@ -466,6 +716,7 @@ int rio_wrap(struct rio *g, struct raft_io *inner)
 	g->inner = inner;
 	g->magic = RIO_MAGIC;
 	g->guard = true;
+	raft_configuration_init(&g->committed);
 
 	/* version 2 + async_work: accepted by raft_init with a v3 FSM that sets
 	 * snapshot_async (raft_uv 0.15 implements async_work but says 1). */

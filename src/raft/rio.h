@@ -56,12 +56,68 @@
  * calls rio_on_leader() sends nothing and is deposed by the next election:
  * forgetting the barrier costs availability, not safety.
  *
+ * The message guard (issue 12). C-Raft 0.15 trusts every message raft_uv
+ * decodes, and raft_uv trusts the sender id and address of the connection's
+ * preamble. With assertions compiled out (Debian), an AppendEntries at a
+ * leader's own term makes raft treat leader_state as follower_state (a
+ * general protection fault); any peer can also bump terms, claim leadership
+ * or have a forged candidate voted for. Before raft sees a message, recv
+ * drops (and counts in n_guard[reason]) every message that cannot be
+ * legitimate:
+ *
+ *   RIO_DROP_NOT_MEMBER    the sender (server_id AND server_address) is not a
+ *                          member of the configuration: raft's current one
+ *                          (possibly uncommitted) or, while a change is
+ *                          uncommitted, the last one seen committed (a server
+ *                          being removed, possibly the leader that removes
+ *                          itself, still speaks until the change commits).
+ *                          A replica with an EMPTY configuration (created to
+ *                          receive its first snapshot or entries) accepts any
+ *                          sender: it has nobody to check against yet; the
+ *                          listener's peer check is then the only filter.
+ *   RIO_DROP_OWN_TERM      AppendEntries / InstallSnapshot with term equal to
+ *                          the current term while this node is leader: at
+ *                          most one leader exists per term, so the sender
+ *                          lies (this is the message that crashes 0.15).
+ *                          LOWER terms are not dropped: raft 0.15 rejects
+ *                          them safely, and its answer (carrying the newer
+ *                          term) is what makes a stale leader step down.
+ *   RIO_DROP_OTHER_LEADER  AppendEntries / InstallSnapshot at the term in
+ *                          which this follower already accepted a different
+ *                          leader (rio remembers the leader and term it
+ *                          delivered): a second leader of one term is forged.
+ *   RIO_DROP_MALFORMED     content raft 0.15 mishandles: entries without a
+ *                          payload (raft_uv leaves their batch pointer
+ *                          uninitialised, raft frees it), entries that run
+ *                          past the payload (a non-last entry whose length is
+ *                          not a multiple of 8: raft_uv pads the offsets),
+ *                          entry or previous terms above the message's term,
+ *                          an index range that overflows, a configuration
+ *                          entry that does not decode (raft would go
+ *                          UNAVAILABLE); an InstallSnapshot without data (its
+ *                          data pointer is uninitialised) or with an empty
+ *                          configuration or a last term above the term
+ *                          (not conf_index: 0.15 may send it uninitialised); a
+ *                          RequestVote whose candidate is not the sender (raft
+ *                          would persist a vote for a third server) or whose
+ *                          last log term is above its term.
+ *
+ * A dropped message's buffers are freed exactly as raft's own recv path would
+ * (recvCb for an UNAVAILABLE node): the distinct entry batches and the entries
+ * array, or the snapshot data and configuration; where raft_uv left a pointer
+ * uninitialised only what it did set is freed. Raft never sees a dropped
+ * message, as if the network had lost it. The guard is always on (rio_set_guard
+ * is only about the Figure 8 filter) and runs only while raft is attached
+ * (io.data set). Each reason is logged at WARN on its 1st, 2nd, 4th, 8th ...
+ * drop (log_id names the tablet).
+ *
  * Version: the outer io reports version 2 (async_work is forwarded) so a v3
  * FSM with snapshot_async is accepted even though raft_uv 0.15 reports 1.
  *
  * Ownership and threading: the caller owns struct rio and the inner io; both
  * must stay at the same address until raft's close callback has fired (raft
- * keeps a pointer to the outer io). Every function here, and every
+ * keeps a pointer to the outer io); rio frees the configuration copy it keeps
+ * when that close completes. Every function here, and every
  * trampoline, runs on the thread of the loop that drives that raft instance.
  * Return codes are raft's (RAFT_*), since rio speaks raft_io. */
 #ifndef DOCRAFT_RAFT_RIO_H
@@ -73,6 +129,15 @@
 #include <raft.h>
 
 #define RIO_DEFERRED_MAX 8
+
+/* Why the message guard dropped a message (see above). */
+enum rio_drop {
+	RIO_DROP_NOT_MEMBER = 0,
+	RIO_DROP_OWN_TERM,
+	RIO_DROP_OTHER_LEADER,
+	RIO_DROP_MALFORMED,
+	RIO_DROP_COUNT
+};
 
 struct rio {
 	struct raft_io io;          /* OUTER io: hand &g->io to raft; owned by rio */
@@ -105,6 +170,13 @@ struct rio {
 	uint64_t n_redelivered;     /* ... and handed to raft later */
 	raft_time vote_quiet_until; /* RequestVotes dropped before (inner time) */
 	uint64_t n_votes_dropped;
+	/* The message guard. */
+	const char *log_id;         /* tablet id in log lines (borrowed), or NULL */
+	uint64_t n_guard[RIO_DROP_COUNT]; /* messages dropped, per reason */
+	struct raft_configuration committed; /* last configuration seen committed */
+	raft_index committed_index; /* its index (0: none copied yet) */
+	raft_id leader_id;          /* the leader this follower was last handed */
+	raft_term leader_term;      /* ... an AppendEntries / InstallSnapshot of, and its term */
 };
 
 /* Wraps inner (already set up by raft_uv_init, not yet given to raft) and
@@ -154,6 +226,22 @@ void rio_set_guard(struct rio *g, bool on);
  * (the leader lease, tablet.h). Call right after raft_start, before the loop
  * runs. Loop thread. */
 void rio_set_vote_quiet(struct rio *g, unsigned ms);
+
+/* Whether the server (id AND address) may speak Raft to this replica: a
+ * member of raft's current configuration or, while a change is uncommitted,
+ * of the last one seen committed; anyone while the configuration is empty or
+ * no raft is attached yet (see the message guard above). The listener's peer
+ * check of the tablet uses it too. Loop thread. */
+bool rio_is_member(struct rio *g, raft_id id, const char *address);
+
+/* Hands m to the guard and on to raft exactly as the inner io's receive
+ * callback would (ownership of m's buffers passes with it): for tests that
+ * play a hostile peer without a network. Loop thread, after raft_start. */
+void rio_deliver(struct rio *g, struct raft_message *m);
+
+/* "not_member", "own_term", "other_leader", "malformed" (metrics, logs);
+ * "?" for anything else. */
+const char *rio_drop_name(int reason);
 
 /* The barrier index of the current leadership, or 0 if unknown. */
 static inline raft_index rio_term_first_index(const struct rio *g)

@@ -47,6 +47,8 @@ struct tp {
 	uv_timer_t closer;
 	raft_uv_transport_close_cb close_cb;
 	struct conn *conns; /* connect requests not completed yet */
+	listener_peer_check_cb check; /* given to the listener on listen */
+	void *check_arg;
 };
 
 struct conn {
@@ -278,6 +280,7 @@ static int tp_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 		return RAFT_BUSY;
 	}
 	tp->registered = true;
+	listener_set_peer_check(tp->l, tp->tablet_id, t, tp->check, tp->check_arg);
 	return 0;
 }
 
@@ -337,6 +340,16 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
 	t->connect = tp_connect;
 	t->close = tp_close;
 	return 0;
+}
+
+void transport_set_peer_check(struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg)
+{
+	struct tp *tp = t->impl;
+
+	tp->check = cb;
+	tp->check_arg = arg;
+	if (tp->registered)
+		listener_set_peer_check(tp->l, tp->tablet_id, t, cb, arg);
 }
 
 void transport_close(struct raft_uv_transport *t)

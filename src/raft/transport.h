@@ -48,7 +48,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
-struct listener;
+#include "raft/listener.h"
 
 /* Fills t's methods and t->impl for replica tablet_id (1..64 printable
  * ASCII bytes, copied) served through l; t->data is not touched. On failure
@@ -56,6 +56,12 @@ struct listener;
  * needs no transport_close. */
 int transport_init(struct raft_uv_transport *t, struct listener *l, const char *tablet_id,
 		   char *errmsg);
+
+/* The listener's peer check (listener.h) for this tablet's incoming Raft
+ * connections; applied when raft calls listen, and at once if it already
+ * has. Call after transport_init, normally before raft_start. cb NULL
+ * removes it. */
+void transport_set_peer_check(struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg);
 
 /* Releases t->impl. Only after raft has closed the transport through its
  * close method (raft_close's callback has run), or if raft never called

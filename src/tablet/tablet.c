@@ -348,6 +348,16 @@ static void warn_unwritten_segments(struct tablet *t)
 				      "threadpool path (link it with raftglue_dep)");
 }
 
+/* The listener's peer check of this replica's Raft connections
+ * (listener.h): a member of its configuration, connecting from the IP of
+ * its address. TLS will replace the second half. */
+static bool raft_peer_check(void *arg, uint64_t id, const char *address,
+			    const struct sockaddr_in *peer)
+{
+	struct tablet *t = arg;
+	return rio_is_member(&t->rio, id, address) && listener_peer_matches(address, peer);
+}
+
 static int raft_setup(struct tablet *t, char *errmsg)
 {
 	int rv;
@@ -368,6 +378,8 @@ static int raft_setup(struct tablet *t, char *errmsg)
 		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
 			       raft_strerror(rv));
 	}
+	t->rio.log_id = t->id;
+	transport_set_peer_check(&t->transport, raft_peer_check, t);
 	rv = raft_init(&t->raft, &t->rio.io, &t->fsm.fsm, t->o.raft_id, t->address);
 	if (rv != 0) {
 		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,

@@ -607,6 +607,314 @@ TEST(early_barrier_ack_deferred)
 	raft_fixture_close(&g.f);
 }
 
+/* ---- the message guard (rio.h) ---- */
+
+/* The address of server id in r's configuration. */
+static const char *addr_of(struct raft *r, raft_id id)
+{
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == id)
+			return r->configuration.servers[i].address;
+	CHECK_MSG(false, "no server %llu", (unsigned long long)id);
+	return NULL;
+}
+
+/* An AppendEntries with n entries of 8 bytes in one raft_malloc'd batch,
+ * as raft_uv hands them over (ASan: a leak if the guard does not free it). */
+static void mk_append(struct raft_message *m, raft_id from, const char *address,
+		      raft_term term, unsigned n)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_IO_APPEND_ENTRIES;
+	m->server_id = from;
+	m->server_address = address;
+	m->append_entries.term = term;
+	m->append_entries.prev_log_index = 1;
+	m->append_entries.prev_log_term = 1;
+	m->append_entries.n_entries = n;
+	if (n == 0)
+		return;
+	uint8_t *batch = raft_calloc(n, 8);
+	m->append_entries.entries = raft_calloc(n, sizeof(struct raft_entry));
+	CHECK(batch != NULL && m->append_entries.entries != NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct raft_entry *e = &m->append_entries.entries[i];
+		e->term = term;
+		e->type = RAFT_COMMAND;
+		e->buf.base = batch + 8 * i;
+		e->buf.len = 8;
+		e->batch = batch;
+	}
+}
+
+/* An InstallSnapshot with a one-server configuration and 8 bytes of data. */
+static void mk_snapshot(struct raft_message *m, raft_id from, const char *address,
+			raft_term term)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_IO_INSTALL_SNAPSHOT;
+	m->server_id = from;
+	m->server_address = address;
+	m->install_snapshot.term = term;
+	m->install_snapshot.last_index = 100;
+	m->install_snapshot.last_term = term;
+	m->install_snapshot.conf_index = 1;
+	raft_configuration_init(&m->install_snapshot.conf);
+	CHECK_OK(raft_configuration_add(&m->install_snapshot.conf, from, address, RAFT_VOTER));
+	m->install_snapshot.data.len = 8;
+	m->install_snapshot.data.base = raft_calloc(1, 8);
+	CHECK(m->install_snapshot.data.base != NULL);
+}
+
+static void mk_vote(struct raft_message *m, raft_id from, const char *address, raft_term term)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_IO_REQUEST_VOTE;
+	m->server_id = from;
+	m->server_address = address;
+	m->request_vote.term = term;
+	m->request_vote.candidate_id = from;
+	m->request_vote.last_log_index = 1000;
+	m->request_vote.last_log_term = term;
+	m->request_vote.disrupt_leader = true;
+}
+
+static bool leader_known_by_all(struct raft_fixture *f, void *arg)
+{
+	raft_id id = *(raft_id *)arg;
+	for (unsigned i = 0; i < raft_fixture_n(f); i++) {
+		struct raft *r = raft_fixture_get(f, i);
+		if (r->id != id && (raft_state(r) != RAFT_FOLLOWER ||
+				    r->follower_state.current_leader.id != id))
+			return false;
+	}
+	return true;
+}
+
+/* The cast of a guard test: leader l, follower fi (and the third, oi). */
+struct gcase {
+	unsigned l, fi, oi;
+	struct raft *r, *fr; /* leader's and follower's raft */
+	struct rio *lg, *fg; /* ... and rio */
+	raft_term term;      /* the leader's term */
+};
+
+/* A rig with a leader whose barrier is applied and followers that know it. */
+static void guard_rig(struct rig *g, struct gcase *c)
+{
+	static struct raft_barrier barrier;
+	static struct done bdone;
+	raft_id id;
+
+	rig_up(g);
+	c->l = rig_start_leader(g);
+	bdone.done = false;
+	barrier.data = &bdone;
+	CHECK_OK(rio_on_leader(&g->rios[c->l], g->cs[c->l].r, &barrier, done_barrier_cb));
+	CHECK(raft_fixture_step_until(&g->f, barrier_done, &bdone, 2000));
+	id = g->cs[c->l].r->id;
+	CHECK(raft_fixture_step_until(&g->f, leader_known_by_all, &id, 2000));
+	c->fi = (c->l + 1) % RIG_N;
+	c->oi = (c->l + 2) % RIG_N;
+	c->r = g->cs[c->l].r;
+	c->fr = g->cs[c->fi].r;
+	c->lg = &g->rios[c->l];
+	c->fg = &g->rios[c->fi];
+	c->term = c->r->current_term;
+}
+
+/* One AppendEntries at the leader's own term, claiming a member: the message
+ * that crashes 0.15 with assertions off (raft treats leader_state as
+ * follower_state). Dropped before raft; the batch is freed. A lower term
+ * still reaches raft, which rejects it and stays leader. */
+TEST(guard_drops_own_term)
+{
+	static struct rig g;
+	struct raft_message m;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r;
+	raft_id f = c.fr->id;
+	raft_term term = c.term;
+	unsigned l = c.l;
+
+	mk_append(&m, f, addr_of(r, f), term, 2);
+	rio_deliver(&g.rios[l], &m);
+	CHECK_EQ_U64(g.rios[l].n_guard[RIO_DROP_OWN_TERM], 1);
+	mk_snapshot(&m, f, addr_of(r, f), term);
+	rio_deliver(&g.rios[l], &m);
+	CHECK_EQ_U64(g.rios[l].n_guard[RIO_DROP_OWN_TERM], 2);
+	CHECK_EQ_INT(raft_state(r), RAFT_LEADER);
+	CHECK_EQ_U64(r->current_term, term);
+
+	mk_append(&m, f, addr_of(r, f), term - 1, 0);
+	m.append_entries.prev_log_term = term - 1;
+	rio_deliver(&g.rios[l], &m);
+	CHECK_EQ_U64(g.rios[l].n_guard[RIO_DROP_OWN_TERM], 2);
+	CHECK_EQ_INT(raft_state(r), RAFT_LEADER);
+	CHECK_EQ_U64(r->current_term, term);
+	CHECK(raft_fixture_step_until_has_leader(&g.f, 1000));
+	raft_fixture_close(&g.f);
+}
+
+/* Senders outside the configuration (unknown id, or a member's id with
+ * another address): a forged vote, leader, snapshot and result far ahead.
+ * None reaches raft: no term moves, the leader stays. */
+TEST(guard_drops_non_members)
+{
+	static struct rig g;
+	struct raft_message m;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r, *fr = c.fr;
+	struct rio *fg = c.fg;
+	raft_term term = c.term;
+	unsigned l = c.l;
+
+	mk_vote(&m, 9, "9", term + 1000);
+	rio_deliver(fg, &m);
+	mk_append(&m, 9, "9", term + 1000, 1);
+	rio_deliver(fg, &m);
+	mk_snapshot(&m, 9, "9", term + 1000);
+	rio_deliver(fg, &m);
+	mk_append(&m, r->id, "elsewhere", term + 1000, 1); /* a member's id, not its address */
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_NOT_MEMBER], 4);
+	CHECK_EQ_U64(fr->current_term, term);
+	CHECK_EQ_U64(fr->follower_state.current_leader.id, r->id);
+
+	memset(&m, 0, sizeof m);
+	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+	m.server_id = 9;
+	m.server_address = "9";
+	m.append_entries_result.term = term + 1000; /* raft steps down before the member check */
+	rio_deliver(&g.rios[l], &m);
+	m.type = RAFT_IO_REQUEST_VOTE_RESULT;
+	m.request_vote_result.term = term + 1000;
+	rio_deliver(&g.rios[l], &m);
+	CHECK_EQ_U64(g.rios[l].n_guard[RIO_DROP_NOT_MEMBER], 2);
+	CHECK_EQ_INT(raft_state(r), RAFT_LEADER);
+	CHECK_EQ_U64(r->current_term, term);
+	for (unsigned i = 0; i < RIG_N; i++)
+		CHECK_EQ_U64(g.rios[i].n_guard[RIO_DROP_MALFORMED], 0);
+	raft_fixture_close(&g.f);
+}
+
+/* A member claiming leadership of a term whose leader this follower already
+ * follows: dropped, the follower keeps its leader. */
+TEST(guard_drops_second_leader)
+{
+	static struct rig g;
+	struct raft_message m;
+	struct gcase c;
+	guard_rig(&g, &c);
+	raft_id other = g.cs[c.oi].r->id;
+
+	CHECK_EQ_U64(c.fg->leader_term, c.fr->current_term);
+	mk_append(&m, other, addr_of(c.fr, other), c.fr->current_term, 1);
+	rio_deliver(c.fg, &m);
+	CHECK_EQ_U64(c.fg->n_guard[RIO_DROP_OTHER_LEADER], 1);
+	CHECK_EQ_U64(c.fr->follower_state.current_leader.id, c.r->id);
+	raft_fixture_close(&g.f);
+}
+
+/* Content 0.15 mishandles, from a member at a lower term (raft would reach
+ * its reply path and free entries[0].batch): entries without payload (the
+ * batch pointer left uninitialised by raft_uv: here a poison value the guard
+ * must not free), an entry past the payload, an entry term above the
+ * message's, an undecodable configuration entry; a snapshot without data
+ * (poison data pointer) or with an empty configuration; a vote for a third
+ * server. */
+TEST(guard_drops_malformed)
+{
+	static struct rig g;
+	static uint8_t bad_conf[16] = {1, 5, 0, 0, 0, 0, 0, 0, 0, 7}; /* 5 servers in 7 bytes */
+	struct raft_message m;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r, *fr = c.fr;
+	struct rio *fg = c.fg;
+	raft_term t = c.term - 1;
+	void *poison = (void *)(uintptr_t)0x1;
+	unsigned n = 0;
+
+	CHECK(t >= 1);
+	mk_append(&m, r->id, addr_of(fr, r->id), t, 2);
+	raft_free(m.append_entries.entries[0].batch);
+	for (unsigned i = 0; i < 2; i++) {
+		m.append_entries.entries[i].buf.len = 0;
+		m.append_entries.entries[i].buf.base = NULL;
+		m.append_entries.entries[i].batch = poison;
+	}
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_append(&m, r->id, addr_of(fr, r->id), t, 2);
+	m.append_entries.entries[0].buf.len = 5; /* the next entry would start past the payload */
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_append(&m, r->id, addr_of(fr, r->id), t, 1);
+	m.append_entries.entries[0].term = t + 1;
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_append(&m, r->id, addr_of(fr, r->id), t, 1);
+	memcpy(m.append_entries.entries[0].buf.base, bad_conf, 8);
+	m.append_entries.entries[0].type = RAFT_CHANGE;
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_snapshot(&m, r->id, addr_of(fr, r->id), t);
+	raft_free(m.install_snapshot.data.base);
+	m.install_snapshot.data.base = poison;
+	m.install_snapshot.data.len = 0;
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_snapshot(&m, r->id, addr_of(fr, r->id), t);
+	raft_configuration_close(&m.install_snapshot.conf);
+	raft_configuration_init(&m.install_snapshot.conf);
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	mk_vote(&m, r->id, addr_of(fr, r->id), fr->current_term + 5);
+	m.request_vote.candidate_id = fr->id % RIG_N + 1;
+	rio_deliver(fg, &m);
+	CHECK_EQ_U64(fg->n_guard[RIO_DROP_MALFORMED], ++n);
+
+	CHECK_EQ_U64(fr->current_term, r->current_term);
+	CHECK_EQ_INT(raft_state(fr), RAFT_FOLLOWER);
+	CHECK(raft_fixture_step_until_has_leader(&g.f, 1000));
+	raft_fixture_close(&g.f);
+}
+
+/* While a removal is uncommitted, the server being removed still counts as
+ * a member (it is one of the committed configuration); once committed, not. */
+TEST(guard_membership_during_change)
+{
+	static struct rig g;
+	static struct raft_change req;
+	struct gcase c;
+	guard_rig(&g, &c);
+	struct raft *r = c.r;
+	unsigned l = c.l;
+	raft_id x = r->id % RIG_N + 1;
+	char xaddr[32];
+
+	snprintf(xaddr, sizeof xaddr, "%s", addr_of(r, x));
+	CHECK(rio_is_member(&g.rios[l], x, xaddr));
+	CHECK(!rio_is_member(&g.rios[l], x, "elsewhere"));
+	CHECK(!rio_is_member(&g.rios[l], 9, xaddr));
+	CHECK_OK(raft_remove(r, &req, x, NULL));
+	CHECK(r->configuration_uncommitted_index != 0);
+	CHECK(rio_is_member(&g.rios[l], x, xaddr));
+	CHECK(raft_fixture_step_until_applied(&g.f, l, r->configuration_uncommitted_index, 2000));
+	CHECK_EQ_U64(r->configuration_uncommitted_index, 0);
+	CHECK(!rio_is_member(&g.rios[l], x, xaddr));
+	raft_fixture_close(&g.f);
+}
+
 /* ---- one raft_uv instance ---- */
 
 struct uvt {
@@ -881,4 +1189,6 @@ TEST(uv_single_node_v3_fsm)
 TEST_MAIN(T(stub_forwards_every_method), T(stub_version_and_validation),
 	  T(early_barrier_ack_deferred), T(vote_quiet_delays_votes),
 	  T(bogus_snapshot_result_refused),
-	  T(fixture_cluster_applies_through_rio), T(uv_single_node_v3_fsm))
+	  T(fixture_cluster_applies_through_rio), T(guard_drops_own_term),
+	  T(guard_drops_non_members), T(guard_drops_second_leader), T(guard_drops_malformed),
+	  T(guard_membership_during_change), T(uv_single_node_v3_fsm))

@@ -210,11 +210,12 @@ static void client_close(uv_loop_t *loop, struct client *c)
 	CHECK(run_until(loop, client_closed, c, 5000));
 }
 
-enum reason { MALFORMED, UNROUTABLE, DROPPED };
+enum reason { MALFORMED, UNROUTABLE, DROPPED, REJECTED };
 
 static uint64_t reason_count(const struct listener_stats *st, enum reason r)
 {
-	return r == MALFORMED ? st->malformed : r == UNROUTABLE ? st->unroutable : st->dropped;
+	return r == MALFORMED ? st->malformed : r == UNROUTABLE ? st->unroutable
+		: r == REJECTED ? st->rejected : st->dropped;
 }
 
 /* Sends bytes and expects the listener to close the connection, counting it
@@ -237,9 +238,9 @@ static void expect_rejected(uv_loop_t *loop, struct listener *l, const void *p, 
 		  "%s: not counted as expected", what);
 	CHECK_EQ_U64(after.accepted, before.accepted + 1);
 	CHECK_EQ_U64(after.malformed + after.unroutable + after.dropped + after.timed_out +
-			     after.handed_over,
+			     after.handed_over + after.rejected,
 		     before.malformed + before.unroutable + before.dropped + before.timed_out +
-			     before.handed_over + 1);
+			     before.handed_over + before.rejected + 1);
 }
 
 /* ---- a stream reader for handed-over streams ---- */
@@ -661,6 +662,83 @@ TEST(hands_raft_streams_over_exactly)
 	listener_unregister(l, "t1", &fake);
 	CHECK_EQ_INT(listener_n_registered(l), 0);
 	expect_rejected(&loop, l, msg, n + sizeof hs, "after unregister", UNROUTABLE);
+	close_listener(&loop, l);
+	CHECK_OK(finish_loop(&loop));
+}
+
+/* The peer identity check of a registration: what it is given (the claim
+ * and the socket's peer), a refusal (closed, counted as rejected, nothing
+ * handed over), and listener_peer_matches comparing IPs, not ports. */
+struct check_seen {
+	int calls;
+	uint64_t id;
+	char address[LISTENER_ADDRESS_MAX + 1];
+	char peer_ip[INET_ADDRSTRLEN];
+	bool answer;
+};
+
+static bool record_check(void *arg, uint64_t id, const char *address,
+			 const struct sockaddr_in *peer)
+{
+	struct check_seen *c = arg;
+	c->calls++;
+	c->id = id;
+	snprintf(c->address, sizeof c->address, "%s", address);
+	inet_ntop(AF_INET, &peer->sin_addr, c->peer_ip, sizeof c->peer_ip);
+	return c->answer && listener_peer_matches(address, peer);
+}
+
+TEST(raft_peer_check)
+{
+	uv_loop_t loop;
+	struct listener *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct raft_uv_transport fake = {0};
+	struct check_seen seen = {0};
+	struct sockaddr_in peer;
+	uint8_t msg[LISTENER_PREAMBLE_MAX];
+	struct sink k = {0};
+	struct client c;
+	size_t n;
+
+	CHECK_OK(listener_parse_address("127.0.0.1:5", &peer, errmsg));
+	CHECK(listener_peer_matches("127.0.0.1:9100", &peer));
+	CHECK(!listener_peer_matches("127.0.0.2:5", &peer));
+	CHECK(!listener_peer_matches("not an address", &peer));
+
+	start_loop(&loop);
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.1:0", &l, errmsg), errmsg);
+	CHECK_OK(listener_register(l, "t1", &fake, fake_accept_cb, errmsg));
+	listener_set_peer_check(l, "t1", &fake, record_check, &seen);
+	fake.data = &k;
+
+	/* A claim of another IP than the connection's: refused. */
+	seen.answer = true;
+	n = listener_preamble_encode(msg, LISTENER_RAFT, "t1", 7, "127.0.0.3:9100");
+	expect_rejected(&loop, l, msg, n, "claim of another IP", REJECTED);
+	CHECK_EQ_INT(seen.calls, 1);
+	CHECK_EQ_U64(seen.id, 7);
+	CHECK_EQ_STR(seen.address, "127.0.0.3:9100");
+	CHECK_EQ_STR(seen.peer_ip, "127.0.0.1");
+	CHECK_EQ_INT(k.n_calls, 0);
+
+	/* The check says no (not a member): refused whatever the address. */
+	seen.answer = false;
+	n = listener_preamble_encode(msg, LISTENER_RAFT, "t1", 7, "127.0.0.1:9100");
+	expect_rejected(&loop, l, msg, n, "not a member", REJECTED);
+	CHECK_EQ_INT(k.n_calls, 0);
+
+	/* Accepted: handed over as before. */
+	seen.answer = true;
+	client_connect(&loop, &c, listener_address(l));
+	client_write(&c, msg, n);
+	CHECK(run_until(&loop, sink_called, &k, 5000));
+	CHECK_EQ_INT(k.n_calls, 1);
+	CHECK_EQ_INT(seen.calls, 3);
+	sink_free(&k);
+	client_close(&loop, &c);
+
+	listener_unregister(l, "t1", &fake);
 	close_listener(&loop, l);
 	CHECK_OK(finish_loop(&loop));
 }
@@ -1242,5 +1320,6 @@ TEST(two_tablets_three_servers_one_port_each)
 
 TEST_MAIN(T(parses_addresses), T(encodes_preambles), T(open_fails_synchronously),
 	  T(rejects_bad_preambles), T(closes_silent_connections), T(routes_rpc_and_copy),
-	  T(hands_raft_streams_over_exactly), T(close_drops_pending_connections),
+	  T(hands_raft_streams_over_exactly), T(raft_peer_check),
+	  T(close_drops_pending_connections),
 	  T(transport_connects_refuses_and_cancels), T(two_tablets_three_servers_one_port_each))
