@@ -471,6 +471,8 @@ static Docraft__CreateTabletRequest *create_req(const char *tablet, uint64_t raf
 	req->schema = msgs_schema();
 	req->raft_id = raft_id;
 	req->join = join;
+	req->partition_start = 0;
+	req->partition_end = 65536;
 	if (!join) {
 		req->n_peers = NN;
 		req->peers = anew(NN * sizeof *req->peers);
@@ -1131,6 +1133,27 @@ TEST(seeds_through_rpc)
 	/* A create that contradicts the existing replica. */
 	CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET,
 			  &create_req(TABLET, 2, false)->base, &r), DOCRAFT_EINVAL);
+	/* ... or its partition; and a create without a partition. */
+	{
+		Docraft__CreateTabletRequest *cr = create_req(TABLET, 1, false);
+		cr->partition_start = 100;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "partition [0, 65536)") != NULL, "message: %s",
+			  r.message);
+		cr = create_req("no-partition", 1, false);
+		cr->partition_end = 0;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "no partition") != NULL, "message: %s", r.message);
+		cr = create_req("bad-partition", 1, false);
+		cr->partition_start = 7;
+		cr->partition_end = 7;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "bad partition [7, 7)") != NULL, "message: %s",
+			  r.message);
+	}
 	res_free(&r);
 	cluster_down();
 }
