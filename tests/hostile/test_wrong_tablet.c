@@ -14,7 +14,10 @@
  *       replicas of tablets 0 and 1 swapped, partitions kept): a write and a
  *       read of a key of tablet 0 go to tablet 1, get WRONG_TABLET, refresh
  *       the table and succeed on tablet 0; the row is then where it belongs
- *       (raw read on tablet 0's leader finds it).
+ *       (raw read on tablet 0's leader finds it). Read restart, tablet
+ *       side: a scan page at a time just below that write with a restart
+ *       limit answers restart_ht past the write instead of rows; with the
+ *       window closed it reads at the time asked.
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <errno.h>
@@ -164,14 +167,17 @@ static void key_for(char *out, size_t cap, const char *prefix, uint32_t start, u
 	CHECK_MSG(false, "no key found");
 }
 
-static void put(const char *k, int v)
+/* Returns the hybrid time the write applied at. */
+static uint64_t put(const char *k, int v)
 {
 	docraft_value key = docraft_value_text(k), val = docraft_value_int(v);
 	docraft_op *op = NULL;
+	uint64_t ht = 0;
 	CHECK_OK(docraft_op_insert(&key, 1, &op));
 	CHECK_OK(docraft_op_column(op, "v", &val));
-	CHECK_OK_MSG(docraft_write(C.client, "kv", &op, 1, -1, NULL), docraft_errmsg());
+	CHECK_OK_MSG(docraft_write(C.client, "kv", &op, 1, -1, &ht), docraft_errmsg());
 	docraft_op_free(op);
+	return ht;
 }
 
 /* 1 found, 0 not found. */
@@ -359,7 +365,7 @@ TEST(stale_cache_is_refreshed)
 	t->tablets[1].end = t1.end;
 	uint64_t gen = t->generation;
 
-	put(k, 42); /* routed to tablet 1 first: WRONG_TABLET, refresh, tablet 0 */
+	uint64_t wrote_at = put(k, 42); /* to tablet 1 first: WRONG_TABLET, refresh, tablet 0 */
 	t = cached();
 	CHECK_MSG(t->generation > gen, "the table was not refreshed");
 	CHECK_EQ_STR(t->tablets[0].id, real0);
@@ -395,6 +401,33 @@ TEST(stale_cache_is_refreshed)
 		docraft__read_response__free_unpacked(resp, NULL);
 	}
 	CHECK_EQ_U64(scan_all(), NTAB + 1);
+
+	/* Read restart, tablet side: a whole-tablet scan page at a time just
+	 * below that write, with a restart limit, must not answer rows that
+	 * miss it but a restart above it; with the window closed (limit = read
+	 * time) it reads at the time asked. */
+	{
+		Docraft__ScanRequest sc = DOCRAFT__SCAN_REQUEST__INIT;
+		Docraft__ScanResponse *resp;
+		sc.tablet_id = t->tablets[0].id;
+		sc.table = "kv";
+		sc.read_ht = wrote_at - 1;
+		sc.restart_limit = UINT64_MAX;
+		CHECK_OK(to_leader(&t->tablets[0], DOCRAFT__METHOD__TSERVER_SCAN, &sc.base, &r));
+		resp = docraft__scan_response__unpack(NULL, r.len, r.reply);
+		CHECK(resp != NULL);
+		CHECK_MSG(resp->restart_ht >= wrote_at && resp->local_limit == resp->restart_ht &&
+			  resp->n_rows == 0, "restart_ht %" PRIu64 " (write at %" PRIu64 "), %zu rows",
+			  resp->restart_ht, wrote_at, resp->n_rows);
+		docraft__scan_response__free_unpacked(resp, NULL);
+		sc.restart_limit = sc.read_ht;
+		CHECK_OK(to_leader(&t->tablets[0], DOCRAFT__METHOD__TSERVER_SCAN, &sc.base, &r));
+		resp = docraft__scan_response__unpack(NULL, r.len, r.reply);
+		CHECK(resp != NULL);
+		CHECK_EQ_U64(resp->restart_ht, 0);
+		CHECK_EQ_U64(resp->n_rows, 1); /* tablet 0's seed row, not the later write */
+		docraft__scan_response__free_unpacked(resp, NULL);
+	}
 	all_up();
 	free(r.reply);
 	raw_close();
