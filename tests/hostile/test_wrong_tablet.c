@@ -228,6 +228,20 @@ static void all_up(void)
 		CHECK_MSG(!proc_wait(&C.t[k].p, 0, &st), "tserver %d exited", k + 1);
 }
 
+/* Makes t stale on purpose: tablets 0 and 1 swap everything but their
+ * partitions. The client is idle (no job in flight), so its loop thread
+ * does not touch the cache meanwhile. */
+static void swap_tablets(struct mc_table *t)
+{
+	struct mc_tablet t0 = t->tablets[0], t1 = t->tablets[1];
+	t->tablets[0] = t1;
+	t->tablets[0].start = t0.start;
+	t->tablets[0].end = t0.end;
+	t->tablets[1] = t0;
+	t->tablets[1].start = t1.start;
+	t->tablets[1].end = t1.end;
+}
+
 /* ---- cases ---------------------------------------------------------------------------- */
 
 TEST(raw_requests_outside_the_partition)
@@ -351,18 +365,10 @@ TEST(stale_cache_is_refreshed)
 		put(own, i);
 	}
 	struct mc_table *t = cached();
-	struct mc_tablet t0 = t->tablets[0], t1 = t->tablets[1];
 	char real0[80];
-	snprintf(real0, sizeof real0, "%s", t0.id);
-	key_for(k, sizeof k, "moved", t0.start, t0.end, true);
-	/* The client is idle (no job in flight): its loop thread does not
-	 * touch the cache now. Swap everything but the partitions. */
-	t->tablets[0] = t1;
-	t->tablets[0].start = t0.start;
-	t->tablets[0].end = t0.end;
-	t->tablets[1] = t0;
-	t->tablets[1].start = t1.start;
-	t->tablets[1].end = t1.end;
+	snprintf(real0, sizeof real0, "%s", t->tablets[0].id);
+	key_for(k, sizeof k, "moved", t->tablets[0].start, t->tablets[0].end, true);
+	swap_tablets(t);
 	uint64_t gen = t->generation;
 
 	uint64_t wrote_at = put(k, 42); /* to tablet 1 first: WRONG_TABLET, refresh, tablet 0 */
@@ -372,14 +378,7 @@ TEST(stale_cache_is_refreshed)
 	CHECK_EQ_INT(get(k), 1);
 
 	/* Stale again, then a read: the same path. */
-	t0 = t->tablets[0];
-	t1 = t->tablets[1];
-	t->tablets[0] = t1;
-	t->tablets[0].start = t0.start;
-	t->tablets[0].end = t0.end;
-	t->tablets[1] = t0;
-	t->tablets[1].start = t1.start;
-	t->tablets[1].end = t1.end;
+	swap_tablets(t);
 	gen = t->generation;
 	CHECK_EQ_INT(get(k), 1);
 	t = cached();
