@@ -38,6 +38,9 @@ enum docraft_error {
 	DOCRAFT_ETABLENOTFOUND,  /* no such table (not retryable) */
 	DOCRAFT_ECONDITION,  /* a conditional write's condition was false where
 				the tablet applied it: nothing of it applied */
+	DOCRAFT_EWRONGTABLET, /* a key outside the tablet's hash partition: the
+				 caller's locations are stale; refresh them
+				 and retry on the right tablet */
 	DOCRAFT_ERROR_MAX
 };
 

@@ -68,6 +68,7 @@ bool status_retryable(int status)
 	case DOCRAFT_EBUSY:
 	case DOCRAFT_ETIMEDOUT:
 	case DOCRAFT_ETABLETNOTFOUND:
+	case DOCRAFT_EWRONGTABLET:
 	case DOCRAFT_ECLOSED: /* the server is shutting down */
 		return true;
 	default:

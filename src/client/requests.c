@@ -669,9 +669,30 @@ int docraft_get(docraft_client *c, const char *table, const docraft_value *key, 
 	return rv;
 }
 
-/* ---- scan ---- */
+/* ---- scan ----
+ *
+ * Read restart (YugabyteDB's; the tablet side is in tablet/service.c): a
+ * scan of the whole table reads every tablet at the time the first
+ * tablet's leader chose. Another tablet's leader, with a clock ahead of
+ * that one, may hold a write acknowledged before the scan started at a
+ * later time; such a page answers restart_ht instead of rows. Then the
+ * rows gathered so far are dropped and the scan starts again from its
+ * first tablet at restart_ht, and that tablet's local_limit is sent with
+ * every later page to it (its window is then empty: one restart per
+ * tablet at most; SCAN_MAX_RESTARTS bounds the rest). The tablet that chose
+ * the time is never asked (whatever it applied later came after the scan
+ * started). A scan that already returned rows to the caller
+ * (docraft_scan_resume) cannot restart: it fails with CLOCK_SKEW and the
+ * caller starts the scan again. A time given by the caller is a snapshot
+ * read: no restart. */
 
 #define SCAN_DEFAULT_PAGE 1000
+#define SCAN_MAX_RESTARTS 64
+
+struct scan_limit {
+	uint32_t start; /* the tablet's partition start */
+	uint64_t limit; /* its local_limit */
+};
 
 struct scan_job {
 	struct job base;
@@ -689,6 +710,9 @@ struct scan_job {
 	docraft_result *res;
 	uint64_t got;
 	struct arena arena;
+	struct scan_limit *limits; /* read restart: local limits of tablets */
+	size_t nlimits;
+	unsigned restarts;
 };
 
 static void scan_state_clear(struct scan_state *st)
@@ -708,8 +732,60 @@ static void scan_free(struct job *base)
 		docraft_result_free(j->res);
 	scan_state_clear(&j->st);
 	free(j->table);
+	free(j->limits);
 	arena_free(&j->arena);
 	free(j);
+}
+
+/* Every page: the restart limit of the tablet it goes to (tc->tablet_start
+ * is set before each attempt). */
+static void scan_prepare(struct tcall *tc)
+{
+	struct scan_job *j = tc->data;
+	const struct scan_state *st = &j->st;
+	j->req.restart_limit = 0;
+	if (!st->restartable || st->read_ht == 0)
+		return;
+	if (tc->tablet_start == st->origin) {
+		j->req.restart_limit = st->read_ht; /* an empty window */
+		return;
+	}
+	j->req.restart_limit = UINT64_MAX;
+	for (size_t i = 0; i < j->nlimits; i++)
+		if (j->limits[i].start == tc->tablet_start)
+			j->req.restart_limit = j->limits[i].limit;
+}
+
+/* A page answered restart_ht: start again from the first tablet at that
+ * time. false (and finished) if the scan may not restart. */
+static bool scan_restart(struct scan_job *j, const struct tcall *tc, uint64_t restart_ht,
+			 uint64_t local_limit)
+{
+	struct scan_state *st = &j->st;
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	if (j->resume || !st->restartable || j->restarts >= SCAN_MAX_RESTARTS ||
+	    restart_ht <= st->read_ht) {
+		err_set(msg, 0, "tablet %s: the scan's read time %" PRIu64 " is uncertain there "
+			"(clock skew): start the scan again", tc->tablet_id, st->read_ht);
+		job_finish(&j->base, DOCRAFT_ECLOCKSKEW, msg);
+		return false;
+	}
+	j->restarts++;
+	j->limits = realloc(j->limits, (j->nlimits + 1) * sizeof *j->limits);
+	if (j->limits == NULL)
+		PANIC("out of memory");
+	j->limits[j->nlimits].start = tc->tablet_start;
+	j->limits[j->nlimits].limit = local_limit;
+	j->nlimits++;
+	st->read_ht = restart_ht;
+	st->cursor = j->tmpl->reverse ? 0xFFFF : 0;
+	free(st->paging);
+	st->paging = NULL;
+	st->paging_len = 0;
+	docraft_result_free(j->res);
+	j->res = result_new(&j->t->schema);
+	j->got = 0;
+	return true;
 }
 
 static void scan_page(struct scan_job *j);
@@ -752,8 +828,17 @@ static void scan_page_done(struct tcall *tc, int status, const char *errmsg,
 		job_finish(&j->base, DOCRAFT_ECORRUPT, "ScanResponse does not decode");
 		return;
 	}
-	if (st->read_ht == 0)
+	if (resp->restart_ht != 0) {
+		uint64_t at = resp->restart_ht, limit = resp->local_limit;
+		docraft__scan_response__free_unpacked(resp, NULL);
+		if (scan_restart(j, tc, at, limit))
+			scan_page(j);
+		return;
+	}
+	if (st->read_ht == 0) {
 		st->read_ht = resp->read_ht;
+		st->origin = tc->tablet_start;
+	}
 	for (size_t i = 0; i < resp->n_rows; i++) {
 		int rv = result_add_row(j->res, resp->rows[i], msg);
 		if (rv != 0) {
@@ -814,6 +899,7 @@ static void scan_page(struct scan_job *j)
 	tcall_init(&j->tc, j->base.c, j->t, st->cursor, DOCRAFT__METHOD__TSERVER_SCAN, &j->req.base,
 		   &j->req.tablet_id, client_now(j->base.c) + j->base.c->opts.timeout_ms,
 		   scan_page_done);
+	j->tc.prepare = scan_prepare;
 	tcall_start(&j->tc);
 }
 
@@ -890,6 +976,7 @@ static int scan_build(struct scan_job *j, char *errmsg)
 	j->st.cursor = sp->n_hash > 0 ? key_hash_components(pv, sp->n_hash)
 				      : sp->reverse ? 0xFFFF : 0;
 	j->st.read_ht = sp->read_ht;
+	j->st.restartable = j->st.whole_table && sp->read_ht == 0;
 	j->st.limit = sp->limit;
 	j->st.page_size = sp->page_size ? sp->page_size : SCAN_DEFAULT_PAGE;
 	return 0;

@@ -22,6 +22,7 @@
  *   |   |   transport error, TIMED_OUT, UNAVAILABLE, TABLET_NOT_FOUND,  |
  *   |   |   LEADERSHIP_LOST, server CLOSED, too many hops:              |
  *   |   |                  | tablet stale (+ target marked down)        |
+ *   |   |   WRONG_TABLET:  | refresh now, no backoff (the 2nd: DONE)    |
  *   |   |   SERVICE_BUSY:  | same target, no refresh                    |
  *   |   |                  v                                            |
  *   |   +---- (BUSY) -- BACKOFF  jittered: 20 ms doubling to 1 s  ------+
@@ -54,6 +55,14 @@
  * deadline), and giving up reports
  * DOCRAFT_EUNAVAILABLE with the last error seen, distinct from the final
  * errors a server returns.
+ *
+ * WRONG_TABLET (a key outside the tablet's partition; nothing of the
+ * request was applied) means the cached partitions of the table are stale
+ * (the table was dropped and created again under the same name, ...): the
+ * table is refreshed at once and the call located again by its route. A
+ * second WRONG_TABLET after that refresh means the master's map agrees
+ * that this tablet covers the route, so the request itself mixes keys of
+ * several tablets: it is delivered to the owner, which regroups or fails.
  *
  * Exactly once. The request message is built once by the owner and only
  * its tablet id (and the write's min_running) change between attempts: a
@@ -405,6 +414,14 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 		tb->stale = true;
 		tb->leader[0] = '\0';
 		backoff_lost_leader(t);
+		return;
+	case DOCRAFT_EWRONGTABLET:
+		if (t->replica != NULL || t->by_id != NULL || t->wrong_tablets++ > 0) {
+			deliver(t, res->status, t->last_msg, NULL, 0);
+			return;
+		}
+		invalidate(t);
+		refresh(t);
 		return;
 	case DOCRAFT_EBUSY:
 		/* Overloaded, not gone: the same target after a pause. */

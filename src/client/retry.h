@@ -64,6 +64,7 @@ struct tcall {
 	unsigned attempts;  /* RPCs sent */
 	unsigned redirects; /* NOT_LEADER hints followed */
 	unsigned refreshes; /* table refreshes asked for */
+	unsigned wrong_tablets; /* WRONG_TABLET answers */
 
 	/* Private. */
 	enum tcall_state state;

@@ -24,6 +24,7 @@ static const char *const names[DOCRAFT_ERROR_MAX] = {
 	[DOCRAFT_ETABLETNOTFOUND] = "tablet not found",
 	[DOCRAFT_ETABLENOTFOUND] = "table not found",
 	[DOCRAFT_ECONDITION] = "condition not met, not applied",
+	[DOCRAFT_EWRONGTABLET] = "key outside the tablet's partition",
 };
 
 const char *docraft_strerror(int code)

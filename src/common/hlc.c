@@ -63,6 +63,12 @@ uint64_t hlc_now(struct hlc *c)
 	return ht;
 }
 
+void hlc_observe(struct hlc *c, uint64_t ht)
+{
+	if (ht > c->last)
+		c->last = ht;
+}
+
 int hlc_update(struct hlc *c, uint64_t remote, char *errmsg)
 {
 	uint64_t us = physical_now(c);
@@ -73,7 +79,6 @@ int hlc_update(struct hlc *c, uint64_t remote, char *errmsg)
 			       "remote hybrid time %" PRIu64 " rejected: remote time is %" PRIu64
 			       " us ahead of local clock, max skew %" PRIu64 " us",
 			       remote, remote_us - us, c->max_skew_us);
-	if (remote > c->last)
-		c->last = remote;
+	hlc_observe(c, remote);
 	return 0;
 }

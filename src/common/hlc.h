@@ -54,6 +54,11 @@ uint64_t hlc_now(struct hlc *c);
  * clock; errmsg (may be NULL) says by how much. */
 int hlc_update(struct hlc *c, uint64_t remote, char *errmsg);
 
+/* Folds in a time this clock must stay above whatever its distance from
+ * the physical clock: a write the tablet already applied (its next writes
+ * must be newer). No skew check; hlc_update is for times from elsewhere. */
+void hlc_observe(struct hlc *c, uint64_t ht);
+
 /* The largest time handed out or seen so far (no advance). */
 static inline uint64_t hlc_last(const struct hlc *c) { return c->last; }
 

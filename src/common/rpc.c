@@ -135,8 +135,9 @@ SAME_CODE(TIMED_OUT, ETIMEDOUT);
 SAME_CODE(TABLET_NOT_FOUND, ETABLETNOTFOUND);
 SAME_CODE(TABLE_NOT_FOUND, ETABLENOTFOUND);
 SAME_CODE(CONDITION, ECONDITION);
+SAME_CODE(WRONG_TABLET, EWRONGTABLET);
 /* A new error.h code? Add it to enum Status in proto/rpc.proto and above. */
-_Static_assert(DOCRAFT_ERROR_MAX == 19, "error.h and rpc.proto Status out of sync");
+_Static_assert(DOCRAFT_ERROR_MAX == 20, "error.h and rpc.proto Status out of sync");
 _Static_assert((int)DOCRAFT__METHOD__METHOD_PING == 1, "method");
 
 /* ---- shared helpers ---- */

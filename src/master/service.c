@@ -460,6 +460,8 @@ static Docraft__CreateTabletRequest *create_pb(const struct cat_table *t,
 	req->n_peers = tb->n_replicas;
 	req->peers = peers_pb(tb, a);
 	req->join = false;
+	req->partition_start = tb->start;
+	req->partition_end = tb->end;
 	return req;
 }
 

@@ -37,11 +37,22 @@ static int check_conditions(struct tablet_fsm *f, const struct entry_request *q,
 	return rv;
 }
 
-/* The clock never goes below a time already applied. */
+/* The clock never goes below a time already applied, unless that time is
+ * further ahead of this server's clock than the maximum skew (a leader
+ * with a runaway clock, c-raft applies it all the same): then it is not
+ * adopted, only logged and counted, so this tablet's reads and the times
+ * it answers are not dragged ahead. max_ht keeps it: should this replica
+ * lead, its writes are still stamped above it (tablet.c, leader ready). */
 static void observe_ht(struct tablet_fsm *f, uint64_t ht)
 {
-	if (ht > f->hlc->last)
-		f->hlc->last = ht;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	if (ht > f->max_ht)
+		f->max_ht = ht;
+	if (ht <= hlc_last(f->hlc) || hlc_update(f->hlc, ht, errmsg) == 0)
+		return;
+	if (f->skewed++ % 1000 == 0)
+		FLOG(LOG_LVL_WARN, f, "applied an entry beyond the maximum clock skew (%" PRIu64
+		     " so far), not adopted: %s", f->skewed, errmsg);
 }
 
 static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)

@@ -48,7 +48,11 @@ struct tablet_fsm {
 	struct raft *raft;       /* set by tablet_fsm_bind before raft_start */
 	const char *id;          /* tablet id, for logs (borrowed) */
 	struct store *store;     /* borrowed; may be swapped while raft is closed */
-	struct hlc *hlc;         /* observes every applied hybrid time */
+	struct hlc *hlc;         /* observes every applied hybrid time within the
+				    maximum clock skew (hlc_update) */
+	uint64_t max_ht;         /* the largest hybrid time applied or in the store */
+	uint64_t skewed;         /* entries applied whose time was further ahead of
+				    this server's clock than the maximum skew */
 	struct retry_table retry;
 	struct retry_changes changes;
 	bool snapshot_busy;

@@ -248,6 +248,12 @@ static int check_request(const Docraft__CreateTabletRequest *req, const char *se
 				       "tablet %s: raft id %" PRIu64 " is not among the peers",
 				       req->tablet_id, req->raft_id);
 	}
+	if (req->partition_end == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no partition (partition_end "
+			       "unset)", req->tablet_id);
+	if (req->partition_end > 65536 || req->partition_start >= req->partition_end)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad partition [%u, %u)",
+			       req->tablet_id, req->partition_start, req->partition_end);
 	if (req->schema == NULL)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no schema", req->tablet_id);
 	if ((rv = wire_schema_from_pb(req->schema, s, errmsg)) != 0)
@@ -278,7 +284,6 @@ static struct replica *replica_new(struct manager *m, const char *id)
 	snprintf(r->id, sizeof r->id, "%s", id);
 	r->dir = path_join(m->tablets_dir, id);
 	r->m = m;
-	r->list_counter = (int64_t)hlc_wall_clock(NULL);
 	r->next = m->head;
 	m->head = r;
 	return r;
@@ -427,6 +432,8 @@ static int open_replica(struct manager *m, struct replica *r,
 		o.max_inflight = m->o.max_inflight;
 	if (m->o.segment_bytes != 0)
 		o.segment_bytes = m->o.segment_bytes;
+	if (m->o.max_clock_skew_ms != 0)
+		o.max_clock_skew_us = (uint64_t)m->o.max_clock_skew_ms * 1000;
 	if (m->o.lease_ms == MANAGER_LEASE_OFF)
 		o.lease_ms = 0;
 	else if (m->o.lease_ms != 0)
@@ -502,8 +509,16 @@ static void load_replica(struct manager *m, const char *name)
 	}
 	r->raft_id = req->raft_id;
 	r->join = req->join;
+	if (req->partition_end == 0) {
+		LOG_WARN("tablet %s: %s has no partition (written before partitions were "
+			 "kept): serving the whole hash range", name, meta);
+		req->partition_start = 0;
+		req->partition_end = 65536;
+	}
 	if (check_request(req, NULL, &r->schema, r->errmsg) != 0)
 		goto failed;
+	r->part_start = req->partition_start;
+	r->part_end = req->partition_end;
 	r->has_schema = true;
 	if (open_replica(m, r, req, r->errmsg) != 0) {
 		if (r->t != NULL)
@@ -613,6 +628,11 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 		if (r->state == REPLICA_FAILED)
 			return err_set(errmsg, DOCRAFT_EUNAVAILABLE,
 				       "tablet %s exists but failed: %s", r->id, r->errmsg);
+		if (req->partition_start != r->part_start || req->partition_end != r->part_end)
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "tablet %s exists here with partition [%u, %u), not [%u, %u)",
+				       r->id, r->part_start, r->part_end, req->partition_start,
+				       req->partition_end);
 		return 0;
 	}
 	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
@@ -623,6 +643,8 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 	r->has_schema = true;
 	r->raft_id = req->raft_id;
 	r->join = req->join;
+	r->part_start = req->partition_start;
+	r->part_end = req->partition_end;
 	r->state = REPLICA_CLOSING; /* invisible until open */
 	if (stat(r->dir, &st) == 0) {
 		rv = err_set(errmsg, DOCRAFT_EIO, "%s exists but holds no known replica", r->dir);
@@ -783,7 +805,7 @@ size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport
 
 int64_t *manager_list_counter(struct replica *r)
 {
-	int64_t now = (int64_t)hlc_wall_clock(NULL);
+	int64_t now = (int64_t)ht_physical(tablet_now(r->t));
 	if (r->list_counter < now)
 		r->list_counter = now;
 	return &r->list_counter;

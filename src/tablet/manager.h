@@ -10,10 +10,16 @@
  * its directory.
  *
  * Each replica keeps what the tablet server needs beside its tablet: the
- * table schema (from the meta's TableSchema), its raft id, and the list-index
- * counter for list appends/prepends (docwrite.h), which is raised to the
- * wall clock's microseconds before every use so that indexes keep growing
- * across leaders as long as clocks are roughly in sync.
+ * table schema (from the meta's TableSchema), its raft id, its partition
+ * [part_start, part_end) of the 16-bit hash space (the service refuses keys
+ * outside it), and the list-index counter for list appends/prepends
+ * (docwrite.h), see manager_list_counter.
+ *
+ * Partitions: a CreateTabletRequest must carry one (partition_end 0 is
+ * refused: every sender in this repository gives it). A meta.pb written
+ * before partitions existed has none; such a replica is opened with the
+ * full range [0, 65536) and a warning, since nothing on this server knows
+ * better (the master still routes by its own catalog).
  *
  * A replica that cannot be opened (bad meta.pb, RocksDB refuses, ...) stays
  * listed as FAILED with the reason: it is reported, never served, and can
@@ -59,6 +65,8 @@ struct replica {
 	bool has_schema;
 	uint64_t raft_id;
 	bool join;             /* created as a new replica of an existing group */
+	uint32_t part_start;   /* partition [part_start, part_end) of the hash space */
+	uint32_t part_end;     /* 1..65536 */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* FAILED: why */
 	unsigned pending;      /* the service's requests in flight on it */
 
@@ -82,6 +90,7 @@ struct manager_options {
 					 election timeout); MANAGER_LEASE_OFF: none */
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
 	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
+	unsigned max_clock_skew_ms;   /* each tablet's hybrid clock; 0: tablet default */
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX
@@ -153,8 +162,11 @@ size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport
  * copying, failed, closed. Static strings. */
 const char *manager_role_name(enum tablet_role role);
 
-/* r's list-index counter (OPEN replicas), first raised to at least the wall
- * clock's microseconds; pass it to docwrite_init. */
+/* r's list-index counter (OPEN replicas), first raised to at least the
+ * physical part of the tablet's hybrid clock (tablet_now), not the wall
+ * clock: on a ready leader that clock is past every write the tablet
+ * applied, so list indexes keep growing across leaders whatever their
+ * clocks. Pass it to docwrite_init (it increments before each use). */
 int64_t *manager_list_counter(struct replica *r);
 
 bool manager_closing(const struct manager *m);

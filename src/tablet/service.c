@@ -43,12 +43,32 @@
  * reading, else it is read again after a barrier. read_ht 0 reads at S (linearizable). An explicit read_ht
  * T <= S reads at T (a point-in-time read; below the history cutoff:
  * SNAPSHOT_TOO_OLD). T > S cannot be served yet (a write could still land
- * at or below T): if T is at most SERVICE_READ_AHEAD_MAX_US ahead (another
+ * at or below T): if T is at most max_clock_skew_us ahead (another
  * server's clock may be that far ahead), the op waits by issuing tablet_read
  * again until S reaches T (bounded by READ_WAIT_MAX_MS, then TIMED_OUT);
- * further ahead is INVALID_ARGUMENT. The answer names the time read at; a
+ * further ahead is CLOCK_SKEW: the time is refused, never adopted into
+ * this server's clock. The answer names the time read at; a
  * scan's paging state resumes at the same time when the next page sends
  * that time back as read_ht.
+ *
+ * Partitions: every key of a write (ops and conditions), a read's key and a
+ * scan's hash key must hash (key_hash_components) into the replica's
+ * partition [part_start, part_end); else the whole request is answered
+ * WRONG_TABLET before anything is queued, so nothing of it applies. A scan
+ * of the whole tablet returns only rows inside the partition (rows stored
+ * outside it before tablets knew their partitions are skipped).
+ *
+ * Read restart (YugabyteDB's, for scans that walk several tablets at one
+ * read time T chosen by the first tablet's leader): a page that carries
+ * restart_limit checks the uncertainty window (T, L], L = min(T + max skew,
+ * restart_limit, S). A write this tablet applied in that window may have
+ * been acknowledged before the scan started on a server whose clock is
+ * behind this one's, so reading at T could miss it. The check is
+ * conservative (the store's last applied write time above T and a
+ * non-empty window): instead of rows the answer is restart_ht = L and
+ * local_limit = L; the client restarts the scan at L and sends L as this
+ * tablet's restart_limit from then on, which makes its window empty: each
+ * tablet restarts a scan at most once.
  *
  * Scans: limit 0 means SERVICE_SCAN_DEFAULT_LIMIT, larger than
  * SERVICE_SCAN_MAX_LIMIT is lowered to it; a page whose rows would not fit
@@ -98,6 +118,7 @@
 #include "docdb/checksum.h"
 #include "docdb/docwrite.h"
 #include "docdb/dump.h"
+#include "docdb/key.h"
 #include "docdb/reader.h"
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
@@ -424,6 +445,48 @@ static struct replica *data_replica(struct service *s, struct rpc_call *call, co
 	return r;
 }
 
+/* WRONG_TABLET unless hash is inside r's partition. */
+static int check_partition(const struct replica *r, uint16_t hash, char *errmsg)
+{
+	if (hash >= r->part_start && hash < r->part_end)
+		return 0;
+	return err_set(errmsg, DOCRAFT_EWRONGTABLET,
+		       "tablet %s: key hash 0x%04x is outside its partition [0x%04x, 0x%04x): "
+		       "refresh the table's locations", r->id, hash, r->part_start, r->part_end);
+}
+
+static int decode_keys(const struct schema *s, size_t first, Docraft__Datum **d, size_t n,
+		       struct pv *out, char *errmsg);
+
+/* check_partition for a key given as datums (at least the hash columns,
+ * already validated by the caller's decoding). */
+static int check_key_partition(const struct replica *r, Docraft__Datum **key, size_t n,
+			       struct arena *a, char *errmsg)
+{
+	size_t nh = r->schema.n_hash;
+	struct pv *pv = arena_alloc(a, (nh + 1) * sizeof *pv);
+	int rv;
+	if (n < nh)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: a key without its hash columns",
+			       r->id);
+	if ((rv = decode_keys(&r->schema, 0, key, nh, pv, errmsg)) != 0)
+		return rv;
+	return check_partition(r, key_hash_components(pv, nh), errmsg);
+}
+
+/* Every key of a write request (ops and conditions) inside r's partition. */
+static int check_write_partition(const struct replica *r, const Docraft__WriteRequest *req,
+				 struct arena *a, char *errmsg)
+{
+	int rv = 0;
+	for (size_t i = 0; i < req->n_ops && rv == 0; i++)
+		rv = check_key_partition(r, req->ops[i]->key, req->ops[i]->n_key, a, errmsg);
+	for (size_t i = 0; i < req->n_conditions && rv == 0; i++)
+		rv = check_key_partition(r, req->conditions[i]->key, req->conditions[i]->n_key,
+					 a, errmsg);
+	return rv;
+}
+
 /* A datum given and not NULL. */
 static bool datum_set(const Docraft__Datum *d)
 {
@@ -506,6 +569,8 @@ static void on_write(void *arg, struct rpc_call *call)
 	docwrite_free(&dw);
 	if (rv == 0)
 		rv = wire_conditions(&r->schema, req, &op->cond, &a, errmsg);
+	if (rv == 0)
+		rv = check_write_partition(r, req, &a, errmsg);
 	arena_free(&a);
 	if (rv != 0) {
 		op_fail(op, rv, errmsg);
@@ -584,6 +649,19 @@ static bool do_read(struct svc_op *op, uint64_t at)
 	return true;
 }
 
+/* Drops the rows whose hash is outside r's partition (written before
+ * tablets knew their partitions); returns how many are left. */
+static size_t keep_own_rows(const struct replica *r, struct row *rows, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h = key_hash_components(rows[i].key, r->schema.n_hash);
+		if (h >= r->part_start && h < r->part_end)
+			rows[k++] = rows[i];
+	}
+	return k;
+}
+
 static bool do_scan(struct svc_op *op, uint64_t at)
 {
 	Docraft__ScanResponse resp = DOCRAFT__SCAN_RESPONSE__INIT;
@@ -620,6 +698,8 @@ static bool do_scan(struct svc_op *op, uint64_t at)
 				 errmsg);
 		if (rv != 0)
 			break;
+		if (op->nkey == 0)
+			n = keep_own_rows(r, rows, n);
 		rows_pb = arena_alloc(&a, (n + 1) * sizeof *rows_pb);
 		fit = n;
 		for (size_t i = 0; i < n; i++) {
@@ -656,6 +736,30 @@ static bool do_scan(struct svc_op *op, uint64_t at)
 	return true;
 }
 
+/* Read restart (see the top of this file): true once op was answered with
+ * a restart instead of rows. */
+static bool restart_scan(struct svc_op *op, uint64_t want, uint64_t safe_ht)
+{
+	Docraft__ScanResponse resp = DOCRAFT__SCAN_RESPONSE__INIT;
+	uint64_t limit = ht_add_micros(want, op->s->o.max_clock_skew_us);
+	uint64_t applied_index, applied_ht;
+
+	if (op->scan->restart_limit < limit)
+		limit = op->scan->restart_limit;
+	if (safe_ht < limit)
+		limit = safe_ht;
+	store_applied(tablet_store(op->r->t), &applied_index, &applied_ht);
+	if (limit <= want || applied_ht <= want)
+		return false;
+	LOG_DEBUG("tablet %s: scan at %" PRIu64 " restarts at %" PRIu64 " (write applied at %"
+		  PRIu64 ")", op->tablet_id, want, limit, applied_ht);
+	resp.read_ht = want;
+	resp.restart_ht = limit;
+	resp.local_limit = limit;
+	op_ok(op, &resp.base);
+	return true;
+}
+
 static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
 {
 	struct svc_op *op = rd->data;
@@ -679,12 +783,15 @@ static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
 	}
 	want = op->kind == OP_READ ? op->read->read_ht : op->scan->read_ht;
 	if (want != 0 && want > safe_ht) {
-		if (ht_physical(want) - ht_physical(safe_ht) > SERVICE_READ_AHEAD_MAX_US) {
+		uint64_t skew = op->s->o.max_clock_skew_us;
+		if (ht_physical(want) - ht_physical(safe_ht) > skew) {
 			snprintf(msg, sizeof msg,
 				 "tablet %s: read time %" PRIu64 " is ahead of the leader's safe "
-				 "time %" PRIu64 " by more than %u us",
-				 op->tablet_id, want, safe_ht, SERVICE_READ_AHEAD_MAX_US);
-			op_fail(op, DOCRAFT_EINVAL, msg);
+				 "time %" PRIu64 " by more than the maximum clock skew (%" PRIu64
+				 " us): refused",
+				 op->tablet_id, want, safe_ht, skew);
+			LOG_WARN("%s", msg);
+			op_fail(op, DOCRAFT_ECLOCKSKEW, msg);
 			op_free(op);
 			return;
 		}
@@ -704,6 +811,11 @@ static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
 	}
 	if (want != 0)
 		at = want;
+	if (op->kind == OP_SCAN && want != 0 && op->scan->restart_limit != 0 &&
+	    restart_scan(op, want, safe_ht)) {
+		op_free(op);
+		return;
+	}
 	if (!(op->kind == OP_READ ? do_read(op, at) : do_scan(op, at))) {
 		op->rd.barrier = true; /* the lease ran out meanwhile */
 		start_read(op);
@@ -755,7 +867,9 @@ static void on_read(void *arg, struct rpc_call *call)
 	op->read = req;
 	op->key = arena_alloc(&op->arena, nk * sizeof *op->key);
 	op->nkey = nk;
-	if ((rv = decode_keys(&r->schema, 0, req->key, nk, op->key, errmsg)) != 0) {
+	if ((rv = decode_keys(&r->schema, 0, req->key, nk, op->key, errmsg)) != 0 ||
+	    (rv = check_partition(r, key_hash_components(op->key, r->schema.n_hash), errmsg)) !=
+		    0) {
 		op_fail(op, rv, errmsg);
 		op_free(op);
 		return;
@@ -796,6 +910,9 @@ static int scan_spec_from(struct svc_op *op, char *errmsg)
 	op->nkey = req->n_hash_key;
 	op->key = arena_alloc(&op->arena, (op->nkey + 1) * sizeof *op->key);
 	if ((rv = decode_keys(s, 0, req->hash_key, op->nkey, op->key, errmsg)) != 0)
+		return rv;
+	if (op->nkey > 0 &&
+	    (rv = check_partition(op->r, key_hash_components(op->key, op->nkey), errmsg)) != 0)
 		return rv;
 	op->neq = req->n_range_eq;
 	op->eq = arena_alloc(&op->arena, (op->neq + 1) * sizeof *op->eq);
@@ -1353,6 +1470,8 @@ int service_init(struct service *s, uv_loop_t *loop, struct rpc_server *srv, str
 		s->o.max_reply_bytes = RPC_FRAME_DEFAULT_MAX - (64u << 10);
 	if (s->o.max_pending == 0)
 		s->o.max_pending = SERVICE_DEFAULT_MAX_PENDING;
+	if (s->o.max_clock_skew_us == 0)
+		s->o.max_clock_skew_us = SERVICE_DEFAULT_MAX_CLOCK_SKEW_US;
 	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
 		if ((rv = rpc_server_register(srv, methods[i].method, methods[i].cb, s,
 					      errmsg)) != 0)

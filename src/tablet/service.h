@@ -16,8 +16,11 @@
  *
  * Errors (the frame status, with ErrorInfo): NOT_LEADER with the leader's
  * address and raft id when known; TABLET_NOT_FOUND; INVALID_ARGUMENT with the
- * reason (malformed request, schema version mismatch, bad op or key, read
- * time ahead of the leader); LEADERSHIP_LOST (a write whose outcome is
+ * reason (malformed request, schema version mismatch, bad op or key);
+ * WRONG_TABLET (a key whose hash is outside the tablet's partition: nothing
+ * of the request is applied; the client refreshes its locations);
+ * CLOCK_SKEW (a read time further ahead of the leader's clock than the
+ * maximum skew: refused, never adopted); LEADERSHIP_LOST (a write whose outcome is
  * unknown: retry with the same client id and seq); UNAVAILABLE (replica
  * failed or closing, server shutting down, transfer not completed);
  * SERVICE_BUSY (too many writes queued on the tablet, or a membership change
@@ -46,10 +49,8 @@
 /* Writes, reads and scans queued or in flight per tablet beyond which new
  * ones get SERVICE_BUSY. */
 #define SERVICE_DEFAULT_MAX_PENDING 10000u
-/* How far (µs) an explicit read time may be ahead of the leader's safe time
- * and still be waited for (clock skew between servers); further is
- * INVALID_ARGUMENT. */
-#define SERVICE_READ_AHEAD_MAX_US 500000u
+/* Default of service_options.max_clock_skew_us (--max-clock-skew-ms). */
+#define SERVICE_DEFAULT_MAX_CLOCK_SKEW_US 500000u
 /* TSERVER_CHECKSUM: how long a replica waits to have applied up to the
  * request's read_ht when wait_ms is 0, the most wait_ms may ask for, and
  * the period of the timer that polls the applied hybrid time. */
@@ -62,6 +63,11 @@ struct service_options {
 	 * their rows would not fit. 0 = RPC_FRAME_DEFAULT_MAX minus 64 KiB. */
 	uint32_t max_reply_bytes;
 	unsigned max_pending; /* per tablet; 0 = SERVICE_DEFAULT_MAX_PENDING */
+	/* The largest clock difference between servers: how far an explicit
+	 * read time may be ahead of the leader's safe time and still be waited
+	 * for (further: CLOCK_SKEW), and the read-restart window of scans.
+	 * 0 = SERVICE_DEFAULT_MAX_CLOCK_SKEW_US. */
+	uint64_t max_clock_skew_us;
 };
 
 struct svc_op;

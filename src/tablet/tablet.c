@@ -558,6 +558,13 @@ static void leader_barrier_cb(struct raft_barrier *req, int status)
 	if (status == 0 && b->epoch == t->epoch && t->role == TABLET_LEADER_NOT_READY) {
 		t->role = TABLET_LEADER;
 		lease_extend(t, b->epoch, b->sent_ns);
+		if (t->fsm.max_ht > hlc_last(&t->hlc)) {
+			/* Entries beyond the skew were applied and not
+			 * adopted (fsm.c); new writes must still be newer. */
+			TLOG(LOG_LVL_WARN, t, "hybrid time %" PRIu64 " applied here is beyond the "
+			     "maximum clock skew: this leader's writes follow it", t->fsm.max_ht);
+			hlc_observe(&t->hlc, t->fsm.max_ht);
+		}
 		TLOG(LOG_LVL_INFO, t, "leader ready at index %" PRIu64,
 		     (uint64_t)raft_last_applied(&t->raft));
 	}
@@ -1278,6 +1285,11 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 const char *tablet_id(const struct tablet *t)
 {
 	return t->id;
+}
+
+uint64_t tablet_now(struct tablet *t)
+{
+	return hlc_now(&t->hlc);
 }
 
 struct store *tablet_store(struct tablet *t)

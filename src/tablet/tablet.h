@@ -262,6 +262,9 @@ const char *tablet_role_name(enum tablet_role r);
 /* The leader as this replica knows it (0 / "" when unknown). */
 raft_id tablet_leader(struct tablet *t, const char **address);
 struct store *tablet_store(struct tablet *t);
+/* A new time of the tablet's hybrid clock (hlc_now): on a ready leader,
+ * above every write the tablet applied, whoever proposed it. */
+uint64_t tablet_now(struct tablet *t);
 /* Forces a Raft snapshot soon (tests, admin). */
 void tablet_request_snapshot(struct tablet *t);
 

@@ -49,6 +49,7 @@
  * election: ~0.9 s at 500 ms (docs/reliability.md, "Failover time"). */
 #define DEFAULT_ELECTION_MS 500u
 #define DEFAULT_HEARTBEAT_RAFT_MS 100u
+#define DEFAULT_MAX_CLOCK_SKEW_MS 500u /* YugabyteDB's max_clock_skew_usec */
 #define DRAIN_TICK_MS 20
 
 struct config {
@@ -63,6 +64,7 @@ struct config {
 	unsigned segment_mb;        /* 0: tablet default */
 	bool fill_segments;         /* segfill.h; default true */
 	unsigned shutdown_transfer_ms;
+	unsigned max_clock_skew_ms; /* 0: DEFAULT_MAX_CLOCK_SKEW_MS */
 	int log_level;              /* -1: not given */
 };
 
@@ -125,6 +127,8 @@ static const struct flag {
 				       "prepares, so that appends are overwrites (default on)"},
 	{"lease-ms", "MS", "leader lease: reads without a Raft round (default 7/10 of "
 			   "--election-ms, at most that; 0: off)"},
+	{"max-clock-skew-ms", "MS", "largest clock difference between servers: a hybrid time "
+				    "further ahead of this clock is refused (default 500)"},
 	{"shutdown-transfer-ms", "MS",
 	 "on SIGTERM, the longest wait for leadership transfers (default 3000)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
@@ -200,6 +204,8 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->heartbeat_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "election-ms") == 0) {
 		c->election_ms = parse_ms(name, v, where);
+	} else if (strcmp(name, "max-clock-skew-ms") == 0) {
+		c->max_clock_skew_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "heartbeat-raft-ms") == 0) {
 		c->heartbeat_raft_ms = parse_ms(name, v, where);
 	} else if (strcmp(name, "max-inflight-entries") == 0) {
@@ -324,6 +330,8 @@ static void parse_args(int argc, char **argv)
 		S.cfg.shutdown_transfer_ms = DEFAULT_SHUTDOWN_TRANSFER_MS;
 	if (S.cfg.election_ms == 0)
 		S.cfg.election_ms = DEFAULT_ELECTION_MS;
+	if (S.cfg.max_clock_skew_ms == 0)
+		S.cfg.max_clock_skew_ms = DEFAULT_MAX_CLOCK_SKEW_MS;
 	if (S.cfg.heartbeat_raft_ms == 0)
 		S.cfg.heartbeat_raft_ms = DEFAULT_HEARTBEAT_RAFT_MS;
 	/* raft_start asserts it. */
@@ -694,6 +702,7 @@ static int start(void)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct manager_options mo;
+	struct service_options so;
 	const char *address;
 
 	if (listener_open(&S.loop, S.cfg.address, &S.l, errmsg) != 0) {
@@ -722,6 +731,7 @@ static int start(void)
 	mo.raft_heartbeat_ms = S.cfg.heartbeat_raft_ms;
 	mo.election_ms = S.cfg.election_ms;
 	mo.max_inflight = S.cfg.max_inflight;
+	mo.max_clock_skew_ms = S.cfg.max_clock_skew_ms;
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
@@ -731,7 +741,9 @@ static int start(void)
 		return -1;
 	}
 	S.m_on = true;
-	if (service_init(&S.svc, &S.loop, &S.srv, &S.m, NULL, errmsg) != 0) {
+	memset(&so, 0, sizeof so);
+	so.max_clock_skew_us = (uint64_t)S.cfg.max_clock_skew_ms * 1000;
+	if (service_init(&S.svc, &S.loop, &S.srv, &S.m, &so, errmsg) != 0) {
 		LOG_ERROR(PROG ": service: %s", errmsg);
 		return -1;
 	}

@@ -471,6 +471,8 @@ static Docraft__CreateTabletRequest *create_req(const char *tablet, uint64_t raf
 	req->schema = msgs_schema();
 	req->raft_id = raft_id;
 	req->join = join;
+	req->partition_start = 0;
+	req->partition_end = 65536;
 	if (!join) {
 		req->n_peers = NN;
 		req->peers = anew(NN * sizeof *req->peers);
@@ -1085,10 +1087,12 @@ TEST(seeds_through_rpc)
 		req.key[1] = dtext("ten");
 		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r), DOCRAFT_EINVAL);
 		CHECK_MSG(strstr(r.message, "msg_id") != NULL, "message: %s", r.message);
-		/* A read time 10 s ahead of the leader. */
+		/* A read time 10 s ahead of the leader: beyond the maximum clock
+		 * skew, refused. */
 		req.key[1] = dint(20);
 		req.read_ht = ht_make(ht_physical(at) + 10000000, 0);
-		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r), DOCRAFT_EINVAL);
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r),
+			     DOCRAFT_ECLOCKSKEW);
 		CHECK_MSG(strstr(r.message, "ahead") != NULL, "message: %s", r.message);
 		/* 100 ms ahead: waited for. */
 		req.read_ht = ht_make(ht_physical(at) + 100000, 0);
@@ -1131,6 +1135,27 @@ TEST(seeds_through_rpc)
 	/* A create that contradicts the existing replica. */
 	CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET,
 			  &create_req(TABLET, 2, false)->base, &r), DOCRAFT_EINVAL);
+	/* ... or its partition; and a create without a partition. */
+	{
+		Docraft__CreateTabletRequest *cr = create_req(TABLET, 1, false);
+		cr->partition_start = 100;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "partition [0, 65536)") != NULL, "message: %s",
+			  r.message);
+		cr = create_req("no-partition", 1, false);
+		cr->partition_end = 0;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "no partition") != NULL, "message: %s", r.message);
+		cr = create_req("bad-partition", 1, false);
+		cr->partition_start = 7;
+		cr->partition_end = 7;
+		CHECK_EQ_INT(call(0, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &cr->base, &r),
+			     DOCRAFT_EINVAL);
+		CHECK_MSG(strstr(r.message, "bad partition [7, 7)") != NULL, "message: %s",
+			  r.message);
+	}
 	res_free(&r);
 	cluster_down();
 }

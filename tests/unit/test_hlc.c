@@ -281,10 +281,28 @@ TEST(real_clock_strictly_increasing)
 	CHECK_EQ_U64(hlc_last(&c), prev);
 }
 
+/* hlc_observe: an applied time is folded in whatever its distance (the
+ * tablet's writes must follow it), never backwards. */
+TEST(observe_ignores_skew_and_never_goes_back)
+{
+	struct fake_clock fc = {T0, 0};
+	struct hlc c;
+	uint64_t far = ht_make(T0 + 10 * SKEW, 5);
+	hlc_init(&c, SKEW, fake_read, &fc);
+	CHECK_EQ_INT(hlc_update(&c, far, NULL), DOCRAFT_ECLOCKSKEW);
+	CHECK(hlc_last(&c) < far);
+	hlc_observe(&c, far);
+	CHECK_EQ_U64(hlc_last(&c), far);
+	hlc_observe(&c, ht_make(T0, 0));
+	CHECK_EQ_U64(hlc_last(&c), far);
+	CHECK_EQ_U64(hlc_now(&c), far + 1);
+}
+
 TEST_MAIN(T(ht_make_round_trips), T(ht_add_micros_adds_and_saturates), T(init_sets_fields),
 	  T(frozen_clock_increments_logical), T(logical_overflow_carries_into_physical),
 	  T(backwards_clock_stays_monotonic), T(physical_jump_resets_logical),
 	  T(update_ahead_within_skew_advances), T(update_behind_keeps_clock),
 	  T(update_at_skew_boundary), T(update_beyond_skew_is_refused),
 	  T(update_huge_skew_does_not_overflow), T(wall_clock_is_sane),
+	  T(observe_ignores_skew_and_never_goes_back),
 	  T(real_clock_strictly_increasing))
