@@ -78,16 +78,13 @@ size_t raftwire_request_vote(uint8_t *out, size_t cap, uint64_t term, uint64_t c
 	return raftwire_frame(out, cap, RAFT_IO_REQUEST_VOTE, sizeof h, h, sizeof h);
 }
 
-int raftwire_connect(const char *src_ip, const char *dst, const char *tablet, uint64_t id,
-		     const char *address)
+int raftwire_dial(const char *src_ip, const char *dst, const void *preamble, size_t n)
 {
 	char errmsg[256];
-	uint8_t pre[LISTENER_PREAMBLE_MAX];
 	struct sockaddr_in src, to;
-	size_t n = listener_preamble_encode(pre, LISTENER_RAFT, tablet, id, address);
 	int fd, e;
 
-	if (n == 0 || listener_parse_address(dst, &to, errmsg) != 0) {
+	if (listener_parse_address(dst, &to, errmsg) != 0) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -101,13 +98,27 @@ int raftwire_connect(const char *src_ip, const char *dst, const char *tablet, ui
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
-	    connect(fd, (struct sockaddr *)&to, sizeof to) != 0 || !raftwire_send(fd, pre, n)) {
+	    connect(fd, (struct sockaddr *)&to, sizeof to) != 0 ||
+	    !raftwire_send(fd, preamble, n)) {
 		e = errno;
 		close(fd);
 		errno = e;
 		return -1;
 	}
 	return fd;
+}
+
+int raftwire_connect(const char *src_ip, const char *dst, const char *tablet, uint64_t id,
+		     const char *address)
+{
+	uint8_t pre[LISTENER_PREAMBLE_MAX];
+	size_t n = listener_preamble_encode(pre, LISTENER_RAFT, tablet, id, address);
+
+	if (n == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return raftwire_dial(src_ip, dst, pre, n);
 }
 
 bool raftwire_send(int fd, const void *p, size_t n)

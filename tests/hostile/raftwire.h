@@ -50,6 +50,11 @@ size_t raftwire_request_vote(uint8_t *out, size_t cap, uint64_t term, uint64_t c
 			     bool pre_vote);
 
 /* A TCP connection from src_ip (bound, any port) to dst ("a.b.c.d:port")
+ * that has sent the n bytes at preamble (n may be 0: nothing sent).
+ * Returns the fd (blocking, the caller closes it) or -1 with errno. */
+int raftwire_dial(const char *src_ip, const char *dst, const void *preamble, size_t n);
+
+/* A TCP connection from src_ip (bound, any port) to dst ("a.b.c.d:port")
  * that has sent the RAFT preamble for tablet claiming id and address.
  * Returns the fd (blocking, the caller closes it) or -1 with errno. */
 int raftwire_connect(const char *src_ip, const char *dst, const char *tablet, uint64_t id,

@@ -27,6 +27,15 @@
 #   skew              shift a random tserver's clock by +/-100..400 ms (below
 #                     the tablets' 500 ms max clock skew, src/tablet/tablet.c);
 #                     heal: back to 0. Needs --features skew (--skewable cluster)
+#   hostile           docraft-attack (tests/hostile/attack.c) for the fault's
+#                     length: forged and malformed Raft messages, RPC garbage,
+#                     connection floods, slow readers, wrong-tablet writes to
+#                     --set-table's tablets from a plain socket; heal: wait for
+#                     it to end. A wrong-tablet write accepted, or a node found
+#                     down after the attack, is logged as a `breach` note
+#                     (run.sh fails the run on it). Needs
+#                     $DOCRAFT_BUILD/tests/hostile/docraft-attack and no
+#                     --features netns (it attacks from 127.0.0.1)
 #   partition-halves  split the nodes in two random halves; heal: heal
 #   partition-one     isolate a random node; heal: heal
 #   partition-leader  isolate --table's first tablet leader; heal: heal
@@ -43,8 +52,8 @@
 # $DOCRAFT_LOCAL: the docraft-local to use (default: deploy/docraft-local of
 # this checkout).
 
-NEMESIS_ALL=(kill kill-leader pause restart-all master skew partition-halves partition-one
-	partition-leader)
+NEMESIS_ALL=(kill kill-leader pause restart-all master skew hostile partition-halves
+	partition-one partition-leader)
 
 : "${DOCRAFT_LOCAL:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/docraft-local}"
 NEMESIS_BASE=""
@@ -69,6 +78,8 @@ NEMESIS_R=0       # nemesis_rand's result
 NEMESIS_NODE=""   # the node (or partition) a chooser picked
 NEMESIS_TARGET="" # the target of the last fault
 NEMESIS_CURRENT="" # "name target" of the fault in progress, for the exit trap
+NEMESIS_ATTACK_PID="" # docraft-attack running (hostile)
+NEMESIS_SET_TABLE=jepsen_set # the table hostile's wrong-tablet writes aim at
 
 nemesis_now_ms() { date +%s%3N; }
 
@@ -108,6 +119,7 @@ nemesis_supported() { # name
 	case $1 in
 	kill | kill-leader | pause | restart-all | master) return 0 ;;
 	skew) nemesis_has_feature skew ;;
+	hostile) ! nemesis_has_feature netns && [ -x "$(nemesis_attack_bin)" ] ;;
 	partition-halves | partition-one | partition-leader) nemesis_has_feature netns ;;
 	*) return 1 ;;
 	esac
@@ -225,6 +237,29 @@ nemesis_halves() {
 	NEMESIS_NODE="$a|$b"
 }
 
+nemesis_attack_bin() {
+	echo "${DOCRAFT_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}/tests/hostile/docraft-attack"
+}
+
+# Starts docraft-attack for SEC seconds in the background; its lines go to
+# the log as notes, a breach as a `breach` note.
+nemesis_attack_start() { # sec
+	local masters
+	masters=$(dl env | sed -n 's/^MASTERS=//p')
+	nemesis_rand 1000000
+	"$(nemesis_attack_bin)" --masters "$masters" --duration "$1" --seed "$NEMESIS_R" \
+		--set-table "$NEMESIS_SET_TABLE" 2>&1 |
+		sed -u -e 's/^\([0-9]*\) attack \(.*BREACH.*\)$/\1 note breach \2/' \
+			-e 's/^\([0-9]*\) attack /\1 note attack /' >>"$NEMESIS_LOG" &
+	NEMESIS_ATTACK_PID=$!
+}
+
+nemesis_attack_wait() {
+	[ -n "$NEMESIS_ATTACK_PID" ] || return 0
+	wait "$NEMESIS_ATTACK_PID" 2>/dev/null
+	NEMESIS_ATTACK_PID=""
+}
+
 # Applies one fault, then logs its start; NEMESIS_TARGET = its target.
 # Records what the heal must undo.
 nemesis_fault() { # name
@@ -269,6 +304,10 @@ nemesis_fault() { # name
 		NEMESIS_SKEWED+=("$target")
 		dl_quiet skew "$target" "$ms"
 		target="$target:${ms}ms"
+		;;
+	hostile)
+		target=cluster
+		nemesis_attack_start 4
 		;;
 	partition-halves)
 		nemesis_halves
@@ -317,6 +356,17 @@ nemesis_heal() { # name target
 		node=${target%%:*}
 		dl_quiet skew "$node" 0 && NEMESIS_SKEWED=()
 		;;
+	hostile)
+		nemesis_attack_wait
+		for node in $(nemesis_all_nodes); do
+			if ! dl pid "$node" >/dev/null 2>&1; then
+				nemesis_log note breach "$node is down after the attack"
+				echo "nemesis: $node died under attack" >&2
+				NEMESIS_STOPPED=1
+			fi
+		done
+		[ "$NEMESIS_STOPPED" -eq 0 ] || { dl_quiet start && NEMESIS_STOPPED=0; }
+		;;
 	partition-*)
 		dl_quiet heal && NEMESIS_PARTITIONED=0
 		;;
@@ -326,6 +376,7 @@ nemesis_heal() { # name target
 # Heals everything that may still be broken (idempotent; the exit trap).
 nemesis_heal_all() {
 	local n
+	nemesis_attack_wait
 	for n in "${NEMESIS_PAUSED[@]}"; do
 		dl resume "$n" >&2 2>/dev/null || true
 	done
@@ -407,7 +458,7 @@ nemesis_loop() {
 }
 
 nemesis_usage() {
-	sed -n '16,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '16,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 nemesis_main() {

@@ -428,6 +428,8 @@ else
 	fi
 	[ "$CHECKSUMS" = agree ] || REASONS+=("replica checksums: $CHECKSUMS")
 	[ "$WORKLOAD_RC" = 0 ] || REASONS+=("the workload exited with status $WORKLOAD_RC")
+	BREACHES=$(grep -c '^[0-9]* note breach ' "$OUT/nemesis.log")
+	[ "$BREACHES" = 0 ] || REASONS+=("hostile nemesis: $BREACHES breach(es), see nemesis.log")
 	[ ${#REASONS[@]} -eq 0 ] && PASS=1
 fi
 

@@ -2,7 +2,8 @@
 # Default-suite failover test (suite 'jepsen'): tests/jepsen/run.sh for
 # ~150 s against the meson build's binaries — 1 master, 3 tservers, RF 3,
 # no network namespaces — with the nemeses kill, kill-leader, pause,
-# restart-all (and skew when the clock-skew shim is built). Passes only when
+# restart-all, hostile (docraft-attack, tests/hostile/attack.c) and skew
+# when the clock-skew shim is built. Passes only when
 # the checker says valid, no acknowledged add is lost and the replica
 # checksums agree after healing. Prints TAP.
 #
@@ -35,6 +36,9 @@ on_signal() {
 trap on_signal INT TERM
 
 nemeses=kill,kill-leader,pause,restart-all
+if [ -x "$DOCRAFT_BUILD/tests/hostile/docraft-attack" ]; then
+	nemeses+=,hostile
+fi
 skew=no
 if [ -e "$DOCRAFT_BUILD/tests/jepsen/libdocraft_skew.so" ]; then
 	nemeses+=,skew
