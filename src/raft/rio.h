@@ -105,6 +105,12 @@ struct rio {
 	uint64_t n_redelivered;     /* ... and handed to raft later */
 	raft_time vote_quiet_until; /* RequestVotes dropped before (inner time) */
 	uint64_t n_votes_dropped;
+	/* Log writes of this node that failed (disk full, I/O error; not
+	 * RAFT_CANCELED), and the last one's code: 0.15 tells raft only, which
+	 * on a follower just does not ack and on a leader answers one request
+	 * and does not step down, so the owner watches this (tablet.c). */
+	uint64_t n_append_errors;
+	int last_append_error;
 };
 
 /* Wraps inner (already set up by raft_uv_init, not yet given to raft) and

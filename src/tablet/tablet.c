@@ -368,9 +368,8 @@ static bool disk_error(int status)
 
 static void disk_failed(struct tablet *t, int status, const char *what)
 {
-	char why[DOCRAFT_ERRMSG_SIZE];
-	snprintf(why, sizeof why, "%s failed: %s (%s)", what, raft_strerror(status),
-		 raft_errmsg(&t->raft));
+	char why[DOCRAFT_ERRMSG_SIZE + sizeof t->rio.io.errmsg];
+	snprintf(why, sizeof why, "%s failed (%s)", what, t->rio.io.errmsg);
 	fail(t, from_raft(status), why);
 }
 
@@ -1010,6 +1009,11 @@ static void poll_cb(uv_prepare_t *h)
 		return;
 	if (t->fsm.failed)
 		fail(t, DOCRAFT_EIO, t->fsm.errmsg);
+	/* A log write that failed: a follower would stay behind (0.15 just
+	 * does not ack, and raft_uv fails every later write too), a leader
+	 * would go on without a durable log. */
+	if (t->rio.n_append_errors > 0)
+		disk_failed(t, t->rio.last_append_error, "a Raft log write");
 	if (t->fsm.copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
 		start_copy(t);
 	if (t->role == TABLET_FAILED) {
