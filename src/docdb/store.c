@@ -177,13 +177,14 @@ static int make_options(const struct store_options *o, const char *path,
 		rocksdb_options_enable_statistics(opts);
 	/* RocksDB's own LOG file in the store directory (store.h, info_log):
 	 * off by default, else warnings and errors only. Debian's 7.8 build
-	 * keeps assert() on, and once a LOG write fails (disk full) the next
-	 * Append or Flush of the file aborts the process in
-	 * WritableFileWriter::AssertFalseAndGetStatusForPrevError: a flush that
-	 * fails for lack of space logs an ERROR line, so WARN level alone was
-	 * not enough (tests/hostile/test_disk_full). Off, the logger is still
-	 * created (an empty LOG; creating it may fail, which RocksDB
-	 * tolerates) but never written nor flushed. */
+	 * keeps assert() on (the library holds the assertion strings), and
+	 * once a write of the LOG file fails (disk full) the next Append or
+	 * Flush of it aborts the process in
+	 * WritableFileWriter::AssertFalseAndGetStatusForPrevError; at INFO
+	 * level that was seen, and a flush that fails for lack of space logs
+	 * an ERROR line, which WARN level still writes. Off, the logger is
+	 * still created (an empty LOG; if creating it fails RocksDB goes on
+	 * without one) but never written, so never flushed. */
 	rocksdb_options_set_info_log_level(opts, o->info_log ? ROCKSDB_WARN_LEVEL
 							     : ROCKSDB_NO_LOG_LEVEL);
 	rocksdb_options_set_keep_log_file_num(opts, 4);
