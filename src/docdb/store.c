@@ -42,8 +42,11 @@
 #define MARKER_KEY_LEN (sizeof(MARKER_KEY) - 1)
 #define MARKER_VALUE_LEN 16
 
-/* rocksdb::InfoLogLevel, which c.h does not name. */
+/* rocksdb::InfoLogLevel, which c.h does not name: WARN_LEVEL, and
+ * NUM_INFO_LOG_LEVELS, above every level (HEADER_LEVEL included), so that
+ * nothing is ever written to the LOG file and it is never flushed. */
 #define ROCKSDB_WARN_LEVEL 2
+#define ROCKSDB_NO_LOG_LEVEL 6
 
 #define DEFAULT_RETENTION_US (UINT64_C(900) * 1000 * 1000)
 
@@ -126,6 +129,7 @@ void store_options_default(struct store_options *o)
 	o->default_ttl_ms = 0;
 	o->prefix_filter = true;
 	o->statistics = false;
+	o->info_log = false;
 	o->env = NULL;
 	o->schema = NULL;
 }
@@ -171,12 +175,18 @@ static int make_options(const struct store_options *o, const char *path,
 	}
 	if (o->statistics)
 		rocksdb_options_enable_statistics(opts);
-	/* RocksDB's own LOG file in the store directory: warnings and errors
-	 * only. Debian's 7.8 build keeps assert() on, and once a LOG write
-	 * fails (disk full) the next one aborts the process in
+	/* RocksDB's own LOG file in the store directory (store.h, info_log):
+	 * off by default, else warnings and errors only. Debian's 7.8 build
+	 * keeps assert() on (the library holds the assertion strings), and
+	 * once a write of the LOG file fails (disk full) the next Append or
+	 * Flush of it aborts the process in
 	 * WritableFileWriter::AssertFalseAndGetStatusForPrevError; at INFO
-	 * level every background flush logs, which made that likely. */
-	rocksdb_options_set_info_log_level(opts, ROCKSDB_WARN_LEVEL);
+	 * level that was seen, and a flush that fails for lack of space logs
+	 * an ERROR line, which WARN level still writes. Off, the logger is
+	 * still created (an empty LOG; if creating it fails RocksDB goes on
+	 * without one) but never written, so never flushed. */
+	rocksdb_options_set_info_log_level(opts, o->info_log ? ROCKSDB_WARN_LEVEL
+							     : ROCKSDB_NO_LOG_LEVEL);
 	rocksdb_options_set_keep_log_file_num(opts, 4);
 	*out = opts;
 	return 0;

@@ -35,6 +35,15 @@ struct store_options {
 	bool prefix_filter;
 	/* Default false: RocksDB statistics, read with store_ticker. */
 	bool statistics;
+	/* Default false: RocksDB's own LOG file (info log) stays empty. Debian's
+	 * RocksDB 7.8 keeps assert() on, and once a LOG write has failed (disk
+	 * full) the next write or flush of that file aborts the process
+	 * (WritableFileWriter::AssertFalseAndGetStatusForPrevError), so a store
+	 * that may live on a filling disk must not log there; its errors still
+	 * reach the caller as codes and are logged through common/log.h. True:
+	 * warnings and errors go to LOG (tools, tests on a disk that cannot
+	 * fill). */
+	bool info_log;
 	/* Default NULL: a private block cache and memtables (RocksDB's
 	 * defaults). Else the shared cache and memtable budget of env
 	 * (docdb/store_env.h), which must outlive the store. */

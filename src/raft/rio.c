@@ -507,6 +507,10 @@ static void append_tramp(struct raft_io_append *req, int status)
 
 	if (status != 0) {
 		copy_errmsg(g);
+		if (status != RAFT_CANCELED) {
+			g->n_append_errors++;
+			g->last_append_error = status;
+		}
 	} else if (a->has_barrier && a->epoch == g->epoch && !g->barrier_stored) {
 		g->barrier_stored = true;
 		stored_now = true;

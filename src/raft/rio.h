@@ -177,6 +177,12 @@ struct rio {
 	raft_index committed_index; /* its index (0: none copied yet) */
 	raft_id leader_id;          /* the leader this follower was last handed */
 	raft_term leader_term;      /* ... an AppendEntries / InstallSnapshot of, and its term */
+	/* Log writes of this node that failed (disk full, I/O error; not
+	 * RAFT_CANCELED), and the last one's code: 0.15 tells raft only, which
+	 * on a follower just does not ack and on a leader answers one request
+	 * and does not step down, so the owner watches this (tablet.c). */
+	uint64_t n_append_errors;
+	int last_append_error;
 };
 
 /* Wraps inner (already set up by raft_uv_init, not yet given to raft) and

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/check.h"
@@ -438,6 +439,7 @@ static int open_replica(struct manager *m, struct replica *r,
 		o.lease_ms = 0;
 	else if (m->o.lease_ms != 0)
 		o.lease_ms = m->o.lease_ms;
+	o.store.env = m->o.store_env;
 	o.store.default_ttl_ms = r->schema.default_ttl_ms;
 	/* The schema compaction GC uses: repacking of packed rows and removal
 	 * of dropped columns (the store keeps its own copy). */
@@ -462,6 +464,48 @@ static int open_replica(struct manager *m, struct replica *r,
 	return tablet_start(r->t, errmsg);
 }
 
+/* Moves DIR/tablets/name, which has no meta.pb, to
+ * DIR/tablets.orphan/<name>.<unix time>[.<n>] and says so: it may be the
+ * remains of an interrupted create or delete, or data an operator put there
+ * (a replica whose meta.pb was lost): never deleted, an operator decides. */
+static void move_aside(struct manager *m, const char *dir, const char *name)
+{
+	char *orphans = path_join(m->data_dir, "tablets.orphan");
+	char target[4096];
+	struct stat st;
+	int n = 0;
+	if (mkdir(orphans, 0755) != 0 && errno != EEXIST) {
+		LOG_ERROR("%s has no %s; cannot move it aside: mkdir %s: %s (left in place, "
+			  "ignored)", dir, MANAGER_META_FILE, orphans, strerror(errno));
+		free(orphans);
+		return;
+	}
+	do {
+		int l = n == 0 ? snprintf(target, sizeof target, "%s/%s.%lld", orphans, name,
+					  (long long)time(NULL))
+			       : snprintf(target, sizeof target, "%s/%s.%lld.%d", orphans, name,
+					  (long long)time(NULL), n);
+		if (l < 0 || (size_t)l >= sizeof target) {
+			LOG_ERROR("%s has no %s; cannot move it aside: path too long (left in "
+				  "place, ignored)", dir, MANAGER_META_FILE);
+			free(orphans);
+			return;
+		}
+		n++;
+	} while (lstat(target, &st) == 0);
+	if (rename(dir, target) != 0) {
+		LOG_ERROR("%s has no %s; cannot move it aside to %s: %s (left in place, ignored)",
+			  dir, MANAGER_META_FILE, target, strerror(errno));
+	} else {
+		fsync_path(orphans, NULL);
+		fsync_path(m->tablets_dir, NULL);
+		LOG_WARN("%s has no %s (an interrupted create or delete, or a replica whose "
+			 "%s was lost): moved aside to %s, not deleted; remove it once inspected",
+			 dir, MANAGER_META_FILE, MANAGER_META_FILE, target);
+	}
+	free(orphans);
+}
+
 /* Loads the replica in DIR/tablets/name at start. */
 static void load_replica(struct manager *m, const char *name)
 {
@@ -481,9 +525,7 @@ static void load_replica(struct manager *m, const char *name)
 	}
 	rv = read_file(meta, &data, &len, errmsg);
 	if (rv == DOCRAFT_ENOTFOUND) {
-		LOG_WARN("%s has no %s (an interrupted create or delete): removed", dir,
-			 MANAGER_META_FILE);
-		remove_tree(dir);
+		move_aside(m, dir, name);
 		goto out;
 	}
 	if (check_id(name, NULL) != 0) {
@@ -766,6 +808,7 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->raft_id = r->raft_id;
 	if (r->state != REPLICA_OPEN || r->t == NULL) {
 		out->role = (char *)"failed";
+		out->error = r->errmsg;
 		return;
 	}
 	tablet_get_status(r->t, &st);
@@ -780,6 +823,9 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->lease_reads = st.lease_reads;
 	out->barrier_reads = st.barrier_reads;
 	out->lease_left_ms = st.lease_left_ms;
+	out->error = arena_dup(a, st.errmsg, strlen(st.errmsg) + 1);
+	out->failures = st.failures;
+	out->recoveries = st.recoveries;
 }
 
 size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport ***out)

@@ -5,9 +5,10 @@
  * the CreateTabletRequest that created it (schema, raft id, peers, join),
  * written atomically (tmp + fsync + rename + fsync of the directory) before
  * the tablet is first opened. manager_init reopens every replica that has a
- * meta.pb; a directory without one is the remains of an interrupted create
- * or delete and is removed. A deleted replica loses its meta.pb first, then
- * its directory.
+ * meta.pb; a directory without one (the remains of an interrupted create or
+ * delete, or a replica whose meta.pb was lost) is moved aside to
+ * DIR/tablets.orphan/<id>.<unix time> and logged, never deleted. A deleted
+ * replica loses its meta.pb first, then its directory.
  *
  * Each replica keeps what the tablet server needs beside its tablet: the
  * table schema (from the meta's TableSchema), its raft id, its partition
@@ -91,6 +92,11 @@ struct manager_options {
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
 	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
 	unsigned max_clock_skew_ms;   /* each tablet's hybrid clock; 0: tablet default */
+	/* The process's block cache and memtable budget (docdb/store_env.h)
+	 * every replica's store joins; NULL: private RocksDB memory per store.
+	 * Borrowed: it must outlive the manager (destroy it after the close
+	 * callback). */
+	struct store_env *store_env;
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

@@ -27,10 +27,22 @@
  * data raft no longer has (it was sent a snapshot): it must copy a checkpoint
  * from a healthy replica before it may apply anything.
  *
- * Failure: an apply that fails (disk full, corruption) or a raft group that
- * goes UNAVAILABLE marks the tablet FAILED; its raft instance is closed from
- * the next poll and every pending request fails with DOCRAFT_EUNAVAILABLE.
- * Nothing is ever left hanging. */
+ * Failure: an apply that fails (disk full, corruption), a Raft log write or
+ * barrier of this leader that fails (0.15 tells only the first request of
+ * the failed write and does not step down, canonical/raft#321), or a raft
+ * group that goes UNAVAILABLE marks the tablet FAILED; its raft instance is
+ * closed from the next poll (a leader thereby steps down: its followers
+ * elect another), every queued request fails with DOCRAFT_EUNAVAILABLE and
+ * every write already in a Raft entry with DOCRAFT_ELEADERLOST (it may still
+ * commit). Nothing is ever left hanging.
+ *
+ * Recovery: a FAILED replica whose raft instance has closed retries on a
+ * timer with exponential backoff (RECOVER_FIRST_MS doubling to
+ * RECOVER_MAX_MS): it closes its store (RocksDB stays read-only after a
+ * failed background flush, and 7.8's C API has no Resume) and reopens it,
+ * then restarts raft on the same directory, which replays the log from the
+ * store's flushed marker. An attempt that fails schedules the next one; the
+ * backoff starts over once the replica stayed up for RECOVER_RESET_MS. */
 #include "tablet/tablet.h"
 
 #include <errno.h>
@@ -129,8 +141,12 @@ struct tablet {
 	char copy_source[256];      /* address of the replica copied from */
 	char *copy_dir;             /* dir/db.copy */
 	struct copy_fetch copy_req;
-	uv_timer_t copy_timer;      /* retry delay */
+	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
 	unsigned copy_attempts;
+
+	/* Recovery of a FAILED replica (see the top). */
+	unsigned recover_attempts;  /* since the backoff last started over */
+	uint64_t recovered_at;      /* uv_now of the last recovery */
 
 	bool closing;
 	tablet_close_cb close_cb;
@@ -326,14 +342,35 @@ static void answer_done(struct tablet *t)
 
 /* ---- the state machine ---------------------------------------------------- */
 
+static void schedule_recovery(struct tablet *t);
+
 static void fail(struct tablet *t, int code, const char *why)
 {
+	bool leader = t->role == TABLET_LEADER || t->role == TABLET_LEADER_NOT_READY;
 	if (t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
 		return;
-	TLOG(LOG_LVL_ERROR, t, "replica failed: %s", why);
-	snprintf(t->st.errmsg, sizeof t->st.errmsg, "%s", why);
-	(void)code;
+	TLOG(LOG_LVL_ERROR, t, "replica failed (%s)%s: %s", docraft_strerror(code),
+	     leader ? ", the leader steps down" : "", why);
+	snprintf(t->st.errmsg, sizeof t->st.errmsg, "%s: %s", docraft_strerror(code), why);
+	t->st.failures++;
 	t->role = TABLET_FAILED;
+	/* With raft open, the poll closes it and raft_closed schedules the
+	 * recovery; without (a copy failed, a recovery attempt failed), now. */
+	if (!t->raft_open && !t->closing)
+		schedule_recovery(t);
+}
+
+/* A raft status saying that this replica's own disk write failed. */
+static bool disk_error(int status)
+{
+	return status == RAFT_IOERR || status == RAFT_NOSPACE || status == RAFT_CORRUPT;
+}
+
+static void disk_failed(struct tablet *t, int status, const char *what)
+{
+	char why[DOCRAFT_ERRMSG_SIZE + sizeof t->rio.io.errmsg];
+	snprintf(why, sizeof why, "%s failed (%s)", what, t->rio.io.errmsg);
+	fail(t, from_raft(status), why);
 }
 
 /* ---- raft instance ------------------------------------------------------- */
@@ -555,6 +592,8 @@ static void leader_barrier_cb(struct raft_barrier *req, int status)
 	struct barrier *b = req->data;
 	struct tablet *t = b->t;
 	t->leader_barrier_pending = false;
+	if (disk_error(status))
+		disk_failed(t, status, "this leader's Raft log write (its first barrier)");
 	if (status == 0 && b->epoch == t->epoch && t->role == TABLET_LEADER_NOT_READY) {
 		t->role = TABLET_LEADER;
 		lease_extend(t, b->epoch, b->sent_ns);
@@ -617,8 +656,12 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	inflight_unlink(t, f);
 	if (status == 0)
 		lease_extend(t, f->epoch, f->sent_ns);
-	if (code == DOCRAFT_ENOTLEADER)
-		code = DOCRAFT_ELEADERLOST; /* it was in the log: may still commit */
+	if (disk_error(status))
+		disk_failed(t, status, "this leader's Raft log write");
+	/* It was in the log and may have reached followers: whatever failed,
+	 * it may still commit, so the outcome is unknown (retry, same id). */
+	if (code != 0)
+		code = DOCRAFT_ELEADERLOST;
 	while (w != NULL) {
 		struct tablet_write *next = w->next_;
 		uint64_t ht = 0;
@@ -761,12 +804,14 @@ static void read_barrier_cb(struct raft_barrier *req, int status)
 	bool ok = status == 0 && b->epoch == t->epoch && t->role == TABLET_LEADER;
 	uint64_t ht;
 	t->read_barrier_busy = false;
+	if (disk_error(status))
+		disk_failed(t, status, "this leader's Raft log write (a read barrier)");
 	if (ok)
 		lease_extend(t, b->epoch, b->sent_ns);
 	ht = ok ? safe_time(t) : 0;
 	if (!ok && code == 0)
 		code = DOCRAFT_ENOTLEADER;
-	if (code == DOCRAFT_ELEADERLOST)
+	if (code != 0)
 		code = DOCRAFT_ENOTLEADER; /* a read has no effect: just retry */
 	while (r != NULL) {
 		struct tablet_read *next = r->next_;
@@ -783,6 +828,8 @@ static void snapshot_barrier_cb(struct raft_barrier *req, int status)
 {
 	struct barrier *b = req->data;
 	b->t->snapshot_barrier = false;
+	if (disk_error(status))
+		disk_failed(b->t, status, "this leader's Raft log write (a snapshot barrier)");
 	if (status == 0)
 		lease_extend(b->t, b->epoch, b->sent_ns);
 	free(b);
@@ -981,6 +1028,11 @@ static void poll_cb(uv_prepare_t *h)
 		return;
 	if (t->fsm.failed)
 		fail(t, DOCRAFT_EIO, t->fsm.errmsg);
+	/* A log write that failed: a follower would stay behind (0.15 just
+	 * does not ack, and raft_uv fails every later write too), a leader
+	 * would go on without a durable log. */
+	if (t->rio.n_append_errors > 0)
+		disk_failed(t, t->rio.last_append_error, "a Raft log write");
 	if (t->fsm.copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
 		start_copy(t);
 	if (t->role == TABLET_FAILED) {
@@ -1352,6 +1404,11 @@ static void raft_closed(struct raft *r)
 		close_handles(t);
 		return;
 	}
+	if (t->role == TABLET_FAILED) {
+		t->copy_pending = false;
+		schedule_recovery(t);
+		return;
+	}
 	if (t->copy_pending) {
 		t->copy_pending = false;
 		if (t->o.copy != NULL)
@@ -1371,6 +1428,74 @@ static void raft_restart_after_copy(struct tablet *t)
 		return;
 	}
 	t->role = TABLET_FOLLOWER;
+}
+
+/* ---- recovery of a FAILED replica (see the top) ---------------------------- */
+
+#define RECOVER_FIRST_MS 250u
+#define RECOVER_MAX_MS 8000u
+#define RECOVER_RESET_MS 60000u
+
+static void recover(struct tablet *t)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t flushed = 0;
+	int rv;
+	if (t->o.copy != NULL)
+		copy_server_unregister(t->o.copy, t->id);
+	store_close(t->store); /* NULL after a failed copy swap: a no-op */
+	t->store = NULL;
+	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0 ||
+	    (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
+		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
+		     errmsg);
+		schedule_recovery(t);
+		return;
+	}
+	t->fsm.failed = false;
+	t->fsm.errmsg[0] = '\0';
+	store_applied(t->store, &flushed, NULL);
+	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
+	if ((rv = raft_setup(t, errmsg)) != 0) {
+		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
+		     errmsg);
+		schedule_recovery(t);
+		return;
+	}
+	t->role = TABLET_FOLLOWER;
+	if ((rv = tablet_start(t, errmsg)) != 0) {
+		fail(t, rv, errmsg); /* raft is open: the poll closes it, then again */
+		return;
+	}
+	t->st.recoveries++;
+	t->recovered_at = uv_now(t->loop);
+	TLOG(LOG_LVL_WARN, t, "recovered after %u attempt(s): store reopened at applied index "
+			      "%" PRIu64 ", raft restarted (last failure: %s)",
+	     t->recover_attempts, flushed, t->st.errmsg);
+}
+
+static void recover_timer_cb(uv_timer_t *h)
+{
+	struct tablet *t = h->data;
+	if (!t->closing && t->role == TABLET_FAILED && !t->raft_open)
+		recover(t);
+}
+
+/* Once raft is closed (or was not open): the next attempt after the
+ * backoff. */
+static void schedule_recovery(struct tablet *t)
+{
+	uint64_t delay = RECOVER_FIRST_MS;
+	if (t->recover_attempts > 0 && uv_now(t->loop) - t->recovered_at >= RECOVER_RESET_MS)
+		t->recover_attempts = 0;
+	for (unsigned i = 0; i < t->recover_attempts && delay < RECOVER_MAX_MS; i++)
+		delay *= 2;
+	if (delay > RECOVER_MAX_MS)
+		delay = RECOVER_MAX_MS;
+	t->recover_attempts++;
+	TLOG(LOG_LVL_WARN, t, "recovery attempt %u in %" PRIu64 " ms", t->recover_attempts, delay);
+	uv_timer_start(&t->copy_timer, recover_timer_cb, delay, 0);
 }
 
 /* Closes the raft instance; the tablet (store, poll) lives on until

@@ -9,7 +9,10 @@
  * raft_uv behind the rio guard and the shared-port transport) →
  * [tablet_bootstrap on first start, same configuration on every replica] →
  * tablet_start → ... → tablet_close. A replica whose raft group becomes
- * unavailable or fails to apply is closed and reported (tablet_failed).
+ * unavailable, fails to apply, or (as leader) fails to write its Raft log is
+ * FAILED: its raft instance is closed (a leader steps down), the failure is
+ * logged and reported (tablet_status: errmsg, failures), and it retries
+ * with backoff to reopen its store and restart raft (recoveries).
  *
  * Leadership: each loop turn the tablet polls raft_state. On becoming leader
  * it appends a barrier (rio_on_leader); only once that barrier has applied
@@ -253,7 +256,10 @@ struct tablet_status {
 	uint64_t barrier_reads;   /* ... and after a read barrier */
 	uint64_t lease_barriers;  /* barriers proposed only to renew the lease */
 	uint64_t lease_left_ms;   /* lease left now (0: none) */
-	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED */
+	uint64_t failures;        /* times this replica went FAILED (disk errors, ...) */
+	uint64_t recoveries;      /* times it recovered from FAILED (tablet.c) */
+	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED; after a recovery, why it last
+					   * failed ("" if it never did) */
 };
 
 void tablet_get_status(struct tablet *t, struct tablet_status *st);

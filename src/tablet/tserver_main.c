@@ -31,6 +31,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/rpc.h"
+#include "docdb/store_env.h"
 #include "raft/listener.h"
 #include "raft/segfill.h"
 #include "tablet/heartbeat.h"
@@ -66,6 +67,8 @@ struct config {
 	unsigned shutdown_transfer_ms;
 	unsigned max_clock_skew_ms; /* 0: DEFAULT_MAX_CLOCK_SKEW_MS */
 	int log_level;              /* -1: not given */
+	unsigned block_cache_mb;    /* 0: store_env default */
+	unsigned memstore_mb;       /* 0: store_env default */
 };
 
 enum close_step {
@@ -93,6 +96,7 @@ static struct {
 	struct manager m;
 	struct service svc;
 	struct heartbeat hb;
+	struct store_env *env;  /* every store's cache and memtable budget */
 	bool copy_on, srv_on, cl_on, m_on, svc_on, hb_on;
 
 	uv_signal_t sigterm, sigint;
@@ -131,6 +135,10 @@ static const struct flag {
 				    "further ahead of this clock is refused (default 500)"},
 	{"shutdown-transfer-ms", "MS",
 	 "on SIGTERM, the longest wait for leadership transfers (default 3000)"},
+	{"block-cache-mb", "MB", "RocksDB block cache shared by every tablet of the process, "
+				 "index and filter blocks included (default 256)"},
+	{"memstore-mb", "MB", "memtable budget over every tablet of the process: past it, "
+			      "the memtable holding the oldest write is flushed (default 256)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
 	{"log-level", "LEVEL", "error, warn, info, debug or trace (default info, or "
 			       "$DOCRAFT_TRACE)"},
@@ -220,6 +228,10 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
 		c->shutdown_transfer_ms = parse_ms(name, v, where);
+	} else if (strcmp(name, "block-cache-mb") == 0) {
+		c->block_cache_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
+	} else if (strcmp(name, "memstore-mb") == 0) {
+		c->memstore_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
 	} else if (strcmp(name, "log-level") == 0) {
 		c->log_level = log_parse_level(v);
 		if (c->log_level < 0)
@@ -723,8 +735,24 @@ static int start(void)
 	rpc_client_init(&S.cl, &S.loop);
 	S.cl_on = true;
 
+	{
+		struct store_env_options eo;
+		store_env_options_default(&eo);
+		if (S.cfg.block_cache_mb != 0)
+			eo.block_cache_bytes = (size_t)S.cfg.block_cache_mb << 20;
+		if (S.cfg.memstore_mb != 0)
+			eo.write_buffer_bytes = (size_t)S.cfg.memstore_mb << 20;
+		if (store_env_create(&eo, &S.env, errmsg) != 0) {
+			LOG_ERROR(PROG ": %s", errmsg);
+			return -1;
+		}
+		LOG_INFO(PROG ": block cache %zu MiB, memtable budget %zu MiB over every tablet",
+			 eo.block_cache_bytes >> 20, eo.write_buffer_bytes >> 20);
+	}
+
 	memset(&mo, 0, sizeof mo);
 	mo.data_dir = S.cfg.data;
+	mo.store_env = S.env;
 	mo.address = address;
 	mo.listener = S.l;
 	mo.copy = &S.copy;
@@ -812,6 +840,7 @@ int main(int argc, char **argv)
 	 * transfer pending at close): nothing refers to them any more. */
 	while (drains != NULL)
 		drain_free(drains);
+	store_env_destroy(S.env); /* every store closed with the manager */
 	if (S.exit_code == 0)
 		LOG_INFO(PROG " %s: stopped", S.uuid);
 	return S.exit_code;

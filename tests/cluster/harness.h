@@ -30,6 +30,9 @@ static struct {
 	struct proc cli;
 	char out[OUT_CAP];
 	size_t out_len;
+	/* Extra flags of every tserver_start (NULL-terminated; set before
+	 * cluster_up). */
+	const char *tserver_args[9];
 } C;
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -189,8 +192,10 @@ static inline void tserver_start(int k)
 {
 	struct server *s = &C.t[k];
 	char line[512];
-	char *argv[] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
-			"--masters", C.maddr, NULL};
+	char *argv[16] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
+			  "--masters", C.maddr, NULL};
+	for (int i = 0, n = 7; C.tserver_args[i] != NULL && n < 15; i++)
+		argv[n++] = (char *)C.tserver_args[i];
 	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn tserver: %s", strerror(errno));
 	s->up = true;
 	int rv = proc_read_line(&s->p, line, sizeof line, 15000);
