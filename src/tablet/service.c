@@ -156,8 +156,6 @@ struct svc_op {
 	bool ck_on;              /* ck initialized */
 };
 
-static const uint8_t empty_payload[1];
-
 static const char *op_name(enum op_kind k)
 {
 	switch (k) {
@@ -332,13 +330,10 @@ static void sweep_cb(uv_timer_t *h)
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
+/* The request under the decode budget, or NULL after answering. */
 static void *decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d)
 {
-	const uint8_t *p = call->request != NULL ? call->request : empty_payload;
-	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, call->request_len, p);
-	if (m == NULL)
-		rpc_reply_errorf(call, DOCRAFT_EINVAL, "malformed %s", d->short_name);
-	return m;
+	return rpc_call_decode(call, d);
 }
 
 /* The OPEN replica id, or NULL after answering (or logging). */
