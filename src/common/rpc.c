@@ -96,6 +96,7 @@
 #include "common/rpc.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1040,6 +1041,71 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb)
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out)
 {
 	*out = srv->stats;
+}
+
+const struct rpc_server_flag rpc_server_flags[RPC_SERVER_N_FLAGS] = {
+	{"max-connections", "N", "client and server connections open at once, and "
+				 "connections in their preamble (default 10000)"},
+	{"max-connections-per-ip", "N", "the same from one source address (default 1000)"},
+	{"idle-timeout-s", "S", "close a connection with nothing in flight for S seconds "
+				"(default 300; 0: never)"},
+	{"max-queued-mb", "MB", "answers queued to a client that does not read them before "
+				"its requests are no longer read (default 32)"},
+	{"slow-reader-timeout-s", "S", "close a client whose requests stayed unread so for S "
+				       "seconds (default 30)"},
+	{"max-inflight-mb", "MB", "request bytes being served at once, over every connection; "
+				  "beyond: SERVICE_BUSY (default 256)"},
+};
+
+int rpc_server_options_set(struct rpc_server_options *o, const char *name, const char *value,
+			   char *errmsg)
+{
+	static const struct {
+		const char *name;
+		unsigned long min, max, scale;
+	} lim[RPC_SERVER_N_FLAGS] = {
+		{"max-connections", 1, 1000000, 1},
+		{"max-connections-per-ip", 1, 1000000, 1},
+		{"idle-timeout-s", 0, 86400, 1000},
+		{"max-queued-mb", 1, 4095, 1u << 20},
+		{"slow-reader-timeout-s", 1, 3600, 1000},
+		{"max-inflight-mb", 16, 1u << 20, 1u << 20},
+	};
+	unsigned long v;
+	char *end;
+	int i;
+
+	for (i = 0; i < RPC_SERVER_N_FLAGS && strcmp(name, lim[i].name) != 0; i++)
+		;
+	if (i == RPC_SERVER_N_FLAGS)
+		return DOCRAFT_ENOTFOUND;
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno != 0 || *value < '0' || *value > '9' || *end != '\0' || v < lim[i].min ||
+	    v > lim[i].max)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s: '%.32s' is not a whole number in %lu..%lu",
+			       name, value, lim[i].min, lim[i].max);
+	switch (i) {
+	case 0:
+		o->max_connections = (uint32_t)v;
+		break;
+	case 1:
+		o->max_connections_per_ip = (uint32_t)v;
+		break;
+	case 2:
+		o->idle_timeout_ms = (uint32_t)(v * lim[i].scale);
+		break;
+	case 3:
+		o->max_queued_bytes = (uint32_t)(v * lim[i].scale);
+		break;
+	case 4:
+		o->slow_reader_timeout_ms = (uint32_t)(v * lim[i].scale);
+		break;
+	default:
+		o->max_inflight_bytes = (uint64_t)v * lim[i].scale;
+		break;
+	}
+	return 0;
 }
 
 /* ---- decoding under a budget ---- */

@@ -251,6 +251,23 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb);
 
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out);
 
+/* The limits above as server flags, shared by docraft-tserver and
+ * docraft-master (names without "--"): max-connections,
+ * max-connections-per-ip (also the listener's accept-stage cap),
+ * idle-timeout-s (0: never), max-queued-mb, slow-reader-timeout-s,
+ * max-inflight-mb. rpc_server_flags lists them for --help,
+ * RPC_SERVER_N_FLAGS entries. */
+struct rpc_server_flag {
+	const char *name, *arg, *help;
+};
+#define RPC_SERVER_N_FLAGS 6
+extern const struct rpc_server_flag rpc_server_flags[RPC_SERVER_N_FLAGS];
+/* Applies flag name = value to o: 0; DOCRAFT_ENOTFOUND if name is not one
+ * of them (o unchanged, errmsg untouched); DOCRAFT_EINVAL with errmsg for
+ * a value out of range. */
+int rpc_server_options_set(struct rpc_server_options *o, const char *name, const char *value,
+			   char *errmsg);
+
 /* Decoding requests under a memory budget. protobuf-c allocates every
  * element of a repeated field on its own, so a few bytes on the wire can
  * cost a hundred in memory: a 16 MiB request of empty sub-messages would

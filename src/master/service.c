@@ -1363,6 +1363,12 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		return rv;
 	m->srv.data = m;
 	m->srv_on = true;
+	if (o->rpc != NULL) {
+		if ((rv = rpc_server_configure(&m->srv, o->rpc, errmsg)) != 0)
+			return rv;
+		listener_set_max_pending(m->l, o->rpc->max_connections,
+					 o->rpc->max_connections_per_ip);
+	}
 	for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++) {
 		rv = rpc_server_register(&m->srv, handlers[i].method, handlers[i].cb, m, errmsg);
 		if (rv != 0)

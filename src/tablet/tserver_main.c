@@ -64,6 +64,7 @@ struct config {
 	bool fill_segments;         /* segfill.h; default true */
 	unsigned shutdown_transfer_ms;
 	int log_level;              /* -1: not given */
+	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
 };
 
 enum close_step {
@@ -143,6 +144,12 @@ static void usage(FILE *f)
 			 flags[i].arg ? flags[i].arg : "");
 		fprintf(f, "  %-28s %s\n", left, flags[i].help);
 	}
+	for (size_t i = 0; i < RPC_SERVER_N_FLAGS; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "--%s %s", rpc_server_flags[i].name,
+			 rpc_server_flags[i].arg);
+		fprintf(f, "  %-28s %s\n", left, rpc_server_flags[i].help);
+	}
 	fprintf(f, "\nPrints \"" PROG " <uuid> listening on <address>\" when ready. SIGTERM: "
 		   "transfers the\nleadership of every tablet it leads, then stops cleanly "
 		   "(exit 0).\n");
@@ -219,7 +226,12 @@ static void set_option(const char *name, const char *v, const char *where)
 		if (c->log_level < 0)
 			bad_usage("%slog-level: unknown level '%s'", where, v);
 	} else {
-		bad_usage("%sunknown option '%s'", where, name);
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		int rv = rpc_server_options_set(&c->rpc, name, v, errmsg);
+		if (rv == DOCRAFT_ENOTFOUND)
+			bad_usage("%sunknown option '%s'", where, name);
+		if (rv != 0)
+			bad_usage("%s%s", where, errmsg);
 	}
 }
 
@@ -297,6 +309,7 @@ static void parse_args(int argc, char **argv)
 	S.cfg.log_level = -1;
 	S.cfg.lease_ms = -1;
 	S.cfg.fill_segments = true;
+	rpc_server_options_default(&S.cfg.rpc);
 	/* First --help and --config, then the file, then the flags over it. */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -711,6 +724,11 @@ static int start(void)
 		return -1;
 	}
 	S.srv_on = true;
+	if (rpc_server_configure(&S.srv, &S.cfg.rpc, errmsg) != 0) {
+		LOG_ERROR(PROG ": rpc server: %s", errmsg);
+		return -1;
+	}
+	listener_set_max_pending(S.l, S.cfg.rpc.max_connections, S.cfg.rpc.max_connections_per_ip);
 	rpc_client_init(&S.cl, &S.loop);
 	S.cl_on = true;
 
