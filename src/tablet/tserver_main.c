@@ -78,6 +78,10 @@ enum close_step {
 	STEP_DONE,
 };
 
+#define LAG_PERIOD_MS 100
+#define LAG_WARN_MS 100
+#define LAG_DEBUG_MS 10
+
 static struct {
 	struct config cfg;
 	char uuid[UUID_LEN + 1];
@@ -96,6 +100,8 @@ static struct {
 
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_timer;
+	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
+	uint64_t lag_due_ns;  /* uv_hrtime() at which lag_cb should run */
 	bool handles_on;
 	bool stopping, draining;
 	uint64_t drain_deadline;
@@ -548,6 +554,7 @@ static void close_next(void)
 				uv_close((uv_handle_t *)&S.sigterm, handle_closed);
 				uv_close((uv_handle_t *)&S.sigint, handle_closed);
 				uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
+				uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
 			}
 			break;
 		case STEP_DONE:
@@ -701,6 +708,28 @@ static void on_signal(uv_signal_t *h, int signum)
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
 }
 
+/* ---- loop lag ------------------------------------------------------------------------ */
+
+/* Every LAG_PERIOD_MS the probe compares when it runs with when it was due:
+ * the difference is how long the loop thread was busy with something else
+ * (a handler, a RocksDB call, a stall). Everything of every tablet runs on
+ * this thread, so a lag near the election timeout costs leaderships; it is
+ * logged (WARN from LAG_WARN_MS, DEBUG from LAG_DEBUG_MS). */
+static void lag_cb(uv_timer_t *t)
+{
+	uint64_t now = uv_hrtime();
+	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
+
+	(void)t;
+	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
+	if (lag_ms >= LAG_WARN_MS)
+		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
+			 "late; election timeout %u ms)",
+			 lag_ms, S.cfg.election_ms);
+	else if (lag_ms >= LAG_DEBUG_MS)
+		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
+}
+
 /* ---- start --------------------------------------------------------------------------- */
 
 static int start(void)
@@ -794,6 +823,10 @@ int main(int argc, char **argv)
 	uv_signal_init(&S.loop, &S.sigterm);
 	uv_signal_init(&S.loop, &S.sigint);
 	uv_timer_init(&S.loop, &S.drain_timer);
+	uv_timer_init(&S.loop, &S.lag_timer);
+	S.lag_due_ns = uv_hrtime() + LAG_PERIOD_MS * 1000000;
+	uv_timer_start(&S.lag_timer, lag_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
+	uv_unref((uv_handle_t *)&S.lag_timer);
 	S.handles_on = true;
 	uv_signal_start(&S.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&S.sigint, on_signal, SIGINT);
