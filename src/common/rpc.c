@@ -96,6 +96,7 @@
 #include "common/rpc.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -363,6 +364,12 @@ struct rpc_sconn {
 	struct rpc_frame_decoder dec;
 	struct rpc_call *calls; /* handed to handlers, not answered */
 	uint32_t n_inflight;
+	uint64_t inflight_bytes; /* their request bytes (in srv->stats.inflight_bytes) */
+	uint64_t last_active;    /* loop time of the last byte received or call answered */
+	uint64_t paused_since;   /* loop time reading stopped for queued answers */
+	bool paused;             /* reading stopped: too many answers queued */
+	bool counted;            /* in srv->per_ip and stats.open */
+	uint32_t ip;             /* source address (network order), 0 if unknown */
 	struct outq out;                           /* answers not yet written */
 	struct rpc_dirty_link dirty;               /* in srv->flush when queued */
 	bool last_queued; /* the final answer is queued: close once written */
@@ -422,6 +429,7 @@ static void server_maybe_closed(struct rpc_server *srv)
 	srv->methods = NULL;
 	free(srv->rbuf);
 	srv->rbuf = NULL;
+	ip_counts_free(&srv->per_ip);
 	srv->close_cb(srv);
 }
 
@@ -438,6 +446,10 @@ static void sconn_close_cb(uv_handle_t *h)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	rpc_frame_decoder_free(&c->dec);
+	if (c->counted) {
+		ip_counts_remove(&srv->per_ip, c->ip);
+		srv->stats.open--;
+	}
 	free(c);
 	srv->n_handles--;
 	server_maybe_closed(srv);
@@ -463,7 +475,48 @@ static void sconn_close(struct rpc_sconn *c)
 		c->srv->stats.abandoned++;
 	}
 	c->n_inflight = 0;
+	c->srv->stats.inflight_bytes -= c->inflight_bytes;
+	c->inflight_bytes = 0;
 	uv_close((uv_handle_t *)c->tcp, sconn_close_cb);
+}
+
+static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void sconn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Answers queued on c, ours and libuv's. */
+static size_t sconn_queued(struct rpc_sconn *c)
+{
+	return c->out.bytes + uv_stream_get_write_queue_size((uv_stream_t *)c->tcp);
+}
+
+/* Backpressure: stops reading c's requests while its answers pile up. */
+static void sconn_pause(struct rpc_sconn *c)
+{
+	if (c->paused)
+		return;
+	c->paused = true;
+	c->paused_since = uv_now(c->srv->loop);
+	c->srv->stats.paused++;
+	uv_read_stop((uv_stream_t *)c->tcp);
+	LOG_DEBUG("rpc: %s does not read its replies (%zu bytes queued), reading paused",
+		  c->peer, sconn_queued(c));
+}
+
+/* Reading again once the peer has read its answers down to half the limit. */
+static void sconn_maybe_resume(struct rpc_sconn *c)
+{
+	int rv;
+
+	if (!c->paused || c->closing || c->draining ||
+	    sconn_queued(c) > c->srv->opts.max_queued_bytes / 2)
+		return;
+	c->paused = false;
+	c->last_active = uv_now(c->srv->loop);
+	rv = uv_read_start((uv_stream_t *)c->tcp, sconn_alloc_cb, sconn_read_cb);
+	if (rv != 0) {
+		LOG_DEBUG("rpc: read from %s: %s, closing", c->peer, uv_strerror(rv));
+		sconn_close(c);
+	}
 }
 
 static void sconn_write_cb(uv_write_t *req, int status)
@@ -473,7 +526,9 @@ static void sconn_write_cb(uv_write_t *req, int status)
 	if (status != 0 && status != UV_ECANCELED && !c->closing) {
 		LOG_DEBUG("rpc: write to %s: %s, closing", c->peer, uv_strerror(status));
 		sconn_close(c);
+		return;
 	}
+	sconn_maybe_resume(c);
 }
 
 static void sconn_last_write_cb(uv_write_t *req, int status)
@@ -516,13 +571,17 @@ static void send_response(struct rpc_sconn *c, uint64_t id, uint16_t method, int
 	if (last)
 		c->last_queued = true;
 	srv->stats.replies++;
-	queued = c->out.bytes + uv_stream_get_write_queue_size((uv_stream_t *)c->tcp);
+	c->last_active = uv_now(srv->loop);
+	queued = sconn_queued(c);
 	if (queued > write_queue_limit(srv->opts.max_frame)) {
 		LOG_WARN("rpc: %s does not read its replies (%zu bytes queued), closing", c->peer,
 			 queued);
+		srv->stats.slow_closed++;
 		sconn_close(c);
 		return;
 	}
+	if (queued > srv->opts.max_queued_bytes)
+		sconn_pause(c);
 	sconn_mark_dirty(c);
 }
 
@@ -555,6 +614,8 @@ static struct rpc_sconn *call_detach(struct rpc_call *call)
 		call->next->prev = call->prev;
 	call->conn = NULL;
 	c->n_inflight--;
+	c->inflight_bytes -= call->request_len;
+	c->srv->stats.inflight_bytes -= call->request_len;
 	return c->closing || c->draining ? NULL : c;
 }
 
@@ -653,6 +714,9 @@ static void dispatch(struct rpc_sconn *c, struct rpc_frame *f)
 		c->calls->prev = call;
 	c->calls = call;
 	c->n_inflight++;
+	c->inflight_bytes += f->len;
+	srv->stats.inflight_bytes += f->len;
+	c->last_active = uv_now(srv->loop);
 
 	m = find_method(srv, f->method);
 	if (m == NULL) {
@@ -665,6 +729,15 @@ static void dispatch(struct rpc_sconn *c, struct rpc_frame *f)
 		rpc_reply_errorf(call, DOCRAFT_EBUSY,
 				 "server busy: %u calls in flight on this connection",
 				 c->n_inflight - 1);
+		return;
+	}
+	if (srv->stats.inflight_bytes > srv->opts.max_inflight_bytes) {
+		srv->stats.busy++;
+		srv->stats.busy_bytes++;
+		rpc_reply_errorf(call, DOCRAFT_EBUSY,
+				 "server busy: %" PRIu64 " request bytes in flight (limit %" PRIu64
+				 ")",
+				 srv->stats.inflight_bytes - f->len, srv->opts.max_inflight_bytes);
 		return;
 	}
 	m->cb(m->arg, call);
@@ -721,6 +794,7 @@ static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	n = (size_t)nread;
+	c->last_active = uv_now(c->srv->loop);
 	/* A handler may close the connection or the server: re-check each time. */
 	while (!c->closing && !c->draining) {
 		struct rpc_frame f;
@@ -746,19 +820,43 @@ static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void on_rpc_connection(void *arg, uv_stream_t *stream, const char *tablet_id)
 {
 	struct rpc_server *srv = arg;
-	struct rpc_sconn *c = xcalloc(sizeof *c);
+	struct rpc_sconn *c;
 	struct sockaddr_storage ss;
+	char peer[RPC_ADDRESS_MAX + 1] = "";
+	uint32_t ip = 0;
 	int len = sizeof ss;
 	int rv;
 
 	(void)tablet_id; /* RPC connections serve every tablet */
+	if (uv_tcp_getpeername((uv_tcp_t *)stream, (struct sockaddr *)&ss, &len) == 0 &&
+	    ss.ss_family == AF_INET) {
+		format_address((const struct sockaddr_in *)&ss, peer);
+		ip = ((const struct sockaddr_in *)&ss)->sin_addr.s_addr;
+	}
+	if (srv->stats.open >= srv->opts.max_connections ||
+	    ip_counts_get(&srv->per_ip, ip) >= srv->opts.max_connections_per_ip) {
+		srv->stats.refused++;
+		/* Logged at 1, 2, 4, 8... refusals: a flood must not flood the log. */
+		if ((srv->stats.refused & (srv->stats.refused - 1)) == 0)
+			LOG_WARN("rpc: refusing connection from %s: %u open, %u from its address "
+				 "(limits %u, %u per address; %" PRIu64 " refused so far)",
+				 peer, srv->stats.open, ip_counts_get(&srv->per_ip, ip),
+				 srv->opts.max_connections, srv->opts.max_connections_per_ip,
+				 srv->stats.refused);
+		listener_stream_close(stream);
+		return;
+	}
+	c = xcalloc(sizeof *c);
 	c->srv = srv;
 	c->tcp = (uv_tcp_t *)stream;
 	stream->data = c;
 	rpc_frame_decoder_init(&c->dec, srv->opts.max_frame);
-	if (uv_tcp_getpeername(c->tcp, (struct sockaddr *)&ss, &len) == 0 &&
-	    ss.ss_family == AF_INET)
-		format_address((const struct sockaddr_in *)&ss, c->peer);
+	memcpy(c->peer, peer, sizeof c->peer);
+	c->ip = ip;
+	c->counted = true;
+	ip_counts_add(&srv->per_ip, ip);
+	srv->stats.open++;
+	c->last_active = uv_now(srv->loop);
 	c->next = srv->conns;
 	if (srv->conns != NULL)
 		srv->conns->prev = c;
@@ -782,12 +880,9 @@ static void ping_handler(void *arg, struct rpc_call *call)
 	Docraft__PingResponse rs = DOCRAFT__PING_RESPONSE__INIT;
 
 	(void)arg;
-	rq = docraft__ping_request__unpack(NULL, call->request_len, call->request);
-	if (rq == NULL) {
-		rpc_reply_errorf(call, DOCRAFT_EINVAL, "undecodable PingRequest (%zu bytes)",
-				 call->request_len);
+	rq = rpc_call_decode(call, &docraft__ping_request__descriptor);
+	if (rq == NULL)
 		return;
-	}
 	rs.seq = rq->seq;
 	rs.data = rq->data;
 	rpc_reply_message(call, &rs.base);
@@ -798,6 +893,50 @@ void rpc_server_options_default(struct rpc_server_options *o)
 {
 	o->max_frame = RPC_FRAME_DEFAULT_MAX;
 	o->max_inflight = RPC_DEFAULT_MAX_INFLIGHT;
+	o->max_connections = RPC_DEFAULT_MAX_CONNECTIONS;
+	o->max_connections_per_ip = RPC_DEFAULT_MAX_CONNECTIONS_PER_IP;
+	o->idle_timeout_ms = RPC_DEFAULT_IDLE_TIMEOUT_MS;
+	o->max_queued_bytes = RPC_DEFAULT_MAX_QUEUED_BYTES;
+	o->slow_reader_timeout_ms = RPC_DEFAULT_SLOW_READER_TIMEOUT_MS;
+	o->max_inflight_bytes = RPC_DEFAULT_MAX_INFLIGHT_BYTES;
+}
+
+/* How often the sweep looks for idle and slow-reader connections. */
+static uint64_t sweep_interval(const struct rpc_server_options *o)
+{
+	uint64_t ms = o->slow_reader_timeout_ms;
+	if (o->idle_timeout_ms != 0 && o->idle_timeout_ms < ms)
+		ms = o->idle_timeout_ms;
+	ms /= 4;
+	return ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
+}
+
+/* Closes connections idle for idle_timeout_ms and those whose reading has
+ * been paused for slow_reader_timeout_ms. */
+static void sweep_cb(uv_timer_t *t)
+{
+	struct rpc_server *srv = t->data;
+	uint64_t now = uv_now(srv->loop);
+	struct rpc_sconn *c, *next;
+
+	for (c = srv->conns; c != NULL; c = next) {
+		next = c->next; /* sconn_close keeps c listed until its close callback */
+		if (c->closing || c->draining)
+			continue;
+		if (c->paused && now - c->paused_since >= srv->opts.slow_reader_timeout_ms) {
+			LOG_WARN("rpc: %s has not read its replies for %u ms (%zu bytes queued), "
+				 "closing",
+				 c->peer, srv->opts.slow_reader_timeout_ms, sconn_queued(c));
+			srv->stats.slow_closed++;
+			sconn_close(c);
+		} else if (srv->opts.idle_timeout_ms != 0 && c->n_inflight == 0 &&
+			   sconn_queued(c) == 0 && now - c->last_active >= srv->opts.idle_timeout_ms) {
+			LOG_DEBUG("rpc: %s idle for %u ms, closing", c->peer,
+				  srv->opts.idle_timeout_ms);
+			srv->stats.idle_closed++;
+			sconn_close(c);
+		}
+	}
 }
 
 int rpc_server_configure(struct rpc_server *srv, const struct rpc_server_options *o,
@@ -808,7 +947,20 @@ int rpc_server_configure(struct rpc_server *srv, const struct rpc_server_options
 			       RPC_FRAME_MIN_MAX);
 	if (o->max_inflight == 0)
 		return err_set(errmsg, DOCRAFT_EINVAL, "max_inflight must be at least 1");
+	if (o->max_connections == 0 || o->max_connections_per_ip == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "connection limits must be at least 1");
+	if (o->max_queued_bytes == 0 || o->slow_reader_timeout_ms == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "max_queued_bytes and slow_reader_timeout_ms must be at least 1");
+	if (o->max_inflight_bytes < o->max_frame)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "max_inflight_bytes %" PRIu64 " below max_frame %u",
+			       o->max_inflight_bytes, o->max_frame);
 	srv->opts = *o;
+	if (!srv->closing) {
+		uint64_t ms = sweep_interval(o);
+		uv_timer_start(&srv->sweep, sweep_cb, ms, ms);
+	}
 	return 0;
 }
 
@@ -829,10 +981,13 @@ int rpc_server_init(struct rpc_server *srv, uv_loop_t *loop, struct listener *l,
 		return rv;
 	}
 	srv->rbuf = xcalloc(READ_BUF_SIZE);
-	uv_timer_init(loop, &srv->closer);
+	ip_counts_init(&srv->per_ip);
+	uv_timer_init(loop, &srv->sweep);
 	flusher_init(loop, &srv->flush, srv);
-	srv->closer.data = srv;
+	srv->sweep.data = srv;
 	srv->n_handles = 3;
+	uv_timer_start(&srv->sweep, sweep_cb, sweep_interval(&srv->opts),
+		       sweep_interval(&srv->opts));
 	return 0;
 }
 
@@ -879,7 +1034,7 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb)
 	for (c = srv->conns; c != NULL; c = c->next)
 		sconn_close(c);
 	ASSERT(srv->flush.head == NULL);
-	uv_close((uv_handle_t *)&srv->closer, closer_close_cb);
+	uv_close((uv_handle_t *)&srv->sweep, closer_close_cb);
 	uv_close((uv_handle_t *)&srv->flush.check, closer_close_cb);
 	uv_close((uv_handle_t *)&srv->flush.kick, closer_close_cb);
 }
@@ -887,6 +1042,129 @@ void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb)
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out)
 {
 	*out = srv->stats;
+}
+
+const struct rpc_server_flag rpc_server_flags[RPC_SERVER_N_FLAGS] = {
+	{"max-connections", "N", "client and server connections open at once, and "
+				 "connections in their preamble (default 10000)"},
+	{"max-connections-per-ip", "N", "the same from one source address (default 1000)"},
+	{"idle-timeout-s", "S", "close a connection with nothing in flight for S seconds "
+				"(default 300; 0: never)"},
+	{"max-queued-mb", "MB", "answers queued to a client that does not read them before "
+				"its requests are no longer read (default 32)"},
+	{"slow-reader-timeout-s", "S", "close a client whose requests stayed unread so for S "
+				       "seconds (default 30)"},
+	{"max-inflight-mb", "MB", "request bytes being served at once, over every connection; "
+				  "beyond: SERVICE_BUSY (default 256)"},
+};
+
+int rpc_server_options_set(struct rpc_server_options *o, const char *name, const char *value,
+			   char *errmsg)
+{
+	static const struct {
+		const char *name;
+		unsigned long min, max, scale;
+	} lim[RPC_SERVER_N_FLAGS] = {
+		{"max-connections", 1, 1000000, 1},
+		{"max-connections-per-ip", 1, 1000000, 1},
+		{"idle-timeout-s", 0, 86400, 1000},
+		{"max-queued-mb", 1, 4095, 1u << 20},
+		{"slow-reader-timeout-s", 1, 3600, 1000},
+		{"max-inflight-mb", 16, 1u << 20, 1u << 20},
+	};
+	unsigned long v;
+	char *end;
+	int i;
+
+	for (i = 0; i < RPC_SERVER_N_FLAGS && strcmp(name, lim[i].name) != 0; i++)
+		;
+	if (i == RPC_SERVER_N_FLAGS)
+		return DOCRAFT_ENOTFOUND;
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno != 0 || *value < '0' || *value > '9' || *end != '\0' || v < lim[i].min ||
+	    v > lim[i].max)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s: '%.32s' is not a whole number in %lu..%lu",
+			       name, value, lim[i].min, lim[i].max);
+	switch (i) {
+	case 0:
+		o->max_connections = (uint32_t)v;
+		break;
+	case 1:
+		o->max_connections_per_ip = (uint32_t)v;
+		break;
+	case 2:
+		o->idle_timeout_ms = (uint32_t)(v * lim[i].scale);
+		break;
+	case 3:
+		o->max_queued_bytes = (uint32_t)(v * lim[i].scale);
+		break;
+	case 4:
+		o->slow_reader_timeout_ms = (uint32_t)(v * lim[i].scale);
+		break;
+	default:
+		o->max_inflight_bytes = (uint64_t)v * lim[i].scale;
+		break;
+	}
+	return 0;
+}
+
+/* ---- decoding under a budget ---- */
+
+struct budget {
+	size_t left;
+	bool exceeded;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct budget *b = data;
+	if (size > b->left) {
+		b->exceeded = true;
+		return NULL;
+	}
+	b->left -= size;
+	return malloc(size);
+}
+
+static void budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p); /* so that free_unpacked(m, NULL), plain free, releases it too */
+}
+
+int rpc_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+	       ProtobufCMessage **out, char *errmsg)
+{
+	static const uint8_t empty[1];
+	struct budget b = {RPC_DECODE_BUDGET(len), false};
+	ProtobufCAllocator a = {budget_alloc, budget_free, &b};
+
+	*out = protobuf_c_message_unpack(d, &a, len, data != NULL ? data : empty);
+	if (*out != NULL)
+		return 0;
+	if (b.exceeded)
+		return err_set(errmsg, DOCRAFT_ETOOBIG,
+			       "%s of %zu bytes needs more than its decode budget of %zu bytes",
+			       d->short_name, len, RPC_DECODE_BUDGET(len));
+	return err_set(errmsg, DOCRAFT_EINVAL, "malformed %s (%zu bytes)", d->short_name, len);
+}
+
+void *rpc_call_decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	ProtobufCMessage *m;
+	int rv = rpc_unpack(d, call->request, call->request_len, &m, errmsg);
+
+	if (rv == 0)
+		return m;
+	if (rv == DOCRAFT_ETOOBIG) {
+		if (call->conn != NULL)
+			call->conn->srv->stats.over_budget++;
+		LOG_WARN("rpc: %s (from %s)", errmsg, call->peer);
+	}
+	rpc_reply_error(call, rv, errmsg, NULL, 0);
+	return NULL;
 }
 
 /* ------------------------------------------------------------------------

@@ -51,6 +51,7 @@
 #include <uv.h>
 
 #include "common/rpc_frame.h"
+#include "common/rpc_limits.h"
 #include "docraft/error.h"
 
 struct listener;
@@ -59,6 +60,22 @@ struct listener;
 #define RPC_ADDRESS_MAX 21
 
 #define RPC_DEFAULT_MAX_INFLIGHT 10000
+#define RPC_DEFAULT_MAX_CONNECTIONS 10000
+#define RPC_DEFAULT_MAX_CONNECTIONS_PER_IP 1000
+#define RPC_DEFAULT_IDLE_TIMEOUT_MS (300u * 1000)
+#define RPC_DEFAULT_MAX_QUEUED_BYTES (32u << 20)
+#define RPC_DEFAULT_SLOW_READER_TIMEOUT_MS 30000
+#define RPC_DEFAULT_MAX_INFLIGHT_BYTES (256u << 20)
+/* Decode budget: protobuf-c may allocate at most this many bytes to unpack
+ * a payload of len bytes (rpc_unpack): 32 times len plus 1 MiB, at most
+ * 256 MiB. Measured (docs/reliability.md): a WriteRequest of one-column
+ * ops with an int key decodes to 19x its size, of key-only deletes to 24x,
+ * of empty ops to 66x. */
+#define RPC_DECODE_BUDGET_MAX ((size_t)256 << 20)
+#define RPC_DECODE_BUDGET(len)                                                   \
+	((size_t)(len) < (RPC_DECODE_BUDGET_MAX - ((size_t)1 << 20)) / 32         \
+		 ? (size_t)(len) * 32 + ((size_t)1 << 20)                         \
+		 : RPC_DECODE_BUDGET_MAX)
 #define RPC_DEFAULT_CONNECT_TIMEOUT_MS 3000
 #define RPC_DEFAULT_BACKOFF_MIN_MS 50
 #define RPC_DEFAULT_BACKOFF_MAX_MS 5000
@@ -77,6 +94,29 @@ struct rpc_server_options {
 	 * (>= 1, default RPC_DEFAULT_MAX_INFLIGHT); beyond it, requests are
 	 * answered SERVICE_BUSY without reaching a handler. */
 	uint32_t max_inflight;
+	/* Connections open at once, in total and from one source IP address
+	 * (>= 1; defaults RPC_DEFAULT_MAX_CONNECTIONS{,_PER_IP}). A connection
+	 * beyond either is closed at once, without reading it. */
+	uint32_t max_connections;
+	uint32_t max_connections_per_ip;
+	/* A connection with no call in flight, no answer queued and no byte
+	 * received for this long is closed (0: never; default
+	 * RPC_DEFAULT_IDLE_TIMEOUT_MS). Checked every idle_timeout_ms / 4 (at
+	 * most every second), so the close comes up to a quarter later. */
+	uint32_t idle_timeout_ms;
+	/* Answers queued on one connection (ours and libuv's) beyond which the
+	 * server stops reading that connection's requests, until its peer has
+	 * read them down to half (>= 1; default RPC_DEFAULT_MAX_QUEUED_BYTES).
+	 * A connection that stays stopped so for slow_reader_timeout_ms (>= 1)
+	 * is closed, and so is one whose queue passes four times max_frame
+	 * (at least 64 MiB: answers to calls already in flight). */
+	uint32_t max_queued_bytes;
+	uint32_t slow_reader_timeout_ms;
+	/* Request bytes of the calls handed to handlers and not yet answered,
+	 * over every connection (>= max_frame; default
+	 * RPC_DEFAULT_MAX_INFLIGHT_BYTES); a request that would pass it is
+	 * answered SERVICE_BUSY without reaching a handler. */
+	uint64_t max_inflight_bytes;
 };
 
 struct rpc_server_stats {
@@ -90,6 +130,14 @@ struct rpc_server_stats {
 	uint64_t too_big;        /* connections closed for an oversized frame */
 	uint64_t frames_sent;    /* response frames handed to the socket */
 	uint64_t writes;         /* uv_write calls carrying them (writes <= frames_sent) */
+	uint64_t refused;        /* connections closed at once: max_connections{,_per_ip} */
+	uint64_t idle_closed;    /* connections closed after idle_timeout_ms */
+	uint64_t slow_closed;    /* connections closed for not reading their answers */
+	uint64_t paused;         /* times a connection's reading stopped: its answers piled up */
+	uint64_t busy_bytes;     /* of busy: max_inflight_bytes */
+	uint64_t over_budget;    /* requests answered TOO_BIG by rpc_call_decode's budget */
+	uint32_t open;           /* connections open now */
+	uint64_t inflight_bytes; /* request bytes of calls not yet answered, now */
 };
 
 struct rpc_server;
@@ -144,8 +192,9 @@ struct rpc_server {
 	struct rpc_method_entry *methods; /* sorted by method */
 	size_t n_methods, cap_methods;
 	struct rpc_sconn *conns;
+	struct ip_counts per_ip; /* open connections by source address */
 	uint8_t *rbuf; /* one read buffer, shared by every connection */
-	uv_timer_t closer;
+	uv_timer_t sweep; /* idle and slow-reader connections */
 	struct rpc_flusher flush; /* connections with frames queued, not yet written */
 	unsigned n_handles; /* handles not yet closed */
 	bool closing;
@@ -201,6 +250,43 @@ bool rpc_call_abandoned(const struct rpc_call *call);
 void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb);
 
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out);
+
+/* The limits above as server flags, shared by docraft-tserver and
+ * docraft-master (names without "--"): max-connections,
+ * max-connections-per-ip (also the listener's accept-stage cap),
+ * idle-timeout-s (0: never), max-queued-mb, slow-reader-timeout-s,
+ * max-inflight-mb. rpc_server_flags lists them for --help,
+ * RPC_SERVER_N_FLAGS entries. */
+struct rpc_server_flag {
+	const char *name, *arg, *help;
+};
+#define RPC_SERVER_N_FLAGS 6
+extern const struct rpc_server_flag rpc_server_flags[RPC_SERVER_N_FLAGS];
+/* Applies flag name = value to o: 0; DOCRAFT_ENOTFOUND if name is not one
+ * of them (o unchanged, errmsg untouched); DOCRAFT_EINVAL with errmsg for
+ * a value out of range. */
+int rpc_server_options_set(struct rpc_server_options *o, const char *name, const char *value,
+			   char *errmsg);
+
+/* Decoding requests under a memory budget. protobuf-c allocates every
+ * element of a repeated field on its own, so a few bytes on the wire can
+ * cost a hundred in memory: a 16 MiB request of empty sub-messages would
+ * take over 1 GiB. Every request is unpacked through these, which give
+ * protobuf-c an allocator that fails once RPC_DECODE_BUDGET(len) bytes are
+ * taken.
+ *
+ * rpc_unpack: *out is the message (free it with the generated
+ * *__free_unpacked(m, NULL) or protobuf_c_message_free_unpacked(m, NULL):
+ * the memory is plain malloc'd), or NULL with DOCRAFT_EINVAL (does not
+ * decode as d) or DOCRAFT_ETOOBIG (over the budget), errmsg saying which.
+ * data may be NULL when len is 0. Any thread.
+ *
+ * rpc_call_decode: the same for call's request; on failure it answers call
+ * with that code (INVALID_ARGUMENT "malformed X" or TOO_BIG) and returns
+ * NULL. Loop thread, from a handler that still owns call. */
+int rpc_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+	       ProtobufCMessage **out, char *errmsg);
+void *rpc_call_decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d);
 
 /* ------------------------------------------------------------------------
  * Client

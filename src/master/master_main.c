@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "common/rpc.h"
 #include "master/service.h"
 
 #define MAX_LINE 4096
@@ -50,6 +51,7 @@ struct settings {
 	char *replication_factor;
 	char *leader_balance;
 	char *log_level;
+	struct rpc_server_options rpc;
 };
 
 static struct {
@@ -86,6 +88,9 @@ static bool set(struct settings *st, const char *key, const char *value)
 		{"leader-balance", offsetof(struct settings, leader_balance)},
 		{"log-level", offsetof(struct settings, log_level)},
 	};
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		if (strcmp(keys[i].name, key) == 0) {
 			char **slot = (char **)((char *)st + keys[i].off);
@@ -96,7 +101,10 @@ static bool set(struct settings *st, const char *key, const char *value)
 			return true;
 		}
 	}
-	return false;
+	rv = rpc_server_options_set(&st->rpc, key, value, errmsg);
+	if (rv == DOCRAFT_EINVAL)
+		usage_error("%s", errmsg);
+	return rv == 0;
 }
 
 static char *trim(char *s)
@@ -203,6 +211,12 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		size_t klen;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			fputs(usage_text, stdout);
+			for (size_t k = 0; k < RPC_SERVER_N_FLAGS; k++) {
+				char left[64];
+				snprintf(left, sizeof left, "--%s %s", rpc_server_flags[k].name,
+					 rpc_server_flags[k].arg);
+				printf("  %-26s %s\n", left, rpc_server_flags[k].help);
+			}
 			exit(0);
 		}
 		if (strncmp(a, "--", 2) != 0)
@@ -277,6 +291,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	log_init();
 	memset(&st, 0, sizeof st);
+	rpc_server_options_default(&st.rpc);
 	parse_args(argc, argv, &st);
 	if (st.address == NULL)
 		usage_error("%s is required", "--address");
@@ -291,6 +306,7 @@ int main(int argc, char **argv)
 	master_options_default(&o);
 	o.address = st.address;
 	o.data_dir = st.data;
+	o.rpc = &st.rpc;
 	if (st.masters != NULL) {
 		o.n_masters = split_masters(st.masters, masters, MASTER_MAX_MASTERS);
 		o.masters = masters;

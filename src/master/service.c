@@ -777,11 +777,9 @@ static void handle_create_table(void *arg, struct rpc_call *call)
 
 	if (!serving(m, call))
 		return;
-	req = docraft__create_table_request__unpack(NULL, call->request_len, call->request);
-	if (req == NULL) {
-		rpc_reply_error(call, DOCRAFT_EINVAL, "malformed CreateTableRequest", NULL, 0);
+	req = rpc_call_decode(call, &docraft__create_table_request__descriptor);
+	if (req == NULL)
 		return;
-	}
 	op = xcalloc(1, sizeof *op);
 	batch_init(&op->w.b);
 	op->call = call;
@@ -846,11 +844,9 @@ static void handle_drop_table(void *arg, struct rpc_call *call)
 
 	if (!serving(m, call))
 		return;
-	req = docraft__drop_table_request__unpack(NULL, call->request_len, call->request);
-	if (req == NULL) {
-		rpc_reply_error(call, DOCRAFT_EINVAL, "malformed DropTableRequest", NULL, 0);
+	req = rpc_call_decode(call, &docraft__drop_table_request__descriptor);
+	if (req == NULL)
 		return;
-	}
 	t = catalog_find_table(&m->cat, req->name);
 	if (t == NULL) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
@@ -910,11 +906,9 @@ static void handle_get_table(void *arg, struct rpc_call *call)
 
 	if (!serving(m, call))
 		return;
-	req = docraft__get_table_request__unpack(NULL, call->request_len, call->request);
-	if (req == NULL) {
-		rpc_reply_error(call, DOCRAFT_EINVAL, "malformed GetTableRequest", NULL, 0);
+	req = rpc_call_decode(call, &docraft__get_table_request__descriptor);
+	if (req == NULL)
 		return;
-	}
 	t = catalog_find_table(&m->cat, req->name);
 	if (t == NULL || t->state == CAT_CREATING) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
@@ -1113,11 +1107,9 @@ static void handle_heartbeat(void *arg, struct rpc_call *call)
 
 	if (!serving(m, call))
 		return;
-	req = docraft__heartbeat_request__unpack(NULL, call->request_len, call->request);
-	if (req == NULL) {
-		rpc_reply_error(call, DOCRAFT_EINVAL, "malformed HeartbeatRequest", NULL, 0);
+	req = rpc_call_decode(call, &docraft__heartbeat_request__descriptor);
+	if (req == NULL)
 		return;
-	}
 	if (!valid_uuid(req->uuid)) {
 		rpc_reply_error(call, DOCRAFT_EINVAL, "heartbeat: bad tserver uuid", NULL, 0);
 		goto out;
@@ -1373,6 +1365,12 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		return rv;
 	m->srv.data = m;
 	m->srv_on = true;
+	if (o->rpc != NULL) {
+		if ((rv = rpc_server_configure(&m->srv, o->rpc, errmsg)) != 0)
+			return rv;
+		listener_set_max_pending(m->l, o->rpc->max_connections,
+					 o->rpc->max_connections_per_ip);
+	}
 	for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++) {
 		rv = rpc_server_register(&m->srv, handlers[i].method, handlers[i].cb, m, errmsg);
 		if (rv != 0)

@@ -54,6 +54,9 @@ struct master_options {
 	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
 	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
+	/* Connection and request limits of the RPC server, max_connections
+	 * also the port's accept-stage cap (common/rpc.h); NULL: defaults. */
+	const struct rpc_server_options *rpc;
 	/* Called once if the catalog tablet fails (TABLET_FAILED): the master
 	 * cannot serve any more; the owner should close it and exit non-zero.
 	 * May be NULL. */

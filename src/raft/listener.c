@@ -54,6 +54,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/rpc_limits.h"
 
 #define HEAD_SIZE 7     /* magic, version, kind, tablet id length */
 #define RAFT_EXTRA 9    /* sender id, address length */
@@ -88,6 +89,8 @@ struct incoming {
 	unsigned n_open; /* handles of this incoming not yet closed */
 	size_t have;     /* preamble bytes in buf */
 	size_t want;     /* bytes buf must hold before the next parse step */
+	uint32_t ip;     /* source address (network order), counted in l->pending_ips */
+	bool counted;
 	enum stage stage;
 	uint8_t buf[LISTENER_PREAMBLE_MAX];
 };
@@ -100,6 +103,8 @@ struct listener {
 	uint64_t timeout_ms;
 	struct handler handlers[LISTENER_COPY + 1];
 	struct incoming *pending; /* connections in their preamble phase */
+	struct ip_counts pending_ips; /* the same, by source address */
+	uint32_t max_pending, max_pending_per_ip;
 	struct reg *buckets[REG_BUCKETS];
 	size_t n_registered;
 	unsigned n_handles; /* handles not yet closed, see the design note */
@@ -249,6 +254,7 @@ static void maybe_closed(struct listener *l)
 	if (!l->closing || l->n_handles > 0)
 		return;
 	ASSERT(l->pending == NULL);
+	ip_counts_free(&l->pending_ips);
 	cb = l->close_cb;
 	arg = l->close_arg;
 	free(l);
@@ -291,6 +297,9 @@ static void unlink_incoming(struct incoming *in)
 	if (in->next != NULL)
 		in->next->prev = in->prev;
 	in->prev = in->next = NULL;
+	if (in->counted)
+		ip_counts_remove(&l->pending_ips, in->ip);
+	in->counted = false;
 }
 
 /* Drops a connection still in its preamble phase; counter is the
@@ -472,6 +481,38 @@ static void timeout_cb(uv_timer_t *t)
 	abort_incoming(in, &in->l->stats.timed_out, "preamble timeout");
 }
 
+/* The accept-stage connection cap: counts in (just accepted) by its source
+ * address, or closes it when the listener already has max_pending
+ * connections in their preamble phase, or max_pending_per_ip from that
+ * address. Returns whether in lives on. */
+static bool admit(struct incoming *in)
+{
+	struct listener *l = in->l;
+	struct sockaddr_in sa;
+	int len = sizeof sa;
+
+	if (uv_tcp_getpeername(in->tcp, (struct sockaddr *)&sa, &len) == 0 &&
+	    sa.sin_family == AF_INET)
+		in->ip = sa.sin_addr.s_addr;
+	if (l->pending_ips.total >= l->max_pending ||
+	    ip_counts_get(&l->pending_ips, in->ip) >= l->max_pending_per_ip) {
+		char ip[INET_ADDRSTRLEN] = "?";
+		inet_ntop(AF_INET, &in->ip, ip, sizeof ip);
+		/* Logged at 1, 2, 4... refusals: a flood must not flood the log. */
+		if (((l->stats.refused + 1) & l->stats.refused) == 0)
+			LOG_WARN("listener %s: refusing a connection from %s: %u connections "
+				 "in their preamble, %u from that address (limits %u, %u)",
+				 l->address, ip, l->pending_ips.total,
+				 ip_counts_get(&l->pending_ips, in->ip), l->max_pending,
+				 l->max_pending_per_ip);
+		abort_incoming(in, &l->stats.refused, "too many connections in their preamble");
+		return false;
+	}
+	ip_counts_add(&l->pending_ips, in->ip);
+	in->counted = true;
+	return true;
+}
+
 static void connection_cb(uv_stream_t *server, int status)
 {
 	struct listener *l = server->data;
@@ -508,6 +549,8 @@ static void connection_cb(uv_stream_t *server, int status)
 		abort_incoming(in, &l->stats.dropped, uv_strerror(rv));
 		return;
 	}
+	if (!admit(in))
+		return;
 	uv_tcp_nodelay(in->tcp, 1);
 	rv = uv_timer_start(&in->timer, timeout_cb, l->timeout_ms, 0);
 	ASSERT(rv == 0);
@@ -554,6 +597,9 @@ int listener_open(uv_loop_t *loop, const char *address, struct listener **out, c
 	inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
 	snprintf(l->address, sizeof l->address, "%s:%u", ip, (unsigned)ntohs(addr.sin_port));
 	l->timeout_ms = LISTENER_DEFAULT_TIMEOUT_MS;
+	ip_counts_init(&l->pending_ips);
+	l->max_pending = LISTENER_DEFAULT_MAX_PENDING;
+	l->max_pending_per_ip = LISTENER_DEFAULT_MAX_PENDING_PER_IP;
 	rv = uv_tcp_init(loop, &l->server);
 	ASSERT(rv == 0);
 	l->server.data = l;
@@ -601,6 +647,13 @@ void listener_set_timeout(struct listener *l, uint64_t ms)
 {
 	PRE(ms > 0);
 	l->timeout_ms = ms;
+}
+
+void listener_set_max_pending(struct listener *l, uint32_t total, uint32_t per_ip)
+{
+	PRE(total > 0 && per_ip > 0);
+	l->max_pending = total;
+	l->max_pending_per_ip = per_ip;
 }
 
 int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, void *arg,

@@ -63,6 +63,8 @@ enum listener_kind {
 /* Longest possible preamble: a RAFT one with both strings at their maximum. */
 #define LISTENER_PREAMBLE_MAX (7 + LISTENER_TABLET_ID_MAX + 9 + LISTENER_ADDRESS_MAX)
 #define LISTENER_DEFAULT_TIMEOUT_MS 10000
+#define LISTENER_DEFAULT_MAX_PENDING 10000
+#define LISTENER_DEFAULT_MAX_PENDING_PER_IP 1000
 
 struct listener;
 
@@ -100,6 +102,14 @@ uv_loop_t *listener_loop(const struct listener *l);
  * (default LISTENER_DEFAULT_TIMEOUT_MS). Applies to connections accepted
  * afterwards. ms must be > 0. */
 void listener_set_timeout(struct listener *l, uint64_t ms);
+
+/* The accept-stage cap: at most total connections in their preamble phase
+ * at once, and per_ip from one source address (defaults
+ * LISTENER_DEFAULT_MAX_PENDING{,_PER_IP}); a connection beyond either is
+ * closed as soon as it is accepted (stats.refused). Connections handed
+ * over no longer count here: the RPC server caps its own
+ * (rpc_server_options). Both > 0. */
+void listener_set_max_pending(struct listener *l, uint32_t total, uint32_t per_ip);
 
 /* Routes connections of kind (LISTENER_RPC or LISTENER_COPY) to cb(arg, ...);
  * cb NULL removes the handler (such connections are then closed).
@@ -165,6 +175,7 @@ struct listener_stats {
 	uint64_t unroutable;  /* RAFT tablet not registered, or kind without handler */
 	uint64_t dropped;     /* EOF or error in the preamble, or the listener closed */
 	uint64_t rejected;    /* RAFT preamble refused by the tablet's peer check */
+	uint64_t refused;     /* over the accept-stage cap (listener_set_max_pending) */
 };
 void listener_get_stats(const struct listener *l, struct listener_stats *out);
 

@@ -137,6 +137,7 @@ enum op_kind {
 	OP_CHANGE,
 	OP_STEP_DOWN,
 	OP_CHECKSUM,
+	OP_DUMP,
 };
 
 struct svc_op {
@@ -175,9 +176,10 @@ struct svc_op {
 	uint64_t ck_until;       /* uv_now() bound of the wait */
 	struct checksum ck;
 	bool ck_on;              /* ck initialized */
+	/* OP_DUMP (and ck_tablet, ck_store) */
+	struct buf text;         /* the dump so far */
+	struct buf dump_key;     /* the next page starts after this key; empty: first */
 };
-
-static const uint8_t empty_payload[1];
 
 static const char *op_name(enum op_kind k)
 {
@@ -189,6 +191,7 @@ static const char *op_name(enum op_kind k)
 	case OP_CHANGE: return "change config";
 	case OP_STEP_DOWN: return "step down";
 	case OP_CHECKSUM: return "checksum";
+	case OP_DUMP: return "dump";
 	}
 	return "?";
 }
@@ -321,6 +324,10 @@ static void op_free(struct svc_op *op)
 	batch_free(&op->batch);
 	buf_free(&op->cond);
 	arena_free(&op->arena);
+	buf_free(&op->text);
+	buf_free(&op->dump_key);
+	if (op->kind == OP_CHECKSUM || op->kind == OP_DUMP)
+		s->n_paged--;
 	if (op->read != NULL)
 		docraft__read_request__free_unpacked(op->read, NULL);
 	if (op->scan != NULL)
@@ -353,13 +360,10 @@ static void sweep_cb(uv_timer_t *h)
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
+/* The request under the decode budget, or NULL after answering. */
 static void *decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d)
 {
-	const uint8_t *p = call->request != NULL ? call->request : empty_payload;
-	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, call->request_len, p);
-	if (m == NULL)
-		rpc_reply_errorf(call, DOCRAFT_EINVAL, "malformed %s", d->short_name);
-	return m;
+	return rpc_call_decode(call, d);
 }
 
 /* The OPEN replica id, or NULL after answering (or logging). */
@@ -1158,17 +1162,15 @@ static void on_step_down(void *arg, struct rpc_call *call)
 	docraft__step_down_request__free_unpacked(req, NULL);
 }
 
+static void checksum_arm(struct service *s, uint64_t delay_ms);
+
 static void on_dump(void *arg, struct rpc_call *call)
 {
 	struct service *s = arg;
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	Docraft__DumpTabletRequest *req = decode(call, &docraft__dump_tablet_request__descriptor);
-	Docraft__DumpTabletResponse resp = DOCRAFT__DUMP_TABLET_RESPONSE__INIT;
-	struct dump_opts o;
 	struct tablet_status st;
-	struct buf text = BUF_INIT;
 	struct replica *r;
-	int rv;
+	struct svc_op *op;
 
 	if (req == NULL)
 		return;
@@ -1181,16 +1183,19 @@ static void on_dump(void *arg, struct rpc_call *call)
 				 manager_role_name(st.role));
 		goto out;
 	}
-	memset(&o, 0, sizeof o);
-	o.schema = &r->schema;
-	if ((rv = dump_store(tablet_store(r->t), &o, &text, errmsg)) != 0) {
-		reply_error(s, call, r->id, r, rv, errmsg);
+	if (s->n_paged >= SERVICE_MAX_PAGED_OPS) {
+		rpc_reply_errorf(call, DOCRAFT_EBUSY, "tserver busy: %u checksums and dumps "
+				 "being served", s->n_paged);
 		goto out;
 	}
-	resp.text = (char *)buf_cstr(&text);
-	rpc_reply_message(call, &resp.base);
+	/* One page per loop turn (checksum_tick): a large tablet must not
+	 * hold the loop thread past the election timeout. */
+	op = op_new(s, OP_DUMP, call, r->id);
+	s->n_paged++;
+	op->ck_tablet = r->t;
+	op->ck_store = tablet_store(r->t);
+	checksum_arm(s, 0);
 out:
-	buf_free(&text);
 	docraft__dump_tablet_request__free_unpacked(req, NULL);
 }
 
@@ -1248,6 +1253,105 @@ static void checksum_arm(struct service *s, uint64_t delay_ms)
 		uv_timer_start(&s->checksum_timer, checksum_tick, delay_ms, 0);
 }
 
+/* For the next page of a checksum or dump op: the store of its replica, the
+ * same it started on, or NULL once the op is answered and freed (answered
+ * already, replica deleted, failed, reopened or copied). */
+static struct store *paged_store(struct svc_op *op, struct replica **rp)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r;
+	struct store *st;
+	const char *why;
+
+	if (op->call == NULL) { /* answered already (deadline, abandoned) */
+		op_free(op);
+		return NULL;
+	}
+	r = manager_find(op->s->m, op->tablet_id);
+	if (r == NULL) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s was deleted", op->tablet_id);
+		op_fail(op, DOCRAFT_ETABLETNOTFOUND, errmsg);
+		op_free(op);
+		return NULL;
+	}
+	if ((why = unreadable(r)) != NULL) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s is %s", op->tablet_id, why);
+		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
+		op_free(op);
+		return NULL;
+	}
+	st = tablet_store(r->t);
+	if (r->t != op->ck_tablet || st != op->ck_store) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s: the replica changed under the %s "
+			 "(reopened or copied): retry", op->tablet_id, op_name(op->kind));
+		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
+		op_free(op);
+		return NULL;
+	}
+	*rp = r;
+	return st;
+}
+
+/* One page of a dump op: SERVICE_DUMP_PAGE_PAIRS stored pairs after
+ * dump_key, or the answer (the op is then freed). A fresh iterator per
+ * page: nothing pins the store between loop turns, so pages may see
+ * writes made meanwhile (a dump is a debugging view, not a snapshot). */
+static void dump_op_step(struct svc_op *op, bool *computing)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	const uint8_t lo = KT_GROUP_END; /* internal records skipped, as dump_store does */
+	struct dump_opts o;
+	struct replica *r;
+	struct store *st;
+	struct store_iter *it;
+	size_t max = op->s->o.max_reply_bytes;
+	unsigned n;
+	int rv;
+
+	if ((st = paged_store(op, &r)) == NULL)
+		return;
+	memset(&o, 0, sizeof o);
+	o.schema = &r->schema;
+	it = store_iter_new(st, &lo, 1, NULL, 0);
+	if (op->dump_key.len == 0) {
+		store_iter_seek_first(it);
+	} else {
+		size_t kl;
+		const uint8_t *k;
+		store_iter_seek(it, op->dump_key.data, op->dump_key.len);
+		if (store_iter_valid(it) && (k = store_iter_key(it, &kl)) != NULL &&
+		    kl == op->dump_key.len && memcmp(k, op->dump_key.data, kl) == 0)
+			store_iter_next(it);
+	}
+	for (n = 0; store_iter_valid(it) && n < SERVICE_DUMP_PAGE_PAIRS; n++) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
+		dump_pair(k, kl, v, vl, &o, &op->text);
+		buf_reset(&op->dump_key);
+		buf_append(&op->dump_key, k, kl);
+		store_iter_next(it);
+	}
+	rv = store_iter_status(it, errmsg);
+	if (rv == 0 && store_iter_valid(it))
+		*computing = true;
+	store_iter_free(it);
+	if (rv != 0) {
+		op_fail(op, rv, errmsg);
+	} else if (op->text.len > max) {
+		snprintf(errmsg, sizeof errmsg, "tablet %s: its dump exceeds the largest reply "
+			 "(%zu bytes)", op->tablet_id, max);
+		op_fail(op, DOCRAFT_ETOOBIG, errmsg);
+	} else if (*computing) {
+		return;
+	} else {
+		Docraft__DumpTabletResponse resp = DOCRAFT__DUMP_TABLET_RESPONSE__INIT;
+		resp.text = (char *)buf_cstr(&op->text);
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
 static void checksum_reply(struct svc_op *op, uint64_t sum, uint64_t rows, uint64_t read_ht,
 			   uint64_t applied_index)
 {
@@ -1267,35 +1371,11 @@ static void checksum_op_step(struct svc_op *op, uint64_t now, bool *computing, b
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct replica *r;
 	struct store *st;
-	const char *why;
 	uint64_t index, applied;
 	int rv;
 
-	if (op->call == NULL) { /* answered already (deadline, abandoned) */
-		op_free(op);
+	if ((st = paged_store(op, &r)) == NULL)
 		return;
-	}
-	r = manager_find(op->s->m, op->tablet_id);
-	if (r == NULL) {
-		snprintf(errmsg, sizeof errmsg, "tablet %s was deleted", op->tablet_id);
-		op_fail(op, DOCRAFT_ETABLETNOTFOUND, errmsg);
-		op_free(op);
-		return;
-	}
-	if ((why = unreadable(r)) != NULL) {
-		snprintf(errmsg, sizeof errmsg, "tablet %s is %s", op->tablet_id, why);
-		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
-		op_free(op);
-		return;
-	}
-	st = tablet_store(r->t);
-	if (r->t != op->ck_tablet || st != op->ck_store) {
-		snprintf(errmsg, sizeof errmsg, "tablet %s: the replica changed under the checksum "
-			 "(reopened or copied): retry", op->tablet_id);
-		op_fail(op, DOCRAFT_EUNAVAILABLE, errmsg);
-		op_free(op);
-		return;
-	}
 	store_applied(st, &index, &applied);
 	if (!op->ck_on) {
 		uint64_t at = op->ck_want;
@@ -1348,9 +1428,14 @@ static void checksum_tick(uv_timer_t *h)
 		next = op->next;
 		if (op->kind == OP_CHECKSUM)
 			checksum_op_step(op, now, &computing, &waiting);
+		else if (op->kind == OP_DUMP)
+			dump_op_step(op, &computing);
 	}
+	/* Not 0: libuv 1.44 runs a timer re-armed with 0 from its own
+	 * callback again in the same pass (the loop time has not moved), so
+	 * every page would run in one loop turn. 1 ms lets the loop poll. */
 	if (computing)
-		checksum_arm(s, 0);
+		checksum_arm(s, 1);
 	else if (waiting)
 		checksum_arm(s, SERVICE_CHECKSUM_POLL_MS);
 }
@@ -1384,10 +1469,16 @@ static void on_checksum(void *arg, struct rpc_call *call)
 				 cutoff);
 		goto out;
 	}
+	if (s->n_paged >= SERVICE_MAX_PAGED_OPS) {
+		rpc_reply_errorf(call, DOCRAFT_EBUSY, "tserver busy: %u checksums and dumps "
+				 "being served", s->n_paged);
+		goto out;
+	}
 	wait_ms = req->wait_ms == 0 ? SERVICE_CHECKSUM_WAIT_MS
 		: req->wait_ms > SERVICE_CHECKSUM_WAIT_MAX_MS ? SERVICE_CHECKSUM_WAIT_MAX_MS
 		: req->wait_ms;
 	op = op_new(s, OP_CHECKSUM, call, r->id);
+	s->n_paged++;
 	op->ck_tablet = r->t;
 	op->ck_store = tablet_store(r->t);
 	op->ck_want = req->read_ht;

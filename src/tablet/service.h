@@ -57,6 +57,12 @@
 #define SERVICE_CHECKSUM_WAIT_MS 5000u
 #define SERVICE_CHECKSUM_WAIT_MAX_MS 60000u
 #define SERVICE_CHECKSUM_POLL_MS 10u
+/* CHECKSUM and DUMP_TABLET requests being served at once (each costs a
+ * page of work per loop turn, a dump up to max_reply_bytes of memory);
+ * beyond, SERVICE_BUSY. */
+#define SERVICE_MAX_PAGED_OPS 8u
+/* Stored pairs a DUMP_TABLET formats per loop turn. */
+#define SERVICE_DUMP_PAGE_PAIRS 2000u
 
 struct service_options {
 	/* Largest reply payload: scans return fewer rows than asked when
@@ -84,8 +90,9 @@ struct service {
 	struct svc_op *ops;    /* requests waiting for a tablet callback */
 	bool closing;
 	service_close_cb close_cb;
-	uv_timer_t checksum_timer; /* drives checksums: waits, then one page per tick */
+	uv_timer_t checksum_timer; /* drives checksums and dumps: one page per tick */
 	unsigned handles_open;     /* sweep and checksum_timer, while closing */
+	unsigned n_paged;          /* OP_CHECKSUM and OP_DUMP ops (SERVICE_MAX_PAGED_OPS) */
 };
 
 /* Registers every TSERVER_* handler on srv (which must not have them yet).

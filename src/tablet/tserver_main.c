@@ -69,6 +69,7 @@ struct config {
 	int log_level;              /* -1: not given */
 	unsigned block_cache_mb;    /* 0: store_env default */
 	unsigned memstore_mb;       /* 0: store_env default */
+	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
 };
 
 enum close_step {
@@ -81,6 +82,10 @@ enum close_step {
 	STEP_HANDLES,
 	STEP_DONE,
 };
+
+#define LAG_PERIOD_MS 100
+#define LAG_WARN_MS 100
+#define LAG_DEBUG_MS 10
 
 static struct {
 	struct config cfg;
@@ -101,6 +106,8 @@ static struct {
 
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_timer;
+	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
+	uint64_t lag_due_ns;  /* uv_hrtime() at which lag_cb should run */
 	bool handles_on;
 	bool stopping, draining;
 	uint64_t drain_deadline;
@@ -154,6 +161,12 @@ static void usage(FILE *f)
 		snprintf(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
 			 flags[i].arg ? flags[i].arg : "");
 		fprintf(f, "  %-28s %s\n", left, flags[i].help);
+	}
+	for (size_t i = 0; i < RPC_SERVER_N_FLAGS; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "--%s %s", rpc_server_flags[i].name,
+			 rpc_server_flags[i].arg);
+		fprintf(f, "  %-28s %s\n", left, rpc_server_flags[i].help);
 	}
 	fprintf(f, "\nPrints \"" PROG " <uuid> listening on <address>\" when ready. SIGTERM: "
 		   "transfers the\nleadership of every tablet it leads, then stops cleanly "
@@ -237,7 +250,12 @@ static void set_option(const char *name, const char *v, const char *where)
 		if (c->log_level < 0)
 			bad_usage("%slog-level: unknown level '%s'", where, v);
 	} else {
-		bad_usage("%sunknown option '%s'", where, name);
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		int rv = rpc_server_options_set(&c->rpc, name, v, errmsg);
+		if (rv == DOCRAFT_ENOTFOUND)
+			bad_usage("%sunknown option '%s'", where, name);
+		if (rv != 0)
+			bad_usage("%s%s", where, errmsg);
 	}
 }
 
@@ -315,6 +333,7 @@ static void parse_args(int argc, char **argv)
 	S.cfg.log_level = -1;
 	S.cfg.lease_ms = -1;
 	S.cfg.fill_segments = true;
+	rpc_server_options_default(&S.cfg.rpc);
 	/* First --help and --config, then the file, then the flags over it. */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -555,6 +574,7 @@ static void close_next(void)
 				uv_close((uv_handle_t *)&S.sigterm, handle_closed);
 				uv_close((uv_handle_t *)&S.sigint, handle_closed);
 				uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
+				uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
 			}
 			break;
 		case STEP_DONE:
@@ -708,6 +728,28 @@ static void on_signal(uv_signal_t *h, int signum)
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
 }
 
+/* ---- loop lag ------------------------------------------------------------------------ */
+
+/* Every LAG_PERIOD_MS the probe compares when it runs with when it was due:
+ * the difference is how long the loop thread was busy with something else
+ * (a handler, a RocksDB call, a stall). Everything of every tablet runs on
+ * this thread, so a lag near the election timeout costs leaderships; it is
+ * logged (WARN from LAG_WARN_MS, DEBUG from LAG_DEBUG_MS). */
+static void lag_cb(uv_timer_t *t)
+{
+	uint64_t now = uv_hrtime();
+	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
+
+	(void)t;
+	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
+	if (lag_ms >= LAG_WARN_MS)
+		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
+			 "late; election timeout %u ms)",
+			 lag_ms, S.cfg.election_ms);
+	else if (lag_ms >= LAG_DEBUG_MS)
+		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
+}
+
 /* ---- start --------------------------------------------------------------------------- */
 
 static int start(void)
@@ -732,6 +774,11 @@ static int start(void)
 		return -1;
 	}
 	S.srv_on = true;
+	if (rpc_server_configure(&S.srv, &S.cfg.rpc, errmsg) != 0) {
+		LOG_ERROR(PROG ": rpc server: %s", errmsg);
+		return -1;
+	}
+	listener_set_max_pending(S.l, S.cfg.rpc.max_connections, S.cfg.rpc.max_connections_per_ip);
 	rpc_client_init(&S.cl, &S.loop);
 	S.cl_on = true;
 
@@ -816,6 +863,10 @@ int main(int argc, char **argv)
 	uv_signal_init(&S.loop, &S.sigterm);
 	uv_signal_init(&S.loop, &S.sigint);
 	uv_timer_init(&S.loop, &S.drain_timer);
+	uv_timer_init(&S.loop, &S.lag_timer);
+	S.lag_due_ns = uv_hrtime() + LAG_PERIOD_MS * 1000000;
+	uv_timer_start(&S.lag_timer, lag_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
+	uv_unref((uv_handle_t *)&S.lag_timer);
 	S.handles_on = true;
 	uv_signal_start(&S.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&S.sigint, on_signal, SIGINT);

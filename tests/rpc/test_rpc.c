@@ -23,6 +23,7 @@
 #include "common/rpc.h"
 #include "common/rpc_frame.h"
 #include "raft/listener.h"
+#include "docraft.pb-c.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 
@@ -498,10 +499,13 @@ static void raw_write(struct raw *r, const void *p, size_t n)
 	CHECK_OK(uv_write(w, (uv_stream_t *)&r->tcp, &b, 1, raw_write_cb));
 }
 
-/* Connects and sends the RPC preamble. */
-static void raw_open(uv_loop_t *loop, struct raw *r, const char *address)
+/* Connects from source address from ("a.b.c.d", NULL: any) and, if
+ * preamble, sends the RPC preamble. reading: read what arrives (else
+ * nothing is ever read: a slow reader). */
+static void raw_open_from(uv_loop_t *loop, struct raw *r, const char *address, const char *from,
+			  bool preamble, bool reading)
 {
-	struct sockaddr_in a;
+	struct sockaddr_in a, src;
 	uint8_t pre[LISTENER_PREAMBLE_MAX];
 	size_t n;
 
@@ -510,12 +514,26 @@ static void raw_open(uv_loop_t *loop, struct raw *r, const char *address)
 	uv_tcp_init(loop, &r->tcp);
 	r->tcp.data = r;
 	r->creq.data = r;
+	if (from != NULL) {
+		CHECK_OK(uv_ip4_addr(from, 0, &src));
+		CHECK_OK(uv_tcp_bind(&r->tcp, (struct sockaddr *)&src, 0));
+	}
 	CHECK_OK(uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&a, raw_connect_cb));
 	CHECK(run_until(loop, raw_connect_done, r, 5000));
 	CHECK(r->connected);
+	if (!reading)
+		uv_read_stop((uv_stream_t *)&r->tcp);
+	if (!preamble)
+		return;
 	n = listener_preamble_encode(pre, LISTENER_RPC, "", 0, NULL);
 	CHECK(n > 0);
 	raw_write(r, pre, n);
+}
+
+/* Connects and sends the RPC preamble. */
+static void raw_open(uv_loop_t *loop, struct raw *r, const char *address)
+{
+	raw_open_from(loop, r, address, NULL, true, true);
 }
 
 static void raw_close_cb(uv_handle_t *h)
@@ -1614,8 +1632,396 @@ TEST(close_with_queued_frames)
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
+/* ---- resource bounds (issue 12) ---- */
+
+struct open_n {
+	struct rpc_server *srv;
+	uint32_t n;
+};
+
+static bool open_reached(void *p)
+{
+	struct open_n *o = p;
+	struct rpc_server_stats ss;
+	rpc_server_get_stats(o->srv, &ss);
+	return ss.open == o->n;
+}
+
+static void wait_open(uv_loop_t *loop, struct rpc_server *srv, uint32_t n)
+{
+	struct open_n o = {srv, n};
+	CHECK_MSG(run_until(loop, open_reached, &o, 5000), "%u connections not reached", n);
+}
+
+/* At most max_connections_per_ip from one source address and
+ * max_connections in all: beyond, a connection is closed at once; a slot
+ * freed is taken again. Sources 127.0.0.2..4. */
+TEST(connection_caps)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct rpc_server_options so;
+	struct rpc_server_stats ss;
+	struct raw a1, a2, a3, b1, c1, c2;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_connections = 3;
+	so.max_connections_per_ip = 2;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	so.max_connections_per_ip = 0;
+	CHECK_EQ_INT(rpc_server_configure(&s.srv, &so, NULL), DOCRAFT_EINVAL);
+
+	raw_open_from(&loop, &a1, s.address, "127.0.0.2", true, true);
+	raw_open_from(&loop, &a2, s.address, "127.0.0.2", true, true);
+	wait_open(&loop, &s.srv, 2);
+	/* A third from 127.0.0.2: over the per-address cap. */
+	raw_open_from(&loop, &a3, s.address, "127.0.0.2", true, true);
+	CHECK(run_until(&loop, raw_ended, &a3, 5000));
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.refused, 1);
+	CHECK_EQ_U64(ss.open, 2);
+	/* Another address still gets in, up to the total. */
+	raw_open_from(&loop, &b1, s.address, "127.0.0.3", true, true);
+	wait_open(&loop, &s.srv, 3);
+	raw_open_from(&loop, &c1, s.address, "127.0.0.4", true, true);
+	CHECK(run_until(&loop, raw_ended, &c1, 5000));
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.refused, 2);
+	CHECK(!a1.ended && !a2.ended && !b1.ended);
+	/* A slot freed is taken again. */
+	raw_close(&loop, &a1);
+	wait_open(&loop, &s.srv, 2);
+	raw_open_from(&loop, &c2, s.address, "127.0.0.4", true, true);
+	wait_open(&loop, &s.srv, 3);
+	CHECK(!c2.ended);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.refused, 2);
+	raw_close(&loop, &a2);
+	raw_close(&loop, &a3);
+	raw_close(&loop, &b1);
+	raw_close(&loop, &c1);
+	raw_close(&loop, &c2);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+static bool listener_refused(void *p)
+{
+	struct listener_stats st;
+	listener_get_stats(p, &st);
+	return st.refused > 0;
+}
+
+/* The listener's accept-stage cap: connections that have not sent their
+ * preamble count per source address; beyond, closed at once. */
+TEST(listener_pending_cap)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct listener_stats st;
+	struct raw a1, a2, b1;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	listener_set_max_pending(s.l, 2, 1);
+	raw_open_from(&loop, &a1, s.address, "127.0.0.2", false, true);
+	raw_open_from(&loop, &a2, s.address, "127.0.0.2", false, true);
+	CHECK(run_until(&loop, raw_ended, &a2, 5000));
+	CHECK(run_until(&loop, listener_refused, s.l, 5000));
+	raw_open_from(&loop, &b1, s.address, "127.0.0.3", false, true);
+	/* a1 finishes its preamble: no longer pending, and served. */
+	{
+		uint8_t pre[LISTENER_PREAMBLE_MAX];
+		size_t n = listener_preamble_encode(pre, LISTENER_RPC, "", 0, NULL);
+		raw_write(&a1, pre, n);
+	}
+	wait_open(&loop, &s.srv, 1);
+	listener_get_stats(s.l, &st);
+	CHECK_EQ_U64(st.refused, 1);
+	CHECK(!a1.ended && !b1.ended);
+	raw_close(&loop, &a1);
+	raw_close(&loop, &a2);
+	raw_close(&loop, &b1);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* A connection with nothing in flight is closed after idle_timeout_ms; one
+ * with a call in flight is not. */
+TEST(idle_timeout)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_options so;
+	struct rpc_server_stats ss;
+	struct result held, x;
+	struct raw idle;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.idle_timeout_ms = 200;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	client_start(&c, &loop);
+	CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 30000, &held));
+	wait_held(&s, 1);
+	raw_open(&loop, &idle, s.address);
+	CHECK(run_until(&loop, raw_ended, &idle, 5000));
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.idle_closed, 1);
+	/* The client's connection, with a call held since before, is still
+	 * there: its answer arrives. */
+	CHECK(!held.done);
+	rpc_reply(s.held[0], "ok", 2);
+	s.n_held = 0;
+	CHECK(run_until(&loop, result_done, &held, 5000));
+	CHECK_EQ_INT(held.status, DOCRAFT_OK);
+	result_free(&held);
+	/* Idle now: closed in turn; the client reconnects at once. */
+	{
+		struct open_n o = {&s.srv, 0};
+		CHECK(run_until(&loop, open_reached, &o, 5000));
+	}
+	call(&loop, &c.cl, s.address, M_ECHO, "e", 1, 5000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_OK);
+	result_free(&x);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.idle_closed, 2);
+	raw_close(&loop, &idle);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* Requests are unpacked under a budget proportional to their size: a
+ * message of many empty sub-messages (66 bytes decoded per 2 on the wire)
+ * is answered TOO_BIG; garbage INVALID_ARGUMENT; the same count of real
+ * one-column ops decodes. */
+static void decode_write_handler(void *arg, struct rpc_call *call)
+{
+	Docraft__WriteRequest *rq = rpc_call_decode(call, &docraft__write_request__descriptor);
+	(void)arg;
+	if (rq == NULL)
+		return;
+	rpc_reply(call, &rq->n_ops, sizeof rq->n_ops);
+	docraft__write_request__free_unpacked(rq, NULL);
+}
+
+TEST(decode_budget)
+{
+	enum { M_DECODE = 60010, N_OPS = 200000 };
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_stats ss;
+	struct result x;
+	struct buf b = BUF_INIT;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	ProtobufCMessage *m;
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	CHECK_OK(rpc_server_register(&s.srv, M_DECODE, decode_write_handler, NULL, errmsg));
+	client_start(&c, &loop);
+
+	/* WriteRequest.ops (field 7), each empty: 0x3a 0x00. */
+	for (int i = 0; i < N_OPS; i++) {
+		buf_push(&b, 0x3a);
+		buf_push(&b, 0x00);
+	}
+	call(&loop, &c.cl, s.address, M_DECODE, b.data, b.len, 10000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_ETOOBIG);
+	CHECK_MSG(strstr(x.message, "WriteRequest of 400000 bytes needs more than its decode "
+				    "budget") != NULL,
+		  "%s", x.message);
+	result_free(&x);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.over_budget, 1);
+	/* The same directly. */
+	CHECK_EQ_INT(rpc_unpack(&docraft__write_request__descriptor, b.data, b.len, &m, errmsg),
+		     DOCRAFT_ETOOBIG);
+	CHECK(m == NULL);
+
+	/* Garbage: INVALID_ARGUMENT. */
+	call(&loop, &c.cl, s.address, M_DECODE, "\xff\xff\xff", 3, 5000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(x.message, "malformed WriteRequest") != NULL, "%s", x.message);
+	result_free(&x);
+
+	/* Real ops of one int key and one column (19x decoded) fit. */
+	{
+		Docraft__WriteRequest rq = DOCRAFT__WRITE_REQUEST__INIT;
+		Docraft__Datum k = DOCRAFT__DATUM__INIT, *pk = &k;
+		Docraft__ColumnValue cv = DOCRAFT__COLUMN_VALUE__INIT, *pcv = &cv;
+		Docraft__WriteOp *ops = calloc(N_OPS, sizeof *ops);
+		Docraft__WriteOp **pops = calloc(N_OPS, sizeof *pops);
+		size_t n_ops;
+
+		k.v_case = DOCRAFT__DATUM__V_I;
+		k.i = 1;
+		cv.name = "a";
+		cv.value = &k;
+		for (int i = 0; i < N_OPS; i++) {
+			docraft__write_op__init(&ops[i]);
+			ops[i].kind = DOCRAFT__WRITE_OP__KIND__INSERT;
+			ops[i].n_key = 1;
+			ops[i].key = &pk;
+			ops[i].n_columns = 1;
+			ops[i].columns = &pcv;
+			pops[i] = &ops[i];
+		}
+		rq.n_ops = N_OPS;
+		rq.ops = pops;
+		buf_reset(&b);
+		buf_reserve(&b, protobuf_c_message_get_packed_size(&rq.base));
+		b.len = protobuf_c_message_pack(&rq.base, b.data);
+		call(&loop, &c.cl, s.address, M_DECODE, b.data, b.len, 10000, &x);
+		CHECK_EQ_INT(x.status, DOCRAFT_OK);
+		CHECK_EQ_U64(x.reply.len, sizeof n_ops);
+		memcpy(&n_ops, x.reply.data, sizeof n_ops);
+		CHECK_EQ_U64(n_ops, N_OPS);
+		result_free(&x);
+		free(ops);
+		free(pops);
+	}
+	buf_free(&b);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
+/* A client that sends requests and never reads the answers: once its
+ * answers pile up past max_queued_bytes the server stops reading its
+ * requests (so it does not run them all), and closes it after
+ * slow_reader_timeout_ms. Other clients are served meanwhile. */
+TEST(slow_reader)
+{
+	enum { N_REQ = 2000, REQ_LEN = 16 << 10 };
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_options so;
+	struct rpc_server_stats ss;
+	struct raw r;
+	struct result x;
+	uint8_t *req = calloc(1, RPC_FRAME_HEADER_SIZE + REQ_LEN);
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_queued_bytes = 64 << 10;
+	so.slow_reader_timeout_ms = 300;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	client_start(&c, &loop);
+
+	raw_open_from(&loop, &r, s.address, "127.0.0.2", true, false);
+	for (uint32_t i = 0; i < N_REQ; i++) {
+		raw_header(req, RPC_FRAME_HEADER_SIZE - 4 + REQ_LEN, RPC_FRAME_REQUEST, 0, i,
+			   M_ECHO, 0, 0);
+		raw_write(&r, req, RPC_FRAME_HEADER_SIZE + REQ_LEN);
+	}
+	/* Served meanwhile. */
+	call(&loop, &c.cl, s.address, M_ECHO, "e", 1, 5000, &x);
+	CHECK_EQ_INT(x.status, DOCRAFT_OK);
+	result_free(&x);
+	{
+		struct open_n o = {&s.srv, 1};
+		CHECK(run_until(&loop, open_reached, &o, 10000));
+	}
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.slow_closed, 1);
+	CHECK(ss.paused >= 1);
+	test_note("slow reader: %" PRIu64 " of %d requests read before the close", ss.calls - 1,
+		  N_REQ);
+	CHECK(ss.calls - 1 < N_REQ);
+	raw_close(&loop, &r);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+	free(req);
+}
+
+/* Request bytes of unanswered calls over every connection are bounded:
+ * beyond max_inflight_bytes, SERVICE_BUSY; answered calls free their
+ * share. */
+TEST(inflight_bytes)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c1, c2;
+	struct rpc_server_options so;
+	struct rpc_server_stats ss;
+	struct result x[3], y;
+	uint8_t payload[1500] = {0};
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_frame = 4096;
+	so.max_inflight_bytes = 4095;
+	CHECK_EQ_INT(rpc_server_configure(&s.srv, &so, NULL), DOCRAFT_EINVAL);
+	so.max_inflight_bytes = 4096;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	client_start(&c1, &loop);
+	client_start(&c2, &loop);
+	/* Two connections: the bound is the server's, not a connection's. */
+	CHECK_OK(start(&c1.cl, s.address, M_HOLD, payload, sizeof payload, 5000, &x[0]));
+	CHECK_OK(start(&c2.cl, s.address, M_HOLD, payload, sizeof payload, 5000, &x[1]));
+	wait_held(&s, 2);
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.inflight_bytes, 3000);
+	call(&loop, &c2.cl, s.address, M_HOLD, payload, sizeof payload, 5000, &x[2]);
+	CHECK_EQ_INT(x[2].status, DOCRAFT_EBUSY);
+	CHECK_MSG(strstr(x[2].message, "3000 request bytes in flight (limit 4096)") != NULL, "%s",
+		  x[2].message);
+	CHECK_EQ_U64(s.n_held, 2);
+	rpc_reply(s.held[0], NULL, 0);
+	rpc_reply(s.held[1], NULL, 0);
+	s.n_held = 0;
+	CHECK(run_until(&loop, result_done, &x[0], 5000));
+	CHECK(run_until(&loop, result_done, &x[1], 5000));
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.inflight_bytes, 0);
+	CHECK_EQ_U64(ss.busy_bytes, 1);
+	/* Room again. */
+	CHECK_OK(start(&c1.cl, s.address, M_HOLD, payload, sizeof payload, 5000, &y));
+	wait_held(&s, 1);
+	rpc_reply(s.held[0], NULL, 0);
+	s.n_held = 0;
+	CHECK(run_until(&loop, result_done, &y, 5000));
+	CHECK_EQ_INT(y.status, DOCRAFT_OK);
+	/* A connection closing with calls held gives their bytes back. */
+	{
+		struct result z;
+		CHECK_OK(start(&c1.cl, s.address, M_HOLD, payload, sizeof payload, 5000, &z));
+		wait_held(&s, 1);
+		client_stop(&loop, &c1);
+		CHECK(z.done);
+		result_free(&z);
+		{
+			struct open_n o = {&s.srv, 1};
+			CHECK(run_until(&loop, open_reached, &o, 5000));
+		}
+		rpc_server_get_stats(&s.srv, &ss);
+		CHECK_EQ_U64(ss.inflight_bytes, 0);
+		rpc_reply(s.held[0], NULL, 0); /* detached: dropped */
+		s.n_held = 0;
+	}
+	for (int i = 0; i < 3; i++)
+		result_free(&x[i]);
+	result_free(&y);
+	client_stop(&loop, &c2);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
 TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
 	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
 	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
 	  T(calls_from_callbacks), T(coalesced_writes), T(queued_from_prepare),
-	  T(queued_from_check), T(close_with_queued_frames))
+	  T(queued_from_check), T(close_with_queued_frames), T(connection_caps),
+	  T(listener_pending_cap), T(idle_timeout), T(decode_budget), T(slow_reader),
+	  T(inflight_bytes))
