@@ -18,6 +18,13 @@
  *       side: a scan page at a time just below that write with a restart
  *       limit answers restart_ht past the write instead of rows; with the
  *       window closed it reads at the time asked.
+ *   dropped_table_does_not_take_stale_writes
+ *       Client A caches kv; client B drops kv and creates it again at once
+ *       (retrying while the master answers EBUSY); A, stale, writes a row
+ *       of kv: acknowledged, so once every tablet of the dropped kv is gone
+ *       from the tservers' disks B must read it from the new kv. Before
+ *       CREATE waited for the old tablets, A's write landed in a tablet of
+ *       the dropped table and vanished with it.
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <errno.h>
@@ -433,4 +440,63 @@ TEST(stale_cache_is_refreshed)
 	cluster_down();
 }
 
-TEST_MAIN(T(raw_requests_outside_the_partition), T(stale_cache_is_refreshed))
+/* True once no tserver has a directory for tablet id. */
+static bool tablet_gone(const char *id)
+{
+	char path[1024];
+	for (int k = 0; k < NT; k++) {
+		snprintf(path, sizeof path, "%s/tablets/%s", C.t[k].dir, id);
+		if (access(path, F_OK) == 0)
+			return false;
+	}
+	return true;
+}
+
+TEST(dropped_table_does_not_take_stale_writes)
+{
+	char k[32], err[DOCRAFT_ERRMSG_SIZE];
+	struct tablet old[NTAB];
+	docraft_client *b = NULL;
+	docraft_client_options o;
+
+	cluster_up("hostile-drop-create");
+	client_open();
+	key_for(k, sizeof k, "row", 0, 65536, true);
+	put(k, 1); /* client A caches kv */
+	CHECK_EQ_INT(tablets_with_leaders("kv", old, NTAB, NTAB, 20000), NTAB);
+
+	docraft_client_options_init(&o);
+	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &b, err), err);
+	CHECK_OK_MSG(docraft_table_drop(b, "kv", false), docraft_errmsg());
+	docraft_table_options to = {.num_tablets = NTAB, .replication_factor = 3};
+	uint64_t end = proc_now_ms() + 60000;
+	int rv;
+	while ((rv = docraft_table_create_cql(b, "CREATE TABLE kv (k text, v int, "
+					      "PRIMARY KEY ((k)));", &to)) == DOCRAFT_EBUSY) {
+		CHECK_MSG(proc_now_ms() < end, "CREATE still busy: %s", docraft_errmsg());
+		sleep_ms(50);
+	}
+	CHECK_OK_MSG(rv, docraft_errmsg());
+
+	put(k, 2); /* client A, stale: acknowledged */
+
+	end = proc_now_ms() + 60000;
+	for (int i = 0; i < NTAB; i++)
+		while (!tablet_gone(old[i].id)) {
+			CHECK_MSG(proc_now_ms() < end, "tablet %s of the dropped table still on disk",
+				  old[i].id);
+			sleep_ms(200);
+		}
+	docraft_value key = docraft_value_text(k);
+	docraft_result *r = NULL;
+	CHECK_OK_MSG(docraft_get(b, "kv", &key, 1, 0, &r), docraft_errmsg());
+	CHECK_MSG(docraft_result_nrows(r) == 1, "the acknowledged write of the stale client is "
+		  "lost");
+	docraft_result_free(r);
+	docraft_client_close(b);
+	all_up();
+	cluster_down();
+}
+
+TEST_MAIN(T(raw_requests_outside_the_partition), T(stale_cache_is_refreshed),
+	  T(dropped_table_does_not_take_stale_writes))
