@@ -40,6 +40,7 @@
 #include "../cluster/harness.h"
 
 #define NTAB 4
+#include "kv.h" /* needs NTAB */
 #define ROUNDS 200
 #define FAST 0 /* the tserver under the shim */
 
@@ -85,43 +86,11 @@ static void skewed_cluster_up(const char *tag, int ms)
 
 /* ---- the table ----------------------------------------------------------------------- */
 
-static void client_open(void)
-{
-	char err[DOCRAFT_ERRMSG_SIZE];
-	docraft_client_options o;
-	docraft_client_options_init(&o);
-	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
-	docraft_table_options to = {.num_tablets = NTAB, .replication_factor = 3};
-	CHECK_OK_MSG(docraft_table_create_cql(C.client,
-					      "CREATE TABLE kv (k text, v int, PRIMARY KEY ((k)));",
-					      &to),
-		     docraft_errmsg());
-}
-
 /* A key <prefix><n> of tablet i (the master splits the space evenly). */
 static void key_of_tablet(char *out, size_t cap, const char *prefix, int i)
 {
-	uint32_t start = (uint32_t)(i * 65536 / NTAB), end = (uint32_t)((i + 1) * 65536 / NTAB);
-	for (int n = 0; n < 100000; n++) {
-		snprintf(out, cap, "%s%d", prefix, n);
-		struct pv pv = pv_str(out);
-		uint16_t h = key_hash_components(&pv, 1);
-		if (h >= start && h < end)
-			return;
-	}
-	CHECK_MSG(false, "no key found");
-}
-
-static uint64_t put(const char *k, int v)
-{
-	docraft_value key = docraft_value_text(k), val = docraft_value_int(v);
-	docraft_op *op = NULL;
-	uint64_t ht = 0;
-	CHECK_OK(docraft_op_insert(&key, 1, &op));
-	CHECK_OK(docraft_op_column(op, "v", &val));
-	CHECK_OK_MSG(docraft_write(C.client, "kv", &op, 1, -1, &ht), docraft_errmsg());
-	docraft_op_free(op);
-	return ht;
+	key_for(out, cap, prefix, (uint32_t)(i * 65536 / NTAB), (uint32_t)((i + 1) * 65536 / NTAB),
+		true);
 }
 
 /* v of row k in r, or -1 if r has no such row. */
@@ -204,14 +173,6 @@ static bool log_has(const char *path, const char *needle)
 	fclose(f);
 	buf[n] = '\0';
 	return strstr(buf, needle) != NULL;
-}
-
-static void all_up(void)
-{
-	int st;
-	CHECK_MSG(!proc_wait(&C.m.p, 0, &st), "the master exited");
-	for (int k = 0; k < NT; k++)
-		CHECK_MSG(!proc_wait(&C.t[k].p, 0, &st), "tserver %d exited", k + 1);
 }
 
 /* ---- cases ---------------------------------------------------------------------------- */

@@ -6,6 +6,8 @@
  *       routes) outside it, sent as raw TSERVER_WRITE / conditional write /
  *       READ / SCAN (hash key) RPCs to the tablet's replicas: the leader
  *       answers WRONG_TABLET naming the partition (followers NOT_LEADER).
+ *       A read naming another table id than the tablet's (a dropped
+ *       incarnation of kv) is WRONG_TABLET too.
  *       Nothing was written anywhere (routed reads: not found; a scan of the
  *       whole table: only the rows the test wrote through the client), and
  *       every process is still up.
@@ -49,6 +51,7 @@
 #include "../cluster/harness.h"
 
 #define NTAB 4
+#include "kv.h" /* needs NTAB */
 #define CALL_MS 5000
 
 /* ---- raw RPCs ------------------------------------------------------------------------ */
@@ -141,52 +144,6 @@ static int to_leader(const struct mc_tablet *tb, uint16_t method, const Protobuf
 
 /* ---- the table ----------------------------------------------------------------------- */
 
-static void client_open(void)
-{
-	char err[DOCRAFT_ERRMSG_SIZE];
-	docraft_client_options o;
-	docraft_client_options_init(&o);
-	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
-	docraft_table_options to = {.num_tablets = NTAB, .replication_factor = 3};
-	CHECK_OK_MSG(docraft_table_create_cql(C.client,
-					      "CREATE TABLE kv (k text, v int, PRIMARY KEY ((k)));",
-					      &to),
-		     docraft_errmsg());
-}
-
-static uint16_t hash_of(const char *k)
-{
-	struct pv pv = pv_str(k);
-	return key_hash_components(&pv, 1);
-}
-
-/* A key of the form <prefix><n> whose hash is inside [start, end) (inside)
- * or outside it. */
-static void key_for(char *out, size_t cap, const char *prefix, uint32_t start, uint32_t end,
-		    bool inside)
-{
-	for (int n = 0; n < 100000; n++) {
-		snprintf(out, cap, "%s%d", prefix, n);
-		uint16_t h = hash_of(out);
-		if ((h >= start && h < end) == inside)
-			return;
-	}
-	CHECK_MSG(false, "no key found");
-}
-
-/* Returns the hybrid time the write applied at. */
-static uint64_t put(const char *k, int v)
-{
-	docraft_value key = docraft_value_text(k), val = docraft_value_int(v);
-	docraft_op *op = NULL;
-	uint64_t ht = 0;
-	CHECK_OK(docraft_op_insert(&key, 1, &op));
-	CHECK_OK(docraft_op_column(op, "v", &val));
-	CHECK_OK_MSG(docraft_write(C.client, "kv", &op, 1, -1, &ht), docraft_errmsg());
-	docraft_op_free(op);
-	return ht;
-}
-
 /* 1 found, 0 not found. */
 static int get(const char *k)
 {
@@ -225,14 +182,6 @@ static Docraft__Datum *text_datum(Docraft__Datum *d, const char *s)
 	d->s.data = (uint8_t *)s;
 	d->s.len = strlen(s);
 	return d;
-}
-
-static void all_up(void)
-{
-	int st;
-	CHECK_MSG(!proc_wait(&C.m.p, 0, &st), "the master exited");
-	for (int k = 0; k < NT; k++)
-		CHECK_MSG(!proc_wait(&C.t[k].p, 0, &st), "tserver %d exited", k + 1);
 }
 
 /* Makes t stale on purpose: tablets 0 and 1 swap everything but their
@@ -344,6 +293,16 @@ TEST(raw_requests_outside_the_partition)
 		/* The key it owns is still served: the check is not a blanket refusal. */
 		rd.key = okkey;
 		CHECK_OK(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r));
+		/* Another incarnation's table id (docs/cluster.md "Table ids"):
+		 * WRONG_TABLET; the id the master gave the client: served. */
+		CHECK_MSG(strlen(t->id) == 16, "table id '%s'", t->id);
+		rd.table_id = "0123456789abcdef";
+		CHECK_EQ_INT(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r),
+			     DOCRAFT_EWRONGTABLET);
+		CHECK_MSG(strstr(r.message, "table id") != NULL, "message: %s", r.message);
+		rd.table_id = t->id;
+		CHECK_OK(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r));
+		rd.table_id = "";
 
 		/* Nothing of either write applied: not the stray key anywhere,
 		 * not the in-partition op of the refused write. */
