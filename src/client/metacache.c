@@ -182,6 +182,8 @@ int metacache_install(struct mc_table *t, const Docraft__GetTableResponse *resp,
 			       t->name);
 	if (n == 0)
 		return err_set(errmsg, DOCRAFT_EUNAVAILABLE, "table %s has no tablets yet", t->name);
+	if (strlen(resp->table_id) > MC_TABLE_ID_MAX)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "table %s: table id too long", t->name);
 	tablets = xcalloc(n, sizeof *tablets);
 	for (size_t i = 0; i < n; i++) {
 		const Docraft__TabletLocation *loc = resp->tablets[i];
@@ -249,6 +251,7 @@ int metacache_install(struct mc_table *t, const Docraft__GetTableResponse *resp,
 		goto fail;
 	}
 	table_clear(t);
+	snprintf(t->id, sizeof t->id, "%s", resp->table_id);
 	t->schema = s;
 	t->tablets = tablets;
 	t->n_tablets = n;

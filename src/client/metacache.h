@@ -70,6 +70,8 @@ struct mc_waiter {
 	bool waiting;
 };
 
+#define MC_TABLE_ID_MAX 64
+
 struct mcall;
 struct tcall;
 
@@ -78,6 +80,10 @@ struct mc_table {
 	struct mc_table *next;
 	bool loaded;           /* schema and locations present */
 	struct schema schema;  /* when loaded */
+	/* The master's id of this incarnation of the table (GetTableResponse.
+	 * table_id; "" unknown), refreshed with the locations; stays at this
+	 * address (requests point at it). */
+	char id[MC_TABLE_ID_MAX + 1];
 	struct mc_tablet *tablets;
 	size_t n_tablets;
 	uint64_t generation;   /* successful refreshes so far */

@@ -459,6 +459,7 @@ static void write_loaded(struct tload *l, int status, const char *errmsg)
 		g->tc.data = g;
 		tcall_init(&g->tc, c, j->t, g->route, DOCRAFT__METHOD__TSERVER_WRITE, &g->req.base,
 			   &g->req.tablet_id, j->base.deadline, write_group_done);
+		g->tc.table_id_field = &g->req.table_id;
 		g->tc.prepare = write_prepare;
 	}
 	/* All groups go out at once. */
@@ -604,6 +605,7 @@ static void get_loaded(struct tload *l, int status, const char *errmsg)
 	j->tc.data = j;
 	tcall_init(&j->tc, j->base.c, j->t, hash, DOCRAFT__METHOD__TSERVER_READ, &j->req.base,
 		   &j->req.tablet_id, j->base.deadline, get_done);
+	j->tc.table_id_field = &j->req.table_id;
 	tcall_start(&j->tc);
 }
 
@@ -899,6 +901,7 @@ static void scan_page(struct scan_job *j)
 	tcall_init(&j->tc, j->base.c, j->t, st->cursor, DOCRAFT__METHOD__TSERVER_SCAN, &j->req.base,
 		   &j->req.tablet_id, client_now(j->base.c) + j->base.c->opts.timeout_ms,
 		   scan_page_done);
+	j->tc.table_id_field = &j->req.table_id;
 	j->tc.prepare = scan_prepare;
 	tcall_start(&j->tc);
 }

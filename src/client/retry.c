@@ -463,6 +463,8 @@ static void send_attempt(struct tcall *t)
 	}
 	left = t->deadline - now;
 	*t->tablet_id_field = t->tablet_id;
+	if (t->table_id_field != NULL)
+		*t->table_id_field = t->table->id;
 	if (t->prepare != NULL)
 		t->prepare(t);
 	t->state = TCALL_SEND;

@@ -53,6 +53,10 @@ struct tcall {
 	uint16_t method;
 	ProtobufCMessage *msg;   /* repacked for every attempt */
 	char **tablet_id_field;  /* msg's tablet_id, set for every attempt */
+	/* Optional (set after tcall_init): msg's table_id, set for every
+	 * attempt to the cached table's id (mc_table.id), so that a tablet of
+	 * a dropped incarnation of the table refuses it (WRONG_TABLET). */
+	char **table_id_field;
 	uint64_t deadline;       /* uv_now() ms */
 	tcall_cb cb;
 	tcall_prepare_cb prepare;

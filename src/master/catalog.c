@@ -384,8 +384,8 @@ int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg
 	struct buf dk = BUF_INIT;
 	size_t len = b->data.len;
 	uint32_t count = b->count;
-	struct pv keys[3] = {pv_str("schema"), pv_str("rf"), pv_str("tablets")};
-	struct subdoc children[3];
+	struct pv keys[4] = {pv_str("schema"), pv_str("rf"), pv_str("tablets"), pv_str("id")};
+	struct subdoc children[4];
 	struct subdoc doc;
 	int rv;
 
@@ -393,7 +393,8 @@ int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg
 	children[0] = leaf(pv_strn(t->schema_pb, t->schema_len));
 	children[1] = leaf(pv_uint32(t->rf));
 	children[2] = leaf(pv_uint32((uint32_t)t->n_tablets));
-	doc = object(keys, children, 3);
+	children[3] = leaf(pv_str(t->id));
+	doc = object(keys, children, t->id[0] != '\0' ? 4 : 3);
 	doc_key(&dk, KIND_TABLE, t->name);
 	rv = docwrite_insert_subdoc(&w, dk.data, dk.len, NULL, 0, &doc);
 	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++)
@@ -494,6 +495,12 @@ static int load_table(struct catalog *c, const char *name, const struct docnode 
 	rv = catalog_table_new(name, s->value.v.s.p, s->value.v.s.len, rf, &t, errmsg);
 	if (rv != 0)
 		return err_wrap(errmsg, DOCRAFT_ECORRUPT, "catalog");
+	/* "id" is absent in catalogs written before table ids existed. */
+	if (child(doc, "id") != NULL &&
+	    (rv = get_str(doc, "id", t->id, sizeof t->id, what, errmsg)) != 0) {
+		catalog_table_free(t);
+		return err_wrap(errmsg, DOCRAFT_ECORRUPT, "catalog");
+	}
 	t->state = CAT_RUNNING;
 	t->loading_tablets = n;
 	t->tablets = xcalloc(n, sizeof *t->tablets);

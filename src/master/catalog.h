@@ -75,6 +75,8 @@ struct cat_replica {
 	bool gone;               /* deleted tablets: a heartbeat no longer lists it */
 };
 
+#define CATALOG_TABLE_ID_SIZE 17 /* 16 hex digits + NUL */
+
 struct cat_tablet {
 	char id[CATALOG_MAX_TABLET_ID + 1];
 	char table[CATALOG_MAX_TABLE_NAME + 1];
@@ -90,6 +92,11 @@ struct cat_tablet {
 
 struct cat_table {
 	char name[CATALOG_MAX_TABLE_NAME + 1];
+	/* Unique per CREATE TABLE (the same name created again gets another):
+	 * sent to its tablets (CreateTablet) and to clients (GetTable), so a
+	 * tablet of a dropped table refuses requests meant for its successor.
+	 * "" for a table stored before ids existed (then nothing is checked). */
+	char id[CATALOG_TABLE_ID_SIZE];
 	Docraft__TableSchema *schema; /* unpacked from schema_pb, owned */
 	uint8_t *schema_pb;           /* packed, owned */
 	size_t schema_len;

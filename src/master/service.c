@@ -462,6 +462,7 @@ static Docraft__CreateTabletRequest *create_pb(const struct cat_table *t,
 	req->join = false;
 	req->partition_start = tb->start;
 	req->partition_end = tb->end;
+	req->table_id = (char *)t->id;
 	return req;
 }
 
@@ -685,6 +686,26 @@ static size_t live_tservers(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
+/* A dropped tablet of table name that may still commit writes: fewer than
+ * a majority of its replicas are known to be deleted (heartbeats no longer
+ * list them). A client with a stale cache could still write there, and the
+ * write, acknowledged, would vanish with the tablet: so the name cannot be
+ * created again until none is left (the caller retries on EBUSY). */
+static const struct cat_tablet *dropped_alive(const struct master *m, const char *name)
+{
+	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		const struct cat_tablet *tb = m->cat.tablets[i];
+		uint32_t gone = 0;
+		if (tb->state != CAT_DELETED || strcmp(tb->table, name) != 0)
+			continue;
+		for (uint32_t k = 0; k < tb->n_replicas; k++)
+			gone += tb->replicas[k].gone;
+		if (gone <= tb->n_replicas / 2)
+			return tb;
+	}
+	return NULL;
+}
+
 /* Validates, places and records the table (CAT_CREATING), and fills op's
  * batch. On error nothing is left in the catalog. */
 static int prepare_create(struct master *m, const Docraft__CreateTableRequest *req,
@@ -694,6 +715,7 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 	struct cat_tserver **live = NULL;
 	struct placement_server *loads = NULL;
 	struct cat_table *t = NULL, *old;
+	const struct cat_tablet *dropped;
 	size_t *where = NULL, n_live;
 	uint32_t rf, n;
 	int rv;
@@ -709,6 +731,9 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 			       old->state == CAT_CREATING ? "created" : "dropped");
 	if (old != NULL)
 		return err_set(errmsg, DOCRAFT_EINVAL, "table '%s' already exists", op->name);
+	if ((dropped = dropped_alive(m, op->name)) != NULL)
+		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' was dropped and its tablet %s "
+			       "is not deleted on most replicas yet; retry", op->name, dropped->id);
 	rf = req->replication_factor != 0 ? req->replication_factor : m->default_rf;
 	if ((rv = placement_check_rf(rf, errmsg)) != 0)
 		return rv;
@@ -726,6 +751,7 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 		goto out;
 	if ((rv = catalog_table_new(op->name, schema.data, schema.len, rf, &t, errmsg)) != 0)
 		goto out;
+	snprintf(t->id, sizeof t->id, "%016" PRIx64, next_rand(m));
 	for (int attempt = 0;; attempt++) {
 		uint32_t suffix = (uint32_t)next_rand(m);
 		for (uint32_t i = 0; i < n; i++) {
@@ -917,6 +943,7 @@ static void handle_get_table(void *arg, struct rpc_call *call)
 	}
 	arena_init(&a);
 	resp.schema = t->schema;
+	resp.table_id = t->id;
 	resp.n_tablets = t->n_tablets;
 	resp.tablets = alloc0(&a, t->n_tablets * sizeof *resp.tablets);
 	for (size_t i = 0; i < t->n_tablets; i++) {

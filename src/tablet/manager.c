@@ -255,6 +255,9 @@ static int check_request(const Docraft__CreateTabletRequest *req, const char *se
 	if (req->partition_end > 65536 || req->partition_start >= req->partition_end)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad partition [%u, %u)",
 			       req->tablet_id, req->partition_start, req->partition_end);
+	if (strlen(req->table_id) > MANAGER_TABLE_ID_MAX)
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: table id longer than %d bytes",
+			       req->tablet_id, MANAGER_TABLE_ID_MAX);
 	if (req->schema == NULL)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no schema", req->tablet_id);
 	if ((rv = wire_schema_from_pb(req->schema, s, errmsg)) != 0)
@@ -561,6 +564,7 @@ static void load_replica(struct manager *m, const char *name)
 		goto failed;
 	r->part_start = req->partition_start;
 	r->part_end = req->partition_end;
+	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
 	r->has_schema = true;
 	if (open_replica(m, r, req, r->errmsg) != 0) {
 		if (r->t != NULL)
@@ -675,6 +679,10 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 				       "tablet %s exists here with partition [%u, %u), not [%u, %u)",
 				       r->id, r->part_start, r->part_end, req->partition_start,
 				       req->partition_end);
+		if (strcmp(req->table_id, r->table_id) != 0)
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "tablet %s exists here for table id '%s', not '%s'", r->id,
+				       r->table_id, req->table_id);
 		return 0;
 	}
 	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
@@ -687,6 +695,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 	r->join = req->join;
 	r->part_start = req->partition_start;
 	r->part_end = req->partition_end;
+	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
 	r->state = REPLICA_CLOSING; /* invisible until open */
 	if (stat(r->dir, &st) == 0) {
 		rv = err_set(errmsg, DOCRAFT_EIO, "%s exists but holds no known replica", r->dir);

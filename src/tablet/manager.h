@@ -48,6 +48,8 @@ struct copy_server;
 struct manager;
 
 #define MANAGER_META_FILE "meta.pb"
+/* The longest CreateTabletRequest.table_id accepted. */
+#define MANAGER_TABLE_ID_MAX 64
 
 enum replica_state {
 	REPLICA_OPEN = 1, /* tablet open and started */
@@ -68,6 +70,10 @@ struct replica {
 	bool join;             /* created as a new replica of an existing group */
 	uint32_t part_start;   /* partition [part_start, part_end) of the hash space */
 	uint32_t part_end;     /* 1..65536 */
+	/* The master's id of the table (CreateTabletRequest.table_id, kept in
+	 * meta.pb): requests naming another table id are refused (service.c).
+	 * "": created by an older master, not checked. */
+	char table_id[MANAGER_TABLE_ID_MAX + 1];
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* FAILED: why */
 	unsigned pending;      /* the service's requests in flight on it */
 

@@ -434,15 +434,31 @@ static int check_table(const struct replica *r, const char *table, char *errmsg)
 	return 0;
 }
 
-/* The replica a data request names, checked against the request's table;
- * NULL once an error has been replied. */
+/* WRONG_TABLET when the request names a table id (the incarnation of the
+ * table the client resolved) and r belongs to another one: r's table was
+ * dropped and created again, the client's locations are stale. */
+static int check_table_id(const struct replica *r, const char *table_id, char *errmsg)
+{
+	if (table_id == NULL || table_id[0] == '\0' || r->table_id[0] == '\0' ||
+	    strcmp(table_id, r->table_id) == 0)
+		return 0;
+	return err_set(errmsg, DOCRAFT_EWRONGTABLET,
+		       "tablet %s belongs to table id %s, not %s (table %s dropped and created "
+		       "again?): refresh the table's locations", r->id, r->table_id, table_id,
+		       r->schema.table);
+}
+
+/* The replica a data request names, checked against the request's table
+ * (name and id); NULL once an error has been replied. */
 static struct replica *data_replica(struct service *s, struct rpc_call *call, const char *what,
-				    const char *tablet_id, const char *table)
+				    const char *tablet_id, const char *table,
+				    const char *table_id)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct replica *r = find_open(s, call, what, tablet_id);
 	int rv;
-	if (r != NULL && (rv = check_table(r, table, errmsg)) != 0) {
+	if (r != NULL && ((rv = check_table(r, table, errmsg)) != 0 ||
+			  (rv = check_table_id(r, table_id, errmsg)) != 0)) {
 		reply_error(s, call, r->id, r, rv, errmsg);
 		return NULL;
 	}
@@ -546,7 +562,8 @@ static void on_write(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = data_replica(s, call, "write", req->tablet_id, req->table)) == NULL)
+	if ((r = data_replica(s, call, "write", req->tablet_id, req->table,
+			      req->table_id)) == NULL)
 		goto out;
 	if (req->schema_version != r->schema.version) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: schema version %u does not "
@@ -840,7 +857,8 @@ static void on_read(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = data_replica(s, call, "read", req->tablet_id, req->table)) == NULL)
+	if ((r = data_replica(s, call, "read", req->tablet_id, req->table,
+			      req->table_id)) == NULL)
 		goto out;
 	nk = schema_nkeys(&r->schema);
 	if (req->n_key != nk) {
@@ -949,7 +967,8 @@ static void on_scan(void *arg, struct rpc_call *call)
 
 	if (req == NULL)
 		return;
-	if ((r = data_replica(s, call, "scan", req->tablet_id, req->table)) == NULL)
+	if ((r = data_replica(s, call, "scan", req->tablet_id, req->table,
+			      req->table_id)) == NULL)
 		goto out;
 	if (!may_serve(s, call, r))
 		goto out;

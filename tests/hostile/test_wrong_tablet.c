@@ -6,6 +6,8 @@
  *       routes) outside it, sent as raw TSERVER_WRITE / conditional write /
  *       READ / SCAN (hash key) RPCs to the tablet's replicas: the leader
  *       answers WRONG_TABLET naming the partition (followers NOT_LEADER).
+ *       A read naming another table id than the tablet's (a dropped
+ *       incarnation of kv) is WRONG_TABLET too.
  *       Nothing was written anywhere (routed reads: not found; a scan of the
  *       whole table: only the rows the test wrote through the client), and
  *       every process is still up.
@@ -18,6 +20,13 @@
  *       side: a scan page at a time just below that write with a restart
  *       limit answers restart_ht past the write instead of rows; with the
  *       window closed it reads at the time asked.
+ *   dropped_table_does_not_take_stale_writes
+ *       Client A caches kv; client B drops kv and creates it again at once
+ *       (retrying while the master answers EBUSY); A, stale, writes a row
+ *       of kv: acknowledged, so once every tablet of the dropped kv is gone
+ *       from the tservers' disks B must read it from the new kv. Before
+ *       CREATE waited for the old tablets, A's write landed in a tablet of
+ *       the dropped table and vanished with it.
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <errno.h>
@@ -42,6 +51,7 @@
 #include "../cluster/harness.h"
 
 #define NTAB 4
+#include "kv.h" /* needs NTAB */
 #define CALL_MS 5000
 
 /* ---- raw RPCs ------------------------------------------------------------------------ */
@@ -134,52 +144,6 @@ static int to_leader(const struct mc_tablet *tb, uint16_t method, const Protobuf
 
 /* ---- the table ----------------------------------------------------------------------- */
 
-static void client_open(void)
-{
-	char err[DOCRAFT_ERRMSG_SIZE];
-	docraft_client_options o;
-	docraft_client_options_init(&o);
-	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
-	docraft_table_options to = {.num_tablets = NTAB, .replication_factor = 3};
-	CHECK_OK_MSG(docraft_table_create_cql(C.client,
-					      "CREATE TABLE kv (k text, v int, PRIMARY KEY ((k)));",
-					      &to),
-		     docraft_errmsg());
-}
-
-static uint16_t hash_of(const char *k)
-{
-	struct pv pv = pv_str(k);
-	return key_hash_components(&pv, 1);
-}
-
-/* A key of the form <prefix><n> whose hash is inside [start, end) (inside)
- * or outside it. */
-static void key_for(char *out, size_t cap, const char *prefix, uint32_t start, uint32_t end,
-		    bool inside)
-{
-	for (int n = 0; n < 100000; n++) {
-		snprintf(out, cap, "%s%d", prefix, n);
-		uint16_t h = hash_of(out);
-		if ((h >= start && h < end) == inside)
-			return;
-	}
-	CHECK_MSG(false, "no key found");
-}
-
-/* Returns the hybrid time the write applied at. */
-static uint64_t put(const char *k, int v)
-{
-	docraft_value key = docraft_value_text(k), val = docraft_value_int(v);
-	docraft_op *op = NULL;
-	uint64_t ht = 0;
-	CHECK_OK(docraft_op_insert(&key, 1, &op));
-	CHECK_OK(docraft_op_column(op, "v", &val));
-	CHECK_OK_MSG(docraft_write(C.client, "kv", &op, 1, -1, &ht), docraft_errmsg());
-	docraft_op_free(op);
-	return ht;
-}
-
 /* 1 found, 0 not found. */
 static int get(const char *k)
 {
@@ -218,14 +182,6 @@ static Docraft__Datum *text_datum(Docraft__Datum *d, const char *s)
 	d->s.data = (uint8_t *)s;
 	d->s.len = strlen(s);
 	return d;
-}
-
-static void all_up(void)
-{
-	int st;
-	CHECK_MSG(!proc_wait(&C.m.p, 0, &st), "the master exited");
-	for (int k = 0; k < NT; k++)
-		CHECK_MSG(!proc_wait(&C.t[k].p, 0, &st), "tserver %d exited", k + 1);
 }
 
 /* Makes t stale on purpose: tablets 0 and 1 swap everything but their
@@ -337,6 +293,16 @@ TEST(raw_requests_outside_the_partition)
 		/* The key it owns is still served: the check is not a blanket refusal. */
 		rd.key = okkey;
 		CHECK_OK(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r));
+		/* Another incarnation's table id (docs/cluster.md "Table ids"):
+		 * WRONG_TABLET; the id the master gave the client: served. */
+		CHECK_MSG(strlen(t->id) == 16, "table id '%s'", t->id);
+		rd.table_id = "0123456789abcdef";
+		CHECK_EQ_INT(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r),
+			     DOCRAFT_EWRONGTABLET);
+		CHECK_MSG(strstr(r.message, "table id") != NULL, "message: %s", r.message);
+		rd.table_id = t->id;
+		CHECK_OK(to_leader(tb, DOCRAFT__METHOD__TSERVER_READ, &rd.base, &r));
+		rd.table_id = "";
 
 		/* Nothing of either write applied: not the stray key anywhere,
 		 * not the in-partition op of the refused write. */
@@ -433,4 +399,63 @@ TEST(stale_cache_is_refreshed)
 	cluster_down();
 }
 
-TEST_MAIN(T(raw_requests_outside_the_partition), T(stale_cache_is_refreshed))
+/* True once no tserver has a directory for tablet id. */
+static bool tablet_gone(const char *id)
+{
+	char path[1024];
+	for (int k = 0; k < NT; k++) {
+		snprintf(path, sizeof path, "%s/tablets/%s", C.t[k].dir, id);
+		if (access(path, F_OK) == 0)
+			return false;
+	}
+	return true;
+}
+
+TEST(dropped_table_does_not_take_stale_writes)
+{
+	char k[32], err[DOCRAFT_ERRMSG_SIZE];
+	struct tablet old[NTAB];
+	docraft_client *b = NULL;
+	docraft_client_options o;
+
+	cluster_up("hostile-drop-create");
+	client_open();
+	key_for(k, sizeof k, "row", 0, 65536, true);
+	put(k, 1); /* client A caches kv */
+	CHECK_EQ_INT(tablets_with_leaders("kv", old, NTAB, NTAB, 20000), NTAB);
+
+	docraft_client_options_init(&o);
+	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &b, err), err);
+	CHECK_OK_MSG(docraft_table_drop(b, "kv", false), docraft_errmsg());
+	docraft_table_options to = {.num_tablets = NTAB, .replication_factor = 3};
+	uint64_t end = proc_now_ms() + 60000;
+	int rv;
+	while ((rv = docraft_table_create_cql(b, "CREATE TABLE kv (k text, v int, "
+					      "PRIMARY KEY ((k)));", &to)) == DOCRAFT_EBUSY) {
+		CHECK_MSG(proc_now_ms() < end, "CREATE still busy: %s", docraft_errmsg());
+		sleep_ms(50);
+	}
+	CHECK_OK_MSG(rv, docraft_errmsg());
+
+	put(k, 2); /* client A, stale: acknowledged */
+
+	end = proc_now_ms() + 60000;
+	for (int i = 0; i < NTAB; i++)
+		while (!tablet_gone(old[i].id)) {
+			CHECK_MSG(proc_now_ms() < end, "tablet %s of the dropped table still on disk",
+				  old[i].id);
+			sleep_ms(200);
+		}
+	docraft_value key = docraft_value_text(k);
+	docraft_result *r = NULL;
+	CHECK_OK_MSG(docraft_get(b, "kv", &key, 1, 0, &r), docraft_errmsg());
+	CHECK_MSG(docraft_result_nrows(r) == 1, "the acknowledged write of the stale client is "
+		  "lost");
+	docraft_result_free(r);
+	docraft_client_close(b);
+	all_up();
+	cluster_down();
+}
+
+TEST_MAIN(T(raw_requests_outside_the_partition), T(stale_cache_is_refreshed),
+	  T(dropped_table_does_not_take_stale_writes))

@@ -37,6 +37,10 @@
  *       current fsm.c (a marker at a barrier index wedges the tablet).
  *   corrupt_entry_fails_fsm            malformed entries: failed + errmsg,
  *       non-zero from apply, nothing written.
+ *   entry_beyond_max_skew_not_adopted  an entry stamped 2 s past the fixed
+ *       clock (max skew 500 ms) is applied everywhere, but no replica's
+ *       hlc adopts its time (counted in fsm.skewed, kept in fsm.max_ht); an
+ *       entry within the skew is adopted.
  *
  * Deterministic: fixture time only, fixed election timeouts, fixed seeds, a
  * fixed physical clock for the hlcs. */
@@ -1871,9 +1875,62 @@ TEST(corrupt_entry_fails_fsm)
 	cluster_end(c);
 }
 
+/* A leader with a runaway clock: its entry is committed, so every replica
+ * applies it, but a time further ahead of the local clock than the maximum
+ * skew must not drag the replicas' hybrid clocks along. */
+TEST(entry_beyond_max_skew_not_adopted)
+{
+	struct cluster *c = &cl;
+	struct setup o = {0};
+	struct buf b = BUF_INIT;
+	struct wr w = {0x51, 1, 1, "far", "x"};
+	uint64_t far = ht_make(CLOCK_US + 2000000, 0), near = ht_make(CLOCK_US + 100000, 0);
+	uint64_t before[NS], idx, ht;
+	struct req *q;
+	unsigned l;
+
+	cluster_begin(c, "tfx-skew");
+	fixture_up(c, &o);
+	l = wait_ready(c, 5000);
+	wait_applied(c, c->lead_barrier[l]->barrier.index, 2000);
+	for (unsigned i = 0; i < NS; i++)
+		before[i] = hlc_last(&c->s[i].hlc);
+
+	build_entry(&b, far, &w, 1);
+	q = submit(c, l, b.data, b.len);
+	wait_applied(c, q->apply.index, 2000);
+	CHECK(q->done && q->status == 0);
+	for (unsigned i = 0; i < NS; i++) {
+		struct server *s = &c->s[i];
+		CHECK(!s->fsm.failed);
+		CHECK_EQ_INT(versions(s->store, "far"), 1); /* applied */
+		store_applied(s->store, &idx, &ht);
+		CHECK_EQ_U64(ht, far);
+		CHECK_EQ_U64(s->fsm.max_ht, far);
+		CHECK_EQ_U64(s->fsm.skewed, 1);
+		CHECK_MSG(hlc_last(&s->hlc) == before[i], "S%u adopted %" PRIu64 " (was %" PRIu64
+			  ")", i + 1, hlc_last(&s->hlc), before[i]);
+	}
+
+	/* Within the skew: adopted as before. */
+	w.seq = 2;
+	w.key = "near";
+	build_entry(&b, near, &w, 1);
+	q = submit(c, l, b.data, b.len);
+	wait_applied(c, q->apply.index, 2000);
+	for (unsigned i = 0; i < NS; i++) {
+		CHECK_EQ_U64(hlc_last(&c->s[i].hlc), near);
+		CHECK_EQ_U64(c->s[i].fsm.skewed, 1);
+	}
+	buf_free(&b);
+	fixture_down(c);
+	cluster_end(c);
+}
+
 TEST_MAIN(T(apply_then_replay_skips_flushed), T(replay_from_different_flush_points),
 	  T(retried_request_applied_once), T(group_commit_one_retry_put_per_client),
 	  T(leader_change_all_in_flight_committed), T(leader_change_some_in_flight_lost),
 	  T(snapshot_marker_install), T(snapshot_restart_at_command_index),
 	  T(snapshot_at_barrier_restart_needs_no_copy),
-	  T(corrupt_entry_fails_fsm))
+	  T(corrupt_entry_fails_fsm),
+	  T(entry_beyond_max_skew_not_adopted))

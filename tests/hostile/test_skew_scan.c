@@ -1,0 +1,251 @@
+/* Clock skew (issue 12), black box: a master and three tservers as
+ * processes; tserver 1 runs under the clock shim of tests/jepsen/skew.c
+ * (LD_PRELOAD, DOCRAFT_SKEW_FILE), its wall clock shifted by a fixed
+ * offset; the tservers keep the default --max-clock-skew-ms (500). Table kv
+ * (k text primary key, v int) in 4 tablets, RF 3. Tserver 1 is made the
+ * leader of a tablet other than tablet 0, and not of tablet 0, whose
+ * leader (a correct clock) chooses the read time of whole-table scans.
+ *
+ *   scan_after_write_on_a_fast_leader (+300 ms, within the maximum skew)
+ *       ROUNDS times: write v = i to a key of tserver 1's tablet through
+ *       the routing client, then at once scan the whole table and read the
+ *       key: both must show v = i. The writes are stamped ahead of the real
+ *       clock (checked: the scenario is exercised), so a scan reading every
+ *       tablet at tablet 0's time would miss them without the read restart.
+ *   clock_beyond_the_maximum_skew (+2000 ms)
+ *       A write on tserver 1's tablet is stamped ~2 s ahead. Its followers
+ *       apply it but log that they did not adopt the time; a read at that
+ *       time on another tablet is refused with CLOCK_SKEW; that tablet's own
+ *       read times stay near the real clock (its clock did not jump); point
+ *       reads on every tablet answer what was written; every process is up.
+ *
+ * MASTER, TSERVER, DOCRAFT and DOCRAFT_SKEW_SO name the executables and the
+ * shim (meson sets them). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/hlc.h"
+#include "docdb/key.h"
+#include "docraft/docraft.h"
+#include "proc.h"
+#include "test.h"
+
+#include "../cluster/harness.h"
+
+#define NTAB 4
+#include "kv.h" /* needs NTAB */
+#define ROUNDS 200
+#define FAST 0 /* the tserver under the shim */
+
+static char skew_file[320];
+
+/* ---- the skewed tserver -------------------------------------------------------------- */
+
+static void write_skew(int ms)
+{
+	char tmp[340];
+	snprintf(tmp, sizeof tmp, "%s.tmp", skew_file);
+	FILE *f = fopen(tmp, "w");
+	CHECK(f != NULL);
+	fprintf(f, "%d\n", ms);
+	CHECK_OK(fclose(f));
+	CHECK_OK(rename(tmp, skew_file)); /* atomic, as skew.c asks */
+}
+
+/* Starts the cluster, then restarts tserver FAST under the shim with its
+ * clock ms ahead (before any table exists: nothing to recover). */
+static void skewed_cluster_up(const char *tag, int ms)
+{
+	const char *so = getenv("DOCRAFT_SKEW_SO");
+	int st;
+	CHECK_MSG(so != NULL && access(so, R_OK) == 0, "DOCRAFT_SKEW_SO not set or missing");
+	cluster_up(tag);
+	snprintf(skew_file, sizeof skew_file, "%s/skew_ms", C.base);
+	write_skew(ms);
+	proc_signal(&C.t[FAST].p, SIGTERM);
+	CHECK_MSG(proc_wait(&C.t[FAST].p, 15000, &st), "tserver %d did not stop", FAST + 1);
+	CHECK_OK(setenv("LD_PRELOAD", so, 1));
+	CHECK_OK(setenv("DOCRAFT_SKEW_FILE", skew_file, 1));
+	tserver_start(FAST);
+	CHECK_OK(unsetenv("LD_PRELOAD"));
+	CHECK_OK(unsetenv("DOCRAFT_SKEW_FILE"));
+	uint64_t end = proc_now_ms() + 20000;
+	while (live_tservers() < NT) {
+		CHECK_MSG(proc_now_ms() < end, "tserver %d did not come back", FAST + 1);
+		sleep_ms(200);
+	}
+	test_note("tserver %d runs %+d ms ahead", FAST + 1, ms);
+}
+
+/* ---- the table ----------------------------------------------------------------------- */
+
+/* A key <prefix><n> of tablet i (the master splits the space evenly). */
+static void key_of_tablet(char *out, size_t cap, const char *prefix, int i)
+{
+	key_for(out, cap, prefix, (uint32_t)(i * 65536 / NTAB), (uint32_t)((i + 1) * 65536 / NTAB),
+		true);
+}
+
+/* v of row k in r, or -1 if r has no such row. */
+static int64_t value_in(const docraft_result *r, const char *k)
+{
+	int kc = docraft_result_column_index(r, "k"), vc = docraft_result_column_index(r, "v");
+	CHECK(kc >= 0 && vc >= 0);
+	for (size_t i = 0; i < docraft_result_nrows(r); i++) {
+		docraft_value kv = docraft_result_value(r, i, (size_t)kc);
+		if (kv.v.s.len == strlen(k) && memcmp(kv.v.s.p, k, kv.v.s.len) == 0)
+			return docraft_result_value(r, i, (size_t)vc).v.i;
+	}
+	return -1;
+}
+
+/* v of k by a point read at read_ht (0: now); *at (may be NULL) gets the
+ * time read at. Returns the status. */
+static int get_at(const char *k, uint64_t read_ht, int64_t *v, uint64_t *at)
+{
+	docraft_value key = docraft_value_text(k);
+	docraft_result *r = NULL;
+	int rv = docraft_get(C.client, "kv", &key, 1, read_ht, &r);
+	if (rv != 0)
+		return rv;
+	*v = value_in(r, k);
+	if (at != NULL)
+		*at = docraft_result_read_ht(r);
+	docraft_result_free(r);
+	return 0;
+}
+
+static int64_t scan_value(const char *k)
+{
+	docraft_scan_spec spec;
+	docraft_result *r = NULL;
+	memset(&spec, 0, sizeof spec);
+	CHECK_OK_MSG(docraft_scan(C.client, "kv", &spec, &r), docraft_errmsg());
+	int64_t v = value_in(r, k);
+	docraft_result_free(r);
+	return v;
+}
+
+/* Moves leaders until tserver FAST leads some tablet other than 0 and not
+ * tablet 0; returns that tablet (bounded; step-down picks any voter). */
+static int arrange_leaders(void)
+{
+	struct tablet tb[NTAB];
+	uint64_t end = proc_now_ms() + 60000;
+	for (;;) {
+		int mine = -1;
+		CHECK_EQ_INT(tablets_with_leaders("kv", tb, NTAB, NTAB, 20000), NTAB);
+		for (int i = 1; i < NTAB && mine < 0; i++)
+			if (strcmp(tb[i].leader, C.t[FAST].addr) == 0)
+				mine = i;
+		bool first_mine = strcmp(tb[0].leader, C.t[FAST].addr) == 0;
+		if (mine > 0 && !first_mine) {
+			test_note("tablet %s led by the fast tserver, tablet 0 by %s", tb[mine].id,
+				  tb[0].leader);
+			return mine;
+		}
+		CHECK_MSG(proc_now_ms() < end, "could not arrange the leaders");
+		CHECK_EQ_INT(CLI(10000, "step-down", first_mine ? tb[0].id : tb[1].id), 0);
+		sleep_ms(500); /* the master learns leaders from heartbeats */
+	}
+}
+
+static uint64_t wall_us(void)
+{
+	return hlc_wall_clock(NULL);
+}
+
+static bool log_has(const char *path, const char *needle)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+/* ---- cases ---------------------------------------------------------------------------- */
+
+TEST(scan_after_write_on_a_fast_leader)
+{
+	char k[32];
+	int ahead = 0;
+
+	skewed_cluster_up("hostile-skew-scan", 300);
+	client_open();
+	int mine = arrange_leaders();
+	key_of_tablet(k, sizeof k, "fast", mine);
+	for (int i = 0; i < ROUNDS; i++) {
+		int64_t v = -1;
+		uint64_t ht = put(k, i);
+		if (ht_physical(ht) > wall_us())
+			ahead++; /* stamped by the fast clock */
+		int64_t seen = scan_value(k);
+		CHECK_MSG(seen == i, "round %d: the scan right after the write shows v = %" PRId64,
+			  i, seen);
+		CHECK_OK(get_at(k, 0, &v, NULL));
+		CHECK_EQ_INT((int)v, i);
+	}
+	test_note("%d of %d writes were stamped ahead of the real clock", ahead, ROUNDS);
+	/* Else the leaders moved away and the case proved little. */
+	CHECK_MSG(ahead >= ROUNDS / 2, "only %d writes were on the fast leader", ahead);
+	all_up();
+	cluster_down();
+}
+
+TEST(clock_beyond_the_maximum_skew)
+{
+	char k_fast[32], k_first[32];
+	int64_t v = -1;
+	uint64_t at = 0;
+
+	skewed_cluster_up("hostile-skew-far", 2000);
+	client_open();
+	int mine = arrange_leaders();
+	key_of_tablet(k_fast, sizeof k_fast, "far", mine);
+	key_of_tablet(k_first, sizeof k_first, "first", 0);
+	put(k_first, 1);
+	uint64_t ht = put(k_fast, 2);
+	CHECK_MSG(ht_physical(ht) > wall_us() + 1000000, "the write was not stamped ahead");
+
+	/* The followers of the fast tablet applied the entry without adopting
+	 * its time (bounded wait for the log line). */
+	uint64_t end = proc_now_ms() + 20000;
+	for (int t = 0; t < NT; t++) {
+		if (t == FAST)
+			continue;
+		while (!log_has(C.t[t].log, "beyond the maximum clock skew")) {
+			CHECK_MSG(proc_now_ms() < end, "tserver %d: no clock skew line", t + 1);
+			sleep_ms(100);
+		}
+	}
+	/* Its time, asked of tablet 0's leader (a correct clock): refused. */
+	CHECK_EQ_INT(get_at(k_first, ht, &v, NULL), DOCRAFT_ECLOCKSKEW);
+	test_note("refused: %s", docraft_errmsg());
+	/* Tablet 0 still reads at its own time: its clock did not jump. */
+	CHECK_OK(get_at(k_first, 0, &v, &at));
+	CHECK_EQ_INT((int)v, 1);
+	CHECK_MSG(ht_physical(at) < ht_physical(ht), "tablet 0 reads at %" PRIu64
+		  ", not below the far time %" PRIu64, at, ht);
+	/* Correct answers on both tablets, and a write on tablet 0 after it. */
+	put(k_first, 3);
+	CHECK_OK(get_at(k_first, 0, &v, NULL));
+	CHECK_EQ_INT((int)v, 3);
+	CHECK_OK(get_at(k_fast, 0, &v, NULL));
+	CHECK_EQ_INT((int)v, 2);
+	all_up();
+	cluster_down();
+}
+
+TEST_MAIN(T(scan_after_write_on_a_fast_leader), T(clock_beyond_the_maximum_skew))
