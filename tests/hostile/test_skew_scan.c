@@ -18,6 +18,14 @@
  *       time on another tablet is refused with CLOCK_SKEW; that tablet's own
  *       read times stay near the real clock (its clock did not jump); point
  *       reads on every tablet answer what was written; every process is up.
+ *   list_order_across_a_slower_leader (+400 ms)
+ *       Table lst (k text primary key, l list<int>) in one tablet. Ten
+ *       appends while tserver 1 (fast clock) leads it, then its leadership
+ *       moves to a tserver whose wall clock is 400 ms behind, ten more
+ *       appends: the list reads 0..19 in order. List indexes come from the
+ *       tablet's hybrid clock, which every replica raises past the entries
+ *       it applies; indexes taken from the new leader's wall clock would
+ *       sort its appends before the first ten.
  *
  * MASTER, TSERVER, DOCRAFT and DOCRAFT_SKEW_SO name the executables and the
  * shim (meson sets them). */
@@ -41,7 +49,7 @@
 
 #define NTAB 4
 #include "kv.h" /* needs NTAB */
-#define ROUNDS 200
+#define ROUNDS 100
 #define FAST 0 /* the tserver under the shim */
 
 static char skew_file[320];
@@ -248,4 +256,73 @@ TEST(clock_beyond_the_maximum_skew)
 	cluster_down();
 }
 
-TEST_MAIN(T(scan_after_write_on_a_fast_leader), T(clock_beyond_the_maximum_skew))
+/* The leader of lst's one tablet as the master reports it, after waiting
+ * for one; its tablet id into id. */
+static const char *lst_leader(char *id, size_t cap)
+{
+	static struct tablet tb[1];
+	CHECK_EQ_INT(tablets_with_leaders("lst", tb, 1, 1, 20000), 1);
+	snprintf(id, cap, "%s", tb[0].id);
+	return tb[0].leader;
+}
+
+/* Steps lst's tablet down until (fast) tserver FAST leads it or (!fast)
+ * another one does. Bounded. */
+static void lst_led_by_fast(bool fast)
+{
+	char id[128];
+	uint64_t end = proc_now_ms() + 60000;
+	for (;;) {
+		const char *leader = lst_leader(id, sizeof id);
+		if ((strcmp(leader, C.t[FAST].addr) == 0) == fast)
+			return;
+		CHECK_MSG(proc_now_ms() < end, "could not move lst's leader");
+		CHECK_EQ_INT(CLI(10000, "step-down", id), 0);
+		sleep_ms(500); /* the master learns leaders from heartbeats */
+	}
+}
+
+static void lst_append(int i)
+{
+	docraft_value key = docraft_value_text("x"), item = docraft_value_int(i);
+	docraft_op *op = NULL;
+	CHECK_OK(docraft_op_list_append(&key, 1, "l", &item, 1, &op));
+	CHECK_OK_MSG(docraft_write(C.client, "lst", &op, 1, -1, NULL), docraft_errmsg());
+	docraft_op_free(op);
+}
+
+TEST(list_order_across_a_slower_leader)
+{
+	docraft_table_options to = {.num_tablets = 1, .replication_factor = 3};
+	docraft_value key = docraft_value_text("x");
+	const docraft_value *items = NULL;
+	docraft_result *r = NULL;
+
+	skewed_cluster_up("hostile-skew-list", 400);
+	client_open();
+	CHECK_OK_MSG(docraft_table_create_cql(C.client,
+					      "CREATE TABLE lst (k text, l list<int>, "
+					      "PRIMARY KEY ((k)));",
+					      &to),
+		     docraft_errmsg());
+	lst_led_by_fast(true);
+	for (int i = 0; i < 10; i++)
+		lst_append(i);
+	lst_led_by_fast(false);
+	for (int i = 10; i < 20; i++)
+		lst_append(i);
+	CHECK_OK_MSG(docraft_get(C.client, "lst", &key, 1, 0, &r), docraft_errmsg());
+	CHECK_EQ_INT((int)docraft_result_nrows(r), 1);
+	size_t n = docraft_result_elems(r, 0, (size_t)docraft_result_column_index(r, "l"), &items,
+					NULL);
+	CHECK_EQ_INT((int)n, 20);
+	for (size_t i = 0; i < n; i++)
+		CHECK_MSG(items[i].v.i == (int64_t)i, "item %zu is %" PRId64 " (order broken)", i,
+			  items[i].v.i);
+	docraft_result_free(r);
+	all_up();
+	cluster_down();
+}
+
+TEST_MAIN(T(scan_after_write_on_a_fast_leader), T(clock_beyond_the_maximum_skew),
+	  T(list_order_across_a_slower_leader))
