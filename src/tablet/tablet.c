@@ -450,12 +450,13 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	int rv;
 
 	*out = NULL;
-	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id must be 1..%d characters",
-			       LISTENER_TABLET_ID_MAX);
-	if (o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL,
-			       "tablet %s: dir, address, listener and raft id are required", o->id);
+	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX ||
+	    o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0) {
+		store_close(o->opened_store); /* NULL: a no-op */
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: id (1..%d characters), dir, "
+			       "address, listener and raft id are required",
+			       o->id != NULL ? o->id : "", LISTENER_TABLET_ID_MAX);
+	}
 	t = calloc(1, sizeof *t);
 	if (t == NULL)
 		PANIC("out of memory");
@@ -484,12 +485,10 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	}
 	buf_init(&t->entry);
 
-	if ((rv = mkdir_p(t->dir, errmsg)) != 0 || (rv = mkdir_p(t->raft_dir, errmsg)) != 0)
-		goto err;
-	remove_tree(t->copy_dir); /* a copy interrupted by a crash */
-	if ((rv = copy_server_remove_leftovers(t->db_dir, errmsg)) != 0)
-		goto err;
-	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0)
+	t->o.opened_store = NULL;
+	if (o->opened_store != NULL)
+		t->store = o->opened_store;
+	else if ((rv = tablet_prepare(o, &t->store, errmsg)) != 0)
 		goto err;
 	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
 		goto err_fsm;
@@ -527,6 +526,25 @@ err:
 	free(t->db_dir);
 	free(t->copy_dir);
 	free(t);
+	return rv;
+}
+
+int tablet_prepare(const struct tablet_options *o, struct store **out, char *errmsg)
+{
+	char *raft_dir = path_join(o->dir, "raft");
+	char *db_dir = path_join(o->dir, "db");
+	char *copy_dir = path_join(o->dir, "db.copy");
+	int rv;
+
+	*out = NULL;
+	if ((rv = mkdir_p(o->dir, errmsg)) == 0 && (rv = mkdir_p(raft_dir, errmsg)) == 0) {
+		remove_tree(copy_dir); /* a copy interrupted by a crash */
+		if ((rv = copy_server_remove_leftovers(db_dir, errmsg)) == 0)
+			rv = store_open(db_dir, &o->store, out, errmsg);
+	}
+	free(raft_dir);
+	free(db_dir);
+	free(copy_dir);
 	return rv;
 }
 
