@@ -395,6 +395,32 @@ static bool raft_peer_check(void *arg, uint64_t id, const char *address,
 	return rio_is_member(&t->rio, id, address) && listener_peer_matches(address, peer);
 }
 
+/* The copy server's member check of this replica's COPY connections
+ * (remote_copy.h): a peer connecting from the IP of a server in the current
+ * configuration gets a member slot. TLS will replace the IP comparison. */
+static bool copy_peer_check(void *arg, const struct sockaddr_in *peer)
+{
+	struct tablet *t = arg;
+	const struct raft_configuration *c = &t->raft.configuration;
+	if (!t->raft_open)
+		return false;
+	for (unsigned i = 0; i < c->n; i++)
+		if (listener_peer_matches(c->servers[i].address, peer))
+			return true;
+	return false;
+}
+
+/* Registers the store with the copy server, if any. */
+static int offer_copies(struct tablet *t, char *errmsg)
+{
+	int rv;
+	if (t->o.copy == NULL)
+		return 0;
+	if ((rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) == 0)
+		copy_server_set_member_check(t->o.copy, t->id, copy_peer_check, t);
+	return rv;
+}
+
 static int raft_setup(struct tablet *t, char *errmsg)
 {
 	int rv;
@@ -493,8 +519,7 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
 		goto err_fsm;
 	store_applied(t->store, &t->st.flushed_index, NULL);
-	if (t->o.copy != NULL &&
-	    (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		goto err_store;
 	if ((rv = raft_setup(t, errmsg)) != 0) {
 		if (t->o.copy != NULL)
@@ -1439,7 +1464,7 @@ static void raft_restart_after_copy(struct tablet *t)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
-	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
 	if ((rv = raft_setup(t, errmsg)) != 0 || (rv = tablet_start(t, errmsg)) != 0) {
 		fail(t, rv, errmsg);
@@ -1473,7 +1498,7 @@ static void recover(struct tablet *t)
 	t->fsm.failed = false;
 	t->fsm.errmsg[0] = '\0';
 	store_applied(t->store, &flushed, NULL);
-	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
 	if ((rv = raft_setup(t, errmsg)) != 0) {
 		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
