@@ -4,8 +4,35 @@
  * millions). Closing a tablet is asynchronous (tablet_close), so a replica
  * being deleted stays in the list as CLOSING until its tablet's close
  * callback, where its files are removed and its delete callers answered.
- * Callbacks that have no tablet to wait for (the delete of a FAILED replica)
- * are run from a zero-delay timer, never from inside the call. */
+ * Callbacks that have no tablet to wait for (an idempotent create, a
+ * delete that cancels a queued create) are run from a zero-delay timer,
+ * never from inside the call.
+ *
+ * Off the loop thread. Opening a replica costs ~100-200 ms of blocking
+ * file-system work (meta.pb write and fsyncs, RocksDB open, raft_uv's
+ * capability probe, metadata and bootstrap segment), and a CREATE TABLE
+ * sends a tserver dozens of creates at once: run on the loop they stalled
+ * it for seconds, past the election timeout. A create is therefore a job
+ * (struct mgr_job) on m->jobs, in order:
+ *
+ *   QUEUED ──(a pool slot, MANAGER_CREATE_JOBS)──► POOL: create_work on the
+ *   threadpool: mkdir, meta.pb, tablet_prepare (dirs, RocksDB open)
+ *   ──► READY (create_after, loop) ──► opener_cb, ONE replica per loop turn:
+ *   tablet_open with the opened store, bootstrap, start ──► OPEN, waiters 0
+ *
+ * raft_uv's part (raft_init's probe and metadata, raft_bootstrap) must run
+ * on the loop that will own the raft instance, hence one per turn: a turn
+ * costs one replica's raft set-up (~40-100 ms), not a batch's. The replica
+ * is CREATING throughout (invisible to lookups; manager_busy names it); a
+ * second create of it joins the first's waiters; a delete cancels it (a
+ * QUEUED job just goes; a POOL job is finished by create_after; a READY
+ * one's store is closed by the removal job), answering the creates
+ * DOCRAFT_ETABLETNOTFOUND. Removing files (a deleted replica, a cancelled
+ * create) is a job too: remove_work closes a store it was given and
+ * removes meta.pb then the directory. A job's replica stays on m->head
+ * until the job's after-callback, so manager_close waits for every job
+ * through maybe_closed. libuv's uv_queue_work only fails for a NULL work
+ * callback, so its failure is a bug (PANIC), not a path. */
 #include "tablet/manager.h"
 
 #include <dirent.h>
@@ -37,6 +64,21 @@ struct mgr_waiter {
 	void *arg;
 	int status;
 	struct mgr_waiter *next;
+};
+
+/* A create in progress, or a removal of a replica's files (design note). */
+struct mgr_job {
+	uv_work_t work;
+	struct replica *r;
+	enum { JOB_QUEUED, JOB_POOL, JOB_READY } phase; /* creates */
+	Docraft__CreateTabletRequest *req; /* create: a copy of the request */
+	uint8_t *packed;             /* create: req packed, the meta.pb */
+	size_t len;
+	struct store *store;         /* create: opened on the pool (READY);
+					removal: closed there first */
+	int status;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct mgr_job *next;        /* m->jobs (creates) */
 };
 
 /* ---- file-system helpers ---------------------------------------------------- */
@@ -366,6 +408,16 @@ static void defer_waiters(struct manager *m, struct mgr_waiter *w, int status)
 	uv_timer_start(&m->defer, defer_cb, 0, 0);
 }
 
+static struct mgr_waiter *waiter_new(manager_delete_cb cb, void *arg)
+{
+	struct mgr_waiter *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		PANIC("out of memory");
+	w->cb = cb;
+	w->arg = arg;
+	return w;
+}
+
 static void defer_closed(uv_handle_t *h)
 {
 	struct manager *m = h->data;
@@ -377,10 +429,98 @@ static void defer_closed(uv_handle_t *h)
 	m->close_cb(m);
 }
 
+static void opener_closed(uv_handle_t *h)
+{
+	struct manager *m = h->data;
+	uv_close((uv_handle_t *)&m->defer, defer_closed);
+}
+
+/* A job's replica stays on m->head until its after-callback, so an empty
+ * list also means no job is left on the threadpool. */
 static void maybe_closed(struct manager *m)
 {
-	if (m->closing && m->n_open == 0 && m->head == NULL)
-		uv_close((uv_handle_t *)&m->defer, defer_closed);
+	if (m->closing && m->n_open == 0 && m->head == NULL && m->pool_jobs == 0 &&
+	    !uv_is_closing((uv_handle_t *)&m->opener))
+		uv_close((uv_handle_t *)&m->opener, opener_closed);
+}
+
+/* ---- jobs (see the top) --------------------------------------------------------- */
+
+static void queue_work(struct manager *m, struct mgr_job *job, uv_work_cb work,
+		       uv_after_work_cb after)
+{
+	int rv;
+	job->work.data = job;
+	rv = uv_queue_work(m->loop, &job->work, work, after);
+	if (rv != 0) /* only for a NULL work callback */
+		PANIC("uv_queue_work: %s", uv_strerror(rv));
+	m->pool_jobs++;
+}
+
+static void job_free(struct mgr_job *job)
+{
+	if (job->req != NULL)
+		docraft__create_tablet_request__free_unpacked(job->req, NULL);
+	free(job->packed);
+	free(job);
+}
+
+static void job_unlink(struct manager *m, struct mgr_job *job)
+{
+	struct mgr_job **pp = &m->jobs_head;
+	m->jobs_tail = NULL;
+	while (*pp != NULL && *pp != job) {
+		m->jobs_tail = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp == job)
+		*pp = job->next;
+	while (*pp != NULL) {
+		m->jobs_tail = *pp;
+		pp = &(*pp)->next;
+	}
+	job->r->job = NULL;
+}
+
+/* Threadpool: closes the store it was given, removes r's files. */
+static void remove_work(uv_work_t *w)
+{
+	struct mgr_job *job = w->data;
+	store_close(job->store);
+	job->store = NULL;
+	job->status = delete_files(job->r);
+}
+
+static void remove_after(uv_work_t *w, int status)
+{
+	struct mgr_job *job = w->data;
+	struct replica *r = job->r;
+	struct manager *m = r->m;
+	struct mgr_waiter *waiters = r->waiters;
+	(void)status; /* never cancelled */
+	m->pool_jobs--;
+	LOG_INFO("tablet %s: replica deleted", r->id);
+	r->waiters = NULL;
+	replica_unlink(r);
+	replica_free(r);
+	run_waiters(waiters, job->status);
+	free(job);
+	maybe_closed(m);
+}
+
+/* r is CLOSING (its tablet closed, or it never had one): closes store
+ * (may be NULL) and removes r's files on the threadpool, then frees r and
+ * answers its delete waiters. */
+static void start_removal(struct replica *r, struct store *store)
+{
+	struct mgr_job *job = calloc(1, sizeof *job);
+	if (job == NULL)
+		PANIC("out of memory");
+	job->r = r;
+	job->store = store;
+	r->state = REPLICA_CLOSING;
+	r->remove_files = true;
+	queue_work(r->m, job, remove_work, remove_after);
 }
 
 static void tablet_closed_cb(struct tablet *t, void *arg)
@@ -390,15 +530,14 @@ static void tablet_closed_cb(struct tablet *t, void *arg)
 	(void)t;
 	r->t = NULL;
 	m->n_open--;
-	if (r->state == REPLICA_CLOSING) {
-		int status = r->remove_files ? delete_files(r) : 0;
+	if (r->state == REPLICA_CLOSING && r->remove_files) {
+		start_removal(r, NULL);
+	} else if (r->state == REPLICA_CLOSING) {
 		struct mgr_waiter *w = r->waiters;
-		if (r->remove_files)
-			LOG_INFO("tablet %s: replica deleted", r->id);
 		r->waiters = NULL;
 		replica_unlink(r);
 		replica_free(r);
-		run_waiters(w, status);
+		run_waiters(w, 0);
 	} else if (m->closing) {
 		/* A FAILED replica whose tablet finished closing. */
 		replica_unlink(r);
@@ -413,40 +552,49 @@ static void close_tablet(struct replica *r)
 	tablet_close(r->t, tablet_closed_cb, r);
 }
 
-/* Opens r's tablet as req describes; on error r->t may be set (an opened
- * tablet that failed later): the caller closes it. */
+/* r's tablet options (any thread: reads only what never changes). */
+static void options_for(struct manager *m, struct replica *r, struct tablet_options *o)
+{
+	tablet_options_default(o);
+	o->id = r->id;
+	o->dir = r->dir;
+	o->raft_id = r->raft_id;
+	o->address = m->address;
+	o->listener = m->o.listener;
+	o->copy = m->o.copy;
+	if (m->o.raft_heartbeat_ms != 0)
+		o->heartbeat_ms = m->o.raft_heartbeat_ms;
+	if (m->o.election_ms != 0)
+		o->election_ms = m->o.election_ms;
+	if (m->o.max_inflight != 0)
+		o->max_inflight = m->o.max_inflight;
+	if (m->o.segment_bytes != 0)
+		o->segment_bytes = m->o.segment_bytes;
+	if (m->o.max_clock_skew_ms != 0)
+		o->max_clock_skew_us = (uint64_t)m->o.max_clock_skew_ms * 1000;
+	if (m->o.lease_ms == MANAGER_LEASE_OFF)
+		o->lease_ms = 0;
+	else if (m->o.lease_ms != 0)
+		o->lease_ms = m->o.lease_ms;
+	o->store.env = m->o.store_env;
+	o->store.default_ttl_ms = r->schema.default_ttl_ms;
+	/* The schema compaction GC uses: repacking of packed rows and removal
+	 * of dropped columns (the store keeps its own copy). */
+	o->store.schema = &r->schema;
+}
+
+/* Opens r's tablet as req describes, with store (tablet_prepare'd, taken
+ * over even on error) or, NULL, opening it here; on error r->t may be set
+ * (an opened tablet that failed later): the caller closes it. */
 static int open_replica(struct manager *m, struct replica *r,
-			const Docraft__CreateTabletRequest *req, char *errmsg)
+			const Docraft__CreateTabletRequest *req, struct store *store,
+			char *errmsg)
 {
 	struct tablet_options o;
 	int rv;
 
-	tablet_options_default(&o);
-	o.id = r->id;
-	o.dir = r->dir;
-	o.raft_id = req->raft_id;
-	o.address = m->address;
-	o.listener = m->o.listener;
-	o.copy = m->o.copy;
-	if (m->o.raft_heartbeat_ms != 0)
-		o.heartbeat_ms = m->o.raft_heartbeat_ms;
-	if (m->o.election_ms != 0)
-		o.election_ms = m->o.election_ms;
-	if (m->o.max_inflight != 0)
-		o.max_inflight = m->o.max_inflight;
-	if (m->o.segment_bytes != 0)
-		o.segment_bytes = m->o.segment_bytes;
-	if (m->o.max_clock_skew_ms != 0)
-		o.max_clock_skew_us = (uint64_t)m->o.max_clock_skew_ms * 1000;
-	if (m->o.lease_ms == MANAGER_LEASE_OFF)
-		o.lease_ms = 0;
-	else if (m->o.lease_ms != 0)
-		o.lease_ms = m->o.lease_ms;
-	o.store.env = m->o.store_env;
-	o.store.default_ttl_ms = r->schema.default_ttl_ms;
-	/* The schema compaction GC uses: repacking of packed rows and removal
-	 * of dropped columns (the store keeps its own copy). */
-	o.store.schema = &r->schema;
+	options_for(m, r, &o);
+	o.opened_store = store;
 	if ((rv = tablet_open(m->loop, &o, &r->t, errmsg)) != 0)
 		return rv;
 	m->n_open++;
@@ -566,7 +714,7 @@ static void load_replica(struct manager *m, const char *name)
 	r->part_end = req->partition_end;
 	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
 	r->has_schema = true;
-	if (open_replica(m, r, req, r->errmsg) != 0) {
+	if (open_replica(m, r, req, NULL, r->errmsg) != 0) {
 		if (r->t != NULL)
 			close_tablet(r); /* stays FAILED; the callback clears r->t */
 		goto failed;
@@ -635,6 +783,8 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 	fsync_path(m->data_dir, NULL);
 	uv_timer_init(loop, &m->defer);
 	m->defer.data = m;
+	uv_idle_init(loop, &m->opener);
+	m->opener.data = m;
 	if (n > 0)
 		qsort(names, n, sizeof *names, cmp_names);
 	for (size_t i = 0; i < n; i++) {
@@ -650,14 +800,146 @@ fail:
 	return rv;
 }
 
-int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, char *errmsg)
+/* Threadpool: everything of a create that blocks and does not need the
+ * loop (design note). On failure nothing it made is left behind. */
+static void create_work(uv_work_t *w)
 {
-	struct replica *r;
-	struct schema s;
+	struct mgr_job *job = w->data;
+	struct replica *r = job->r;
+	struct tablet_options o;
 	struct stat st;
 	char *meta;
-	uint8_t *packed;
-	size_t len;
+	int rv;
+
+	if (stat(r->dir, &st) == 0) {
+		job->status = err_set(job->errmsg, DOCRAFT_EIO,
+				      "%s exists but holds no known replica", r->dir);
+		return;
+	}
+	if (mkdir(r->dir, 0755) != 0) {
+		job->status = err_set(job->errmsg, errno_code(errno), "mkdir %s: %s", r->dir,
+				      strerror(errno));
+		return;
+	}
+	meta = path_join(r->dir, MANAGER_META_FILE);
+	rv = manager_write_file(meta, job->packed, job->len, job->errmsg);
+	free(meta);
+	if (rv == 0)
+		rv = fsync_path(r->m->tablets_dir, job->errmsg);
+	if (rv == 0) {
+		options_for(r->m, r, &o);
+		rv = tablet_prepare(&o, &job->store, job->errmsg);
+	}
+	if (rv != 0)
+		delete_files(r);
+	job->status = rv;
+}
+
+static void start_creates(struct manager *m);
+static void opener_cb(uv_idle_t *h);
+
+/* Answers r's create waiters (and forgets them). */
+static void answer_creates(struct replica *r, int status)
+{
+	struct mgr_waiter *w = r->create_waiters;
+	r->create_waiters = NULL;
+	run_waiters(w, status);
+}
+
+static void create_after(uv_work_t *w, int status)
+{
+	struct mgr_job *job = w->data;
+	struct replica *r = job->r;
+	struct manager *m = r->m;
+	(void)status; /* never cancelled */
+	m->pool_jobs--;
+	m->pool_creates--;
+	if (job->status != 0) {
+		LOG_ERROR("tablet %s: create failed: %s", r->id, job->errmsg);
+		job_unlink(m, job);
+		answer_creates(r, job->status);
+		run_waiters(r->waiters, 0); /* deleted meanwhile: nothing is left */
+		r->waiters = NULL;
+		replica_unlink(r);
+		replica_free(r);
+		job_free(job);
+	} else if (r->remove_files || m->closing) {
+		/* Deleted meanwhile (the store and files go), or the server is
+		 * closing (they stay: a restart opens the replica). */
+		job_unlink(m, job);
+		answer_creates(r, r->remove_files ? DOCRAFT_ETABLETNOTFOUND : DOCRAFT_ECLOSED);
+		if (r->remove_files) {
+			start_removal(r, job->store);
+		} else {
+			store_close(job->store); /* a new, empty store: nothing to flush */
+			replica_unlink(r);
+			replica_free(r);
+		}
+		job_free(job);
+	} else {
+		job->phase = JOB_READY;
+		uv_idle_start(&m->opener, opener_cb);
+	}
+	start_creates(m);
+	maybe_closed(m);
+}
+
+/* One READY replica per loop turn: its raft instance is opened on the loop
+ * (design note). */
+static void opener_cb(uv_idle_t *h)
+{
+	struct manager *m = h->data;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct mgr_job *job = m->jobs_head;
+	struct replica *r;
+	int rv;
+
+	while (job != NULL && job->phase != JOB_READY)
+		job = job->next;
+	if (job == NULL) {
+		uv_idle_stop(h);
+		return;
+	}
+	r = job->r;
+	job_unlink(m, job);
+	rv = open_replica(m, r, job->req, job->store, errmsg);
+	if (rv != 0) {
+		LOG_ERROR("tablet %s: create failed: %s", r->id, errmsg);
+		r->state = REPLICA_CLOSING;
+		r->remove_files = true;
+		if (r->t != NULL)
+			close_tablet(r); /* the callback removes the files */
+		else
+			start_removal(r, NULL); /* the tablet took the store */
+	} else {
+		r->state = REPLICA_OPEN;
+		LOG_INFO("tablet %s: replica created (raft id %" PRIu64 ", table %s, %s)", r->id,
+			 r->raft_id, r->schema.table, job->req->join ? "joining" : "bootstrapped");
+	}
+	answer_creates(r, rv);
+	job_free(job);
+}
+
+/* Puts queued creates on the threadpool, MANAGER_CREATE_JOBS at most. */
+static void start_creates(struct manager *m)
+{
+	for (struct mgr_job *job = m->jobs_head;
+	     job != NULL && m->pool_creates < MANAGER_CREATE_JOBS; job = job->next) {
+		if (job->phase != JOB_QUEUED)
+			continue;
+		job->phase = JOB_POOL;
+		m->pool_creates++;
+		queue_work(m, job, create_work, create_after);
+	}
+}
+
+int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
+		   manager_create_cb cb, void *arg, char *errmsg)
+{
+	struct replica *r;
+	struct mgr_job *job;
+	struct mgr_waiter *w;
+	struct schema s;
 	int rv;
 
 	if (m->closing)
@@ -665,7 +947,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 	if ((rv = check_id(req->tablet_id, errmsg)) != 0)
 		return rv;
 	if ((r = lookup(m, req->tablet_id)) != NULL) {
-		if (r->state == REPLICA_CLOSING)
+		if (r->state == REPLICA_CLOSING || r->remove_files)
 			return err_set(errmsg, DOCRAFT_EBUSY, "tablet %s is being deleted", r->id);
 		if (r->raft_id != req->raft_id)
 			return err_set(errmsg, DOCRAFT_EINVAL,
@@ -683,6 +965,13 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 			return err_set(errmsg, DOCRAFT_EINVAL,
 				       "tablet %s exists here for table id '%s', not '%s'", r->id,
 				       r->table_id, req->table_id);
+		w = waiter_new(cb, arg);
+		if (r->state == REPLICA_CREATING) {
+			w->next = r->create_waiters; /* the first create's outcome */
+			r->create_waiters = w;
+		} else {
+			defer_waiters(m, w, 0);
+		}
 		return 0;
 	}
 	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
@@ -696,47 +985,28 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, c
 	r->part_start = req->partition_start;
 	r->part_end = req->partition_end;
 	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
-	r->state = REPLICA_CLOSING; /* invisible until open */
-	if (stat(r->dir, &st) == 0) {
-		rv = err_set(errmsg, DOCRAFT_EIO, "%s exists but holds no known replica", r->dir);
-		replica_unlink(r);
-		replica_free(r);
-		return rv;
-	}
-	if (mkdir(r->dir, 0755) != 0) {
-		rv = err_set(errmsg, errno_code(errno), "mkdir %s: %s", r->dir, strerror(errno));
-		replica_unlink(r);
-		replica_free(r);
-		return rv;
-	}
-	len = protobuf_c_message_get_packed_size(&req->base);
-	packed = malloc(len ? len : 1);
-	if (packed == NULL)
+	r->state = REPLICA_CREATING; /* invisible until open */
+	r->create_waiters = waiter_new(cb, arg);
+	job = calloc(1, sizeof *job);
+	if (job == NULL)
 		PANIC("out of memory");
-	protobuf_c_message_pack(&req->base, packed);
-	meta = path_join(r->dir, MANAGER_META_FILE);
-	rv = manager_write_file(meta, packed, len, errmsg);
-	free(meta);
-	free(packed);
-	if (rv == 0)
-		rv = fsync_path(m->tablets_dir, errmsg);
-	if (rv == 0)
-		rv = open_replica(m, r, req, errmsg);
-	if (rv != 0) {
-		LOG_ERROR("tablet %s: create failed: %s", r->id, errmsg);
-		r->remove_files = true;
-		if (r->t != NULL) {
-			close_tablet(r); /* the callback removes the files */
-		} else {
-			delete_files(r);
-			replica_unlink(r);
-			replica_free(r);
-		}
-		return rv;
-	}
-	r->state = REPLICA_OPEN;
-	LOG_INFO("tablet %s: replica created (raft id %" PRIu64 ", table %s, %s)", r->id,
-		 r->raft_id, r->schema.table, req->join ? "joining" : "bootstrapped");
+	job->r = r;
+	job->phase = JOB_QUEUED;
+	job->len = protobuf_c_message_get_packed_size(&req->base);
+	job->packed = malloc(job->len ? job->len : 1);
+	if (job->packed == NULL)
+		PANIC("out of memory");
+	protobuf_c_message_pack(&req->base, job->packed);
+	job->req = docraft__create_tablet_request__unpack(NULL, job->len, job->packed);
+	if (job->req == NULL)
+		PANIC("out of memory"); /* it packed just now */
+	r->job = job;
+	if (m->jobs_tail != NULL)
+		m->jobs_tail->next = job;
+	else
+		m->jobs_head = job;
+	m->jobs_tail = job;
+	start_creates(m);
 	return 0;
 }
 
@@ -751,45 +1021,68 @@ int manager_delete(struct manager *m, const char *id, manager_delete_cb cb, void
 	if (r == NULL || (r->state == REPLICA_CLOSING && !r->remove_files))
 		return err_set(errmsg, DOCRAFT_ETABLETNOTFOUND, "tablet %s is not hosted here",
 			       id != NULL ? id : "");
-	w = calloc(1, sizeof *w);
-	if (w == NULL)
-		PANIC("out of memory");
-	w->cb = cb;
-	w->arg = arg;
-	if (r->state == REPLICA_CLOSING) {
-		/* Already being deleted: wait for it. */
-		w->next = r->waiters;
-		r->waiters = w;
+	w = waiter_new(cb, arg);
+	w->next = r->waiters;
+	r->waiters = w;
+	if (r->remove_files)
+		return 0; /* already being deleted: wait for it */
+	LOG_INFO("tablet %s: deleting the replica%s", r->id,
+		 r->state == REPLICA_CREATING ? " (being created)" : "");
+	r->remove_files = true;
+	if (r->state == REPLICA_CREATING) {
+		struct mgr_job *job = r->job;
+		if (job->phase == JOB_POOL)
+			return 0; /* create_after finishes it */
+		job_unlink(m, job);
+		defer_waiters(m, r->create_waiters, DOCRAFT_ETABLETNOTFOUND);
+		r->create_waiters = NULL;
+		if (job->phase == JOB_READY) {
+			start_removal(r, job->store);
+		} else { /* QUEUED: nothing made yet */
+			defer_waiters(m, r->waiters, 0);
+			r->waiters = NULL;
+			replica_unlink(r);
+			replica_free(r);
+		}
+		job_free(job);
 		return 0;
 	}
-	LOG_INFO("tablet %s: deleting the replica", r->id);
 	r->state = REPLICA_CLOSING;
-	r->remove_files = true;
 	if (r->t != NULL) {
-		w->next = r->waiters;
-		r->waiters = w;
 		/* A FAILED replica's tablet may already be closing: its
 		 * callback sees CLOSING and finishes the delete. */
 		if (!r->tablet_closing)
 			close_tablet(r);
 		return 0;
 	}
-	defer_waiters(m, w, delete_files(r));
-	replica_unlink(r);
-	replica_free(r);
+	start_removal(r, NULL);
 	return 0;
+}
+
+static bool visible(const struct replica *r)
+{
+	return r->state == REPLICA_OPEN || r->state == REPLICA_FAILED;
 }
 
 struct replica *manager_find(struct manager *m, const char *id)
 {
 	struct replica *r = lookup(m, id != NULL ? id : "");
-	return r != NULL && r->state != REPLICA_CLOSING ? r : NULL;
+	return r != NULL && visible(r) ? r : NULL;
+}
+
+const char *manager_busy(struct manager *m, const char *id)
+{
+	struct replica *r = lookup(m, id != NULL ? id : "");
+	if (r == NULL || visible(r))
+		return NULL;
+	return r->state == REPLICA_CREATING && !r->remove_files ? "being created"
+								: "being deleted";
 }
 
 void manager_foreach(struct manager *m, void (*fn)(void *arg, struct replica *r), void *arg)
 {
 	for (struct replica *r = m->head; r != NULL; r = r->next)
-		if (r->state != REPLICA_CLOSING)
+		if (visible(r))
 			fn(arg, r);
 }
 
@@ -843,13 +1136,13 @@ size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport
 	struct replica *r;
 	*out = NULL;
 	for (r = m->head; r != NULL; r = r->next)
-		if (r->state != REPLICA_CLOSING)
+		if (visible(r))
 			n++;
 	if (n == 0)
 		return 0;
 	*out = arena_alloc(a, n * sizeof **out);
 	for (r = m->head; r != NULL; r = r->next) {
-		if (r->state == REPLICA_CLOSING)
+		if (!visible(r))
 			continue;
 		(*out)[i] = arena_alloc(a, sizeof ***out);
 		manager_report(r, (*out)[i], a);
@@ -893,7 +1186,21 @@ void manager_close(struct manager *m, manager_close_cb cb)
 			break; /* else its tablet's close callback frees it */
 		case REPLICA_CLOSING:
 			break; /* being deleted: its callback finishes */
+		case REPLICA_CREATING: {
+			struct mgr_job *job = r->job;
+			if (job->phase == JOB_POOL)
+				break; /* create_after finishes it */
+			job_unlink(m, job);
+			store_close(job->store); /* READY: a new, empty store */
+			job_free(job);
+			defer_waiters(m, r->create_waiters, DOCRAFT_ECLOSED);
+			r->create_waiters = NULL;
+			replica_unlink(r);
+			replica_free(r);
+			break;
+		}
 		}
 	}
+	uv_idle_stop(&m->opener);
 	maybe_closed(m);
 }

@@ -26,6 +26,14 @@
  * listed as FAILED with the reason: it is reported, never served, and can
  * only be deleted. Its files are left alone.
  *
+ * Nothing long on the loop thread (docs/reliability.md, "Loop lag"): a
+ * create writes meta.pb and opens the new store on libuv's threadpool (at
+ * most MANAGER_CREATE_JOBS at once, so raft_uv's own pool work never waits
+ * behind a batch of creates), then opens the tablet's raft instance on the
+ * loop, one replica per loop turn; a delete removes the files on the
+ * threadpool. Meanwhile the replica is CREATING or CLOSING: invisible to
+ * manager_find, named by manager_busy.
+ *
  * Threading: everything runs on the loop thread; callbacks never run inside
  * the call that registered them. */
 #ifndef DOCRAFT_TABLET_MANAGER_H
@@ -55,7 +63,12 @@ enum replica_state {
 	REPLICA_OPEN = 1, /* tablet open and started */
 	REPLICA_FAILED,   /* could not be opened: reported, never served */
 	REPLICA_CLOSING,  /* being deleted or the manager is closing: invisible */
+	REPLICA_CREATING, /* manager_create in progress: invisible */
 };
+
+/* Create jobs on the threadpool at once (libuv's pool has 4 threads by
+ * default, shared with raft_uv and copies). */
+#define MANAGER_CREATE_JOBS 2
 
 /* One hosted replica. Fields are read-only outside manager.c, except
  * `pending`, which belongs to the RPC service. */
@@ -82,7 +95,10 @@ struct replica {
 	struct manager *m;
 	struct replica *next;
 	struct mgr_waiter *waiters; /* manager_delete callers */
-	bool remove_files;          /* CLOSING: delete the directory once closed */
+	struct mgr_waiter *create_waiters; /* CREATING: manager_create callers */
+	struct mgr_job *job;        /* CREATING: the create in progress */
+	bool remove_files;          /* CLOSING: delete the directory once closed;
+				       CREATING: deleted meanwhile */
 	bool tablet_closing;        /* tablet_close called */
 };
 
@@ -110,6 +126,8 @@ struct manager_options {
 typedef void (*manager_close_cb)(struct manager *m);
 /* status 0 once the replica and its directory are gone. */
 typedef void (*manager_delete_cb)(void *arg, int status);
+/* status 0 once the replica is open (or already was). */
+typedef void (*manager_create_cb)(void *arg, int status);
 
 /* Private: callers allocate it, only manager.c touches the fields. */
 struct manager {
@@ -120,6 +138,11 @@ struct manager {
 	size_t n_open;               /* replicas whose tablet is not closed yet */
 	uv_timer_t defer;            /* runs deferred callbacks */
 	struct mgr_waiter *deferred; /* callbacks to run from the loop */
+	uv_idle_t opener;            /* opens one created replica per loop turn */
+	struct mgr_job *jobs_head, *jobs_tail; /* creates in order: queued, on
+						  the pool, or ready to open */
+	unsigned pool_creates;       /* create jobs on the threadpool */
+	unsigned pool_jobs;          /* every job on the threadpool */
 	bool closing;
 	manager_close_cb close_cb;
 };
@@ -137,26 +160,40 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 /* Creates the replica req describes: validates it (tablet id of 1..64
  * characters [A-Za-z0-9_.-] not starting with '.', a valid schema, a
  * non-zero raft id; without join, a peer list that names this raft id with
- * this server's address), writes meta.pb, opens the tablet, bootstraps it
- * with the peers (all voters) unless join, and starts it.
+ * this server's address) synchronously; then, asynchronously, writes
+ * meta.pb and opens the store (threadpool), opens the tablet, bootstraps it
+ * with the peers (all voters) unless join, starts it (loop, one replica per
+ * turn) and calls cb(arg, 0). req is copied.
  *
- * Idempotent: if the replica exists with the same raft id, returns 0 and
- * changes nothing. Errors (nothing is left behind): DOCRAFT_EINVAL (bad
- * request, or the tablet exists with another raft id), DOCRAFT_EBUSY (a
- * replica of that id is being deleted: retry), DOCRAFT_ECLOSED (manager
- * closing), DOCRAFT_EIO / DOCRAFT_ENOSPC (disk). */
-int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req, char *errmsg);
+ * Idempotent: if the replica exists with the same raft id and partition,
+ * cb(arg, 0) follows and nothing changes; if it is being created, cb gets
+ * that create's outcome. Synchronous errors (cb never called, nothing left
+ * behind): DOCRAFT_EINVAL (bad request, or the tablet exists with another
+ * raft id or partition), DOCRAFT_EBUSY (a replica of that id is being
+ * deleted: retry), DOCRAFT_EUNAVAILABLE (it exists but failed),
+ * DOCRAFT_ECLOSED (manager closing). Through cb (nothing left behind):
+ * DOCRAFT_EIO / DOCRAFT_ENOSPC (disk), DOCRAFT_ETABLETNOTFOUND (deleted
+ * while being created), DOCRAFT_ECLOSED (manager closed meanwhile). */
+int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
+		   manager_create_cb cb, void *arg, char *errmsg);
 
 /* Deletes replica id: it disappears from lookups at once, its tablet is
  * closed (pending requests fail with DOCRAFT_ECLOSED), then meta.pb and
- * the directory are removed and cb(arg, 0) runs. A delete of a replica
- * already being deleted waits for that one. Synchronous errors (cb never
- * called): DOCRAFT_ETABLETNOTFOUND, DOCRAFT_ECLOSED (manager closing). */
+ * the directory are removed (threadpool) and cb(arg, 0) runs. A delete of
+ * a replica already being deleted waits for that one; of one being created,
+ * the create is answered DOCRAFT_ETABLETNOTFOUND and whatever it made is
+ * removed. Synchronous errors (cb never called): DOCRAFT_ETABLETNOTFOUND,
+ * DOCRAFT_ECLOSED (manager closing). */
 int manager_delete(struct manager *m, const char *id, manager_delete_cb cb, void *arg,
 		   char *errmsg);
 
-/* The OPEN or FAILED replica id, or NULL (unknown, or being deleted). */
+/* The OPEN or FAILED replica id, or NULL (unknown, being created or being
+ * deleted). */
 struct replica *manager_find(struct manager *m, const char *id);
+
+/* "being created" or "being deleted" when replica id is (a request for it
+ * deserves a retryable answer), else NULL. */
+const char *manager_busy(struct manager *m, const char *id);
 
 /* Calls fn(arg, r) for every OPEN or FAILED replica, in no particular
  * order. fn must not create or delete replicas. */
@@ -184,8 +221,11 @@ int64_t *manager_list_counter(struct replica *r);
 bool manager_closing(const struct manager *m);
 
 /* Closes every replica (pending requests fail with DOCRAFT_ECLOSED), runs
- * pending delete callbacks, and calls cb(m) once everything is closed, never
- * synchronously. The files stay (a restart reopens them). Once. */
+ * pending delete callbacks, answers creates in progress DOCRAFT_ECLOSED
+ * once their threadpool work has returned, and calls cb(m) once everything
+ * is closed, never synchronously. The files stay (a restart reopens them;
+ * a create interrupted before its meta.pb was written leaves a directory
+ * that the next start moves aside). Once. */
 void manager_close(struct manager *m, manager_close_cb cb);
 
 /* Writes data to path atomically: path.tmp, fsync, rename, fsync of the

@@ -289,6 +289,8 @@ struct copy_reg {
 	struct store *store; /* NULL once unregistered; under cs->mu */
 	unsigned busy;       /* threads inside store_checkpoint; under cs->mu */
 	unsigned refs;       /* the registration and each transfer; loop thread */
+	copy_member_check is_member; /* NULL: nobody is a member; loop thread */
+	void *member_arg;
 };
 
 struct file_ent {
@@ -315,6 +317,7 @@ struct copy_xfer {
 	uv_write_t kreq; /* K */
 	uv_write_t ereq; /* X */
 	bool wreq_busy, kreq_busy, ereq_busy;
+	bool other;      /* counted in stats.active_others */
 	uint64_t last_progress;
 	enum xstate state;
 	/* checkpoint */
@@ -650,6 +653,8 @@ static void xfer_maybe_release(struct copy_xfer *x)
 		free(x->files[i].name);
 	free(x->files);
 	free(x->buf);
+	if (x->other)
+		cs->stats.active_others--;
 	free(x);
 	cs->stats.active--;
 	server_maybe_closed(cs);
@@ -896,6 +901,36 @@ static struct copy_reg *find_reg(struct copy_server *cs, const char *tablet_id)
 	return NULL;
 }
 
+/* Slots (remote_copy.h): max_transfers at once, member_slots of them only
+ * for members of the tablet's configuration. x is already counted in
+ * stats.active. false after failing x with DOCRAFT_EBUSY. */
+static bool take_slot(struct copy_server *cs, struct copy_xfer *x, struct copy_reg *reg)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof ss;
+	bool member = false;
+	unsigned others_max = cs->opts.max_transfers - cs->opts.member_slots;
+
+	if (reg->is_member != NULL &&
+	    uv_tcp_getpeername(x->tcp, (struct sockaddr *)&ss, &len) == 0 &&
+	    ss.ss_family == AF_INET)
+		member = reg->is_member(reg->member_arg, (const struct sockaddr_in *)&ss);
+	if (cs->stats.active <= cs->opts.max_transfers &&
+	    (member || cs->stats.active_others < others_max)) {
+		if (!member) {
+			x->other = true;
+			cs->stats.active_others++;
+		}
+		return true;
+	}
+	cs->stats.busy++;
+	xfer_fail(x, DOCRAFT_EBUSY, "%u copies in progress (%u slots, %u of them kept for the "
+		  "tablet's members; this peer is %sa member): try again later",
+		  cs->stats.active - 1, cs->opts.max_transfers, cs->opts.member_slots,
+		  member ? "" : "not ");
+	return false;
+}
+
 /* The listener's LISTENER_COPY handler. */
 static void on_copy(void *arg, uv_stream_t *stream, const char *tablet_id)
 {
@@ -942,11 +977,8 @@ static void on_copy(void *arg, uv_stream_t *stream, const char *tablet_id)
 		xfer_fail(x, DOCRAFT_ENOTFOUND, "tablet %s is not hosted here", tablet_id);
 		return;
 	}
-	if (cs->stats.active > cs->opts.max_transfers) {
-		xfer_fail(x, DOCRAFT_EBUSY, "%u copies in progress, try again later",
-			  cs->stats.active - 1);
+	if (!take_slot(cs, x, reg))
 		return;
-	}
 	x->reg = reg;
 	reg->refs++;
 	if ((size_t)snprintf(x->dir, sizeof x->dir, "%s%" PRIu64, reg->dir_prefix,
@@ -970,6 +1002,7 @@ static void options_default(struct copy_server_options *o)
 	o->buffer_size = COPY_BUFFER_SIZE;
 	o->idle_timeout_ms = COPY_DEFAULT_IDLE_MS;
 	o->max_transfers = COPY_DEFAULT_MAX_TRANSFERS;
+	o->member_slots = COPY_DEFAULT_MEMBER_SLOTS;
 }
 
 int copy_server_init(struct copy_server *cs, uv_loop_t *loop, struct listener *l,
@@ -1013,12 +1046,28 @@ int copy_server_set_options(struct copy_server *cs, const struct copy_server_opt
 		n.idle_timeout_ms = def.idle_timeout_ms;
 	if (n.max_transfers == 0)
 		n.max_transfers = def.max_transfers;
+	if (n.member_slots == 0) /* the default, leaving one slot to others */
+		n.member_slots = def.member_slots < n.max_transfers ? def.member_slots
+								    : n.max_transfers - 1;
+	if (n.member_slots >= n.max_transfers)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%u member copy slots of %u: keep one for "
+			       "other peers", n.member_slots, n.max_transfers);
 	if (n.buffer_size < COPY_BUFFER_MIN || n.buffer_size > COPY_CHUNK_MAX)
 		return err_set(errmsg, DOCRAFT_EINVAL, "copy buffer of %zu bytes (%u..%u)",
 			       n.buffer_size, COPY_BUFFER_MIN, COPY_CHUNK_MAX);
 	cs->opts = n;
 	cs->stats.buffer_size = n.buffer_size;
 	return 0;
+}
+
+void copy_server_set_member_check(struct copy_server *cs, const char *tablet_id,
+				  copy_member_check fn, void *arg)
+{
+	struct copy_reg *reg = find_reg(cs, tablet_id);
+	if (reg != NULL) {
+		reg->is_member = fn;
+		reg->member_arg = arg;
+	}
 }
 
 int copy_server_register(struct copy_server *cs, const char *tablet_id, struct store *s,

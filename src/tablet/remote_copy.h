@@ -31,6 +31,7 @@
 #include "docraft/error.h"
 
 struct listener;
+struct sockaddr_in;
 struct store;
 
 /* Default size of the one data buffer of a transfer, on either side. */
@@ -50,6 +51,11 @@ struct store;
  * one memtable flush: keep the cap below UV_THREADPOOL_SIZE, which raft_uv
  * shares); more get an error frame with DOCRAFT_EBUSY. */
 #define COPY_DEFAULT_MAX_TRANSFERS 4u
+/* Default number of those slots kept for copies to a member of the
+ * tablet's Raft configuration (copy_server_set_member_check): a copy asked
+ * by any other peer gets one of the rest or DOCRAFT_EBUSY, so a flood of
+ * COPY connections cannot keep a lagging replica from catching up. */
+#define COPY_DEFAULT_MEMBER_SLOTS 2u
 
 /* CRC-32C (Castagnoli) of n bytes, continuing from crc (0 to start): the
  * per-file integrity check of the wire format. Any thread. */
@@ -71,6 +77,9 @@ struct copy_server_options {
 	uint64_t idle_timeout_ms; /* a write pending longer fails the transfer;
 				     0 = COPY_DEFAULT_IDLE_MS */
 	unsigned max_transfers;   /* 0 = COPY_DEFAULT_MAX_TRANSFERS */
+	unsigned member_slots;    /* of max_transfers, kept for members; 0 =
+				     COPY_DEFAULT_MEMBER_SLOTS (at most
+				     max_transfers - 1); more: DOCRAFT_EINVAL */
 };
 
 /* Counters since copy_server_init, for status pages and tests. */
@@ -84,6 +93,8 @@ struct copy_server_stats {
 	size_t max_held;     /* most file bytes one transfer held in memory at once
 				(read from disk, write not yet completed) */
 	unsigned active;     /* transfers not yet released */
+	unsigned active_others; /* ... of them for peers that are not members */
+	uint64_t busy;       /* refused with DOCRAFT_EBUSY: no slot */
 };
 
 /* Private: callers allocate it, only this module reads or writes it. */
@@ -126,6 +137,17 @@ int copy_server_set_options(struct copy_server *cs, const struct copy_server_opt
  * once closing. */
 int copy_server_register(struct copy_server *cs, const char *tablet_id, struct store *s,
 			 char *errmsg);
+
+/* Whether a COPY connection from peer comes from a member of the tablet's
+ * Raft configuration (then it may take a member slot). Called on the loop
+ * thread while the tablet is registered. */
+typedef bool (*copy_member_check)(void *arg, const struct sockaddr_in *peer);
+
+/* Sets registered tablet_id's member check (no-op for an unknown id; a
+ * tablet without one treats every peer as a non-member). arg is borrowed
+ * until copy_server_unregister. Loop thread. */
+void copy_server_set_member_check(struct copy_server *cs, const char *tablet_id,
+				  copy_member_check fn, void *arg);
 
 /* Withdraws tablet_id (no-op if not registered). Loop thread. When it
  * returns the server no longer touches the store, which the caller may

@@ -76,7 +76,9 @@
  * resumes after the last row sent). A scan without a hash key covers the
  * whole tablet and takes no range conditions.
  *
- * Administration: CREATE_TABLET is idempotent (manager_create); DELETE of
+ * Administration: CREATE_TABLET is idempotent (manager_create) and answered
+ * once the replica is open (a request for a replica being created gets
+ * UNAVAILABLE, retryable); DELETE of
  * an unknown tablet is TABLET_NOT_FOUND; CHANGE_CONFIG ADD promotes the new
  * replica to voter once it caught up (tablet_add_replica), one change at a
  * time (SERVICE_BUSY otherwise); STEP_DOWN first commits a Raft barrier (so
@@ -138,6 +140,7 @@ enum op_kind {
 	OP_STEP_DOWN,
 	OP_CHECKSUM,
 	OP_DUMP,
+	OP_CREATE,
 };
 
 struct svc_op {
@@ -192,6 +195,7 @@ static const char *op_name(enum op_kind k)
 	case OP_STEP_DOWN: return "step down";
 	case OP_CHECKSUM: return "checksum";
 	case OP_DUMP: return "dump";
+	case OP_CREATE: return "create";
 	}
 	return "?";
 }
@@ -372,6 +376,12 @@ static struct replica *find_open(struct service *s, struct rpc_call *call, const
 {
 	char msg[2 * DOCRAFT_ERRMSG_SIZE];
 	struct replica *r = manager_find(s->m, id);
+	const char *busy = r == NULL ? manager_busy(s->m, id) : NULL;
+	if (busy != NULL && strcmp(busy, "being created") == 0) {
+		snprintf(msg, sizeof msg, "tablet %s is being created here: retry", id);
+		fail_call(s, call, what, id, DOCRAFT_EUNAVAILABLE, msg);
+		return NULL;
+	}
 	if (r == NULL) {
 		snprintf(msg, sizeof msg, "tablet %s is not hosted here", id);
 		fail_call(s, call, what, id, DOCRAFT_ETABLETNOTFOUND, msg);
@@ -990,20 +1000,36 @@ out:
 
 /* ---- administration ----------------------------------------------------------------- */
 
+static void create_done(void *arg, int status)
+{
+	struct svc_op *op = arg;
+	if (status == DOCRAFT_ETABLETNOTFOUND) {
+		op_fail(op, status, "the replica was deleted while being created");
+	} else if (status != 0) {
+		op_fail(op, status, "the replica could not be created (see the tserver log)");
+	} else {
+		Docraft__CreateTabletResponse resp = DOCRAFT__CREATE_TABLET_RESPONSE__INIT;
+		op_ok(op, &resp.base);
+	}
+	op_free(op);
+}
+
+/* Answered once the replica is open (manager_create works off the loop). */
 static void do_create(struct service *s, struct rpc_call *call,
 		      const Docraft__CreateTabletRequest *req)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct svc_op *op;
 	int rv;
-	if (s->closing)
-		rv = err_set(errmsg, DOCRAFT_ECLOSED, "shutting down");
-	else
-		rv = manager_create(s->m, req, errmsg);
+	if (s->closing) {
+		fail_call(s, call, "create", req->tablet_id, DOCRAFT_ECLOSED, "shutting down");
+		return;
+	}
+	op = op_new(s, OP_CREATE, call, req->tablet_id);
+	rv = manager_create(s->m, req, create_done, op, errmsg);
 	if (rv != 0) {
-		fail_call(s, call, "create", req->tablet_id, rv, errmsg);
-	} else if (call != NULL) {
-		Docraft__CreateTabletResponse resp = DOCRAFT__CREATE_TABLET_RESPONSE__INIT;
-		rpc_reply_message(call, &resp.base);
+		op_fail(op, rv, errmsg);
+		op_free(op);
 	}
 }
 

@@ -395,6 +395,32 @@ static bool raft_peer_check(void *arg, uint64_t id, const char *address,
 	return rio_is_member(&t->rio, id, address) && listener_peer_matches(address, peer);
 }
 
+/* The copy server's member check of this replica's COPY connections
+ * (remote_copy.h): a peer connecting from the IP of a server in the current
+ * configuration gets a member slot. TLS will replace the IP comparison. */
+static bool copy_peer_check(void *arg, const struct sockaddr_in *peer)
+{
+	struct tablet *t = arg;
+	const struct raft_configuration *c = &t->raft.configuration;
+	if (!t->raft_open)
+		return false;
+	for (unsigned i = 0; i < c->n; i++)
+		if (listener_peer_matches(c->servers[i].address, peer))
+			return true;
+	return false;
+}
+
+/* Registers the store with the copy server, if any. */
+static int offer_copies(struct tablet *t, char *errmsg)
+{
+	int rv;
+	if (t->o.copy == NULL)
+		return 0;
+	if ((rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) == 0)
+		copy_server_set_member_check(t->o.copy, t->id, copy_peer_check, t);
+	return rv;
+}
+
 static int raft_setup(struct tablet *t, char *errmsg)
 {
 	int rv;
@@ -450,12 +476,13 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	int rv;
 
 	*out = NULL;
-	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id must be 1..%d characters",
-			       LISTENER_TABLET_ID_MAX);
-	if (o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL,
-			       "tablet %s: dir, address, listener and raft id are required", o->id);
+	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX ||
+	    o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0) {
+		store_close(o->opened_store); /* NULL: a no-op */
+		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: id (1..%d characters), dir, "
+			       "address, listener and raft id are required",
+			       o->id != NULL ? o->id : "", LISTENER_TABLET_ID_MAX);
+	}
 	t = calloc(1, sizeof *t);
 	if (t == NULL)
 		PANIC("out of memory");
@@ -484,18 +511,15 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	}
 	buf_init(&t->entry);
 
-	if ((rv = mkdir_p(t->dir, errmsg)) != 0 || (rv = mkdir_p(t->raft_dir, errmsg)) != 0)
-		goto err;
-	remove_tree(t->copy_dir); /* a copy interrupted by a crash */
-	if ((rv = copy_server_remove_leftovers(t->db_dir, errmsg)) != 0)
-		goto err;
-	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0)
+	t->o.opened_store = NULL;
+	if (o->opened_store != NULL)
+		t->store = o->opened_store;
+	else if ((rv = tablet_prepare(o, &t->store, errmsg)) != 0)
 		goto err;
 	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
 		goto err_fsm;
 	store_applied(t->store, &t->st.flushed_index, NULL);
-	if (t->o.copy != NULL &&
-	    (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		goto err_store;
 	if ((rv = raft_setup(t, errmsg)) != 0) {
 		if (t->o.copy != NULL)
@@ -527,6 +551,25 @@ err:
 	free(t->db_dir);
 	free(t->copy_dir);
 	free(t);
+	return rv;
+}
+
+int tablet_prepare(const struct tablet_options *o, struct store **out, char *errmsg)
+{
+	char *raft_dir = path_join(o->dir, "raft");
+	char *db_dir = path_join(o->dir, "db");
+	char *copy_dir = path_join(o->dir, "db.copy");
+	int rv;
+
+	*out = NULL;
+	if ((rv = mkdir_p(o->dir, errmsg)) == 0 && (rv = mkdir_p(raft_dir, errmsg)) == 0) {
+		remove_tree(copy_dir); /* a copy interrupted by a crash */
+		if ((rv = copy_server_remove_leftovers(db_dir, errmsg)) == 0)
+			rv = store_open(db_dir, &o->store, out, errmsg);
+	}
+	free(raft_dir);
+	free(db_dir);
+	free(copy_dir);
 	return rv;
 }
 
@@ -1421,7 +1464,7 @@ static void raft_restart_after_copy(struct tablet *t)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
-	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
 	if ((rv = raft_setup(t, errmsg)) != 0 || (rv = tablet_start(t, errmsg)) != 0) {
 		fail(t, rv, errmsg);
@@ -1455,7 +1498,7 @@ static void recover(struct tablet *t)
 	t->fsm.failed = false;
 	t->fsm.errmsg[0] = '\0';
 	store_applied(t->store, &flushed, NULL);
-	if (t->o.copy != NULL && (rv = copy_server_register(t->o.copy, t->id, t->store, errmsg)) != 0)
+	if ((rv = offer_copies(t, errmsg)) != 0)
 		TLOG(LOG_LVL_WARN, t, "cannot offer the store for copies: %s", errmsg);
 	if ((rv = raft_setup(t, errmsg)) != 0) {
 		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,

@@ -118,6 +118,10 @@ struct tablet_options {
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES */
 	struct store_options store;    /* options of the DocDB store */
+	struct store *opened_store;    /* NULL: tablet_open prepares dir and opens dir/db
+					* itself; else the store tablet_prepare opened
+					* (e.g. on the threadpool), which tablet_open
+					* takes over, also when it fails */
 };
 
 /* raft_uv's own default. Every segment rotation costs the loop thread one
@@ -129,6 +133,12 @@ struct tablet_options {
 #define TABLET_SEGMENT_BYTES (8u << 20)
 
 void tablet_options_default(struct tablet_options *o);
+
+/* The blocking half of tablet_open: creates o->dir and dir/raft, removes
+ * the leftovers of an interrupted copy and opens the store dir/db into *out
+ * (pass it as o->opened_store). Any thread (the manager runs it on libuv's
+ * threadpool); touches nothing but those files. On error *out is NULL. */
+int tablet_prepare(const struct tablet_options *o, struct store **out, char *errmsg);
 
 /* Opens the replica's store and raft instance (not started). On error *out
  * is NULL and errmsg says why. */

@@ -1112,11 +1112,29 @@ static void raw_close_cb(uv_handle_t *h)
 	((struct raw *)h->data)->closed = true;
 }
 
+/* Connects c (zeroed) to a copy server at address and sends its preamble
+ * for t1; no_read: it then never reads. */
+static void raw_open(uv_loop_t *loop, struct raw *c, const char *address, bool no_read)
+{
+	struct sockaddr_in addr;
+	CHECK_OK(listener_parse_address(address, &addr, NULL));
+	c->no_read = no_read;
+	uv_tcp_init(loop, &c->tcp);
+	c->tcp.data = c;
+	c->creq.data = c;
+	CHECK_OK(uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&addr, raw_connect_cb));
+}
+
+static void raw_close(uv_loop_t *loop, struct raw *c)
+{
+	uv_close((uv_handle_t *)&c->tcp, raw_close_cb);
+	CHECK(run_until(loop, is_true, &c->closed, 5000));
+}
+
 static void raw_case(bool mid_stream)
 {
 	char dir[256], errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct copy_server_stats st;
-	struct sockaddr_in addr;
 	struct source src;
 	struct node n;
 	struct raw *c = calloc(1, sizeof *c);
@@ -1127,19 +1145,14 @@ static void raw_case(bool mid_stream)
 	start_loop(&loop);
 	node_open(&loop, &n, "127.0.0.2");
 	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
-	CHECK_OK(listener_parse_address(listener_address(n.l), &addr, NULL));
-	uv_tcp_init(&loop, &c->tcp);
-	c->tcp.data = c;
-	c->creq.data = c;
-	CHECK_OK(uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&addr, raw_connect_cb));
+	raw_open(&loop, c, listener_address(n.l), false);
 	CHECK(run_until(&loop, raw_connected, c, 5000));
 	CHECK(c->connected);
 	if (mid_stream)
 		CHECK(run_until(&loop, raw_has_1mib, c, 30000));
 	else
 		CHECK(run_until(&loop, server_started, &n.cs, 5000));
-	uv_close((uv_handle_t *)&c->tcp, raw_close_cb);
-	CHECK(run_until(&loop, is_true, &c->closed, 5000));
+	raw_close(&loop, c);
 	/* The source notices, aborts and removes its checkpoint. */
 	CHECK(run_until(&loop, server_idle, &n.cs, 10000));
 	copy_server_get_stats(&n.cs, &st);
@@ -1165,6 +1178,75 @@ TEST(client_hangs_up_mid_stream)
 	raw_case(true);
 }
 
+static bool member_check(void *arg, const struct sockaddr_in *peer)
+{
+	CHECK(peer->sin_family == AF_INET);
+	return *(bool *)arg;
+}
+
+/* A copy server of 2 slots, 1 kept for members: a non-member that holds
+ * the shared slot (a destination that never reads) leaves no room for a
+ * second non-member (EBUSY, saying why), but a member still gets its copy. */
+TEST(copy_slots_kept_for_members)
+{
+	char dir[256], dest[2][320], errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct copy_server_options so = {0};
+	struct copy_server_stats st;
+	struct source src;
+	struct node n;
+	struct copy_fetch req[2] = {{0}, {0}};
+	struct result r[2];
+	struct raw *c = calloc(1, sizeof *c);
+	bool member = false;
+	uv_loop_t loop;
+
+	test_tmpdir_make(dir, "copy");
+	source_make(&src, dir, "src", 50000, 224);
+	start_loop(&loop);
+	node_open(&loop, &n, "127.0.0.2");
+	so.max_transfers = 2;
+	so.member_slots = 2;
+	CHECK_EQ_INT(copy_server_set_options(&n.cs, &so, errmsg), DOCRAFT_EINVAL);
+	so.member_slots = 1;
+	CHECK_OK_MSG(copy_server_set_options(&n.cs, &so, errmsg), errmsg);
+	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
+	copy_server_set_member_check(&n.cs, "t1", member_check, &member);
+
+	/* A non-member takes the shared slot and stalls in it. */
+	raw_open(&loop, c, listener_address(n.l), true);
+	CHECK(run_until(&loop, server_started, &n.cs, 5000));
+	copy_server_get_stats(&n.cs, &st);
+	CHECK_EQ_INT(st.active_others, 1);
+
+	/* Another non-member: busy, though a slot is free. */
+	snprintf(dest[0], sizeof dest[0], "%s/copy0", dir);
+	fetch_start(&loop, listener_address(n.l), "t1", dest[0], &req[0], &r[0]);
+	expect_fetch_error(&loop, &req[0], &r[0], dest[0], DOCRAFT_EBUSY,
+			   "kept for the tablet's members");
+	/* A member gets the kept slot and its copy. */
+	member = true;
+	snprintf(dest[1], sizeof dest[1], "%s/copy1", dir);
+	fetch_start(&loop, listener_address(n.l), "t1", dest[1], &req[1], &r[1]);
+	CHECK(run_until(&loop, fetched, &r[1], 30000));
+	CHECK_MSG(r[1].status == 0, "member copy: %s", r[1].errmsg);
+	check_copy(dest[1], &src);
+	copy_server_get_stats(&n.cs, &st);
+	CHECK_EQ_U64(st.busy, 1);
+	CHECK_EQ_INT(st.active_others, 1); /* the stalled one is still there */
+
+	raw_close(&loop, c);
+	CHECK(run_until(&loop, server_idle, &n.cs, 10000));
+	copy_server_get_stats(&n.cs, &st);
+	CHECK_EQ_INT(st.active_others, 0);
+	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
+	copy_server_unregister(&n.cs, "t1");
+	store_close(src.s);
+	node_close(&loop, &n);
+	CHECK_OK(finish_loop(&loop));
+	free(c);
+	test_tmpdir_remove(dir);
+}
+
 /* A destination that stops reading: the source's write stalls once the
  * socket buffers are full, and its idle timeout aborts the transfer. */
 TEST(source_times_out_stalled_destination)
@@ -1172,7 +1254,6 @@ TEST(source_times_out_stalled_destination)
 	char dir[256], errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct copy_server_options so = {0};
 	struct copy_server_stats st;
-	struct sockaddr_in addr;
 	struct source src;
 	struct node n;
 	struct raw *c = calloc(1, sizeof *c);
@@ -1185,12 +1266,7 @@ TEST(source_times_out_stalled_destination)
 	so.idle_timeout_ms = 300;
 	CHECK_OK_MSG(copy_server_set_options(&n.cs, &so, errmsg), errmsg);
 	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
-	CHECK_OK(listener_parse_address(listener_address(n.l), &addr, NULL));
-	c->no_read = true;
-	uv_tcp_init(&loop, &c->tcp);
-	c->tcp.data = c;
-	c->creq.data = c;
-	CHECK_OK(uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&addr, raw_connect_cb));
+	raw_open(&loop, c, listener_address(n.l), true);
 	CHECK(run_until(&loop, server_started, &n.cs, 5000));
 	CHECK(run_until(&loop, server_idle, &n.cs, 30000));
 	copy_server_get_stats(&n.cs, &st);
@@ -1198,8 +1274,7 @@ TEST(source_times_out_stalled_destination)
 	CHECK_EQ_U64(st.completed, 0);
 	CHECK(st.bytes_sent < 12 * MIB);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
-	uv_close((uv_handle_t *)&c->tcp, raw_close_cb);
-	CHECK(run_until(&loop, is_true, &c->closed, 5000));
+	raw_close(&loop, c);
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);
 	node_close(&loop, &n);
@@ -1278,7 +1353,7 @@ TEST(leftovers_removed)
 
 TEST_MAIN(T(crc32c_vectors), T(copies_store_with_memtable), T(unknown_tablet),
 	  T(sync_errors_call_no_callback), T(refused), T(idle_timeout), T(malformed_streams),
-	  T(incomplete_checkpoint_rejected), T(too_many_transfers),
+	  T(incomplete_checkpoint_rejected), T(too_many_transfers), T(copy_slots_kept_for_members),
 	  T(source_unregisters_during_checkpoint), T(source_unregisters_mid_stream),
 	  T(source_closes_mid_stream), T(client_hangs_up_during_checkpoint),
 	  T(client_hangs_up_mid_stream), T(source_times_out_stalled_destination),
