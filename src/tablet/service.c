@@ -457,7 +457,11 @@ static void write_done(struct tablet_write *w, int status, uint64_t ht)
 	struct svc_op *op = w->data;
 	op->r->pending--;
 	if (status != 0) {
-		op_fail(op, status, status == DOCRAFT_ECONDITION ? "condition not met" : NULL);
+		op_fail(op, status, status == DOCRAFT_ECONDITION ? "condition not met"
+				  : status == DOCRAFT_ETOOOLD
+				  ? "retry window expired: the tablet no longer knows whether this "
+				    "request applied (--retry-record-ttl-s); not applied again"
+				  : NULL);
 	} else {
 		Docraft__WriteResponse resp = DOCRAFT__WRITE_RESPONSE__INIT;
 		resp.ht = ht;
