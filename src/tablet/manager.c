@@ -431,6 +431,10 @@ static int open_replica(struct manager *m, struct replica *r,
 		o.lease_ms = 0;
 	else if (m->o.lease_ms != 0)
 		o.lease_ms = m->o.lease_ms;
+	if (m->o.retry_ttl_s != 0)
+		o.retry_ttl_us = (uint64_t)m->o.retry_ttl_s * 1000000;
+	if (m->o.history_retention_s != 0)
+		o.store.history_retention_us = (uint64_t)m->o.history_retention_s * 1000000;
 	o.store.default_ttl_ms = r->schema.default_ttl_ms;
 	/* The schema compaction GC uses: repacking of packed rows and removal
 	 * of dropped columns (the store keeps its own copy). */

@@ -82,6 +82,8 @@ struct manager_options {
 					 election timeout); MANAGER_LEASE_OFF: none */
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
 	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
+	unsigned retry_ttl_s;         /* retry records' window; 0: tablet default */
+	unsigned history_retention_s; /* 0: store default */
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

@@ -64,6 +64,8 @@ struct config {
 	bool fill_segments;         /* segfill.h; default true */
 	unsigned shutdown_transfer_ms;
 	int log_level;              /* -1: not given */
+	unsigned retry_ttl_s;       /* 0: tablet default (660) */
+	unsigned history_retention_s; /* 0: store default (900) */
 };
 
 enum close_step {
@@ -127,6 +129,11 @@ static const struct flag {
 			   "--election-ms, at most that; 0: off)"},
 	{"shutdown-transfer-ms", "MS",
 	 "on SIGTERM, the longest wait for leadership transfers (default 3000)"},
+	{"retry-record-ttl-s", "S", "how long a tablet remembers a write's request id, so a "
+				    "retry is applied once; the same on every tserver "
+				    "(default 660)"},
+	{"history-retention-s", "S", "how far back reads AS OF a past time may go; compaction "
+				     "keeps older versions no longer (default 900)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
 	{"log-level", "LEVEL", "error, warn, info, debug or trace (default info, or "
 			       "$DOCRAFT_TRACE)"},
@@ -214,6 +221,10 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
 		c->shutdown_transfer_ms = parse_ms(name, v, where);
+	} else if (strcmp(name, "retry-record-ttl-s") == 0) {
+		c->retry_ttl_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
+	} else if (strcmp(name, "history-retention-s") == 0) {
+		c->history_retention_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
 	} else if (strcmp(name, "log-level") == 0) {
 		c->log_level = log_parse_level(v);
 		if (c->log_level < 0)
@@ -723,6 +734,8 @@ static int start(void)
 	mo.election_ms = S.cfg.election_ms;
 	mo.max_inflight = S.cfg.max_inflight;
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
+	mo.retry_ttl_s = S.cfg.retry_ttl_s;
+	mo.history_retention_s = S.cfg.history_retention_s;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								   : (unsigned)S.cfg.lease_ms;
