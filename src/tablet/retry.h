@@ -64,7 +64,11 @@
  * then one put per client, in the order of the client's first request.
  *
  * In memory: per client its held seqs (each with its ht, outcome and chunk
- * key) and its live chunks (key, count of held seqs, whether stored).
+ * key), its live chunks (key, count of held seqs, whether stored), its floor,
+ * and its records in decision order with the running maximum of their seqs
+ * (live, the queue also keeps records forgotten since, until they reach its
+ * head: each was forgotten below a drop point, so it never raises E above
+ * the floor, and E computed from it equals E computed from a load's queue).
  *
  * Load: a seq stored in a client's chunk e is held iff it is >= max W(e')
  * over the client's stored chunks e' > e; in a legacy record, over all of
@@ -79,12 +83,16 @@
  * > s), so every entry that forgets something writes a chunk with its W, and
  * that chunk can only be deleted by a later entry with W > s >= W(e):
  * following such entries ends at a stored chunk with a larger index and a
- * larger W. Keys are raft indexes, not seqs, because a forgotten seq can be
- * recorded again (a late retry) while its old chunk still holds other seqs;
- * chunk keys never collide, and a chunk whose key equals a held legacy
- * record's (seq == index) carries that seq with its own ht and outcome. The
- * held seqs, their chunks and the chunks' counts after a load are thus
- * exactly those of the live table.
+ * larger W. Keys are raft indexes, not seqs, because earlier versions could
+ * record a forgotten seq again (a late retry) while its old chunk still held
+ * other seqs (now such a request is below the floor and refused; their
+ * stores still load); chunk keys never collide, and a chunk whose key equals
+ * a held legacy record's (seq == index) carries that seq with its own ht and
+ * outcome. The held seqs, their chunks and the chunks' counts after a load
+ * are thus exactly those of the live table; so is the floor (the largest W
+ * stored, by the argument above), the queue (held records sorted by decision
+ * time) and the list of clients (sorted by their newest decision, which is
+ * always held: only a later record of the client can forget it).
  *
  * Not thread-safe: owned by the tablet's loop thread. */
 #ifndef DOCRAFT_TABLET_RETRY_H
