@@ -970,14 +970,15 @@ static uint64_t holds_prune(struct compaction_holds *h, uint64_t now)
 }
 
 int compaction_hold_add(struct compaction_holds *h, uint64_t ht, uint64_t cutoff,
-			uint64_t retention_floor, uint64_t hold_ms, char *errmsg)
+			uint64_t retention_floor, uint64_t hard_floor, uint64_t hold_ms,
+			char *errmsg)
 {
 	uint64_t now = mono_ms(), until = now + hold_ms, floor, least;
 	size_t below = SIZE_MAX, smallest = 0;
 	pthread_mutex_lock(&h->mu);
 	least = holds_prune(h, now);
 	floor = cutoff > h->pending ? cutoff : h->pending;
-	if (ht < floor || (ht < retention_floor && least > ht)) {
+	if (ht < floor || ht < hard_floor || (ht < retention_floor && least > ht)) {
 		pthread_mutex_unlock(&h->mu);
 		return err_set(errmsg, DOCRAFT_ETOOOLD,
 			       "read time %" PRIu64 " is below the history kept (cutoff %" PRIu64

@@ -136,10 +136,13 @@ void compaction_holds_init(struct compaction_holds *h);
 void compaction_holds_destroy(struct compaction_holds *h);
 /* Holds ht for hold_ms (renewing a hold on ht). DOCRAFT_ETOOOLD (nothing
  * held) when ht is below cutoff (the store's) or below a raise in progress,
- * or below retention_floor (now - retention, compaction_auto_cutoff) while
- * no live hold at or below ht keeps that history. */
+ * below retention_floor (now - retention, compaction_auto_cutoff) while no
+ * live hold at or below ht keeps that history, or below hard_floor (now -
+ * 2 x retention) at all: renewing holds keeps history at most one more
+ * retention, so no reader can stop collection for good. */
 int compaction_hold_add(struct compaction_holds *h, uint64_t ht, uint64_t cutoff,
-			uint64_t retention_floor, uint64_t hold_ms, char *errmsg);
+			uint64_t retention_floor, uint64_t hard_floor, uint64_t hold_ms,
+			char *errmsg);
 /* want capped at the smallest live hold (expired holds are dropped); the
  * result is remembered as a raise in progress, so a hold added afterwards
  * below it is refused. */

@@ -487,11 +487,11 @@ void store_set_history_cutoff(struct store *s, uint64_t ht)
 
 int store_hold_history(struct store *s, uint64_t ht, unsigned hold_ms, char *errmsg)
 {
-	uint64_t applied = 0;
+	uint64_t applied = 0, now = hlc_wall_clock(NULL);
 	store_applied(s, NULL, &applied);
 	return compaction_hold_add(&s->holds, ht, store_history_cutoff(s),
-				   compaction_auto_cutoff(hlc_wall_clock(NULL), applied,
-							  s->retention_us),
+				   compaction_auto_cutoff(now, applied, s->retention_us),
+				   compaction_auto_cutoff(now, applied, 2 * s->retention_us),
 				   hold_ms, errmsg);
 }
 

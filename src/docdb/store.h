@@ -130,8 +130,9 @@ uint64_t store_history_retention_us(const struct store *s);
 /* Holds hybrid time ht for a read in progress for hold_ms (a new call
  * renews it): until then no compaction raises the cutoff above ht
  * (compaction.h, "history holds"). DOCRAFT_ETOOOLD ("snapshot too old":
- * nothing held) when ht is below the cutoff, or older than the retention
- * (now - history_retention_us) and not kept by a live hold. Any thread. */
+ * nothing held) when ht is below the cutoff, older than the retention (now -
+ * history_retention_us) and not kept by a live hold, or older than twice the
+ * retention. Any thread. */
 int store_hold_history(struct store *s, uint64_t ht, unsigned hold_ms, char *errmsg);
 
 /* Raises the history cutoff to at least ht, but never above a live hold:

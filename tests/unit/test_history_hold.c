@@ -13,7 +13,9 @@
  *       AS OF a time older than the retention is DOCRAFT_ETOOOLD with a clear
  *       message.
  *   holds_bounded                   the hold table is bounded: 1000 holds
- *       fit in COMPACTION_MAX_HOLDS and still cap the cutoff at the oldest. */
+ *       fit in COMPACTION_MAX_HOLDS and still cap the cutoff at the oldest;
+ *       a hold renews history older than the retention, never older than
+ *       twice the retention. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,12 +201,16 @@ TEST(holds_bounded)
 	compaction_holds_init(h);
 	CHECK_EQ_U64(compaction_hold_cap(h, 5000), 5000);
 	for (uint64_t i = 0; i < 1000; i++)
-		CHECK_OK_MSG(compaction_hold_add(h, 6000 + (i * 7919) % 1000, 0, 0, 60000, errmsg),
+		CHECK_OK_MSG(compaction_hold_add(h, 6000 + (i * 7919) % 1000, 0, 0, 0, 60000, errmsg),
 			     errmsg);
 	CHECK(h->n <= COMPACTION_MAX_HOLDS);
 	CHECK_EQ_U64(compaction_hold_cap(h, 1000000), 6000);
 	/* A raise in progress at 6000: a new hold below it is refused. */
-	CHECK_EQ_INT(compaction_hold_add(h, 5999, 0, 0, 60000, errmsg), DOCRAFT_ETOOOLD);
+	CHECK_EQ_INT(compaction_hold_add(h, 5999, 0, 0, 0, 60000, errmsg), DOCRAFT_ETOOOLD);
+	/* Older than the retention (7000) but kept by a live hold: renewed;
+	 * older than twice the retention (6500): refused, held or not. */
+	CHECK_OK_MSG(compaction_hold_add(h, 6800, 0, 7000, 6500, 60000, errmsg), errmsg);
+	CHECK_EQ_INT(compaction_hold_add(h, 6200, 0, 7000, 6500, 60000, errmsg), DOCRAFT_ETOOOLD);
 	compaction_holds_destroy(h);
 	free(h);
 }
