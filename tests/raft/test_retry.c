@@ -19,6 +19,9 @@
  *       past its window, an old seq of an active client refused, a seq in the
  *       window still answered from the table; identical on a replica that
  *       reloads after every entry.
+ *   many_clients_expire           600 clients, one per entry, a window of
+ *       50 entries: each entry forgets exactly the client 51 entries back,
+ *       every other client stays findable; a reload equals the live table.
  *   shuffled_order                one client's seqs decided in a random order
  *       (min_running: the smallest not decided): every decided seq at or above
  *       it is held, a reload equals the live table.
@@ -494,6 +497,59 @@ TEST(expiry_window)
 	side_close(&b);
 }
 
+#define M_CLIENTS 600
+
+static void cid_wide(uint8_t cid[ENTRY_CLIENT_ID_LEN], unsigned k)
+{
+	memset(cid, 0x6d, ENTRY_CLIENT_ID_LEN);
+	cid[0] = (uint8_t)(k >> 8);
+	cid[1] = (uint8_t)k;
+}
+
+/* Entry i (1..M_CLIENTS) records client i; with a window of 50 entries,
+ * entry i forgets client i - 51 whole (the hash table's deletions move other
+ * clients in their probe runs: every client still in the window must be
+ * found); a reload equals the live table. */
+TEST(many_clients_expire)
+{
+	struct side x;
+	struct retry_table fresh;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t cid[ENTRY_CLIENT_ID_LEN];
+
+	side_open(&x, "retry-many");
+	retry_init(&fresh);
+	retry_set_ttl(&x.t, 50 * 1000);
+	for (unsigned i = 1; i <= M_CLIENTS; i++) {
+		retry_changes_reset(&x.ch, i);
+		retry_expire(&x.t, ht_of(i), &x.ch);
+		cid_wide(cid, i);
+		CHECK(!retry_expired(&x.t, cid, 1, ht_of(i)));
+		retry_record(&x.t, cid, 1, 1, ht_of(i), 0, &x.ch);
+		retry_changes_finish(&x.ch);
+		CHECK_OK_MSG(store_apply_parts(x.s, NULL, 0, x.ch.raw, x.ch.n, ht_of(i), i, errmsg),
+			     errmsg);
+		/* Clients i - 50 .. i are held (i - 50 decided exactly at the
+		 * window's start), older ones gone. */
+		CHECK_EQ_INT(x.t.nclients, i <= 50 ? i : 51);
+		for (unsigned k = i > 60 ? i - 60 : 1; k <= i; k++) {
+			cid_wide(cid, k);
+			CHECK_MSG(retry_applied(&x.t, cid, 1) == (k + 50 >= i),
+				  "after entry %u, client %u", i, k);
+		}
+	}
+	CHECK_OK_MSG(retry_load(&fresh, x.s, errmsg), errmsg);
+	CHECK_EQ_INT(fresh.nclients, x.t.nclients);
+	CHECK_EQ_INT(fresh.nchunks, x.t.nchunks);
+	CHECK_EQ_INT(n_keys(x.s, 0), x.t.nchunks);
+	for (unsigned k = M_CLIENTS - 60; k <= M_CLIENTS; k++) {
+		cid_wide(cid, k);
+		CHECK(retry_applied(&fresh, cid, 1) == (k + 50 >= M_CLIENTS));
+	}
+	retry_free(&fresh);
+	side_close(&x);
+}
+
 #define S_SEQS 3000
 
 TEST(shuffled_order)
@@ -734,4 +790,4 @@ TEST(corrupt_records)
 }
 
 TEST_MAIN(T(chunk_format), T(reload_equals_live_random), T(reload_equals_live_random_expiry),
-	  T(expiry_window), T(shuffled_order), T(legacy_records), T(corrupt_records))
+	  T(expiry_window), T(many_clients_expire), T(shuffled_order), T(legacy_records), T(corrupt_records))
