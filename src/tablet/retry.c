@@ -815,7 +815,8 @@ int retry_load(struct retry_table *t, struct store *s, char *errmsg)
 		rv = load_client(&l, errmsg);
 	if (rv == 0) {
 		/* The list by newest decision, as applying would have built it. */
-		qsort(l.clients, l.nclients, sizeof *l.clients, cmp_last);
+		if (l.nclients > 1)
+			qsort(l.clients, l.nclients, sizeof *l.clients, cmp_last);
 		for (size_t i = 0; i < l.nclients; i++)
 			link_newest(t, l.clients[i]);
 	}
