@@ -1204,6 +1204,20 @@ static void master_done(struct mcall *m, int status, const char *errmsg, const u
 static void master_start(struct job *base)
 {
 	struct master_job *j = (struct master_job *)base;
+	docraft_client *c = base->c;
+	/* DDL: a request id, the same on every attempt (mcall sends the same
+	 * bytes), so a retry is answered with the first result. */
+	if (j->method == DOCRAFT__METHOD__MASTER_CREATE_TABLE) {
+		Docraft__CreateTableRequest *r = (Docraft__CreateTableRequest *)j->msg;
+		r->client_id.data = c->id;
+		r->client_id.len = sizeof c->id;
+		r->seq = ++c->next_seq;
+	} else if (j->method == DOCRAFT__METHOD__MASTER_DROP_TABLE) {
+		Docraft__DropTableRequest *r = (Docraft__DropTableRequest *)j->msg;
+		r->client_id.data = c->id;
+		r->client_id.len = sizeof c->id;
+		r->seq = ++c->next_seq;
+	}
 	j->m.data = j;
 	mcall_start(&j->m, base->c, j->method, j->msg, base->deadline, master_done);
 }

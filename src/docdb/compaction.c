@@ -80,6 +80,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -930,6 +931,100 @@ rocksdb_compactionfilterfactory_t *compaction_factory_create(struct store *s)
 	PRE(s != NULL);
 	return rocksdb_compactionfilterfactory_create(s, factory_destroy, factory_create_filter,
 						      factory_name);
+}
+
+/* ---- history holds ------------------------------------------------------- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void compaction_holds_init(struct compaction_holds *h)
+{
+	memset(h, 0, sizeof *h);
+	pthread_mutex_init(&h->mu, NULL);
+}
+
+void compaction_holds_destroy(struct compaction_holds *h)
+{
+	pthread_mutex_destroy(&h->mu);
+}
+
+/* Drops expired holds; returns the smallest live one (UINT64_MAX: none). */
+static uint64_t holds_prune(struct compaction_holds *h, uint64_t now)
+{
+	uint64_t least = UINT64_MAX;
+	size_t k = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		if (h->h[i].until_ms <= now)
+			continue;
+		h->h[k++] = h->h[i];
+		if (h->h[i].ht < least)
+			least = h->h[i].ht;
+	}
+	h->n = k;
+	return least;
+}
+
+int compaction_hold_add(struct compaction_holds *h, uint64_t ht, uint64_t cutoff,
+			uint64_t retention_floor, uint64_t hard_floor, uint64_t hold_ms,
+			char *errmsg)
+{
+	uint64_t now = mono_ms(), until = now + hold_ms, floor, least;
+	size_t below = SIZE_MAX, smallest = 0;
+	pthread_mutex_lock(&h->mu);
+	least = holds_prune(h, now);
+	floor = cutoff > h->pending ? cutoff : h->pending;
+	if (ht < floor || ht < hard_floor || (ht < retention_floor && least > ht)) {
+		pthread_mutex_unlock(&h->mu);
+		return err_set(errmsg, DOCRAFT_ETOOOLD,
+			       "read time %" PRIu64 " is below the history kept (cutoff %" PRIu64
+			       ", retention from %" PRIu64 ")",
+			       ht, floor, retention_floor);
+	}
+	for (size_t i = 0; i < h->n; i++) {
+		if (h->h[i].ht == ht) {
+			if (h->h[i].until_ms < until)
+				h->h[i].until_ms = until;
+			pthread_mutex_unlock(&h->mu);
+			return 0;
+		}
+		if (h->h[i].ht < ht && (below == SIZE_MAX || h->h[i].ht > h->h[below].ht))
+			below = i;
+		if (h->h[i].ht < h->h[smallest].ht)
+			smallest = i;
+	}
+	if (h->n < COMPACTION_MAX_HOLDS) {
+		h->h[h->n].ht = ht;
+		h->h[h->n].until_ms = until;
+		h->n++;
+	} else {
+		/* Full: the hold just below protects ht already; else ht is
+		 * the smallest and takes the smallest one's place. */
+		size_t i = below != SIZE_MAX ? below : smallest;
+		if (below == SIZE_MAX)
+			h->h[i].ht = ht;
+		if (h->h[i].until_ms < until)
+			h->h[i].until_ms = until;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return 0;
+}
+
+uint64_t compaction_hold_cap(struct compaction_holds *h, uint64_t want)
+{
+	uint64_t least;
+	pthread_mutex_lock(&h->mu);
+	least = holds_prune(h, mono_ms());
+	if (want > least)
+		want = least;
+	if (want > h->pending)
+		h->pending = want;
+	pthread_mutex_unlock(&h->mu);
+	return want;
 }
 
 /* ---- the persisted cutoff ----------------------------------------------- */

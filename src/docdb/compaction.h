@@ -30,6 +30,7 @@
 #ifndef DOCRAFT_DOCDB_COMPACTION_H
 #define DOCRAFT_DOCDB_COMPACTION_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,6 +108,45 @@ uint64_t compaction_auto_cutoff(uint64_t now_us, uint64_t applied_ht, uint64_t r
  * the store is open, reads ahead in s to repack. s must outlive the RocksDB
  * instance; the factory owns nothing. */
 rocksdb_compactionfilterfactory_t *compaction_factory_create(struct store *s);
+
+/* ---- history holds ----
+ *
+ * Reads in progress at a hybrid time T (a read AS OF T, the pages of a scan
+ * at T) need every version visible at T: no compaction may raise the
+ * cutoff above T while they run. A hold on T lasts until a deadline (a
+ * paged scan is stateless on the server: each page renews its hold); the
+ * store caps every raise of its cutoff at the smallest live hold
+ * (compaction_hold_cap under the store's raise). The table is bounded: when
+ * full, a new hold is merged into the live hold just below it (which
+ * protects it already) or, if it is the smallest, replaces the smallest.
+ * Thread-safe (its own mutex); never held across I/O. */
+#define COMPACTION_MAX_HOLDS 256
+
+struct compaction_holds {
+	pthread_mutex_t mu;
+	struct {
+		uint64_t ht;
+		uint64_t until_ms; /* CLOCK_MONOTONIC ms */
+	} h[COMPACTION_MAX_HOLDS];
+	size_t n;
+	uint64_t pending; /* the largest cutoff a raise was allowed to aim at */
+};
+
+void compaction_holds_init(struct compaction_holds *h);
+void compaction_holds_destroy(struct compaction_holds *h);
+/* Holds ht for hold_ms (renewing a hold on ht). DOCRAFT_ETOOOLD (nothing
+ * held) when ht is below cutoff (the store's) or below a raise in progress,
+ * below retention_floor (now - retention, compaction_auto_cutoff) while no
+ * live hold at or below ht keeps that history, or below hard_floor (now -
+ * 2 x retention) at all: renewing holds keeps history at most one more
+ * retention, so no reader can stop collection for good. */
+int compaction_hold_add(struct compaction_holds *h, uint64_t ht, uint64_t cutoff,
+			uint64_t retention_floor, uint64_t hard_floor, uint64_t hold_ms,
+			char *errmsg);
+/* want capped at the smallest live hold (expired holds are dropped); the
+ * result is remembered as a raise in progress, so a hold added afterwards
+ * below it is refused. */
+uint64_t compaction_hold_cap(struct compaction_holds *h, uint64_t want);
 
 /* The persisted cutoff of the store in directory dir: 0 when the file does
  * not exist; DOCRAFT_ECORRUPT when it does not parse, DOCRAFT_EIO when it

@@ -70,6 +70,7 @@ struct store {
 	 * gc_cutoff is the persisted one (written under gc_mu). */
 	pthread_mutex_t gc_mu;
 	_Atomic uint64_t gc_cutoff;
+	struct compaction_holds holds; /* reads in progress: caps every raise */
 	_Atomic int64_t default_ttl_ms;
 	/* The schema compactions use (store_set_schema): a refcounted copy,
 	 * swapped under schema_mu, pinned by each job. */
@@ -243,6 +244,7 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 	buf_init(&s->marker);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->gc_mu, NULL);
+	compaction_holds_init(&s->holds);
 	atomic_init(&s->history_cutoff, 0);
 	atomic_init(&s->gc_cutoff, 0);
 	atomic_init(&s->default_ttl_ms, opts->default_ttl_ms);
@@ -318,6 +320,7 @@ void store_close(struct store *s)
 	buf_free(&s->marker);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->gc_mu);
+	compaction_holds_destroy(&s->holds);
 	store_set_schema(s, NULL); /* jobs are over: rocksdb_close waited */
 	pthread_mutex_destroy(&s->schema_mu);
 	free(s->path);
@@ -492,9 +495,20 @@ void store_set_history_cutoff(struct store *s, uint64_t ht)
 	pthread_mutex_unlock(&s->gc_mu);
 }
 
+int store_hold_history(struct store *s, uint64_t ht, unsigned hold_ms, char *errmsg)
+{
+	uint64_t applied = 0, now = hlc_wall_clock(NULL);
+	store_applied(s, NULL, &applied);
+	return compaction_hold_add(&s->holds, ht, store_history_cutoff(s),
+				   compaction_auto_cutoff(now, applied, s->retention_us),
+				   compaction_auto_cutoff(now, applied, 2 * s->retention_us),
+				   hold_ms, errmsg);
+}
+
 int store_raise_history_cutoff(struct store *s, uint64_t ht, uint64_t *in_effect, char *errmsg)
 {
 	int rv = 0;
+	ht = compaction_hold_cap(&s->holds, ht); /* never above a read in progress */
 	pthread_mutex_lock(&s->gc_mu);
 	if (ht > atomic_load(&s->gc_cutoff)) {
 		if ((rv = compaction_cutoff_save(s->path, ht, errmsg)) == 0)

@@ -136,9 +136,18 @@ uint64_t store_history_retention_us(const struct store *s);
  * Assumes writes arrive in hybrid-time order above the cutoff, as Raft
  * applies them. */
 
-/* Raises the history cutoff to at least ht: persists it first (durably),
- * then makes readers see it. *in_effect (may be NULL) gets the persisted
- * cutoff afterwards (on failure: the one persisted before). Any thread. */
+/* Holds hybrid time ht for a read in progress for hold_ms (a new call
+ * renews it): until then no compaction raises the cutoff above ht
+ * (compaction.h, "history holds"). DOCRAFT_ETOOOLD ("snapshot too old":
+ * nothing held) when ht is below the cutoff, older than the retention (now -
+ * history_retention_us) and not kept by a live hold, or older than twice the
+ * retention. Any thread. */
+int store_hold_history(struct store *s, uint64_t ht, unsigned hold_ms, char *errmsg);
+
+/* Raises the history cutoff to at least ht, but never above a live hold:
+ * persists it first (durably), then makes readers see it. *in_effect (may
+ * be NULL) gets the persisted cutoff afterwards (on failure: the one
+ * persisted before). Any thread. */
 int store_raise_history_cutoff(struct store *s, uint64_t ht, uint64_t *in_effect, char *errmsg);
 
 /* A manual FULL compaction at history cutoff cutoff_ht (0: now - retention,

@@ -34,6 +34,9 @@
 
 #define KIND_TABLE "table"
 #define KIND_TABLET "tablet"
+#define KIND_DDL "ddl"
+#define DDL_CREATE "create"
+#define DDL_DROP "drop"
 #define STATE_RUNNING "running"
 #define STATE_DELETED "deleted"
 
@@ -96,6 +99,7 @@ static void *xrealloc(void *p, size_t size)
 DEFINE_INDEX(table_idx, struct cat_table, tables, n_tables, cap_tables, name)
 DEFINE_INDEX(tablet_idx, struct cat_tablet, tablets, n_tablets, cap_tablets, id)
 DEFINE_INDEX(tserver_idx, struct cat_tserver, tservers, n_tservers, cap_tservers, uuid)
+DEFINE_INDEX(ddl_idx, struct cat_ddl, ddl, n_ddl, cap_ddl, client)
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
@@ -113,8 +117,11 @@ void catalog_clear_tables(struct catalog *c)
 	}
 	for (size_t i = 0; i < c->n_tablets; i++)
 		free(c->tablets[i]);
+	for (size_t i = 0; i < c->n_ddl; i++)
+		free(c->ddl[i]);
 	c->n_tables = 0;
 	c->n_tablets = 0;
+	c->n_ddl = 0;
 }
 
 void catalog_clear_tservers(struct catalog *c)
@@ -131,6 +138,7 @@ void catalog_free(struct catalog *c)
 	free(c->tables);
 	free(c->tablets);
 	free(c->tservers);
+	free(c->ddl);
 	memset(c, 0, sizeof *c);
 }
 
@@ -439,6 +447,87 @@ int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errm
 	return finish(&w, b, len, count, rv, errmsg);
 }
 
+/* ---- DDL request ids ------------------------------------------------------------------------- */
+
+void catalog_ddl_set(struct cat_ddl *d, const uint8_t *id, uint64_t seq, enum cat_ddl_op op,
+		     const char *table, uint64_t at_ms)
+{
+	memset(d, 0, sizeof *d);
+	for (size_t i = 0; i < CATALOG_DDL_ID_LEN; i++)
+		snprintf(d->client + 2 * i, 3, "%02x", id[i]);
+	d->seq = seq;
+	d->op = op;
+	snprintf(d->table, sizeof d->table, "%s", table);
+	d->at_ms = at_ms;
+}
+
+const struct cat_ddl *catalog_find_ddl(const struct catalog *c, const char *client)
+{
+	bool found;
+	size_t at = ddl_idx_find(c, client, &found);
+	return found ? c->ddl[at] : NULL;
+}
+
+void catalog_put_ddl(struct catalog *c, const struct cat_ddl *d)
+{
+	bool found;
+	size_t at = ddl_idx_find(c, d->client, &found);
+	if (!found)
+		ddl_idx_insert(c, at, xcalloc(1, sizeof *d));
+	*c->ddl[at] = *d;
+}
+
+int catalog_write_ddl(struct batch *b, const struct cat_ddl *d, char *errmsg)
+{
+	struct docwrite w;
+	struct buf dk = BUF_INIT;
+	size_t len = b->data.len;
+	uint32_t count = b->count;
+	struct pv keys[4] = {pv_str("seq"), pv_str("op"), pv_str("table"), pv_str("at_ms")};
+	struct subdoc children[4];
+	struct subdoc doc;
+	int rv;
+
+	docwrite_init(&w, NULL, b, NULL);
+	children[0] = leaf(pv_uint64(d->seq));
+	children[1] = leaf(pv_str(d->op == CAT_DDL_CREATE ? DDL_CREATE : DDL_DROP));
+	children[2] = leaf(pv_str(d->table));
+	children[3] = leaf(pv_uint64(d->at_ms));
+	doc = object(keys, children, 4);
+	doc_key(&dk, KIND_DDL, d->client);
+	rv = docwrite_insert_subdoc(&w, dk.data, dk.len, NULL, 0, &doc);
+	buf_free(&dk);
+	return finish(&w, b, len, count, rv, errmsg);
+}
+
+int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char *errmsg)
+{
+	size_t purged = 0;
+	int rv = 0;
+	if (now_ms < CATALOG_DDL_TTL_MS)
+		return 0;
+	for (size_t i = 0; i < c->n_ddl && purged < CATALOG_DDL_PURGE_MAX;) {
+		struct docwrite w;
+		struct buf dk = BUF_INIT;
+		size_t len = b->data.len;
+		uint32_t count = b->count;
+		if (c->ddl[i]->at_ms >= now_ms - CATALOG_DDL_TTL_MS) {
+			i++;
+			continue;
+		}
+		docwrite_init(&w, NULL, b, NULL);
+		doc_key(&dk, KIND_DDL, c->ddl[i]->client);
+		rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
+		buf_free(&dk);
+		if ((rv = finish(&w, b, len, count, rv, errmsg)) != 0)
+			return rv;
+		free(c->ddl[i]);
+		ddl_idx_erase(c, i);
+		purged++;
+	}
+	return rv;
+}
+
 /* ---- persistence: loading -------------------------------------------------------------------- */
 
 static const struct docnode *child(const struct docnode *n, const char *key)
@@ -470,6 +559,48 @@ static int get_u32(const struct docnode *n, const char *key, uint32_t *out, cons
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
 			       key);
 	*out = c->value.v.u32;
+	return 0;
+}
+
+static int get_u64(const struct docnode *n, const char *key, uint64_t *out, const char *what,
+		   char *errmsg)
+{
+	const struct docnode *c = child(n, key);
+	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_UINT64)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
+			       key);
+	*out = c->value.v.u64;
+	return 0;
+}
+
+static int load_ddl(struct catalog *c, const char *client, const struct docnode *doc,
+		    char *errmsg)
+{
+	struct cat_ddl d;
+	char op[16];
+	bool found;
+	int rv;
+
+	memset(&d, 0, sizeof d);
+	if (strlen(client) != 2 * CATALOG_DDL_ID_LEN ||
+	    strspn(client, "0123456789abcdef") != 2 * CATALOG_DDL_ID_LEN)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: a DDL record of a bad client id");
+	memcpy(d.client, client, sizeof d.client);
+	if ((rv = get_u64(doc, "seq", &d.seq, "DDL record", errmsg)) != 0 ||
+	    (rv = get_u64(doc, "at_ms", &d.at_ms, "DDL record", errmsg)) != 0 ||
+	    (rv = get_str(doc, "op", op, sizeof op, "DDL record", errmsg)) != 0 ||
+	    (rv = get_str(doc, "table", d.table, sizeof d.table, "DDL record", errmsg)) != 0)
+		return rv;
+	if (strcmp(op, DDL_CREATE) == 0)
+		d.op = CAT_DDL_CREATE;
+	else if (strcmp(op, DDL_DROP) == 0)
+		d.op = CAT_DDL_DROP;
+	else
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: DDL record: op '%s'", op);
+	ddl_idx_find(c, d.client, &found);
+	if (found)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: DDL record of %s twice", client);
+	catalog_put_ddl(c, &d);
 	return 0;
 }
 
@@ -671,10 +802,13 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 		if (doc != NULL) {
 			struct pv kind_table = pv_str(KIND_TABLE);
 			struct pv kind_tablet = pv_str(KIND_TABLET);
+			struct pv kind_ddl = pv_str(KIND_DDL);
 			if (pv_equal(&d.range[0], &kind_table))
 				rv = load_table(c, name, doc, errmsg);
 			else if (pv_equal(&d.range[0], &kind_tablet))
 				rv = load_tablet(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_ddl))
+				rv = load_ddl(c, name, doc, errmsg);
 			else
 				rv = err_set(errmsg, DOCRAFT_ECORRUPT,
 					     "catalog: unknown document kind");

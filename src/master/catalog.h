@@ -11,6 +11,14 @@
  *       "rf":      uint32, the replication factor
  *       "tablets": uint32, the number of tablets
  *   }
+ *   DocKey("ddl", <client id, 32 hex digits>) -> {
+ *       "seq": uint64, "op": text "create" or "drop", "table": text,
+ *       "at_ms": uint64 (the master's wall clock when it was written)
+ *   }   the last CreateTable / DropTable of that client that took effect,
+ *       written in the same batch as its table's documents: a retry of it
+ *       (same client id and seq) is answered with its first result, on
+ *       this master or the next leader; purged CATALOG_DDL_TTL_MS later
+ *       by a later DDL write.
  *   DocKey("tablet", <tablet id>) -> {
  *       "table":    text, the table's name
  *       "start":    uint32, "end": uint32, the partition [start, end)
@@ -114,7 +122,24 @@ struct cat_tserver {
 	uint64_t hb_count;   /* heartbeats received */
 };
 
+/* A DDL request id recorded (see the "ddl" document above). */
+#define CATALOG_DDL_ID_LEN 16
+#define CATALOG_DDL_TTL_MS (3600u * 1000)
+/* Stale records purged per DDL write, at most (bounds the batch). */
+#define CATALOG_DDL_PURGE_MAX 32
+enum cat_ddl_op { CAT_DDL_CREATE = 1, CAT_DDL_DROP };
+
+struct cat_ddl {
+	char client[2 * CATALOG_DDL_ID_LEN + 1]; /* hex */
+	uint64_t seq;
+	enum cat_ddl_op op;
+	char table[CATALOG_MAX_TABLE_NAME + 1];
+	uint64_t at_ms;
+};
+
 struct catalog {
+	struct cat_ddl **ddl;          /* sorted by client */
+	size_t n_ddl, cap_ddl;
 	struct cat_table **tables;     /* sorted by name */
 	size_t n_tables, cap_tables;
 	struct cat_tablet **tablets;   /* every tablet (deleted ones too), sorted by id */
@@ -166,6 +191,23 @@ void catalog_remove_tablet(struct catalog *c, struct cat_tablet *tb);
 struct cat_table *catalog_find_table(const struct catalog *c, const char *name);
 struct cat_tablet *catalog_find_tablet(const struct catalog *c, const char *id);
 
+/* ---- DDL request ids ------------------------------------------------------------------------- */
+
+/* Fills d's client (hex of id, CATALOG_DDL_ID_LEN bytes), seq, op, table
+ * and at_ms. */
+void catalog_ddl_set(struct cat_ddl *d, const uint8_t *id, uint64_t seq, enum cat_ddl_op op,
+		     const char *table, uint64_t at_ms);
+/* The last DDL recorded for the client d->client names, NULL if none. */
+const struct cat_ddl *catalog_find_ddl(const struct catalog *c, const char *client);
+/* Records d (copied; replaces the client's earlier one), once written. */
+void catalog_put_ddl(struct catalog *c, const struct cat_ddl *d);
+/* Appends d's document. */
+int catalog_write_ddl(struct batch *b, const struct cat_ddl *d, char *errmsg);
+/* Appends the deletion of up to CATALOG_DDL_PURGE_MAX records written
+ * before now_ms - CATALOG_DDL_TTL_MS, and forgets them (a batch that then
+ * fails leaves them stored: the next purge deletes them). */
+int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char *errmsg);
+
 /* ---- persistence ----------------------------------------------------------------------------- */
 
 /* Appends the documents of t and of all its tablets (their state written
@@ -177,8 +219,8 @@ int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg)
 /* Appends the deletion of a tablet's document. */
 int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg);
 
-/* Replaces the tables and tablets of c with those stored in s as of
- * read_ht (tables and their tablets CAT_RUNNING, dropped tablets
+/* Replaces the tables, tablets and DDL records of c with those stored in s
+ * as of read_ht (tables and their tablets CAT_RUNNING, dropped tablets
  * CAT_DELETED; no volatile state). Tservers are kept. On error (a store
  * error, or DOCRAFT_ECORRUPT for documents that do not decode or do not
  * fit together: a table whose tablets do not cover the hash space, a

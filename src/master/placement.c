@@ -57,7 +57,7 @@ int placement_place(struct placement_server *servers, size_t n_servers, uint32_t
 		return err_set(errmsg, DOCRAFT_EINVAL, "number of tablets must be 1..%d (got %u)",
 			       PLACEMENT_MAX_TABLETS, n_tablets);
 	if (n_servers < rf)
-		return err_set(errmsg, DOCRAFT_EINVAL,
+		return err_set(errmsg, DOCRAFT_EUNAVAILABLE,
 			       "not enough live tservers: %zu live, replication factor %u",
 			       n_servers, rf);
 	for (uint32_t i = 0; i < n_tablets; i++) {

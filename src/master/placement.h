@@ -43,8 +43,9 @@ struct placement_server {
  * of the server holding replica k (Raft id k + 1) of tablet i. out holds
  * n_tablets * rf entries. Each server's load grows by the replicas placed
  * on it. Errors, with nothing written or changed: DOCRAFT_EINVAL for an rf
- * that is not 1, 3 or 5, n_tablets outside 1..PLACEMENT_MAX_TABLETS, or
- * fewer live servers than rf (the message names both counts). */
+ * that is not 1, 3 or 5 or n_tablets outside 1..PLACEMENT_MAX_TABLETS;
+ * DOCRAFT_EUNAVAILABLE (retryable: tservers may be starting or coming back)
+ * for fewer live servers than rf (the message names both counts). */
 int placement_place(struct placement_server *servers, size_t n_servers, uint32_t n_tablets,
 		    uint32_t rf, size_t *out, char *errmsg);
 

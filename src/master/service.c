@@ -34,6 +34,16 @@
  *   tablets deleted; once committed the tablets are CAT_DELETED in memory
  *   and the table is gone.
  *
+ * DDL request ids: a CreateTable / DropTable with a client id and seq
+ *   writes a "ddl" record (catalog.h) in the same batch as its change (and
+ *   purges stale ones); once committed it is in memory, and a new leader
+ *   loads it. A request whose id is recorded for the same op and table is
+ *   answered OK at once (its first result: the change took effect), so a
+ *   client retrying after a timeout (CreateTable of many tablets waits for
+ *   every replica) or a lost answer never gets "already exists" / "not
+ *   found" for its own change. While its write is in flight a retry gets
+ *   EBUSY (retried). Not enough live tservers is UNAVAILABLE (retried).
+ *
  * Heartbeat: records the tserver (uuid, address, time) and, per reported
  *   tablet, the replica's role and term. Instructions in the reply:
  *   - delete: for every reported tablet that is deleted in the catalog;
@@ -86,6 +96,7 @@
 #include "common/buf.h"
 #include "common/check.h"
 #include "common/err.h"
+#include "common/hlc.h"
 #include "common/log.h"
 #include "common/rpc.h"
 #include "docdb/batch.h"
@@ -474,6 +485,53 @@ static struct cat_replica *replica_on(struct cat_tablet *tb, const char *uuid)
 	return NULL;
 }
 
+/* ---- DDL request ids ------------------------------------------------------------------------- */
+
+/* The request id of a CreateTable / DropTable (catalog.h, "ddl"). *done:
+ * the same request (client id, seq, op and table) already took effect, the
+ * caller answers with its first result; else *has_ddl says whether d is to
+ * be recorded with the change. An error code (errmsg set) for an id that is
+ * not 16 bytes, or one reused for another DDL. */
+static int ddl_check(struct master *m, const ProtobufCBinaryData *client_id, uint64_t seq,
+		     enum cat_ddl_op op, const char *table, struct cat_ddl *d, bool *has_ddl,
+		     bool *done, char *errmsg)
+{
+	const struct cat_ddl *old;
+	memset(d, 0, sizeof *d);
+	*has_ddl = false;
+	*done = false;
+	if (client_id->len == 0)
+		return 0; /* an older client: no id */
+	if (client_id->len != CATALOG_DDL_ID_LEN)
+		return err_set(errmsg, DOCRAFT_EINVAL, "client_id of %zu bytes (must be %d)",
+			       client_id->len, CATALOG_DDL_ID_LEN);
+	catalog_ddl_set(d, client_id->data, seq, op, table, hlc_wall_clock(NULL) / 1000);
+	*has_ddl = true;
+	old = catalog_find_ddl(&m->cat, d->client);
+	if (old == NULL || old->seq != seq)
+		return 0;
+	if (old->op != op || strcmp(old->table, table) != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "request %s/%" PRIu64 " was a %s of table '%s', not this one",
+			       d->client, seq, old->op == CAT_DDL_CREATE ? "create" : "drop",
+			       old->table);
+	LOG_INFO("master %s: %s table %s: a retry of request %s/%" PRIu64
+		 ", answered with its first result",
+		 m->address, op == CAT_DDL_CREATE ? "create" : "drop", table, d->client, seq);
+	*done = true;
+	return 0;
+}
+
+/* Appends to b the record d (when has_ddl) and the purge of stale ones. */
+static int ddl_write(struct master *m, struct batch *b, const struct cat_ddl *d, bool has_ddl,
+		     char *errmsg)
+{
+	int rv = has_ddl ? catalog_write_ddl(b, d, errmsg) : 0;
+	if (rv == 0)
+		rv = catalog_purge_ddl(&m->cat, b, hlc_wall_clock(NULL) / 1000, errmsg);
+	return rv;
+}
+
 /* ---- CreateTable ----------------------------------------------------------------------------- */
 
 struct create_call {
@@ -488,6 +546,8 @@ struct create_op {
 	struct cwrite w; /* first */
 	struct rpc_call *call;
 	char name[CATALOG_MAX_TABLE_NAME + 1];
+	bool has_ddl;       /* the request carried an id: ddl is recorded */
+	struct cat_ddl ddl;
 	struct create_call *calls;
 	size_t outstanding;
 	size_t failed;
@@ -588,6 +648,8 @@ static void create_written(struct cwrite *w, int status)
 		return;
 	}
 	LOG_INFO("master %s: table %s created", m->address, op->name);
+	if (w->gen == m->gen && op->has_ddl)
+		catalog_put_ddl(&m->cat, &op->ddl);
 	if (t == NULL || m->closing) {
 		/* Committed, but this master lost the leadership meanwhile (or
 		 * is closing): the next leader's heartbeats create the replicas. */
@@ -783,6 +845,8 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 		goto out;
 	}
 	rv = catalog_write_table(&op->w.b, t, errmsg);
+	if (rv == 0)
+		rv = ddl_write(m, &op->w.b, &op->ddl, op->has_ddl, errmsg);
 	if (rv != 0)
 		catalog_remove_table(&m->cat, t);
 out:
@@ -799,6 +863,7 @@ static void handle_create_table(void *arg, struct rpc_call *call)
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	Docraft__CreateTableRequest *req;
 	struct create_op *op;
+	bool done = false;
 	int rv;
 
 	if (!serving(m, call))
@@ -811,7 +876,19 @@ static void handle_create_table(void *arg, struct rpc_call *call)
 	op->call = call;
 	m->ops++;
 	op->w.m = m;
-	rv = prepare_create(m, req, op, errmsg);
+	rv = req->schema == NULL ? err_set(errmsg, DOCRAFT_EINVAL, "create table: no schema")
+	   : ddl_check(m, &req->client_id, req->seq, CAT_DDL_CREATE, req->schema->name, &op->ddl,
+			&op->has_ddl, &done, errmsg);
+	if (rv == 0 && done) {
+		Docraft__CreateTableResponse resp = DOCRAFT__CREATE_TABLE_RESPONSE__INIT;
+		resp.table_id = op->ddl.table;
+		rpc_reply_message(call, &resp.base);
+		docraft__create_table_request__free_unpacked(req, NULL);
+		create_free(op);
+		return;
+	}
+	if (rv == 0)
+		rv = prepare_create(m, req, op, errmsg);
 	docraft__create_table_request__free_unpacked(req, NULL);
 	if (rv == 0) {
 		rv = cwrite_submit(m, &op->w, create_written);
@@ -834,6 +911,8 @@ struct drop_op {
 	struct cwrite w; /* first */
 	struct rpc_call *call;
 	char name[CATALOG_MAX_TABLE_NAME + 1];
+	bool has_ddl;
+	struct cat_ddl ddl;
 };
 
 static void drop_written(struct cwrite *w, int status)
@@ -852,6 +931,8 @@ static void drop_written(struct cwrite *w, int status)
 		LOG_INFO("master %s: table %s dropped", m->address, op->name);
 		if (t != NULL)
 			catalog_drop_table(&m->cat, t);
+		if (w->gen == m->gen && op->has_ddl)
+			catalog_put_ddl(&m->cat, &op->ddl);
 		rpc_reply_message(op->call, &resp.base);
 	}
 	batch_free(&w->b);
@@ -866,6 +947,8 @@ static void handle_drop_table(void *arg, struct rpc_call *call)
 	Docraft__DropTableRequest *req;
 	struct cat_table *t;
 	struct drop_op *op;
+	struct cat_ddl ddl;
+	bool has_ddl, done;
 	int rv;
 
 	if (!serving(m, call))
@@ -873,6 +956,17 @@ static void handle_drop_table(void *arg, struct rpc_call *call)
 	req = rpc_call_decode(call, &docraft__drop_table_request__descriptor);
 	if (req == NULL)
 		return;
+	rv = ddl_check(m, &req->client_id, req->seq, CAT_DDL_DROP, req->name, &ddl, &has_ddl,
+		       &done, errmsg);
+	if (rv == 0 && done) {
+		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
+		rpc_reply_message(call, &resp.base);
+		goto out;
+	}
+	if (rv != 0) {
+		rpc_reply_error(call, rv, errmsg, NULL, 0);
+		goto out;
+	}
 	t = catalog_find_table(&m->cat, req->name);
 	if (t == NULL) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
@@ -887,7 +981,11 @@ static void handle_drop_table(void *arg, struct rpc_call *call)
 	batch_init(&op->w.b);
 	op->call = call;
 	snprintf(op->name, sizeof op->name, "%s", t->name);
+	op->has_ddl = has_ddl;
+	op->ddl = ddl;
 	rv = catalog_write_drop(&op->w.b, t, errmsg);
+	if (rv == 0)
+		rv = ddl_write(m, &op->w.b, &op->ddl, op->has_ddl, errmsg);
 	if (rv == 0 && (rv = cwrite_submit(m, &op->w, drop_written)) != 0)
 		err_set(errmsg, rv, "drop table: catalog write: %s", docraft_strerror(rv));
 	if (rv != 0) {

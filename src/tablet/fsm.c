@@ -55,6 +55,33 @@ static void observe_ht(struct tablet_fsm *f, uint64_t ht)
 		     " so far), not adopted: %s", f->skewed, errmsg);
 }
 
+static void refuse(struct tablet_fsm *f, const struct entry_request *q)
+{
+	if (f->nrefused == f->refused_cap) {
+		f->refused_cap = f->refused_cap ? f->refused_cap * 2 : 4;
+		f->refused = realloc(f->refused, f->refused_cap * sizeof *f->refused);
+		if (f->refused == NULL)
+			PANIC("out of memory");
+	}
+	memcpy(f->refused[f->nrefused].client_id, q->client_id, ENTRY_CLIENT_ID_LEN);
+	f->refused[f->nrefused].seq = q->seq;
+	f->nrefused++;
+	FLOG(LOG_LVL_WARN, f, "request %" PRIu64 " of a client: retry window expired, not applied",
+	     q->seq);
+}
+
+bool tablet_fsm_refused(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq)
+{
+	const struct tablet_fsm *f = result;
+	if (f == NULL)
+		return false;
+	for (size_t i = 0; i < f->nrefused; i++)
+		if (f->refused[i].seq == seq &&
+		    memcmp(f->refused[i].client_id, cid, ENTRY_CLIENT_ID_LEN) == 0)
+			return true;
+	return false;
+}
+
 static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
 	struct tablet_fsm *f = fsm->data;
@@ -87,10 +114,17 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 		return RAFT_MALFORMED;
 	}
 	retry_changes_reset(&f->changes, idx);
+	retry_expire(&f->retry, er.ht, &f->changes);
+	f->nrefused = 0;
 	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
 		int status = 0;
 		if (retry_applied(&f->retry, q.client_id, q.seq))
 			continue; /* a retry of a write already decided */
+		if (retry_expired(&f->retry, q.client_id, q.seq, er.ht)) {
+			/* Forgotten: it may have applied already. Never twice. */
+			refuse(f, &q);
+			continue;
+		}
 		if (q.cond != NULL && (rv = check_conditions(f, &q, er.ht, &status, errmsg)) != 0) {
 			char why[DOCRAFT_ERRMSG_SIZE + 64];
 			snprintf(why, sizeof why, "apply of index %" PRIu64 ": conditions: %s", idx,
@@ -137,6 +171,8 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	observe_ht(f, er.ht);
 	if (idx <= f->log_last_at_start)
 		f->replayed++;
+	if (f->nrefused > 0)
+		*result = f; /* not allocated: nothing leaks on a follower */
 	rv = 0;
 out:
 	if (pp != parts)
@@ -277,6 +313,8 @@ int tablet_fsm_set_store(struct tablet_fsm *f, struct store *s, char *errmsg)
 
 void tablet_fsm_close(struct tablet_fsm *f)
 {
+	free(f->refused);
+	f->refused = NULL;
 	retry_free(&f->retry);
 	retry_changes_free(&f->changes);
 }

@@ -7,7 +7,9 @@
  *           conditions (docdb/condition.h, evaluated here at the entry's
  *           hybrid time with the store's schema) are false, and the retry
  *           records of every request decided (with its outcome) go to the
- *           store in one RocksDB write with the new marker.
+ *           store in one RocksDB write with the new marker. Requests below
+ *           their client's retry window (retry_expired) are not applied and
+ *           the leader's callback is told (tablet_fsm_refused).
  * snapshot  a marker {the store's applied index} taken on the loop thread (not
  *           raft's: the snapshot may end on a barrier); snapshot_async (libuv
  *           threadpool) flushes RocksDB before raft writes the marker and
@@ -64,7 +66,17 @@ struct tablet_fsm {
 	uint64_t log_last_at_start; /* entries up to here count as replayed */
 	uint64_t replayed;
 	uint64_t skipped;
+	struct {
+		uint8_t client_id[ENTRY_CLIENT_ID_LEN];
+		uint64_t seq;
+	} *refused; /* requests of the last applied entry refused as expired */
+	size_t nrefused, refused_cap;
 };
+
+/* Whether (cid, seq) was refused as expired by the entry whose apply gave
+ * result (the `result` of the leader's raft_apply callback: the fsm when the
+ * entry refused something, else NULL; valid until the next apply). */
+bool tablet_fsm_refused(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq);
 
 /* Loads the retry table from s. */
 int tablet_fsm_init(struct tablet_fsm *f, const char *id, struct store *s, struct hlc *hlc,

@@ -576,6 +576,10 @@ static void options_for(struct manager *m, struct replica *r, struct tablet_opti
 		o->lease_ms = 0;
 	else if (m->o.lease_ms != 0)
 		o->lease_ms = m->o.lease_ms;
+	if (m->o.retry_ttl_s != 0)
+		o->retry_ttl_us = (uint64_t)m->o.retry_ttl_s * 1000000;
+	if (m->o.history_retention_s != 0)
+		o->store.history_retention_us = (uint64_t)m->o.history_retention_s * 1000000;
 	o->store.env = m->o.store_env;
 	o->store.default_ttl_ms = r->schema.default_ttl_ms;
 	/* The schema compaction GC uses: repacking of packed rows and removal

@@ -119,6 +119,8 @@ struct manager_options {
 	 * Borrowed: it must outlive the manager (destroy it after the close
 	 * callback). */
 	struct store_env *store_env;
+	unsigned retry_ttl_s;         /* retry records' window; 0: tablet default */
+	unsigned history_retention_s; /* 0: store default */
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

@@ -1,31 +1,141 @@
-/* The retry table; the format and why loading it is exact are in retry.h. */
+/* The retry table; the format, expiry and why loading it is exact are in
+ * retry.h.
+ *
+ * Per client: held records in a treap by seq, live chunks in a treap by key
+ * (treaps: binary search trees whose nodes also form a max-heap on a
+ * pseudo-random priority, so their depth is O(log n) whatever the order of
+ * the keys), the records in decision order in a queue (for expiry), and the
+ * seqs the entry being applied recorded (for its chunk's put). */
 #include "tablet/retry.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/hlc.h"
+
+/* ---- treaps ---- */
+
+struct tnode {
+	uint64_t key;
+	uint64_t prio;
+	struct tnode *l, *r;
+};
+
+static uint64_t mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static struct tnode *tfind(struct tnode *n, uint64_t key)
+{
+	while (n != NULL && n->key != key)
+		n = key < n->key ? n->l : n->r;
+	return n;
+}
+
+/* Inserts n (its key absent) below *p. */
+static void tinsert(struct tnode **p, struct tnode *n)
+{
+	struct tnode *x = *p;
+	if (x == NULL) {
+		n->l = n->r = NULL;
+		*p = n;
+		return;
+	}
+	if (n->key < x->key) {
+		tinsert(&x->l, n);
+		if (x->l->prio > x->prio) { /* rotate right */
+			*p = x->l;
+			x->l = (*p)->r;
+			(*p)->r = x;
+		}
+	} else {
+		tinsert(&x->r, n);
+		if (x->r->prio > x->prio) { /* rotate left */
+			*p = x->r;
+			x->r = (*p)->l;
+			(*p)->l = x;
+		}
+	}
+}
+
+/* Joins two treaps, every key of a below every key of b. */
+static struct tnode *tjoin(struct tnode *a, struct tnode *b)
+{
+	if (a == NULL)
+		return b;
+	if (b == NULL)
+		return a;
+	if (a->prio > b->prio) {
+		a->r = tjoin(a->r, b);
+		return a;
+	}
+	b->l = tjoin(a, b->l);
+	return b;
+}
+
+/* Unlinks and returns the node of key (NULL if absent). */
+static struct tnode *tremove(struct tnode **p, uint64_t key)
+{
+	struct tnode *n;
+	while (*p != NULL && (*p)->key != key)
+		p = key < (*p)->key ? &(*p)->l : &(*p)->r;
+	n = *p;
+	if (n != NULL)
+		*p = tjoin(n->l, n->r);
+	return n;
+}
+
+/* The node of the smallest key, or NULL. */
+static struct tnode *tmin(struct tnode *n)
+{
+	while (n != NULL && n->l != NULL)
+		n = n->l;
+	return n;
+}
+
+/* ---- the table ---- */
+
+struct record {
+	struct tnode n; /* key: the seq */
+	uint64_t ht;    /* when it was decided */
+	uint64_t chunk; /* the key of the chunk holding it */
+	uint8_t outcome; /* 0 applied, else RETRY_OUTCOME_* */
+};
 
 /* A chunk holding some of a client's seqs: a store key, or one being built
  * by the entry being applied. */
-struct retry_chunk {
-	uint64_t key; /* the key's BE64: an entry's raft index, or a legacy record's seq */
-	size_t n;     /* seqs it holds */
-	bool stored;  /* in the store (else made by the entry being applied) */
+struct chunk {
+	struct tnode n; /* key: an entry's raft index, or a legacy record's seq */
+	size_t count;   /* seqs it holds */
+	bool stored;    /* in the store (else made by the entry being applied) */
+};
+
+/* A record in decision order; cmax: the largest seq pushed up to it. */
+struct decided {
+	uint64_t ht;
+	uint64_t seq;
+	uint64_t cmax;
 };
 
 struct retry_client {
 	uint8_t id[ENTRY_CLIENT_ID_LEN];
-	uint64_t *seqs; /* sorted, distinct */
-	uint64_t *hts;  /* hts[i]: when seqs[i] was decided */
-	uint64_t *chunks; /* chunks[i]: the key of the chunk holding seqs[i] */
-	uint8_t *outcomes; /* outcomes[i]: 0 applied, else RETRY_OUTCOME_* */
+	struct tnode *seqs;   /* struct record */
 	size_t n;
-	size_t cap;
-	struct retry_chunk *live; /* sorted by key, each n > 0 */
+	struct tnode *chunks; /* struct chunk */
 	size_t nlive;
-	size_t live_cap;
+	struct decided *queue; /* [qhead, qlen): ht ascending */
+	size_t qhead, qlen, qcap;
+	uint64_t floor;       /* the largest drop point applied */
+	uint64_t last_ht;     /* its newest decision */
+	struct retry_client *older, *newer; /* the table's list by last_ht */
+	uint64_t *pending;    /* seqs recorded by the entry being applied */
+	size_t npending, pcap;
 	uint64_t entry;     /* index of the last entry recorded for it (0: none since the load) */
 	uint64_t watermark; /* that entry's largest drop point */
 };
@@ -38,26 +148,55 @@ static void *xrealloc(void *p, size_t n)
 	return q;
 }
 
+static void *xcalloc(size_t n)
+{
+	void *p = calloc(1, n);
+	if (p == NULL)
+		PANIC("out of memory");
+	return p;
+}
+
 void retry_init(struct retry_table *t)
 {
 	memset(t, 0, sizeof *t);
+	if (getrandom(&t->seed, sizeof t->seed, GRND_NONBLOCK) != (ssize_t)sizeof t->seed)
+		t->seed = (uint64_t)(uintptr_t)t;
+}
+
+void retry_set_ttl(struct retry_table *t, uint64_t ttl_us)
+{
+	t->ttl_us = ttl_us;
+}
+
+static void free_tree(struct tnode *n)
+{
+	while (n != NULL) {
+		struct tnode *r = n->r;
+		free_tree(n->l);
+		free(n);
+		n = r;
+	}
+}
+
+static void client_free(struct retry_client *c)
+{
+	free_tree(c->seqs);
+	free_tree(c->chunks);
+	free(c->queue);
+	free(c->pending);
+	free(c);
 }
 
 void retry_free(struct retry_table *t)
 {
-	for (size_t i = 0; i < t->nslots; i++) {
-		struct retry_client *c = t->slots[i];
-		if (c == NULL)
-			continue;
-		free(c->seqs);
-		free(c->hts);
-		free(c->chunks);
-		free(c->outcomes);
-		free(c->live);
-		free(c);
-	}
+	uint64_t ttl = t->ttl_us, seed = t->seed;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->slots[i] != NULL)
+			client_free(t->slots[i]);
 	free(t->slots);
 	memset(t, 0, sizeof *t);
+	t->ttl_us = ttl;
+	t->seed = seed;
 }
 
 static size_t slot_of(const uint8_t id[ENTRY_CLIENT_ID_LEN], size_t nslots)
@@ -68,17 +207,23 @@ static size_t slot_of(const uint8_t id[ENTRY_CLIENT_ID_LEN], size_t nslots)
 	return (size_t)(h & (nslots - 1));
 }
 
-static struct retry_client *find(const struct retry_table *t, const uint8_t id[ENTRY_CLIENT_ID_LEN])
+static size_t find_slot(const struct retry_table *t, const uint8_t id[ENTRY_CLIENT_ID_LEN])
 {
 	if (t->nslots == 0)
-		return NULL;
+		return SIZE_MAX;
 	for (size_t i = slot_of(id, t->nslots);; i = (i + 1) & (t->nslots - 1)) {
 		struct retry_client *c = t->slots[i];
 		if (c == NULL)
-			return NULL;
+			return SIZE_MAX;
 		if (memcmp(c->id, id, ENTRY_CLIENT_ID_LEN) == 0)
-			return c;
+			return i;
 	}
+}
+
+static struct retry_client *find(const struct retry_table *t, const uint8_t id[ENTRY_CLIENT_ID_LEN])
+{
+	size_t i = find_slot(t, id);
+	return i == SIZE_MAX ? NULL : t->slots[i];
 }
 
 static void insert_slot(struct retry_client **slots, size_t nslots, struct retry_client *c)
@@ -89,6 +234,48 @@ static void insert_slot(struct retry_client **slots, size_t nslots, struct retry
 	slots[i] = c;
 }
 
+/* Empties slot i, moving later members of its probe run back. */
+static void remove_slot(struct retry_table *t, size_t i)
+{
+	size_t mask = t->nslots - 1;
+	t->slots[i] = NULL;
+	for (size_t j = (i + 1) & mask; t->slots[j] != NULL; j = (j + 1) & mask) {
+		size_t home = slot_of(t->slots[j]->id, t->nslots);
+		/* j may move to i iff its home is not in (i, j] (cyclically). */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			t->slots[i] = t->slots[j];
+			t->slots[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---- the list of clients by their newest decision ---- */
+
+static void unlink_client(struct retry_table *t, struct retry_client *c)
+{
+	if (c->older != NULL)
+		c->older->newer = c->newer;
+	else if (t->oldest == c)
+		t->oldest = c->newer;
+	if (c->newer != NULL)
+		c->newer->older = c->older;
+	else if (t->newest == c)
+		t->newest = c->older;
+	c->older = c->newer = NULL;
+}
+
+static void link_newest(struct retry_table *t, struct retry_client *c)
+{
+	c->older = t->newest;
+	c->newer = NULL;
+	if (t->newest != NULL)
+		t->newest->newer = c;
+	else
+		t->oldest = c;
+	t->newest = c;
+}
+
 static struct retry_client *get(struct retry_table *t, const uint8_t id[ENTRY_CLIENT_ID_LEN])
 {
 	struct retry_client *c = find(t, id);
@@ -96,9 +283,7 @@ static struct retry_client *get(struct retry_table *t, const uint8_t id[ENTRY_CL
 		return c;
 	if ((t->nclients + 1) * 2 > t->nslots) {
 		size_t n = t->nslots ? t->nslots * 2 : 64;
-		struct retry_client **s = calloc(n, sizeof *s);
-		if (s == NULL)
-			PANIC("out of memory");
+		struct retry_client **s = xcalloc(n * sizeof *s);
 		for (size_t i = 0; i < t->nslots; i++)
 			if (t->slots[i] != NULL)
 				insert_slot(s, n, t->slots[i]);
@@ -106,61 +291,29 @@ static struct retry_client *get(struct retry_table *t, const uint8_t id[ENTRY_CL
 		t->slots = s;
 		t->nslots = n;
 	}
-	c = calloc(1, sizeof *c);
-	if (c == NULL)
-		PANIC("out of memory");
+	c = xcalloc(sizeof *c);
 	memcpy(c->id, id, ENTRY_CLIENT_ID_LEN);
 	insert_slot(t->slots, t->nslots, c);
 	t->nclients++;
 	return c;
 }
 
-/* Index of the first seq >= s. */
-static size_t lower_bound(const struct retry_client *c, uint64_t s)
+static struct record *held(const struct retry_client *c, uint64_t seq)
 {
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->seqs[mid] < s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Index of seq among c's held seqs; SIZE_MAX if not held. */
-static size_t seq_index(const struct retry_client *c, uint64_t seq)
-{
-	size_t i = lower_bound(c, seq);
-	return i < c->n && c->seqs[i] == seq ? i : SIZE_MAX;
-}
-
-/* Index of the first live chunk with a key >= key. */
-static size_t chunk_at(const struct retry_client *c, uint64_t key)
-{
-	size_t lo = 0, hi = c->nlive;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->live[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (struct record *)tfind(c->seqs, seq);
 }
 
 bool retry_lookup(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 		  uint64_t seq, uint64_t *ht, int *status)
 {
 	const struct retry_client *c = find(t, cid);
-	size_t i = c != NULL ? seq_index(c, seq) : SIZE_MAX;
-	if (i == SIZE_MAX)
+	const struct record *r = c != NULL ? held(c, seq) : NULL;
+	if (r == NULL)
 		return false;
 	if (ht != NULL)
-		*ht = c->hts[i];
+		*ht = r->ht;
 	if (status != NULL)
-		*status = c->outcomes[i] == RETRY_OUTCOME_CONDITION ? DOCRAFT_ECONDITION : 0;
+		*status = r->outcome == RETRY_OUTCOME_CONDITION ? DOCRAFT_ECONDITION : 0;
 	return true;
 }
 
@@ -170,20 +323,92 @@ bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_I
 	return retry_lookup(t, cid, seq, NULL, NULL);
 }
 
+/* Decisions before this time are out of the window (0: none). */
+static uint64_t window_start(const struct retry_table *t, uint64_t ht)
+{
+	uint64_t ttl;
+	if (t->ttl_us == 0 || t->ttl_us >= ht_physical(ht))
+		return 0;
+	ttl = ht_make(t->ttl_us, 0);
+	return ht - ttl;
+}
+
+/* E(c, ht) of retry.h: 1 + the largest seq decided before the window. The
+ * queue's running maximum also counts records no longer held: they were
+ * forgotten below a drop point, so they never raise E above the floor. */
+static uint64_t expiry_point(const struct retry_table *t, const struct retry_client *c, uint64_t ht)
+{
+	uint64_t start = window_start(t, ht);
+	size_t lo = c->qhead, hi = c->qhead + c->qlen;
+	if (start == 0)
+		return 0;
+	while (lo < hi) { /* the first decision at or after start */
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->queue[mid].ht < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == c->qhead ? 0 : c->queue[lo - 1].cmax + 1;
+}
+
+bool retry_expired(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		   uint64_t seq, uint64_t ht)
+{
+	const struct retry_client *c = find(t, cid);
+	uint64_t e;
+	if (c == NULL || held(c, seq) != NULL)
+		return false;
+	e = expiry_point(t, c, ht);
+	return seq < (e > c->floor ? e : c->floor);
+}
+
+static void queue_push(struct retry_client *c, uint64_t ht, uint64_t seq)
+{
+	uint64_t cmax = seq;
+	if (c->qlen > 0 && c->queue[c->qhead + c->qlen - 1].cmax > cmax)
+		cmax = c->queue[c->qhead + c->qlen - 1].cmax;
+	if (c->qhead + c->qlen == c->qcap) {
+		if (c->qhead > c->qcap / 2) {
+			memmove(c->queue, c->queue + c->qhead, c->qlen * sizeof *c->queue);
+			c->qhead = 0;
+		} else {
+			c->qcap = c->qcap ? c->qcap * 2 : 8;
+			c->queue = xrealloc(c->queue, c->qcap * sizeof *c->queue);
+		}
+	}
+	c->queue[c->qhead + c->qlen++] = (struct decided){.ht = ht, .seq = seq, .cmax = cmax};
+}
+
+/* Drops the queue's head while it is out of the window or not held. */
+static void queue_trim(const struct retry_table *t, struct retry_client *c, uint64_t ht)
+{
+	uint64_t start = window_start(t, ht);
+	while (c->qlen > 0) {
+		const struct decided *d = &c->queue[c->qhead];
+		if (d->ht >= start && held(c, d->seq) != NULL)
+			break;
+		c->qhead++;
+		c->qlen--;
+	}
+	if (c->qlen == 0)
+		c->qhead = 0;
+}
+
 /* One more seq in chunk key (made, as stored or not, if not live). */
 static void hold(struct retry_table *t, struct retry_client *c, uint64_t key, bool stored)
 {
-	size_t i = chunk_at(c, key);
-	if (i < c->nlive && c->live[i].key == key) {
-		c->live[i].n++;
+	struct chunk *k = (struct chunk *)tfind(c->chunks, key);
+	if (k != NULL) {
+		k->count++;
 		return;
 	}
-	if (c->nlive == c->live_cap) {
-		c->live_cap = c->live_cap ? c->live_cap * 2 : 4;
-		c->live = xrealloc(c->live, c->live_cap * sizeof *c->live);
-	}
-	memmove(c->live + i + 1, c->live + i, (c->nlive - i) * sizeof *c->live);
-	c->live[i] = (struct retry_chunk){.key = key, .n = 1, .stored = stored};
+	k = xcalloc(sizeof *k);
+	k->n.key = key;
+	k->n.prio = mix(key ^ t->seed);
+	k->count = 1;
+	k->stored = stored;
+	tinsert(&c->chunks, &k->n);
 	c->nlive++;
 	t->nchunks++;
 }
@@ -192,27 +417,18 @@ static void hold(struct retry_table *t, struct retry_client *c, uint64_t key, bo
 static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq, uint64_t ht,
 		    uint8_t outcome, uint64_t key, bool stored)
 {
-	size_t i = lower_bound(c, seq);
-	PRE(seq_index(c, seq) == SIZE_MAX);
-	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 8;
-		c->seqs = xrealloc(c->seqs, c->cap * sizeof *c->seqs);
-		c->hts = xrealloc(c->hts, c->cap * sizeof *c->hts);
-		c->chunks = xrealloc(c->chunks, c->cap * sizeof *c->chunks);
-		c->outcomes = xrealloc(c->outcomes, c->cap * sizeof *c->outcomes);
-	}
-	if (c->n > i) {
-		memmove(c->seqs + i + 1, c->seqs + i, (c->n - i) * sizeof *c->seqs);
-		memmove(c->hts + i + 1, c->hts + i, (c->n - i) * sizeof *c->hts);
-		memmove(c->chunks + i + 1, c->chunks + i, (c->n - i) * sizeof *c->chunks);
-		memmove(c->outcomes + i + 1, c->outcomes + i, (c->n - i) * sizeof *c->outcomes);
-	}
-	c->seqs[i] = seq;
-	c->hts[i] = ht;
-	c->chunks[i] = key;
-	c->outcomes[i] = outcome;
+	struct record *r = xcalloc(sizeof *r);
+	PRE(held(c, seq) == NULL);
+	r->n.key = seq;
+	r->n.prio = mix(seq ^ ~t->seed);
+	r->ht = ht;
+	r->chunk = key;
+	r->outcome = outcome;
+	tinsert(&c->seqs, &r->n);
 	c->n++;
 	t->nrecords++;
+	if (ht > c->last_ht)
+		c->last_ht = ht;
 	hold(t, c, key, stored);
 }
 
@@ -267,15 +483,42 @@ static struct store_raw *change(struct retry_changes *ch, const uint8_t id[ENTRY
 static void release(struct retry_table *t, struct retry_client *c, uint64_t key,
 		    struct retry_changes *ch)
 {
-	size_t i = chunk_at(c, key);
-	ASSERT(i < c->nlive && c->live[i].key == key && c->live[i].n > 0);
-	if (--c->live[i].n > 0)
+	struct chunk *k = (struct chunk *)tfind(c->chunks, key);
+	ASSERT(k != NULL && k->count > 0);
+	if (--k->count > 0)
 		return;
-	if (c->live[i].stored)
+	if (k->stored)
 		change(ch, c->id, key, true);
-	memmove(c->live + i, c->live + i + 1, (c->nlive - i - 1) * sizeof *c->live);
+	tremove(&c->chunks, key);
+	free(k);
 	c->nlive--;
 	t->nchunks--;
+}
+
+static void delete_chunks(struct retry_client *c, struct tnode *n, struct retry_changes *ch)
+{
+	for (; n != NULL; n = n->r) {
+		delete_chunks(c, n->l, ch);
+		if (((struct chunk *)n)->stored)
+			change(ch, c->id, n->key, true);
+	}
+}
+
+void retry_expire(struct retry_table *t, uint64_t ht, struct retry_changes *ch)
+{
+	uint64_t start = window_start(t, ht);
+	struct retry_client *c;
+	while ((c = t->oldest) != NULL && c->last_ht < start) {
+		/* Nothing of it was recorded by this entry yet (retry.h). */
+		ASSERT(c->entry != ch->index);
+		delete_chunks(c, c->chunks, ch);
+		unlink_client(t, c);
+		remove_slot(t, find_slot(t, c->id));
+		t->nclients--;
+		t->nrecords -= c->n;
+		t->nchunks -= c->nlive;
+		client_free(c);
+	}
 }
 
 void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
@@ -284,13 +527,19 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	/* Never forget the request being applied. */
 	uint64_t below = min_running < seq ? min_running : seq;
 	struct retry_client *c;
-	size_t drop;
+	struct record *r;
+	uint64_t e;
 	PRE(ch->index > 0 && (status == 0 || status == DOCRAFT_ECONDITION));
+	PRE(!retry_expired(t, cid, seq, ht));
 	c = get(t, cid);
+	e = expiry_point(t, c, ht);
+	if (e > below)
+		below = e; /* <= seq: not expired */
 	if (c->entry != ch->index) {
 		PRE(c->entry < ch->index);
 		c->entry = ch->index;
 		c->watermark = below;
+		c->npending = 0;
 		if (ch->ntouched == ch->touched_cap) {
 			ch->touched_cap = ch->touched_cap ? ch->touched_cap * 2 : 16;
 			ch->touched = xrealloc(ch->touched, ch->touched_cap * sizeof *ch->touched);
@@ -299,49 +548,73 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	} else if (below > c->watermark) {
 		c->watermark = below;
 	}
-	drop = lower_bound(c, below);
-	for (size_t i = 0; i < drop; i++)
-		release(t, c, c->chunks[i], ch);
-	if (drop > 0) {
-		memmove(c->seqs, c->seqs + drop, (c->n - drop) * sizeof *c->seqs);
-		memmove(c->hts, c->hts + drop, (c->n - drop) * sizeof *c->hts);
-		memmove(c->chunks, c->chunks + drop, (c->n - drop) * sizeof *c->chunks);
-		memmove(c->outcomes, c->outcomes + drop, (c->n - drop) * sizeof *c->outcomes);
+	if (below > c->floor)
+		c->floor = below;
+	while ((r = (struct record *)tmin(c->seqs)) != NULL && r->n.key < below) {
+		tremove(&c->seqs, r->n.key);
+		release(t, c, r->chunk, ch);
+		free(r);
+		c->n--;
+		t->nrecords--;
 	}
-	c->n -= drop;
-	t->nrecords -= drop;
 	add_seq(t, c, seq, ht, status == DOCRAFT_ECONDITION ? RETRY_OUTCOME_CONDITION : 0,
 		ch->index, false);
+	queue_push(c, ht, seq);
+	queue_trim(t, c, ht);
+	if (c->npending == c->pcap) {
+		c->pcap = c->pcap ? c->pcap * 2 : 8;
+		c->pending = xrealloc(c->pending, c->pcap * sizeof *c->pending);
+	}
+	c->pending[c->npending++] = seq;
+	unlink_client(t, c);
+	link_newest(t, c);
 }
 
-/* The put of c's chunk of entry ch->index: every seq it holds, ascending
- * (its own, and a legacy record's sharing the key). */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The put of c's chunk of entry ch->index: every seq it holds, ascending:
+ * those the entry recorded and still holds (a later request of the entry
+ * may have forgotten some), and a legacy record's sharing the key. */
 static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 {
-	size_t k = chunk_at(c, ch->index), items = 0, from = c->n, seen = 0;
+	const struct chunk *k = (const struct chunk *)tfind(c->chunks, ch->index);
+	const struct record *legacy = held(c, ch->index);
+	size_t items = 0;
 	struct store_raw *r;
-	ASSERT(k < c->nlive && c->live[k].key == ch->index);
-	/* Its seqs are among the newest the client holds: scan from the end
-	 * back to the first of them only, not every seq a client with a stuck
-	 * request keeps (this runs for every entry on every replica). */
-	while (seen < c->live[k].n) {
-		ASSERT(from > 0);
-		seen += c->chunks[--from] == ch->index;
+	ASSERT(k != NULL);
+	if (legacy != NULL && legacy->chunk == ch->index) {
+		bool listed = false;
+		for (size_t i = 0; i < c->npending && !listed; i++)
+			listed = c->pending[i] == ch->index;
+		if (!listed) {
+			if (c->npending == c->pcap) {
+				c->pcap = c->pcap ? c->pcap * 2 : 8;
+				c->pending = xrealloc(c->pending, c->pcap * sizeof *c->pending);
+			}
+			c->pending[c->npending++] = ch->index;
+		}
 	}
+	qsort(c->pending, c->npending, sizeof *c->pending, cmp_u64);
 	r = change(ch, c->id, ch->index, false);
 	buf_push(&ch->keys, RETRY_CHUNK_TAG);
 	buf_append_be64(&ch->keys, c->watermark);
-	for (size_t i = from; i < c->n; i++) {
-		if (c->chunks[i] != ch->index)
+	for (size_t i = 0; i < c->npending; i++) {
+		const struct record *rec = held(c, c->pending[i]);
+		if (rec == NULL || rec->chunk != ch->index)
 			continue;
-		buf_append_be64(&ch->keys, c->seqs[i]);
-		buf_append_be64(&ch->keys, c->hts[i]);
-		buf_push(&ch->keys, c->outcomes[i]);
+		buf_append_be64(&ch->keys, rec->n.key);
+		buf_append_be64(&ch->keys, rec->ht);
+		buf_push(&ch->keys, rec->outcome);
 		items++;
 	}
-	ASSERT(items == c->live[k].n);
+	ASSERT(items == k->count);
 	r->vlen = RETRY_CHUNK_HEAD_LEN + items * RETRY_CHUNK_ITEM_LEN;
-	c->live[k].stored = true;
+	((struct chunk *)k)->stored = true;
+	c->npending = 0;
 }
 
 void retry_changes_finish(struct retry_changes *ch)
@@ -375,6 +648,10 @@ struct loader {
 	size_t n;
 	size_t cap;
 	struct buf vals;
+	struct decided *d; /* scratch: the client's records in decision order */
+	size_t dcap;
+	struct retry_client **clients; /* every client loaded */
+	size_t nclients, ccap;
 };
 
 /* Checks a record's value and queues it for the client being loaded. */
@@ -415,11 +692,48 @@ static int load_seq(struct loader *l, struct retry_client **c, uint64_t key, uin
 {
 	if (*c == NULL)
 		*c = get(l->t, l->id);
-	if (seq_index(*c, seq) != SIZE_MAX)
+	if (held(*c, seq) != NULL)
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "retry seq %llu held by two records",
 			       (unsigned long long)seq);
 	add_seq(l->t, *c, seq, ht, outcome, key, true);
+	if (l->nclients == 0 || l->clients[l->nclients - 1] != *c) {
+		if (l->nclients == l->ccap) {
+			l->ccap = l->ccap ? l->ccap * 2 : 16;
+			l->clients = xrealloc(l->clients, l->ccap * sizeof *l->clients);
+		}
+		l->clients[l->nclients++] = *c;
+	}
 	return 0;
+}
+
+static int cmp_decided(const void *a, const void *b)
+{
+	const struct decided *x = a, *y = b;
+	if (x->ht != y->ht)
+		return x->ht < y->ht ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void collect(struct loader *l, const struct tnode *n, size_t *k)
+{
+	for (; n != NULL; n = n->r) {
+		collect(l, n->l, k);
+		l->d[(*k)++] = (struct decided){.ht = ((const struct record *)n)->ht, .seq = n->key};
+	}
+}
+
+/* c's queue: its held records in decision order. */
+static void build_queue(struct loader *l, struct retry_client *c)
+{
+	size_t k = 0;
+	if (c->n > l->dcap) {
+		l->dcap = c->n;
+		l->d = xrealloc(l->d, l->dcap * sizeof *l->d);
+	}
+	collect(l, c->seqs, &k);
+	qsort(l->d, k, sizeof *l->d, cmp_decided);
+	for (size_t i = 0; i < k; i++)
+		queue_push(c, l->d[i].ht, l->d[i].seq);
 }
 
 /* Adds what the queued records of one client hold (the rule in retry.h). */
@@ -456,9 +770,20 @@ static int load_client(struct loader *l, char *errmsg)
 				return rv;
 		}
 	}
+	if (c != NULL) {
+		c->floor = later; /* the largest watermark stored */
+		build_queue(l, c);
+	}
 	l->n = 0;
 	buf_reset(&l->vals);
 	return 0;
+}
+
+static int cmp_last(const void *a, const void *b)
+{
+	const struct retry_client *x = *(struct retry_client *const *)a;
+	const struct retry_client *y = *(struct retry_client *const *)b;
+	return x->last_ht < y->last_ht ? -1 : x->last_ht > y->last_ht;
 }
 
 int retry_load(struct retry_table *t, struct store *s, char *errmsg)
@@ -488,9 +813,18 @@ int retry_load(struct retry_table *t, struct store *s, char *errmsg)
 	}
 	if ((rv = store_iter_status(it, errmsg)) == 0)
 		rv = load_client(&l, errmsg);
+	if (rv == 0) {
+		/* The list by newest decision, as applying would have built it. */
+		if (l.nclients > 1)
+			qsort(l.clients, l.nclients, sizeof *l.clients, cmp_last);
+		for (size_t i = 0; i < l.nclients; i++)
+			link_newest(t, l.clients[i]);
+	}
 out:
 	store_iter_free(it);
 	free(l.recs);
+	free(l.d);
+	free(l.clients);
 	buf_free(&l.vals);
 	if (rv != 0)
 		retry_free(t);

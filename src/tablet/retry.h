@@ -11,9 +11,39 @@
  *
  * A client sends with each write the smallest sequence number it still has
  * in flight (min_running). Recording a request first forgets the client's
- * seqs below its drop point min(min_running, seq), since that client will
- * never retry them. Records of clients that went away stay until a later
- * version adds time-based expiry (see docs/replication.md).
+ * seqs below its drop point max(min(min_running, seq), E), since that
+ * client will never retry them; E is the expiry point below.
+ *
+ * Expiry (the retry window, ttl: --retry-record-ttl-s, YugabyteDB's
+ * retryable_request_timeout_secs). Time is the hybrid time H of the entry
+ * being applied, never a replica's clock, so every replica forgets the same
+ * records at the same log position:
+ * - E(c, H) = 1 + the largest seq of c held with a decision time below
+ *   H - ttl (0: none). A seq below E was sent before a request decided more
+ *   than ttl ago; recording a request forgets below E too (so the drop
+ *   points, and what a load rebuilds, cover expiry).
+ * - floor(c) = the largest drop point applied for c (= the largest
+ *   watermark over c's stored chunks: see the load rule). A request of c
+ *   that is not decided and whose seq is below max(floor(c), E(c, H)) is a
+ *   retry of a request the table forgot (or one its client said it would
+ *   never send again): retry_expired says so, apply must not apply it and
+ *   the leader answers "retry window expired" (DOCRAFT_ETOOOLD).
+ * - A client none of whose records was decided at or after H - ttl is
+ *   forgotten whole by retry_expire (its chunks deleted): with it goes its
+ *   floor. A client retries for its deadline (seconds, far below ttl), so
+ *   a retry older than the window only comes from a stale or forged client;
+ *   while the client has a record in the window it is refused, after that
+ *   it is a new request.
+ * ttl must be the same on every replica of a tablet (a tserver flag: the
+ * same on every tserver); 0 means never.
+ *
+ * Cost: per client, held seqs and live chunks are treaps (O(log n) lookup,
+ * insert, removal, removal of the smallest) and the records in decision
+ * order a queue with a running maximum of seqs (E by binary search); the
+ * clients are in a list by their newest decision (retry_expire pops its
+ * head). A chunk's put lists only the seqs its entry recorded. So a request
+ * costs O(log n) whatever the order its seqs arrive in (docs/benchmarks.md,
+ * docraft-retrybench).
  *
  * Store format: one chunk per (client, entry) under the internal prefix 0x02,
  * keyed by the entry's raft index:
@@ -34,7 +64,11 @@
  * then one put per client, in the order of the client's first request.
  *
  * In memory: per client its held seqs (each with its ht, outcome and chunk
- * key) and its live chunks (key, count of held seqs, whether stored).
+ * key), its live chunks (key, count of held seqs, whether stored), its floor,
+ * and its records in decision order with the running maximum of their seqs
+ * (live, the queue also keeps records forgotten since, until they reach its
+ * head: each was forgotten below a drop point, so it never raises E above
+ * the floor, and E computed from it equals E computed from a load's queue).
  *
  * Load: a seq stored in a client's chunk e is held iff it is >= max W(e')
  * over the client's stored chunks e' > e; in a legacy record, over all of
@@ -49,12 +83,16 @@
  * > s), so every entry that forgets something writes a chunk with its W, and
  * that chunk can only be deleted by a later entry with W > s >= W(e):
  * following such entries ends at a stored chunk with a larger index and a
- * larger W. Keys are raft indexes, not seqs, because a forgotten seq can be
- * recorded again (a late retry) while its old chunk still holds other seqs;
- * chunk keys never collide, and a chunk whose key equals a held legacy
- * record's (seq == index) carries that seq with its own ht and outcome. The
- * held seqs, their chunks and the chunks' counts after a load are thus
- * exactly those of the live table.
+ * larger W. Keys are raft indexes, not seqs, because earlier versions could
+ * record a forgotten seq again (a late retry) while its old chunk still held
+ * other seqs (now such a request is below the floor and refused; their
+ * stores still load); chunk keys never collide, and a chunk whose key equals
+ * a held legacy record's (seq == index) carries that seq with its own ht and
+ * outcome. The held seqs, their chunks and the chunks' counts after a load
+ * are thus exactly those of the live table; so is the floor (the largest W
+ * stored, by the argument above), the queue (held records sorted by decision
+ * time) and the list of clients (sorted by their newest decision, which is
+ * always held: only a later record of the client can forget it).
  *
  * Not thread-safe: owned by the tablet's loop thread. */
 #ifndef DOCRAFT_TABLET_RETRY_H
@@ -77,6 +115,9 @@
 /* An outcome byte (absent in a legacy record: applied). */
 #define RETRY_OUTCOME_CONDITION 1
 
+/* YugabyteDB's retryable_request_timeout_secs default: 660 s. */
+#define RETRY_DEFAULT_TTL_US (UINT64_C(660) * 1000000)
+
 struct retry_client;
 
 struct retry_table {
@@ -85,6 +126,9 @@ struct retry_table {
 	size_t nclients;
 	size_t nrecords; /* (client, seq) held */
 	size_t nchunks;  /* chunks (store keys) holding them */
+	uint64_t ttl_us; /* the retry window; 0: records never expire */
+	uint64_t seed;   /* treap priorities */
+	struct retry_client *oldest, *newest; /* by their newest decision */
 };
 
 /* The raw store records of one entry, to write with it. */
@@ -99,7 +143,11 @@ struct retry_changes {
 	size_t touched_cap;
 };
 
+/* An empty table whose records never expire. */
 void retry_init(struct retry_table *t);
+/* Sets the retry window (0: never). The same on every replica of the
+ * tablet; set it before loading or applying anything. */
+void retry_set_ttl(struct retry_table *t, uint64_t ttl_us);
 void retry_free(struct retry_table *t);
 /* Replaces the table's contents with the records in s (legacy records and
  * chunks, with the load rule above). DOCRAFT_ECORRUPT for a malformed record
@@ -114,8 +162,19 @@ bool retry_applied(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_I
  * DOCRAFT_ECONDITION (its condition was false: nothing applied). */
 bool retry_lookup(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 		  uint64_t seq, uint64_t *ht, int *status);
-/* Forgets cid's seqs below min(min_running, seq), then records (cid, seq),
- * which must not be decided yet, as decided at ht with status (0 or
+/* Whether (cid, seq), not decided, is below the client's window at the
+ * hybrid time ht of the entry being applied (see Expiry above): a request
+ * the table forgot, which must not be applied (nor recorded). */
+bool retry_expired(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		   uint64_t seq, uint64_t ht);
+/* Forgets every client with no record decided at or after ht - ttl, ht the
+ * time of the entry ch was reset for; appends the deletes of their chunks
+ * to ch. Call once per entry, after retry_changes_reset and before its
+ * first retry_record. */
+void retry_expire(struct retry_table *t, uint64_t ht, struct retry_changes *ch);
+/* Forgets cid's seqs below max(min(min_running, seq), E(cid, ht)), then
+ * records (cid, seq), which must be neither decided nor expired at ht
+ * (entries are applied in increasing ht), as decided at ht with status (0 or
  * DOCRAFT_ECONDITION) in the chunk of the entry ch was reset for. Appends to
  * ch the deletes of stored chunks left empty; the chunk's put waits for
  * retry_changes_finish. t must not be loaded or freed until then. */

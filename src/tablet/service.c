@@ -41,8 +41,11 @@
  * committed is applied, and yields the leader's safe time S; a read served
  * under the lease is answered only if tablet_read_confirm still holds after
  * reading, else it is read again after a barrier. read_ht 0 reads at S (linearizable). An explicit read_ht
- * T <= S reads at T (a point-in-time read; below the history cutoff:
- * SNAPSHOT_TOO_OLD). T > S cannot be served yet (a write could still land
+ * T <= S reads at T (a point-in-time read; below the history cutoff or
+ * older than the retention: SNAPSHOT_TOO_OLD). A read at an explicit time
+ * and every scan page hold their time against compaction
+ * (store_hold_history: READ_HOLD_MS, SCAN_HOLD_MS for the next page), so a
+ * paged scan keeps its history while its pages keep coming. T > S cannot be served yet (a write could still land
  * at or below T): if T is at most max_clock_skew_us ahead (another
  * server's clock may be that far ahead), the op waits by issuing tablet_read
  * again until S reaches T (bounded by READ_WAIT_MAX_MS, then TIMED_OUT);
@@ -127,6 +130,10 @@
 
 #define SWEEP_MS 100
 #define READ_WAIT_MAX_MS 2000
+/* How long a read at a time holds that history against compaction; for a
+ * scan, how long its next page may take to come (store_hold_history). */
+#define READ_HOLD_MS 10000
+#define SCAN_HOLD_MS 60000
 /* Bytes a row costs in a ScanResponse beyond its own encoding (tag and
  * length), rounded up. */
 #define ROW_OVERHEAD 16
@@ -550,7 +557,11 @@ static void write_done(struct tablet_write *w, int status, uint64_t ht)
 	struct svc_op *op = w->data;
 	op->r->pending--;
 	if (status != 0) {
-		op_fail(op, status, status == DOCRAFT_ECONDITION ? "condition not met" : NULL);
+		op_fail(op, status, status == DOCRAFT_ECONDITION ? "condition not met"
+				  : status == DOCRAFT_ETOOOLD
+				  ? "retry window expired: the tablet no longer knows whether this "
+				    "request applied (--retry-record-ttl-s); not applied again"
+				  : NULL);
 	} else {
 		Docraft__WriteResponse resp = DOCRAFT__WRITE_RESPONSE__INIT;
 		resp.ht = ht;
@@ -844,6 +855,17 @@ static void read_done(struct tablet_read *rd, int status, uint64_t safe_ht)
 		at = want;
 	if (op->kind == OP_SCAN && want != 0 && op->scan->restart_limit != 0 &&
 	    restart_scan(op, want, safe_ht)) {
+		op_free(op);
+		return;
+	}
+	/* Compaction keeps what this read sees; a scan's hold also keeps its
+	 * next page readable for a while (paging is stateless here). */
+	if ((want != 0 || op->kind == OP_SCAN) &&
+	    store_hold_history(tablet_store(op->r->t), at,
+			       op->kind == OP_SCAN ? SCAN_HOLD_MS : READ_HOLD_MS, msg) != 0) {
+		char why[2 * DOCRAFT_ERRMSG_SIZE];
+		snprintf(why, sizeof why, "tablet %s: %s", op->tablet_id, msg);
+		op_fail(op, DOCRAFT_ETOOOLD, why);
 		op_free(op);
 		return;
 	}

@@ -295,6 +295,7 @@ void tablet_options_default(struct tablet_options *o)
 	o->max_inflight = 1;
 	o->segment_bytes = TABLET_SEGMENT_BYTES;
 	o->max_entry_bytes = 4u << 20;
+	o->retry_ttl_us = RETRY_DEFAULT_TTL_US;
 	store_options_default(&o->store);
 }
 
@@ -518,6 +519,7 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 		goto err;
 	if ((rv = tablet_fsm_init(&t->fsm, t->id, t->store, &t->hlc, errmsg)) != 0)
 		goto err_fsm;
+	retry_set_ttl(&t->fsm.retry, o->retry_ttl_us);
 	store_applied(t->store, &t->st.flushed_index, NULL);
 	if ((rv = offer_copies(t, errmsg)) != 0)
 		goto err_store;
@@ -695,7 +697,6 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	struct tablet *t = f->t;
 	struct tablet_write *w = f->writes;
 	int code = from_raft(status);
-	(void)result;
 	inflight_unlink(t, f);
 	if (status == 0)
 		lease_extend(t, f->epoch, f->sent_ns);
@@ -713,7 +714,10 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		 * time of the entry that decided it (an earlier one for a
 		 * duplicate in the log). Not found: its record is already
 		 * forgotten (min_running), so it applied here. */
-		if (code == 0 && !retry_lookup(&t->fsm.retry, w->client_id, w->seq, &ht, &st)) {
+		if (code == 0 && tablet_fsm_refused(result, w->client_id, w->seq)) {
+			st = DOCRAFT_ETOOOLD; /* retry window expired: not applied */
+		} else if (code == 0 &&
+			   !retry_lookup(&t->fsm.retry, w->client_id, w->seq, &ht, &st)) {
 			ht = f->ht;
 			st = 0;
 		}

@@ -122,6 +122,9 @@ struct tablet_options {
 					* itself; else the store tablet_prepare opened
 					* (e.g. on the threadpool), which tablet_open
 					* takes over, also when it fails */
+	uint64_t retry_ttl_us;         /* retry records' window (retry.h), the same
+					* on every replica; default
+					* RETRY_DEFAULT_TTL_US; 0: never expire */
 };
 
 /* raft_uv's own default. Every segment rotation costs the loop thread one
@@ -168,6 +171,8 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg);
 struct tablet_write;
 /* status: 0, or DOCRAFT_ECONDITION (a condition was false where the entry
  * applied: nothing of the write applied; a definite outcome), or
+ * DOCRAFT_ETOOOLD (its client's retry window expired, retry.h: a retry of
+ * a request the tablet forgot; not applied, a definite outcome), or
  * DOCRAFT_ENOTLEADER / ELEADERLOST / ECLOSED / EUNAVAILABLE / ETOOBIG / EIO
  * ...; ht: the hybrid time the write applied at (status 0). */
 typedef void (*tablet_write_cb)(struct tablet_write *req, int status, uint64_t ht);

@@ -70,6 +70,8 @@ struct config {
 	unsigned block_cache_mb;    /* 0: store_env default */
 	unsigned memstore_mb;       /* 0: store_env default */
 	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
+	unsigned retry_ttl_s;       /* 0: tablet default (660) */
+	unsigned history_retention_s; /* 0: store default (900) */
 };
 
 enum close_step {
@@ -146,6 +148,11 @@ static const struct flag {
 				 "index and filter blocks included (default 256)"},
 	{"memstore-mb", "MB", "memtable budget over every tablet of the process: past it, "
 			      "the memtable holding the oldest write is flushed (default 256)"},
+	{"retry-record-ttl-s", "S", "how long a tablet remembers a write's request id, so a "
+				    "retry is applied once; the same on every tserver "
+				    "(default 660)"},
+	{"history-retention-s", "S", "how far back reads AS OF a past time may go; compaction "
+				     "keeps older versions no longer (default 900)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
 	{"log-level", "LEVEL", "error, warn, info, debug or trace (default info, or "
 			       "$DOCRAFT_TRACE)"},
@@ -245,6 +252,10 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->block_cache_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
 	} else if (strcmp(name, "memstore-mb") == 0) {
 		c->memstore_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
+	} else if (strcmp(name, "retry-record-ttl-s") == 0) {
+		c->retry_ttl_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
+	} else if (strcmp(name, "history-retention-s") == 0) {
+		c->history_retention_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
 	} else if (strcmp(name, "log-level") == 0) {
 		c->log_level = log_parse_level(v);
 		if (c->log_level < 0)
@@ -808,6 +819,8 @@ static int start(void)
 	mo.max_inflight = S.cfg.max_inflight;
 	mo.max_clock_skew_ms = S.cfg.max_clock_skew_ms;
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
+	mo.retry_ttl_s = S.cfg.retry_ttl_s;
+	mo.history_retention_s = S.cfg.history_retention_s;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								   : (unsigned)S.cfg.lease_ms;

@@ -10,7 +10,10 @@
  *                           the errors: NOT_LEADER with the leader's address
  *                           from a follower, TABLET_NOT_FOUND, INVALID_ARGUMENT
  *                           with the reason (bad op, key, schema version,
- *                           read time in the future), idempotent create
+ *                           read time in the future), idempotent create, a
+ *                           stale retry ("retry window expired", not
+ *                           applied), a read older than the retention
+ *                           (SNAPSHOT_TOO_OLD)
  *   leadership_and_restart  STEP_DOWN moves the leader; SIGTERM of the
  *                           leader's process hands the leadership over before
  *                           it exits 0 (the next term's leader, without an
@@ -544,8 +547,10 @@ static Docraft__ColumnValue *cv_map(const char *name, const char *const *kv, siz
 }
 
 /* One write with one op at node k: the status; *ht the applied time. */
-static int write1(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t *ht,
-		  struct res *r)
+/* A write as (client "test-tserver-001", seq): seq 0 takes the next one,
+ * with min_running = seq. */
+static int write_seq(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t seq,
+		     uint64_t *ht, struct res *r)
 {
 	Docraft__WriteRequest req = DOCRAFT__WRITE_REQUEST__INIT;
 	static uint8_t client[16] = "test-tserver-001";
@@ -556,7 +561,7 @@ static int write1(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t
 	req.schema_version = schema_version;
 	req.client_id.data = client;
 	req.client_id.len = 16;
-	req.seq = ++C.seq;
+	req.seq = seq != 0 ? seq : ++C.seq;
 	req.min_running = req.seq;
 	req.n_ops = 1;
 	req.ops = ops;
@@ -569,6 +574,12 @@ static int write1(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t
 		docraft__write_response__free_unpacked(resp, NULL);
 	}
 	return rv;
+}
+
+static int write1(int k, Docraft__WriteOp *op, uint32_t schema_version, uint64_t *ht,
+		  struct res *r)
+{
+	return write_seq(k, op, schema_version, 0, ht, r);
 }
 
 static uint64_t write_ok(int k, Docraft__WriteOp *op)
@@ -1116,6 +1127,31 @@ TEST(seeds_through_rpc)
 		CHECK_EQ_INT(write1(l, op, 7, NULL, &r), DOCRAFT_EINVAL);
 		CHECK_MSG(strstr(r.message, "schema version 7") != NULL, "message: %s", r.message);
 		CHECK_EQ_STR(read_row(l, "user1", 40, 0, NULL), "not found");
+	}
+	/* A stale retry: seq 1 again, long after its client said (min_running)
+	 * it would never send it: SNAPSHOT_TOO_OLD "retry window expired",
+	 * not applied a second time. */
+	{
+		Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, "user1", 41);
+		wop_add(op, cv_text("msg", "stale"));
+		CHECK_EQ_INT(write_seq(l, op, 0, 1, NULL, &r), DOCRAFT_ETOOOLD);
+		CHECK_MSG(strstr(r.message, "retry window expired") != NULL, "message: %s",
+			  r.message);
+		CHECK_EQ_STR(read_row(l, "user1", 41, 0, NULL), "not found");
+	}
+	/* A read AS OF a time older than the history retention (900 s). */
+	{
+		Docraft__ReadRequest req = DOCRAFT__READ_REQUEST__INIT;
+		req.tablet_id = (char *)TABLET;
+		req.table = (char *)"msgs";
+		req.n_key = 2;
+		req.key = anew(2 * sizeof *req.key);
+		req.key[0] = dtext("user1");
+		req.key[1] = dint(10);
+		req.read_ht = T[0] - ((uint64_t)1000 * 1000000 << 12);
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_READ, &req.base, &r), DOCRAFT_ETOOOLD);
+		CHECK_MSG(strstr(r.message, "below the history kept") != NULL, "message: %s",
+			  r.message);
 	}
 	/* A malformed request. */
 	{

@@ -8,7 +8,9 @@
  *                     of the same name loads next to the deleted tablets
  *   read_time         a load at an older hybrid time sees the older catalog
  *   corrupt           incomplete or overlapping tablets are DOCRAFT_ECORRUPT
- *   tservers_leaders  liveness and the leader chosen from reports */
+ *   tservers_leaders  liveness and the leader chosen from reports
+ *   ddl_records       DDL request ids: written, replaced per client, loaded
+ *                     by a new leader, purged once older than the TTL */
 #include <stdio.h>
 #include <string.h>
 
@@ -351,4 +353,57 @@ TEST(tservers_leaders)
 	catalog_free(&c);
 }
 
-TEST_MAIN(T(round_trip), T(drop_and_purge), T(corrupt), T(names), T(tservers_leaders))
+TEST(ddl_records)
+{
+	struct catalog c, loaded;
+	struct batch b;
+	struct cat_ddl d;
+	const struct cat_ddl *got;
+	uint8_t a[CATALOG_DDL_ID_LEN], z[CATALOG_DDL_ID_LEN];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t now = 10 * (uint64_t)CATALOG_DDL_TTL_MS;
+
+	open_store();
+	catalog_init(&c);
+	catalog_init(&loaded);
+	batch_init(&b);
+	memset(a, 0xa1, sizeof a);
+	memset(z, 0x07, sizeof z);
+	/* Client a creates t1 (seq 1) long ago, client z drops t2 (seq 5). */
+	catalog_ddl_set(&d, a, 1, CAT_DDL_CREATE, "t1", now - CATALOG_DDL_TTL_MS - 1);
+	CHECK_OK_MSG(catalog_write_ddl(&b, &d, errmsg), errmsg);
+	catalog_put_ddl(&c, &d);
+	catalog_ddl_set(&d, z, 5, CAT_DDL_DROP, "t2", now);
+	CHECK_OK_MSG(catalog_write_ddl(&b, &d, errmsg), errmsg);
+	catalog_put_ddl(&c, &d);
+	apply(&b, 100);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_ddl, 2);
+	got = catalog_find_ddl(&loaded, c.ddl[0]->client);
+	CHECK(got != NULL && got->seq == c.ddl[0]->seq && got->op == c.ddl[0]->op &&
+	      strcmp(got->table, c.ddl[0]->table) == 0 && got->at_ms == c.ddl[0]->at_ms);
+	catalog_ddl_set(&d, z, 5, CAT_DDL_DROP, "t2", now);
+	got = catalog_find_ddl(&loaded, d.client);
+	CHECK(got != NULL && got->seq == 5 && got->op == CAT_DDL_DROP);
+	CHECK_EQ_STR(got->table, "t2");
+	/* The client's next DDL replaces its record. */
+	catalog_ddl_set(&d, z, 6, CAT_DDL_CREATE, "t3", now);
+	CHECK_OK_MSG(catalog_write_ddl(&b, &d, errmsg), errmsg);
+	catalog_put_ddl(&c, &d);
+	/* The purge takes a's record (older than the TTL), not z's. */
+	CHECK_OK_MSG(catalog_purge_ddl(&c, &b, now, errmsg), errmsg);
+	CHECK_EQ_INT(c.n_ddl, 1);
+	apply(&b, 200);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_ddl, 1);
+	got = catalog_find_ddl(&loaded, d.client);
+	CHECK(got != NULL && got->seq == 6 && got->op == CAT_DDL_CREATE);
+	CHECK_EQ_STR(got->table, "t3");
+	batch_free(&b);
+	catalog_free(&c);
+	catalog_free(&loaded);
+	close_store();
+}
+
+TEST_MAIN(T(round_trip), T(drop_and_purge), T(corrupt), T(names), T(tservers_leaders),
+	  T(ddl_records))

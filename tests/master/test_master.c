@@ -16,7 +16,12 @@
  *   three_masters   three docraft-master processes: one leader, followers
  *                   answer NOT_LEADER with its address; kill -9 the leader:
  *                   another one leads with the catalog intact; the killed
- *                   one rejoins as a follower
+ *                   one rejoins as a follower. DDL request ids: a retried
+ *                   CreateTable (same client id and seq) gets its first
+ *                   result, before and after the failover, another id for
+ *                   the name "already exists", a drop may not reuse a
+ *                   create's id; a retried DropTable gets OK, a new one
+ *                   "not found"
  *   leader_balance  fake 0 reports leading all 6 tablets of a table (RF 3):
  *                   with --leader-balance off no step-down comes in 3 s;
  *                   restarted with it on, the heartbeat replies to fake 0
@@ -269,9 +274,13 @@ static int slot_of(const char *address)
 	return -1;
 }
 
+/* Set while a case expects UNAVAILABLE itself as the answer. */
+static bool unavailable_expected;
+
 static bool retryable(int status)
 {
-	return status == DOCRAFT_ENOTLEADER || status == DOCRAFT_EUNAVAILABLE ||
+	return status == DOCRAFT_ENOTLEADER ||
+	       (status == DOCRAFT_EUNAVAILABLE && !unavailable_expected) ||
 	       status == DOCRAFT_ETIMEDOUT || status == DOCRAFT_ECLOSED ||
 	       status == DOCRAFT_EBUSY || status == DOCRAFT_ELEADERLOST;
 }
@@ -737,23 +746,49 @@ static void msgs_schema(struct schema_pb *sp, const char *name)
 		DOCRAFT__COLUMN_TYPE__TEXT, DOCRAFT__COLUMN_TYPE__INT32, false);
 }
 
-static int create_table(struct schema_pb *sp, uint32_t tablets, uint32_t rf, struct res *out)
+/* A DDL request id: client id (16 bytes of `client`) and seq; client 0:
+ * none. */
+struct ddl_id {
+	uint8_t client;
+	uint64_t seq;
+};
+
+static void set_id(ProtobufCBinaryData *cid, uint64_t *seq, uint8_t buf[16], struct ddl_id id)
+{
+	if (id.client == 0)
+		return;
+	memset(buf, id.client, 16);
+	cid->data = buf;
+	cid->len = 16;
+	*seq = id.seq;
+}
+
+static int create_table_id(struct schema_pb *sp, uint32_t tablets, uint32_t rf, struct ddl_id id,
+			   struct res *out)
 {
 	Docraft__CreateTableRequest req = DOCRAFT__CREATE_TABLE_REQUEST__INIT;
+	uint8_t cid[16];
 	req.schema = &sp->s;
 	req.num_tablets = tablets;
 	req.replication_factor = rf;
+	set_id(&req.client_id, &req.seq, cid, id);
 	call_leader(DOCRAFT__METHOD__MASTER_CREATE_TABLE, &req.base, out);
 	return out->status;
 }
 
-static int create_msgs(const char *name, uint32_t tablets, uint32_t rf, char *message)
+static int create_table(struct schema_pb *sp, uint32_t tablets, uint32_t rf, struct res *out)
+{
+	return create_table_id(sp, tablets, rf, (struct ddl_id){0, 0}, out);
+}
+
+static int create_msgs_id(const char *name, uint32_t tablets, uint32_t rf, struct ddl_id id,
+			  char *message)
 {
 	struct schema_pb sp;
 	struct res r;
 	int status;
 	msgs_schema(&sp, name);
-	status = create_table(&sp, tablets, rf, &r);
+	status = create_table_id(&sp, tablets, rf, id, &r);
 	if (message != NULL)
 		snprintf(message, DOCRAFT_ERRMSG_SIZE, "%s", r.message);
 	if (status == 0) {
@@ -765,6 +800,11 @@ static int create_msgs(const char *name, uint32_t tablets, uint32_t rf, char *me
 	}
 	res_free(&r);
 	return status;
+}
+
+static int create_msgs(const char *name, uint32_t tablets, uint32_t rf, char *message)
+{
+	return create_msgs_id(name, tablets, rf, (struct ddl_id){0, 0}, message);
 }
 
 /* GetTable from the leader; NULL (and *status) on an error answer. */
@@ -911,18 +951,25 @@ static void wait_leaders(const char *name)
 	}
 }
 
-static int drop_table(const char *name, char *message)
+static int drop_table_id(const char *name, struct ddl_id id, char *message)
 {
 	Docraft__DropTableRequest req = DOCRAFT__DROP_TABLE_REQUEST__INIT;
+	uint8_t cid[16];
 	struct res r;
 	int status;
 	req.name = (char *)name;
+	set_id(&req.client_id, &req.seq, cid, id);
 	call_leader(DOCRAFT__METHOD__MASTER_DROP_TABLE, &req.base, &r);
 	status = r.status;
 	if (message != NULL)
 		snprintf(message, DOCRAFT_ERRMSG_SIZE, "%s", r.message);
 	res_free(&r);
 	return status;
+}
+
+static int drop_table(const char *name, char *message)
+{
+	return drop_table_id(name, (struct ddl_id){0, 0}, message);
 }
 
 static size_t list_tables(char names[][64], size_t cap)
@@ -1118,7 +1165,10 @@ TEST(single_master)
 		wait_live(i, true);
 
 	/* Errors before anything exists. */
-	CHECK_EQ_INT(create_msgs("msgs", 8, 5, msg), DOCRAFT_EINVAL);
+	/* Not enough live tservers: retryable (they may come), not EINVAL. */
+	unavailable_expected = true;
+	CHECK_EQ_INT(create_msgs("msgs", 8, 5, msg), DOCRAFT_EUNAVAILABLE);
+	unavailable_expected = false;
 	CHECK_MSG(strstr(msg, "not enough live tservers: 3 live, replication factor 5"), "%s",
 		  msg);
 	CHECK_EQ_INT(create_msgs("msgs", 8, 2, msg), DOCRAFT_EINVAL);
@@ -1242,7 +1292,9 @@ TEST(single_master)
 	wait_live(2, false);
 	wait_live(0, true);
 	wait_live(1, true);
-	CHECK_EQ_INT(create_msgs("more", 4, 3, msg), DOCRAFT_EINVAL);
+	unavailable_expected = true;
+	CHECK_EQ_INT(create_msgs("more", 4, 3, msg), DOCRAFT_EUNAVAILABLE);
+	unavailable_expected = false;
 	CHECK_MSG(strstr(msg, "2 live"), "%s", msg);
 	CHECK_EQ_INT(create_msgs("more", 4, 1, msg), 0);
 	t = get_table("more");
@@ -1336,12 +1388,22 @@ TEST(three_masters)
 	start_heartbeats();
 	for (int i = 0; i < NF; i++)
 		wait_live(i, true);
-	CHECK_EQ_INT(create_msgs("msgs", 4, 3, msg), 0);
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA1, 7}, msg), 0);
 	t = get_table("msgs");
 	check_layout(t, 4, 3, "msgs");
 	check_creates(t, 0);
 	layout(t, &before);
 	docraft__get_table_response__free_unpacked(t, NULL);
+	/* Its answer lost: the retry (same id) gets the first result; another
+	 * request for the name gets "already exists". */
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA1, 7}, msg), 0);
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA1, 8}, msg), DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(msg, "already exists") != NULL, "%s", msg);
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA2, 7}, msg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(create_msgs("msgs", 4, 3, msg), DOCRAFT_EINVAL);
+	/* A drop may not reuse the id of a create. */
+	CHECK_EQ_INT(drop_table_id("msgs", (struct ddl_id){0xA1, 7}, msg), DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(msg, "was a create") != NULL, "%s", msg);
 
 	/* kill -9 the leader: another master leads, with the catalog. */
 	master_kill(leader);
@@ -1352,6 +1414,10 @@ TEST(three_masters)
 	layout(t, &after);
 	CHECK_EQ_STR((const char *)after.data, (const char *)before.data);
 	docraft__get_table_response__free_unpacked(t, NULL);
+	/* The request id is in the replicated catalog: the new leader answers
+	 * the retry with the first result too. */
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA1, 7}, msg), 0);
+	CHECK_EQ_INT(create_msgs_id("msgs", 4, 3, (struct ddl_id){0xA1, 9}, msg), DOCRAFT_EINVAL);
 	for (int k = 0; k < NM; k++)
 		if (k != leader && k != leader2)
 			wait_hint(k, leader2);
@@ -1362,6 +1428,14 @@ TEST(three_masters)
 	docraft__get_table_response__free_unpacked(t, NULL);
 	wait_leaders("msgs");
 	CHECK_EQ_INT(create_msgs("second", 2, 1, msg), 0);
+	CHECK_EQ_INT(list_tables(names, 8), 2);
+	/* A dropped table: the retried drop gets the first result (OK), a
+	 * new drop "not found". */
+	CHECK_EQ_INT(create_msgs_id("third", 1, 1, (struct ddl_id){0xA3, 1}, msg), 0);
+	CHECK_EQ_INT(drop_table_id("third", (struct ddl_id){0xA3, 2}, msg), 0);
+	CHECK_EQ_INT(drop_table_id("third", (struct ddl_id){0xA3, 2}, msg), 0);
+	CHECK_EQ_INT(drop_table_id("third", (struct ddl_id){0xA3, 3}, msg),
+		     DOCRAFT_ETABLENOTFOUND);
 	CHECK_EQ_INT(list_tables(names, 8), 2);
 
 	/* The killed master comes back and follows (whoever leads by then). */

@@ -76,7 +76,7 @@ TEST(not_enough_live_servers)
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	memset(out, 0xAB, sizeof out);
-	CHECK_EQ_INT(placement_place(s, 3, 4, 5, out, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(placement_place(s, 3, 4, 5, out, errmsg), DOCRAFT_EUNAVAILABLE);
 	CHECK_MSG(strstr(errmsg, "not enough live tservers: 3 live, replication factor 5"),
 		  "%s", errmsg);
 	/* Nothing written or changed. */
@@ -84,9 +84,9 @@ TEST(not_enough_live_servers)
 		CHECK_EQ_U64(out[i], (size_t)0xABABABABABABABABull);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ_INT(s[i].load, 0);
-	CHECK_EQ_INT(placement_place(s, 0, 1, 1, out, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(placement_place(s, 0, 1, 1, out, errmsg), DOCRAFT_EUNAVAILABLE);
 	CHECK(strstr(errmsg, "0 live") != NULL);
-	CHECK_EQ_INT(placement_place(s, 2, 1, 3, out, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(placement_place(s, 2, 1, 3, out, errmsg), DOCRAFT_EUNAVAILABLE);
 	CHECK_EQ_INT(placement_place(s, 3, 1, 2, out, errmsg), DOCRAFT_EINVAL);
 	CHECK(strstr(errmsg, "1, 3 or 5") != NULL);
 	CHECK_OK_MSG(placement_place(s, 3, 4, 3, out, errmsg), errmsg);

@@ -9,7 +9,22 @@
  *       min_running moving up and down, false conditions): after every entry
  *       a table loaded from the store answers every (client, seq) like the
  *       live table, and a replica that reloads after every entry writes the
- *       same store as one that never does.
+ *       same store as one that never does; a seq that comes back after being
+ *       forgotten is refused as expired (retry_expired), never recorded anew.
+ *   reload_equals_live_random_expiry  the same with a retry window of 20
+ *       entries and a client silent for 200: both replicas refuse and forget
+ *       the same requests at the same entries.
+ *   expiry_window                 a retry window by the entries' hybrid times:
+ *       an idle client forgotten whole (its chunks deleted) by the first entry
+ *       past its window, an old seq of an active client refused, a seq in the
+ *       window still answered from the table; identical on a replica that
+ *       reloads after every entry.
+ *   many_clients_expire           600 clients, one per entry, a window of
+ *       50 entries: each entry forgets exactly the client 51 entries back,
+ *       every other client stays findable; a reload equals the live table.
+ *   shuffled_order                one client's seqs decided in a random order
+ *       (min_running: the smallest not decided): every decided seq at or above
+ *       it is held, a reload equals the live table.
  *   legacy_records                one-record-per-seq values of earlier
  *       versions are loaded, merged into a chunk that takes their key, and
  *       deleted when forgotten.
@@ -56,6 +71,7 @@ struct side {
 	struct retry_table t;
 	struct retry_changes ch;
 	uint64_t idx; /* last applied */
+	unsigned refused; /* requests of the last entry refused as expired */
 };
 
 static void side_open(struct side *x, const char *tag)
@@ -109,12 +125,18 @@ static void apply_entry(struct side *x, uint64_t idx, const struct req *q, size_
 
 	CHECK(idx > x->idx);
 	retry_changes_reset(&x->ch, idx);
+	retry_expire(&x->t, ht_of(idx), &x->ch);
+	x->refused = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t cid[ENTRY_CLIENT_ID_LEN];
 
 		cid_of(cid, q[i].client);
 		if (retry_applied(&x->t, cid, q[i].seq))
 			continue;
+		if (retry_expired(&x->t, cid, q[i].seq, ht_of(idx))) {
+			x->refused++;
+			continue;
+		}
 		retry_record(&x->t, cid, q[i].seq, q[i].min_running, ht_of(idx), q[i].status,
 			     &x->ch);
 	}
@@ -183,6 +205,8 @@ static bool stored_value(struct store *s, uint8_t client, uint64_t k, struct buf
 static void check_same(const struct retry_table *a, const struct retry_table *b, uint8_t first,
 		       unsigned nclients, uint64_t maxseq, uint64_t idx)
 {
+	uint64_t next_ht = ht_of(idx + 1);
+
 	CHECK_EQ_INT(a->nclients, b->nclients);
 	CHECK_EQ_INT(a->nrecords, b->nrecords);
 	CHECK_EQ_INT(a->nchunks, b->nchunks);
@@ -202,6 +226,10 @@ static void check_same(const struct retry_table *a, const struct retry_table *b,
 				  (unsigned long long)idx, c, (unsigned long long)seq,
 				  ia ? "held" : "not held", (unsigned long long)hta, sa,
 				  ib ? "held" : "not held", (unsigned long long)htb, sb);
+			CHECK_MSG(retry_expired(a, cid, seq, next_ht) ==
+					  retry_expired(b, cid, seq, next_ht),
+				  "after entry %llu, client %u seq %llu: expired differs",
+				  (unsigned long long)idx, c, (unsigned long long)seq);
 		}
 	}
 }
@@ -257,7 +285,10 @@ TEST(chunk_format)
 #define R_ENTRIES 400
 #define R_MAX_REQS 10
 
-TEST(reload_equals_live_random)
+/* Entries are 1 ms apart (ht_of). ttl_us 0: records never expire. With a
+ * ttl, the last client is silent from entry 100 to 300 (forgotten whole,
+ * then back with old and new seqs). */
+static void random_run(uint64_t ttl_us)
 {
 	uint64_t rng = test_seed();
 	uint64_t next[R_CLIENTS], mr[R_CLIENTS], maxseq = 0;
@@ -268,9 +299,15 @@ TEST(reload_equals_live_random)
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	unsigned puts = 0, dels = 0, reqs = 0;
 
+	unsigned refused = 0;
+	size_t most_clients = 0;
+
 	side_open(&live, "retry-live");
 	side_open(&restarted, "retry-restarted");
 	retry_init(&fresh);
+	retry_set_ttl(&live.t, ttl_us);
+	retry_set_ttl(&restarted.t, ttl_us);
+	retry_set_ttl(&fresh, ttl_us);
 	for (unsigned c = 0; c < R_CLIENTS; c++) {
 		next[c] = 1;
 		mr[c] = 1;
@@ -282,6 +319,9 @@ TEST(reload_equals_live_random)
 			unsigned c = (unsigned)(test_rand(&rng) % R_CLIENTS);
 			unsigned r = (unsigned)(test_rand(&rng) % 10);
 			uint64_t seq;
+
+			if (ttl_us != 0 && c == R_CLIENTS - 1 && idx > 100 && idx < 300)
+				c = 0;
 
 			if (r < 6 || next[c] == 1) {
 				seq = next[c]++;
@@ -310,6 +350,10 @@ TEST(reload_equals_live_random)
 		}
 		apply_entry(&live, idx, q, n);
 		apply_entry(&restarted, idx, q, n);
+		CHECK_EQ_INT(live.refused, restarted.refused);
+		refused += live.refused;
+		if (live.t.nclients > most_clients)
+			most_clients = live.t.nclients;
 		reqs += (unsigned)n;
 		puts += n_puts(&live.ch);
 		dels += (unsigned)live.ch.n - n_puts(&live.ch);
@@ -328,14 +372,230 @@ TEST(reload_equals_live_random)
 		CHECK_EQ_INT(n_keys(live.s, 0), live.t.nchunks);
 		reload(&restarted);
 	}
-	test_note("%u requests in %u entries: %u chunk puts, %u deletes; %zu seqs in %zu chunks "
-		  "held at the end",
-		  reqs, R_ENTRIES, puts, dels, live.t.nrecords, live.t.nchunks);
+	test_note("ttl %llu us: %u requests in %u entries (%u refused as expired): %u chunk puts, "
+		  "%u deletes; %zu seqs in %zu chunks held at the end",
+		  (unsigned long long)ttl_us, reqs, R_ENTRIES, refused, puts, dels,
+		  live.t.nrecords, live.t.nchunks);
+	if (ttl_us != 0) {
+		/* Expiry happened: old retries refused, the silent client gone. */
+		CHECK(refused > 0);
+		CHECK_EQ_INT(most_clients, R_CLIENTS);
+	}
 	retry_free(&fresh);
 	buf_free(&a);
 	buf_free(&b);
 	side_close(&live);
 	side_close(&restarted);
+}
+
+TEST(reload_equals_live_random)
+{
+	random_run(0);
+}
+
+TEST(reload_equals_live_random_expiry)
+{
+	random_run(20 * 1000); /* 20 entries */
+}
+
+/* Applies the same entry to a replica that never restarts and to one that
+ * reloads before it, and checks they agree. */
+static void apply_both(struct side *a, struct side *b, uint64_t idx, const struct req *q, size_t n)
+{
+	struct buf da = BUF_INIT, db = BUF_INIT;
+
+	reload(b);
+	apply_entry(a, idx, q, n);
+	apply_entry(b, idx, q, n);
+	CHECK_EQ_INT(a->refused, b->refused);
+	CHECK_EQ_INT(a->ch.n, b->ch.n);
+	store_dump(a->s, &da);
+	store_dump(b->s, &db);
+	CHECK_MSG(da.len == db.len && memcmp(da.data, db.data, da.len) == 0,
+		  "the stores differ after entry %llu", (unsigned long long)idx);
+	check_same(&a->t, &b->t, 0x41, 2, 12, idx);
+	buf_free(&da);
+	buf_free(&db);
+}
+
+TEST(expiry_window)
+{
+	struct side a, b;
+	uint8_t ca[ENTRY_CLIENT_ID_LEN], cb[ENTRY_CLIENT_ID_LEN];
+	uint64_t ht;
+	int st;
+
+	side_open(&a, "retry-expiry-a");
+	side_open(&b, "retry-expiry-b");
+	retry_set_ttl(&a.t, 10 * 1000); /* 10 entries */
+	retry_set_ttl(&b.t, 10 * 1000);
+	cid_of(ca, 0x41);
+	cid_of(cb, 0x42);
+	/* Client A: seqs 1..5 in entries 1..5 (min_running 1: 1 is kept);
+	 * client B: seq 1 in entry 1, then silent. */
+	{
+		const struct req q[] = {{0x41, 1, 1, 0}, {0x42, 1, 1, 0}};
+		apply_both(&a, &b, 1, q, 2);
+	}
+	for (uint64_t i = 2; i <= 5; i++) {
+		const struct req q[] = {{0x41, i, 1, 0}};
+		apply_both(&a, &b, i, q, 1);
+	}
+	CHECK_EQ_INT(a.t.nclients, 2);
+	/* Entry 11: the window starts at entry 1's time: nothing expires. */
+	{
+		const struct req q[] = {{0x41, 6, 1, 0}};
+		apply_both(&a, &b, 11, q, 1);
+	}
+	CHECK_EQ_INT(a.t.nclients, 2);
+	CHECK(retry_applied(&a.t, ca, 1));
+	CHECK(retry_applied(&a.t, cb, 1));
+	/* Entry 12: entry 1 is out of the window. B is forgotten whole: its
+	 * chunk is deleted by this entry. A's seq 1 goes with its next record. */
+	{
+		const struct req q[] = {{0x41, 7, 1, 0}};
+		apply_both(&a, &b, 12, q, 1);
+	}
+	CHECK_EQ_INT(a.t.nclients, 1);
+	CHECK(!retry_applied(&a.t, cb, 1));
+	CHECK_EQ_INT(n_keys(a.s, 0x42), 0);
+	CHECK(!retry_applied(&a.t, ca, 1));
+	CHECK(retry_expired(&a.t, ca, 1, ht_of(13)));
+	CHECK(!retry_expired(&a.t, ca, 8, ht_of(13)));  /* a new seq */
+	CHECK(!retry_expired(&a.t, cb, 1, ht_of(13)));  /* unknown client: new */
+	/* Entry 13: a retry of A's seq 1 is refused, of seq 3 (decided at
+	 * entry 3, in the window) answered from the table, seq 8 recorded. */
+	{
+		const struct req q[] = {{0x41, 1, 1, 0}, {0x41, 3, 1, 0}, {0x41, 8, 1, 0}};
+		apply_both(&a, &b, 13, q, 3);
+	}
+	CHECK_EQ_INT(a.refused, 1);
+	CHECK(!retry_applied(&a.t, ca, 1));
+	CHECK(retry_lookup(&a.t, ca, 3, &ht, &st));
+	CHECK_EQ_U64(ht, ht_of(3));
+	CHECK(retry_applied(&a.t, ca, 8));
+	/* Entry 16: seqs decided up to entry 5 are out of the window, so every
+	 * seq below 6 is refused even though min_running stays 1. */
+	{
+		const struct req q[] = {{0x41, 9, 1, 0}};
+		apply_both(&a, &b, 16, q, 1);
+	}
+	for (uint64_t seq = 1; seq <= 5; seq++)
+		CHECK(retry_expired(&a.t, ca, seq, ht_of(17)));
+	CHECK(retry_applied(&a.t, ca, 6));
+	CHECK_EQ_INT(a.t.nrecords, 4); /* 6, 7, 8, 9 */
+	/* Entry 40: A silent since 16: forgotten whole; its old seqs are new
+	 * requests again (a client retries for seconds, not a window). */
+	{
+		const struct req q[] = {{0x42, 2, 2, 0}};
+		apply_both(&a, &b, 40, q, 1);
+	}
+	CHECK_EQ_INT(a.t.nclients, 1);
+	CHECK_EQ_INT(n_keys(a.s, 0x41), 0);
+	CHECK_EQ_INT(n_keys(a.s, 0), a.t.nchunks);
+	side_close(&a);
+	side_close(&b);
+}
+
+#define M_CLIENTS 600
+
+static void cid_wide(uint8_t cid[ENTRY_CLIENT_ID_LEN], unsigned k)
+{
+	memset(cid, 0x6d, ENTRY_CLIENT_ID_LEN);
+	cid[0] = (uint8_t)(k >> 8);
+	cid[1] = (uint8_t)k;
+}
+
+/* Entry i (1..M_CLIENTS) records client i; with a window of 50 entries,
+ * entry i forgets client i - 51 whole (the hash table's deletions move other
+ * clients in their probe runs: every client still in the window must be
+ * found); a reload equals the live table. */
+TEST(many_clients_expire)
+{
+	struct side x;
+	struct retry_table fresh;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t cid[ENTRY_CLIENT_ID_LEN];
+
+	side_open(&x, "retry-many");
+	retry_init(&fresh);
+	retry_set_ttl(&x.t, 50 * 1000);
+	for (unsigned i = 1; i <= M_CLIENTS; i++) {
+		retry_changes_reset(&x.ch, i);
+		retry_expire(&x.t, ht_of(i), &x.ch);
+		cid_wide(cid, i);
+		CHECK(!retry_expired(&x.t, cid, 1, ht_of(i)));
+		retry_record(&x.t, cid, 1, 1, ht_of(i), 0, &x.ch);
+		retry_changes_finish(&x.ch);
+		CHECK_OK_MSG(store_apply_parts(x.s, NULL, 0, x.ch.raw, x.ch.n, ht_of(i), i, errmsg),
+			     errmsg);
+		/* Clients i - 50 .. i are held (i - 50 decided exactly at the
+		 * window's start), older ones gone. */
+		CHECK_EQ_INT(x.t.nclients, i <= 50 ? i : 51);
+		for (unsigned k = i > 60 ? i - 60 : 1; k <= i; k++) {
+			cid_wide(cid, k);
+			CHECK_MSG(retry_applied(&x.t, cid, 1) == (k + 50 >= i),
+				  "after entry %u, client %u", i, k);
+		}
+	}
+	CHECK_OK_MSG(retry_load(&fresh, x.s, errmsg), errmsg);
+	CHECK_EQ_INT(fresh.nclients, x.t.nclients);
+	CHECK_EQ_INT(fresh.nchunks, x.t.nchunks);
+	CHECK_EQ_INT(n_keys(x.s, 0), x.t.nchunks);
+	for (unsigned k = M_CLIENTS - 60; k <= M_CLIENTS; k++) {
+		cid_wide(cid, k);
+		CHECK(retry_applied(&fresh, cid, 1) == (k + 50 >= M_CLIENTS));
+	}
+	retry_free(&fresh);
+	side_close(&x);
+}
+
+#define S_SEQS 3000
+
+TEST(shuffled_order)
+{
+	uint64_t rng = test_seed();
+	uint64_t *order = malloc(S_SEQS * sizeof *order);
+	bool *done = calloc(S_SEQS + 2, sizeof *done);
+	struct retry_table fresh;
+	struct side x;
+	uint64_t low = 1, floor = 0;
+	uint8_t cid[ENTRY_CLIENT_ID_LEN];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	CHECK(order != NULL && done != NULL);
+	side_open(&x, "retry-shuffled");
+	retry_init(&fresh);
+	cid_of(cid, 0x51);
+	for (uint64_t i = 0; i < S_SEQS; i++)
+		order[i] = i + 1;
+	for (uint64_t i = S_SEQS - 1; i > 0; i--) {
+		uint64_t j = test_rand(&rng) % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (uint64_t i = 0; i < S_SEQS; i++) {
+		const struct req q[] = {{0x51, order[i], low, 0}};
+
+		apply_entry(&x, i + 1, q, 1);
+		CHECK_EQ_INT(x.refused, 0);
+		if ((low < order[i] ? low : order[i]) > floor)
+			floor = low < order[i] ? low : order[i];
+		done[order[i]] = true;
+		while (low <= S_SEQS && done[low])
+			low++;
+	}
+	/* Held: every seq at or above the largest drop point min(low, seq). */
+	for (uint64_t seq = 1; seq <= S_SEQS; seq++)
+		CHECK(retry_applied(&x.t, cid, seq) == (seq >= floor));
+	CHECK_OK_MSG(retry_load(&fresh, x.s, errmsg), errmsg);
+	check_same(&x.t, &fresh, 0x51, 1, S_SEQS + 1, S_SEQS);
+	CHECK_EQ_INT(n_keys(x.s, 0), x.t.nchunks);
+	retry_free(&fresh);
+	side_close(&x);
+	free(order);
+	free(done);
 }
 
 /* Legacy records of client 0x33: seq 3 applied, 4 refused, 9 applied. */
@@ -529,4 +789,5 @@ TEST(corrupt_records)
 	side_close(&x);
 }
 
-TEST_MAIN(T(chunk_format), T(reload_equals_live_random), T(legacy_records), T(corrupt_records))
+TEST_MAIN(T(chunk_format), T(reload_equals_live_random), T(reload_equals_live_random_expiry),
+	  T(expiry_window), T(many_clients_expire), T(shuffled_order), T(legacy_records), T(corrupt_records))

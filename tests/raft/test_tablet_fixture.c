@@ -21,7 +21,8 @@
  *       them: what a store has is skipped, the rest applied, every store
  *       byte-identical to the reference.
  *   retried_request_applied_once       one (client id, seq) in two entries,
- *       and twice in one entry; min_running forgets older records; a group
+ *       and twice in one entry; min_running forgets older records, and a
+ *       forgotten one sent again is refused (never applied twice); a group
  *       commit of 151 requests; what a reload gives equals the live table.
  *   group_commit_one_retry_put_per_client  43 requests of two clients in one
  *       entry write two retry records (chunks); forgetting 40 of them is one
@@ -104,6 +105,7 @@ struct req {
 	struct raft_barrier barrier;
 	int status;
 	bool done;
+	bool refused_a1; /* the apply refused CLIENT_A's seq 1 as expired */
 };
 
 /* The payload hash of each command submitted, by index. */
@@ -394,11 +396,18 @@ static struct req *new_req(struct cluster *c)
 	return q;
 }
 
+#define CLIENT_A 0xa1
+#define CLIENT_B 0xb2
+
+/* result: non-NULL only when the entry refused a request (fsm.h). */
 static void apply_cb(struct raft_apply *a, int status, void *result)
 {
 	struct req *q = a->data;
+	uint8_t cid[ENTRY_CLIENT_ID_LEN];
 
-	CHECK(result == NULL);
+	memset(cid, CLIENT_A, sizeof cid);
+	q->refused_a1 = tablet_fsm_refused(result, cid, 1);
+	CHECK(result == NULL || q->refused_a1);
 	q->status = status;
 	q->done = true;
 }
@@ -978,9 +987,6 @@ TEST(replay_from_different_flush_points)
 
 /* ==== 2. the retry table ==== */
 
-#define CLIENT_A 0xa1
-#define CLIENT_B 0xb2
-
 #define N_BIG 150
 
 static void big_client(uint8_t cid[ENTRY_CLIENT_ID_LEN], unsigned k)
@@ -1027,6 +1033,8 @@ TEST(retried_request_applied_once)
 				{CLIENT_A, 2, 1, "ka2", "second"}};
 	/* A has nothing below 3 in flight any more. */
 	const struct wr e4[] = {{CLIENT_A, 3, 3, "ka3", "v3"}};
+	/* Yet A's write 1 comes again (a stale or forged client). */
+	const struct wr e5[] = {{CLIENT_A, 1, 1, "ka", "again"}};
 	struct req *q[4];
 	unsigned l;
 
@@ -1079,6 +1087,24 @@ TEST(retried_request_applied_once)
 		CHECK_EQ_INT(s->fsm.retry.nrecords, 2);
 		check_reload(s);
 		CHECK_EQ_U64(applied_of(s->store), q[3]->apply.index);
+	}
+	check_stores_equal(c);
+
+	/* Below A's window (its min_running said 3): refused on every replica,
+	 * the leader's callback told (it answers "retry window expired"), never
+	 * applied a second time. */
+	q[3] = submit_writes(c, l, e5, 1);
+	wait_applied(c, q[3]->apply.index, 3000);
+	CHECK(q[3]->done && q[3]->status == 0 && q[3]->refused_a1);
+	for (unsigned i = 0; i < NS; i++) {
+		struct server *s = &c->s[i];
+
+		CHECK_EQ_INT(versions(s->store, "ka"), 1);
+		newest_value(s->store, "ka", val, sizeof val);
+		CHECK_EQ_STR(val, "v1");
+		CHECK(!table_has(&s->fsm.retry, CLIENT_A, 1));
+		CHECK_EQ_INT(s->fsm.retry.nrecords, 2);
+		check_reload(s);
 	}
 	check_stores_equal(c);
 
