@@ -570,6 +570,7 @@ static void options_for(struct manager *m, struct replica *r, struct tablet_opti
 		o->max_inflight = m->o.max_inflight;
 	if (m->o.segment_bytes != 0)
 		o->segment_bytes = m->o.segment_bytes;
+	o->disk = m->o.disk;
 	if (m->o.max_clock_skew_ms != 0)
 		o->max_clock_skew_us = (uint64_t)m->o.max_clock_skew_ms * 1000;
 	if (m->o.lease_ms == MANAGER_LEASE_OFF)

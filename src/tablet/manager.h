@@ -48,6 +48,8 @@
 #include "common/arena.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
+
+struct diskspace;
 #include "docraft/error.h"
 #include "raft/listener.h"
 #include "tablet/tablet.h"
@@ -113,6 +115,7 @@ struct manager_options {
 					 election timeout); MANAGER_LEASE_OFF: none */
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
 	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
+	const struct diskspace *disk; /* free-space reserve (diskspace.h); NULL: none */
 	unsigned max_clock_skew_ms;   /* each tablet's hybrid clock; 0: tablet default */
 	/* The process's block cache and memtable budget (docdb/store_env.h)
 	 * every replica's store joins; NULL: private RocksDB memory per store.

@@ -127,6 +127,7 @@
 #include "docdb/reader.h"
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
+#include "tablet/diskspace.h"
 
 #define SWEEP_MS 100
 #define READ_WAIT_MAX_MS 2000
@@ -604,6 +605,10 @@ static void on_write(void *arg, struct rpc_call *call)
 	}
 	if (!may_serve(s, call, r))
 		goto out;
+	if ((rv = diskspace_admit(s->o.disk, errmsg)) != 0) {
+		rpc_reply_error(call, rv, errmsg, NULL, 0);
+		goto out;
+	}
 	op = op_new(s, OP_WRITE, call, r->id);
 	op->r = r;
 	docwrite_init(&dw, &r->schema, &op->batch, manager_list_counter(r));

@@ -74,6 +74,9 @@ struct service_options {
 	 * for (further: CLOCK_SKEW), and the read-restart window of scans.
 	 * 0 = SERVICE_DEFAULT_MAX_CLOCK_SKEW_US. */
 	uint64_t max_clock_skew_us;
+	/* Free-space reserve (diskspace.h): below it writes are refused
+	 * (SERVICE_BUSY "disk almost full ..."). NULL: none. Borrowed. */
+	const struct diskspace *disk;
 };
 
 struct svc_op;

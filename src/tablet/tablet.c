@@ -66,6 +66,7 @@
 #include "raft/rio.h"
 #include "raft/segfill.h"
 #include "raft/transport.h"
+#include "tablet/diskspace.h"
 #include "tablet/fsm.h"
 #include "tablet/remote_copy.h"
 
@@ -1070,6 +1071,7 @@ static void poll_cb(uv_prepare_t *h)
 {
 	struct tablet *t = h->data;
 	enum tablet_role was = t->role;
+	char why[DOCRAFT_ERRMSG_SIZE];
 	answer_done(t);
 	if (t->closing || !t->raft_open)
 		return;
@@ -1080,6 +1082,9 @@ static void poll_cb(uv_prepare_t *h)
 	 * would go on without a durable log. */
 	if (t->rio.n_append_errors > 0)
 		disk_failed(t, t->rio.last_append_error, "a Raft log write");
+	/* Before raft_uv must allocate a segment on a full disk (diskspace.h). */
+	if (t->role != TABLET_FAILED && diskspace_below_floor(t->o.disk, why, sizeof why))
+		fail(t, DOCRAFT_ENOSPC, why);
 	if (t->fsm.copy_min_index != 0 && t->role != TABLET_COPYING && t->role != TABLET_FAILED)
 		start_copy(t);
 	if (t->role == TABLET_FAILED) {
@@ -1488,6 +1493,12 @@ static void recover(struct tablet *t)
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	uint64_t flushed = 0;
 	int rv;
+	if (!diskspace_may_recover(t->o.disk)) {
+		TLOG(LOG_LVL_WARN, t, "recovery attempt %u postponed: the disk is below its "
+				      "free-space reserve", t->recover_attempts);
+		schedule_recovery(t);
+		return;
+	}
 	if (t->o.copy != NULL)
 		copy_server_unregister(t->o.copy, t->id);
 	store_close(t->store); /* NULL after a failed copy swap: a no-op */

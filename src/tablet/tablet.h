@@ -94,6 +94,7 @@
 struct tablet;
 struct listener;
 struct copy_server;
+struct diskspace;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -117,6 +118,9 @@ struct tablet_options {
 					* the next one is proposed; default 1 */
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES */
+	const struct diskspace *disk;  /* NULL: none; else below its floor the replica
+					* fails itself, and recovers only above its
+					* reserve (diskspace.h); borrowed */
 	struct store_options store;    /* options of the DocDB store */
 	struct store *opened_store;    /* NULL: tablet_open prepares dir and opens dir/db
 					* itself; else the store tablet_prepare opened

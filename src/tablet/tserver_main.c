@@ -34,6 +34,7 @@
 #include "docdb/store_env.h"
 #include "raft/listener.h"
 #include "raft/segfill.h"
+#include "tablet/diskspace.h"
 #include "tablet/heartbeat.h"
 #include "tablet/manager.h"
 #include "tablet/remote_copy.h"
@@ -69,6 +70,7 @@ struct config {
 	int log_level;              /* -1: not given */
 	unsigned block_cache_mb;    /* 0: store_env default */
 	unsigned memstore_mb;       /* 0: store_env default */
+	unsigned min_free_disk_mb;  /* diskspace.h reserve; 0: off */
 	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
 	unsigned retry_ttl_s;       /* 0: tablet default (660) */
 	unsigned history_retention_s; /* 0: store default (900) */
@@ -104,6 +106,8 @@ static struct {
 	struct service svc;
 	struct heartbeat hb;
 	struct store_env *env;  /* every store's cache and memtable budget */
+	struct diskspace disk;  /* the data directory's free-space reserve */
+	bool disk_on;
 	bool copy_on, srv_on, cl_on, m_on, svc_on, hb_on;
 
 	uv_signal_t sigterm, sigint;
@@ -153,6 +157,9 @@ static const struct flag {
 				    "(default 660)"},
 	{"history-retention-s", "S", "how far back reads AS OF a past time may go; compaction "
 				     "keeps older versions no longer (default 900)"},
+	{"min-free-disk-mb", "MB", "free-space reserve of the data directory's file system: "
+				     "below it writes are refused (retryable), below 3 Raft "
+				     "segments replicas stop; 0: off (default 256)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
 	{"log-level", "LEVEL", "error, warn, info, debug or trace (default info, or "
 			       "$DOCRAFT_TRACE)"},
@@ -248,6 +255,8 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->lease_ms = strcmp(v, "0") == 0 ? 0 : (int)parse_ms(name, v, where);
 	} else if (strcmp(name, "shutdown-transfer-ms") == 0) {
 		c->shutdown_transfer_ms = parse_ms(name, v, where);
+	} else if (strcmp(name, "min-free-disk-mb") == 0) {
+		c->min_free_disk_mb = parse_uint(name, v, where, 1u << 30, "a size in MiB");
 	} else if (strcmp(name, "block-cache-mb") == 0) {
 		c->block_cache_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
 	} else if (strcmp(name, "memstore-mb") == 0) {
@@ -344,6 +353,7 @@ static void parse_args(int argc, char **argv)
 	S.cfg.log_level = -1;
 	S.cfg.lease_ms = -1;
 	S.cfg.fill_segments = true;
+	S.cfg.min_free_disk_mb = DISKSPACE_DEFAULT_RESERVE_MB;
 	rpc_server_options_default(&S.cfg.rpc);
 	/* First --help and --config, then the file, then the flags over it. */
 	for (int i = 1; i < argc; i++) {
@@ -525,6 +535,13 @@ static void listener_closed(void *arg)
 	step_done();
 }
 
+static void disk_closed(struct diskspace *d)
+{
+	(void)d;
+	S.disk_on = false;
+	step_done();
+}
+
 static void handle_closed(uv_handle_t *h)
 {
 	(void)h;
@@ -586,6 +603,10 @@ static void close_next(void)
 				uv_close((uv_handle_t *)&S.sigint, handle_closed);
 				uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
 				uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
+			}
+			if (S.disk_on) {
+				S.step_pending++;
+				diskspace_close(&S.disk, disk_closed);
 			}
 			break;
 		case STEP_DONE:
@@ -808,6 +829,15 @@ static int start(void)
 			 eo.block_cache_bytes >> 20, eo.write_buffer_bytes >> 20);
 	}
 
+	if (diskspace_init(&S.disk, &S.loop, S.cfg.data, address,
+			   (uint64_t)S.cfg.min_free_disk_mb << 20,
+			   S.cfg.segment_mb != 0 ? (size_t)S.cfg.segment_mb << 20 : TABLET_SEGMENT_BYTES,
+			   errmsg) != 0) {
+		LOG_ERROR(PROG ": --min-free-disk-mb: %s", errmsg);
+		return -1;
+	}
+	S.disk_on = true;
+
 	memset(&mo, 0, sizeof mo);
 	mo.data_dir = S.cfg.data;
 	mo.store_env = S.env;
@@ -821,6 +851,7 @@ static int start(void)
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
 	mo.retry_ttl_s = S.cfg.retry_ttl_s;
 	mo.history_retention_s = S.cfg.history_retention_s;
+	mo.disk = &S.disk;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								   : (unsigned)S.cfg.lease_ms;
@@ -831,6 +862,7 @@ static int start(void)
 	S.m_on = true;
 	memset(&so, 0, sizeof so);
 	so.max_clock_skew_us = (uint64_t)S.cfg.max_clock_skew_ms * 1000;
+	so.disk = &S.disk;
 	if (service_init(&S.svc, &S.loop, &S.srv, &S.m, &so, errmsg) != 0) {
 		LOG_ERROR(PROG ": service: %s", errmsg);
 		return -1;
