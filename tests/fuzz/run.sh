@@ -39,7 +39,7 @@ docdb/filter.c docdb/compaction.c docdb/docwrite.c docdb/checksum.c docdb/dump.c
 case $target in
 rpc_frame)   sources="common/rpc_frame.c common/buf.c common/check.c" ;;
 preamble)    sources="raft/listener.c $common" ;;
-rpc_request) sources="rpc/wire.c raft/listener.c $docdb_all $common PROTO" ;;
+rpc_request) sources="rpc/wire.c raft/listener.c tablet/entry.c $docdb_all $common PROTO PROTO_RPC" ;;
 entry)       sources="tablet/entry.c $docdb_all $common" ;;
 docdb_key)   sources="$docdb_pure $common" ;;
 docdb_value) sources="$docdb_pure $common" ;;
@@ -70,17 +70,19 @@ cflags="-std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -fsanitize=address,undefin
 -fno-sanitize-recover=undefined -I$src/include -I$src/src -I$out/proto"
 
 # The generated protobuf-c code, made here (the fuzz build is not meson's).
-if [ ! -f "$out/proto/docraft.pb-c.c" ] || [ "$src/proto/docraft.proto" -nt "$out/proto/docraft.pb-c.c" ]; then
-	mkdir -p "$out/proto"
-	protoc-c --proto_path="$src/proto" --c_out="$out/proto" "$src/proto/docraft.proto"
-fi
+mkdir -p "$out/proto"
+for p in docraft rpc; do
+	if [ ! -f "$out/proto/$p.pb-c.c" ] || [ "$src/proto/$p.proto" -nt "$out/proto/$p.pb-c.c" ]; then
+		protoc-c --proto_path="$src/proto" --c_out="$out/proto" "$src/proto/$p.proto"
+	fi
+done
 
 # Newest header: an object older than it is rebuilt.
-newest=$(ls -t "$src"/src/*/*.h "$src"/include/docraft/*.h "$out/proto/docraft.pb-c.h" | head -n 1)
+newest=$(ls -t "$src"/src/*/*.h "$src"/include/docraft/*.h "$out"/proto/*.pb-c.h | head -n 1)
 objs=""
 for s in $sources; do
-	if [ "$s" = PROTO ]; then
-		file=$out/proto/docraft.pb-c.c
+	if [ "$s" = PROTO ] || [ "$s" = PROTO_RPC ]; then
+		file=$out/proto/$([ "$s" = PROTO ] && echo docraft || echo rpc).pb-c.c
 	else
 		file=$src/src/$s
 	fi
