@@ -4,6 +4,7 @@
 # target) and by scripts/fuzz.sh for long runs:
 #
 #   run.sh <source root> <build dir> <target>
+#   run.sh --list          the names of the targets (meson and fuzz.sh read it)
 #
 # <target> is a name of the table below; its code is tests/fuzz/fuzz_<target>.c.
 # Environment:
@@ -13,6 +14,7 @@
 #                 grows across runs, seeds are (re)written each run by the
 #                 target itself (fuzz.h, FUZZ_WRITE_SEEDS)
 #   FUZZ_JOBS     > 1: libFuzzer's -fork=N (N processes, crashes do not stop it)
+#   FUZZ_ARTIFACTS  prefix of crash files (default <build dir>/)
 #   FUZZ_CC       the compiler (default clang)
 # Exits 77 (meson: skipped) when clang or libFuzzer is missing. A crash
 # leaves its input in <build dir> (crash-*; replay: <build dir>/fuzz_<target>
@@ -20,6 +22,11 @@
 # targets (rebuilt when a source or header is newer).
 set -eu
 
+targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream"
+if [ "${1:-}" = --list ]; then
+	echo "$targets"
+	exit 0
+fi
 src=$1
 out=$2
 target=$3
@@ -28,7 +35,9 @@ runs=${FUZZ_RUNS:-0}
 jobs=${FUZZ_JOBS:-1}
 cc=${FUZZ_CC:-clang}
 
-# ---- the table: sources of each target, relative to src/ ----
+# ---- the table: sources of each target (one per name in $targets),
+# relative to src/; PROTO, PROTO_RPC: the generated code of docraft.proto,
+# rpc.proto ----
 common="common/arena.c common/buf.c common/check.c common/err.c common/hash16.c common/hlc.c \
 common/log.c"
 docdb_pure="docdb/varint.c docdb/pv.c docdb/key.c docdb/value.c docdb/packed.c docdb/schema.c \
@@ -103,7 +112,7 @@ FUZZ_WRITE_SEEDS=$corpus "$bin"
 
 log=$out/fuzz_$target.log
 set -- "$corpus" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	-artifact_prefix="$out/"
+	-artifact_prefix="${FUZZ_ARTIFACTS:-$out/}"
 [ "$seconds" -gt 0 ] && set -- "$@" -max_total_time="$seconds"
 [ "$runs" -gt 0 ] && set -- "$@" -runs="$runs"
 [ "$jobs" -gt 1 ] && set -- "$@" -fork="$jobs" -ignore_crashes=1
