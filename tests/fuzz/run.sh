@@ -14,6 +14,8 @@
 #                 grows across runs, seeds are (re)written each run by the
 #                 target itself (fuzz.h, FUZZ_WRITE_SEEDS)
 #   FUZZ_JOBS     > 1: libFuzzer's -fork=N (N processes, crashes do not stop it)
+#   FUZZ_MAX_LEN  longest input (default 4096: every format reaches its deep
+#                 paths in less; longer inputs only slow the run down)
 #   FUZZ_ARTIFACTS  prefix of crash files (default <build dir>/)
 #   FUZZ_CC       the compiler (default clang)
 # Exits 77 (meson: skipped) when clang or libFuzzer is missing. A crash
@@ -111,7 +113,7 @@ mkdir -p "$corpus"
 FUZZ_WRITE_SEEDS=$corpus "$bin"
 
 log=$out/fuzz_$target.log
-set -- "$corpus" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+set -- "$corpus" -max_len="${FUZZ_MAX_LEN:-4096}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	-artifact_prefix="${FUZZ_ARTIFACTS:-$out/}"
 [ "$seconds" -gt 0 ] && set -- "$@" -max_total_time="$seconds"
 [ "$runs" -gt 0 ] && set -- "$@" -runs="$runs"
