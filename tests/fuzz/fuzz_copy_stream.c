@@ -107,6 +107,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
+/* F, D (when not empty), C: one file as the source sends it. */
+static void seed_file(struct buf *b, const char *name, const char *content)
+{
+	struct copy_frame f;
+	size_t n = strlen(content);
+	memset(&f, 0, sizeof f);
+	f.type = 'F';
+	snprintf(f.name, sizeof f.name, "%s", name);
+	f.size = n;
+	encode(b, &f);
+	if (n > 0) {
+		f.type = 'D';
+		f.len = (uint32_t)n;
+		encode(b, &f);
+		buf_append(b, content, n);
+	}
+	f.type = 'C';
+	f.crc = copy_crc32c(0, content, n);
+	encode(b, &f);
+}
+
 static void fuzz_seeds(void)
 {
 	struct buf b = BUF_INIT;
@@ -115,24 +136,8 @@ static void fuzz_seeds(void)
 	memset(&f, 0, sizeof f);
 	f.type = 'K';
 	encode(&b, &f);
-	f.type = 'F';
-	strcpy(f.name, "000012.sst");
-	f.size = 5;
-	encode(&b, &f);
-	f.type = 'D';
-	f.len = 5;
-	encode(&b, &f);
-	buf_append(&b, "hello", 5);
-	f.type = 'C';
-	f.crc = copy_crc32c(0, "hello", 5);
-	encode(&b, &f);
-	f.type = 'F';
-	strcpy(f.name, "MANIFEST-000005");
-	f.size = 0;
-	encode(&b, &f);
-	f.type = 'C';
-	f.crc = 0;
-	encode(&b, &f);
+	seed_file(&b, "000012.sst", "hello");
+	seed_file(&b, "MANIFEST-000005", "");
 	f.type = 'E';
 	f.nfiles = 2;
 	f.total = 5;

@@ -293,6 +293,30 @@ static Docraft__Datum *datum(struct arena *a, struct pv v)
 	return wire_datum_new(&v, a);
 }
 
+static void set_col(Docraft__ColumnValue *c, char *name, Docraft__Datum *value,
+		    Docraft__Datum **keys, size_t n_keys, Docraft__Datum **values, size_t n_values)
+{
+	docraft__column_value__init(c);
+	c->name = name;
+	c->value = value;
+	c->keys = keys;
+	c->n_keys = n_keys;
+	c->values = values;
+	c->n_values = n_values;
+}
+
+static void set_op(Docraft__WriteOp *op, Docraft__WriteOp__Kind kind, Docraft__Datum **key,
+		   size_t n_key, Docraft__ColumnValue **cols, size_t n_cols, int64_t ttl_ms)
+{
+	docraft__write_op__init(op);
+	op->kind = kind;
+	op->key = key;
+	op->n_key = n_key;
+	op->columns = cols;
+	op->n_columns = n_cols;
+	op->ttl_ms = ttl_ms;
+}
+
 static void fuzz_seeds(void)
 {
 	struct arena a = ARENA_INIT;
@@ -320,39 +344,18 @@ static void fuzz_seeds(void)
 	key0[0] = datum(&a, pv_int64(42));
 	key0[1] = datum(&a, pv_str("user"));
 	key0[2] = datum(&a, pv_timestamp(1700000000000000));
-	for (int i = 0; i < 4; i++) {
-		docraft__column_value__init(&cv[i]);
+	for (int i = 0; i < 4; i++)
 		pcv[i] = &cv[i];
-	}
-	for (int i = 0; i < 3; i++) {
-		docraft__write_op__init(&op[i]);
+	for (int i = 0; i < 3; i++)
 		pop[i] = &op[i];
-	}
 	/* plain: INSERT (v, f, u, t), UPDATE v, DELETE_ROW; a condition on v. */
-	cv[0].name = "v";
-	cv[0].value = datum(&a, pv_int32(-1));
-	cv[1].name = "f";
-	cv[1].value = datum(&a, pv_double(2.5));
-	cv[2].name = "u";
-	cv[2].value = datum(&a, pv_uuid(uuid));
-	cv[3].name = "t";
-	cv[3].value = datum(&a, pv_str("text"));
-	op[0].kind = DOCRAFT__WRITE_OP__KIND__INSERT;
-	op[0].n_key = 3;
-	op[0].key = key0;
-	op[0].n_columns = 4;
-	op[0].columns = pcv;
-	op[0].ttl_ms = 60000;
-	op[1].kind = DOCRAFT__WRITE_OP__KIND__UPDATE;
-	op[1].n_key = 3;
-	op[1].key = key0;
-	op[1].n_columns = 1;
-	op[1].columns = pcv;
-	op[1].ttl_ms = -1;
-	op[2].kind = DOCRAFT__WRITE_OP__KIND__DELETE_ROW;
-	op[2].n_key = 3;
-	op[2].key = key0;
-	op[2].ttl_ms = -1;
+	set_col(&cv[0], "v", datum(&a, pv_int32(-1)), NULL, 0, NULL, 0);
+	set_col(&cv[1], "f", datum(&a, pv_double(2.5)), NULL, 0, NULL, 0);
+	set_col(&cv[2], "u", datum(&a, pv_uuid(uuid)), NULL, 0, NULL, 0);
+	set_col(&cv[3], "t", datum(&a, pv_str("text")), NULL, 0, NULL, 0);
+	set_op(&op[0], DOCRAFT__WRITE_OP__KIND__INSERT, key0, 3, pcv, 4, 60000);
+	set_op(&op[1], DOCRAFT__WRITE_OP__KIND__UPDATE, key0, 3, pcv, 1, -1);
+	set_op(&op[2], DOCRAFT__WRITE_OP__KIND__DELETE_ROW, key0, 3, NULL, 0, -1);
 	w.tablet_id = "t-1";
 	w.table = "plain";
 	w.client_id.data = client;
@@ -380,32 +383,13 @@ static void fuzz_seeds(void)
 	mk[1] = datum(&a, pv_str("y"));
 	mv[0] = datum(&a, pv_int64(1));
 	mv[1] = datum(&a, pv_int64(2));
-	cv[0].name = "b";
-	cv[0].value = datum(&a, pv_strn("\0\1\2", 3));
-	cv[1].name = "d";
-	cv[1].value = datum(&a, pv_uint32(19000));
-	cv[2].name = "m";
-	cv[2].value = NULL;
-	cv[2].n_keys = 2;
-	cv[2].keys = mk;
-	cv[2].n_values = 2;
-	cv[2].values = mv;
-	cv[3].name = "l";
-	cv[3].value = NULL;
-	cv[3].n_keys = 2;
-	cv[3].keys = mk;
-	op[0].n_key = 1;
-	op[0].key = key1;
-	op[1].kind = DOCRAFT__WRITE_OP__KIND__LIST_APPEND;
-	op[1].n_key = 1;
-	op[1].key = key1;
-	op[1].n_columns = 1;
-	op[1].columns = &pcv[3];
-	op[2].kind = DOCRAFT__WRITE_OP__KIND__MAP_REMOVE;
-	op[2].n_key = 1;
-	op[2].key = key1;
-	op[2].n_columns = 1;
-	op[2].columns = &pcv[2];
+	set_col(&cv[0], "b", datum(&a, pv_strn("\0\1\2", 3)), NULL, 0, NULL, 0);
+	set_col(&cv[1], "d", datum(&a, pv_uint32(19000)), NULL, 0, NULL, 0);
+	set_col(&cv[2], "m", NULL, mk, 2, mv, 2);
+	set_col(&cv[3], "l", NULL, mk, 2, NULL, 0);
+	set_op(&op[0], DOCRAFT__WRITE_OP__KIND__INSERT, key1, 1, pcv, 4, 60000);
+	set_op(&op[1], DOCRAFT__WRITE_OP__KIND__LIST_APPEND, key1, 1, &pcv[3], 1, -1);
+	set_op(&op[2], DOCRAFT__WRITE_OP__KIND__MAP_REMOVE, key1, 1, &pcv[2], 1, -1);
 	w.table = "packed";
 	w.n_ops = 3;
 	w.n_conditions = 0;
