@@ -44,10 +44,12 @@
  *
  * Destination ("fetcher"): prepare job (remove a leftover <dest>.tmp,
  * mkdir it), connect, write the preamble, then read frames into one receive
- * buffer of buffer_size bytes. Frame headers are parsed in place; D payload
- * bytes are written from the buffer by a write job (pool: pwrite + CRC) once
- * the frame is complete or the buffer is full, with reading stopped until the
- * job is done — so at most one buffer of data is held. F opens the file
+ * buffer of buffer_size bytes. Frame headers are parsed in place
+ * (copy_frame_decode: pure, fuzzed; the fetcher checks order, sizes and
+ * CRCs); D payload bytes are written from the buffer by a write job (pool:
+ * pwrite + CRC) once the frame is complete or the buffer is full, with
+ * reading stopped until the job is done — so at most one buffer of data is
+ * held. F opens the file
  * (O_EXCL), C checks size and CRC, fsyncs and closes it, E checks the file
  * count and byte total, then the finish job fsyncs the directory, opens the
  * copy with store_open (with paranoid checks, RocksDB's default, the open
