@@ -36,7 +36,7 @@ struct batch_iter {
 static inline void batch_iter_init(struct batch_iter *it, const void *data, size_t len)
 {
 	it->p = (const uint8_t *)data;
-	it->end = it->p + len;
+	it->end = len > 0 ? it->p + len : it->p; /* an empty batch may be NULL */
 }
 /* 1 with the next pair (pointers into the batch bytes), 0 at the end,
  * DOCRAFT_ECORRUPT (as a negative: -DOCRAFT_ECORRUPT) on malformed bytes. */

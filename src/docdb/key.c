@@ -330,23 +330,33 @@ static int decode_pv(const uint8_t **pp, const uint8_t *end, struct pv *out, str
 		s += 8;
 		break;
 	case KT_FLOAT:
-	case KT_FLOAT_DESC:
+	case KT_FLOAT_DESC: {
+		uint32_t k;
 		if (avail < 4)
 			return DOCRAFT_ECORRUPT;
 		out->type = PV_FLOAT;
 		out->desc = t == KT_FLOAT_DESC;
-		out->v.f = float_unkey(out->desc ? ~be32_load(s) : be32_load(s));
+		k = out->desc ? ~be32_load(s) : be32_load(s);
+		out->v.f = float_unkey(k);
+		if (float_key(out->v.f) != k)
+			return DOCRAFT_ECORRUPT; /* a NaN other than the canonical one */
 		s += 4;
 		break;
+	}
 	case KT_DOUBLE:
-	case KT_DOUBLE_DESC:
+	case KT_DOUBLE_DESC: {
+		uint64_t k;
 		if (avail < 8)
 			return DOCRAFT_ECORRUPT;
 		out->type = PV_DOUBLE;
 		out->desc = t == KT_DOUBLE_DESC;
-		out->v.d = double_unkey(out->desc ? ~be64_load(s) : be64_load(s));
+		k = out->desc ? ~be64_load(s) : be64_load(s);
+		out->v.d = double_unkey(k);
+		if (double_key(out->v.d) != k)
+			return DOCRAFT_ECORRUPT; /* a NaN other than the canonical one */
 		s += 8;
 		break;
+	}
 	case KT_STRING:
 	case KT_STRING_DESC: {
 		const bool desc = t == KT_STRING_DESC;

@@ -960,30 +960,42 @@ out:
 	return rv;
 }
 
+int reader_paging_decode(const uint8_t *p, size_t len, uint64_t *read_ht, const uint8_t **dockey,
+			 size_t *dockey_len, char *errmsg)
+{
+	if (len < 10 || p[0] != PAGING_V1)
+		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
+	if (dockey_prefix_len(p + 9, len - 9) != len - 9)
+		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
+	*read_ht = be64_load(p + 1);
+	*dockey = p + 9;
+	*dockey_len = len - 9;
+	return 0;
+}
+
 static int apply_paging(const struct scan_spec *sp, struct buf *lo, struct buf *hi, bool *hi_set,
 			uint64_t *read_ht, char *errmsg)
 {
-	const uint8_t *p = sp->paging;
-	size_t n = sp->paging_len, dl;
-	if (p == NULL || n == 0)
+	const uint8_t *dk;
+	size_t dl;
+	uint64_t ht;
+	int rv;
+	if (sp->paging == NULL || sp->paging_len == 0)
 		return 0;
-	if (n < 10 || p[0] != PAGING_V1)
-		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
-	dl = n - 9;
-	if (dockey_prefix_len(p + 9, dl) != dl)
-		return err_set(errmsg, DOCRAFT_EINVAL, "malformed paging state");
+	if ((rv = reader_paging_decode(sp->paging, sp->paging_len, &ht, &dk, &dl, errmsg)) != 0)
+		return rv;
 	/* The row must lie inside this scan's interval. */
-	if (memcmp(p + 9, lo->data, dl < lo->len ? dl : lo->len) < 0 ||
-	    (*hi_set && memcmp(p + 9, hi->data, dl < hi->len ? dl : hi->len) > 0))
+	if (memcmp(dk, lo->data, dl < lo->len ? dl : lo->len) < 0 ||
+	    (*hi_set && memcmp(dk, hi->data, dl < hi->len ? dl : hi->len) > 0))
 		return err_set(errmsg, DOCRAFT_EINVAL, "paging state does not belong to this scan");
-	*read_ht = be64_load(p + 1);
+	*read_ht = ht;
 	if (sp->reverse) {
 		buf_reset(hi);
-		buf_append(hi, p + 9, dl);
+		buf_append(hi, dk, dl);
 		*hi_set = true;
 	} else {
 		buf_reset(lo);
-		buf_append(lo, p + 9, dl);
+		buf_append(lo, dk, dl);
 		buf_push(lo, KT_MAX_BYTE);
 	}
 	return 0;

@@ -118,6 +118,13 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 		struct arena *a, struct row **rows, size_t *nrows, struct buf *paging_out,
 		char *errmsg);
 
+/* The pure decoder of a paging state from the network (what reader_scan
+ * reads first): PAGING_V1, BE64 read time, then exactly one well-formed
+ * DocKey (the last row sent). *dockey borrows from p. DOCRAFT_EINVAL with
+ * errmsg on anything else. Any thread. */
+int reader_paging_decode(const uint8_t *p, size_t len, uint64_t *read_ht, const uint8_t **dockey,
+			 size_t *dockey_len, char *errmsg);
+
 /* Keys the readers have fed to their document builders so far, in this
  * process (any thread): a hot row must cost a bounded number of them. */
 uint64_t reader_keys_fed(void);

@@ -108,6 +108,10 @@ int svarint_decode(const uint8_t **p, const uint8_t *end, int64_t *out)
 		for (i = 2; i < n; i++)
 			m = m << 8 | (uint8_t)(s[i] ^ flip);
 	}
+	/* One encoding per value (keys compare as bytes): the shortest, and no
+	 * negative zero. */
+	if (n != svarint_len(m) || (flip != 0 && m == 0))
+		return DOCRAFT_ECORRUPT;
 	if (flip == 0) {
 		if (m > (uint64_t)INT64_MAX)
 			return DOCRAFT_ECORRUPT;
@@ -125,18 +129,21 @@ int svarint_decode(const uint8_t **p, const uint8_t *end, int64_t *out)
  * extra bytes (n = 1..8 hold 7n bits). 0xFF starts 9 bytes (second byte
  * 0xxxxxxx, 63 bits) or 10 bytes (second byte exactly 0x80, then BE64). */
 
+static inline unsigned uvarint_len(uint64_t v)
+{
+	unsigned n = 1;
+	for (v >>= 7; v != 0; v >>= 7)
+		n++;
+	return n;
+}
+
 void uvarint_append(struct buf *out, uint64_t v)
 {
 	uint8_t b[10];
-	unsigned n = 1, i;
-	uint64_t t = v >> 7;
-	if (t == 0) {
+	unsigned n = uvarint_len(v), i;
+	if (n == 1) {
 		buf_push(out, (uint8_t)v);
 		return;
-	}
-	while (t != 0) {
-		t >>= 7;
-		n++;
 	}
 	if (n <= 8) {
 		/* n - 1 one-bits and a zero bit above 7n value bits. */
@@ -193,6 +200,8 @@ int uvarint_decode(const uint8_t **p, const uint8_t *end, uint64_t *out)
 		for (i = 2; i < n; i++)
 			v = v << 8 | s[i];
 	}
+	if (n != uvarint_len(v))
+		return DOCRAFT_ECORRUPT; /* one encoding per value: the shortest */
 	*out = v;
 	*p = s + n;
 	return 0;

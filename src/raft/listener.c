@@ -12,10 +12,11 @@
  * src/uv_tcp_listen.c: the alloc callback never offers more buffer than the
  * bytes still missing from the current parse step (want - have). read(2)
  * cannot return more than the buffer, so the kernel keeps everything after
- * the preamble. The preamble is parsed in at most three steps whose sizes
- * are known in advance: the fixed 7-byte head (magic, version, kind, tablet
- * id length), then the tablet id plus, for RAFT, the 8-byte sender id and
- * the 1-byte address length, then the address. When the last step
+ * the preamble. The preamble is parsed (listener_preamble_parse, pure, so
+ * it can be fuzzed) in at most three steps whose sizes are known in
+ * advance: the fixed 7-byte head (magic, version, kind, tablet id length),
+ * then the tablet id plus, for RAFT, the 8-byte sender id and the 1-byte
+ * address length, then the address. When the last step
  * completes, the read callback calls uv_read_stop before anything else and
  * hands the stream over; a new owner that calls uv_read_start (raft_uv does
  * so inside its accept callback) simply continues reading from the kernel
@@ -61,12 +62,6 @@
 #define REG_BUCKETS 256 /* power of two */
 #define ADDRESS_TEXT_MAX 22 /* "255.255.255.255:65535" */
 
-enum stage {
-	STAGE_HEAD = 0, /* reading the fixed head */
-	STAGE_BODY,     /* reading the tablet id (and the RAFT sender id, address length) */
-	STAGE_ADDR,     /* reading the RAFT sender address */
-};
-
 struct reg {
 	struct reg *next;
 	struct raft_uv_transport *t;
@@ -91,7 +86,6 @@ struct incoming {
 	size_t want;     /* bytes buf must hold before the next parse step */
 	uint32_t ip;     /* source address (network order), counted in l->pending_ips */
 	bool counted;
-	enum stage stage;
 	uint8_t buf[LISTENER_PREAMBLE_MAX];
 };
 
@@ -315,45 +309,54 @@ static void abort_incoming(struct incoming *in, uint64_t *counter, const char *w
 
 /* ---- preamble ---- */
 
-/* Consumes one complete parse step (have == want). Returns -1 on a malformed
- * preamble, 0 when the next step needs more bytes (want was raised, or is
- * already met), 1 when the preamble is complete. */
-static int parse_step(struct incoming *in)
+int listener_preamble_parse(const uint8_t *b, size_t have, size_t *want,
+			    struct listener_preamble *out)
 {
-	const uint8_t *b = in->buf;
-	size_t tlen;
+	size_t tlen, body, alen;
 
-	ASSERT(in->have == in->want);
-	switch (in->stage) {
-	case STAGE_HEAD:
-		if (memcmp(b, LISTENER_MAGIC, 4) != 0 || b[4] != LISTENER_VERSION)
-			return -1;
-		if (b[5] != LISTENER_RAFT && b[5] != LISTENER_RPC && b[5] != LISTENER_COPY)
-			return -1;
-		tlen = b[6];
-		if (tlen > LISTENER_TABLET_ID_MAX || (tlen == 0 && b[5] != LISTENER_RPC))
-			return -1;
-		in->want = HEAD_SIZE + tlen + (b[5] == LISTENER_RAFT ? RAFT_EXTRA : 0);
-		in->stage = STAGE_BODY;
+	/* Step 1, the fixed head: magic, version, kind, tablet id length. */
+	if (have < HEAD_SIZE) {
+		*want = HEAD_SIZE;
 		return 0;
-	case STAGE_BODY:
-		tlen = b[6];
-		if (!printable(b + HEAD_SIZE, tlen))
-			return -1;
-		if (b[5] != LISTENER_RAFT)
-			return 1;
+	}
+	if (memcmp(b, LISTENER_MAGIC, 4) != 0 || b[4] != LISTENER_VERSION)
+		return -1;
+	if (b[5] != LISTENER_RAFT && b[5] != LISTENER_RPC && b[5] != LISTENER_COPY)
+		return -1;
+	tlen = b[6];
+	if (tlen > LISTENER_TABLET_ID_MAX || (tlen == 0 && b[5] != LISTENER_RPC))
+		return -1;
+	/* Step 2: the tablet id (and the RAFT sender id, address length). */
+	body = HEAD_SIZE + tlen + (b[5] == LISTENER_RAFT ? RAFT_EXTRA : 0);
+	if (have < body) {
+		*want = body;
+		return 0;
+	}
+	if (!printable(b + HEAD_SIZE, tlen))
+		return -1;
+	alen = 0;
+	if (b[5] == LISTENER_RAFT) {
 		if (get_be64(b + HEAD_SIZE + tlen) == 0 || b[HEAD_SIZE + tlen + 8] == 0)
 			return -1;
-		in->want += b[HEAD_SIZE + tlen + 8];
-		in->stage = STAGE_ADDR;
-		return 0;
-	case STAGE_ADDR:
-		tlen = b[6];
-		if (!printable(b + HEAD_SIZE + tlen + RAFT_EXTRA, b[HEAD_SIZE + tlen + 8]))
+		/* Step 3: the RAFT sender address. */
+		alen = b[HEAD_SIZE + tlen + 8];
+		if (have < body + alen) {
+			*want = body + alen;
+			return 0;
+		}
+		if (!printable(b + body, alen))
 			return -1;
-		return 1;
 	}
-	return -1;
+	*want = body + alen;
+	if (out != NULL) {
+		out->kind = b[5];
+		memcpy(out->tablet_id, b + HEAD_SIZE, tlen);
+		out->tablet_id[tlen] = '\0';
+		out->id = b[5] == LISTENER_RAFT ? get_be64(b + HEAD_SIZE + tlen) : 0;
+		memcpy(out->address, b + body, alen);
+		out->address[alen] = '\0';
+	}
+	return 1;
 }
 
 /* The registration's peer check on the claim and the socket's peer. */
@@ -369,27 +372,15 @@ static bool peer_accepted(const struct reg *r, uv_stream_t *s, uint64_t id, cons
 }
 
 /* The preamble is complete: stop reading, leave our bookkeeping, dispatch. */
-static void hand_over(struct incoming *in)
+static void hand_over(struct incoming *in, const struct listener_preamble *pre)
 {
 	struct listener *l = in->l;
 	uv_stream_t *s = (uv_stream_t *)in->tcp;
-	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
-	char address[LISTENER_ADDRESS_MAX + 1];
-	const uint8_t *b = in->buf;
-	size_t tlen = b[6];
-	int kind = b[5];
-	uint64_t id = 0;
+	const char *tablet_id = pre->tablet_id, *address = pre->address;
+	int kind = pre->kind;
+	uint64_t id = pre->id;
 
 	uv_read_stop(s);
-	memcpy(tablet_id, b + HEAD_SIZE, tlen);
-	tablet_id[tlen] = '\0';
-	address[0] = '\0';
-	if (kind == LISTENER_RAFT) {
-		size_t alen = b[HEAD_SIZE + tlen + 8];
-		id = get_be64(b + HEAD_SIZE + tlen);
-		memcpy(address, b + HEAD_SIZE + tlen + RAFT_EXTRA, alen);
-		address[alen] = '\0';
-	}
 
 	/* The TCP handle is no longer ours; the timer closes and frees `in`. */
 	unlink_incoming(in);
@@ -452,6 +443,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct incoming *in = s->data;
+	struct listener_preamble pre;
 	int rv = 0;
 
 	(void)buf;
@@ -464,15 +456,13 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	ASSERT((size_t)nread <= in->want - in->have);
 	in->have += (size_t)nread;
-	while (in->have == in->want) {
-		rv = parse_step(in);
-		if (rv != 0)
-			break;
-	}
+	/* A step that needs more raises want past have. */
+	if (in->have == in->want)
+		rv = listener_preamble_parse(in->buf, in->have, &in->want, &pre);
 	if (rv < 0)
 		abort_incoming(in, &in->l->stats.malformed, "malformed preamble");
 	else if (rv > 0)
-		hand_over(in);
+		hand_over(in, &pre);
 }
 
 static void timeout_cb(uv_timer_t *t)
@@ -529,7 +519,6 @@ static void connection_cb(uv_stream_t *server, int status)
 	if (in->tcp == NULL)
 		PANIC("out of memory");
 	in->want = HEAD_SIZE;
-	in->stage = STAGE_HEAD;
 	rv = uv_tcp_init(l->loop, in->tcp);
 	ASSERT(rv == 0);
 	in->tcp->data = in;

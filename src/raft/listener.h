@@ -166,6 +166,24 @@ size_t listener_n_registered(const struct listener *l);
 size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, uint64_t id,
 				const char *address);
 
+/* A preamble read from the network (listener_preamble_parse). */
+struct listener_preamble {
+	int kind;                                      /* enum listener_kind */
+	char tablet_id[LISTENER_TABLET_ID_MAX + 1];    /* "" only for RPC */
+	uint64_t id;                                   /* RAFT: sender raft id, else 0 */
+	char address[LISTENER_ADDRESS_MAX + 1];        /* RAFT: sender address, else "" */
+};
+
+/* The pure preamble decoder the listener reads with: buf[0..have) are the
+ * first bytes of a connection. Returns -1 when they cannot start a valid
+ * preamble; 0 when more are needed, with *want (> have) the total length
+ * the next step needs (never more than the preamble itself, at most
+ * LISTENER_PREAMBLE_MAX); 1 when buf[0..*want) is a complete preamble,
+ * decoded into *out (may be NULL). Bytes past the preamble are ignored.
+ * Any thread. */
+int listener_preamble_parse(const uint8_t *buf, size_t have, size_t *want,
+			    struct listener_preamble *out);
+
 /* Counters since listener_open, for status pages and tests. */
 struct listener_stats {
 	uint64_t accepted;    /* connections accepted */

@@ -135,7 +135,10 @@ int wire_datum_to_pv(const Docraft__Datum *d, enum col_type t, const char *what,
 	case CT_BLOB:
 		if (d->v_case != DOCRAFT__DATUM__V_S)
 			return wrong(errmsg, what, t);
-		*out = pv_strn(d->s.data, d->s.len);
+		/* protobuf-c gives an empty bytes field a NULL pointer; the
+		 * encoders do arithmetic on a string's pointer (NULL + 0 is
+		 * undefined). Found by tests/fuzz/fuzz_rpc_request. */
+		*out = pv_strn(d->s.len > 0 ? d->s.data : (const uint8_t *)"", d->s.len);
 		return 0;
 	case CT_UUID:
 		if (d->v_case != DOCRAFT__DATUM__V_UUID || d->uuid.len != 16)

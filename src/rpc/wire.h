@@ -30,7 +30,8 @@ int wire_schema_from_pb(const Docraft__TableSchema *pb, struct schema *out, char
 void wire_schema_to_pb(const struct schema *s, Docraft__TableSchema *pb, struct arena *a);
 
 /* d as a value of type t (what: e.g. "column 'x'", for the message).
- * Strings and uuids borrow from d. A NULL datum gives PV_NULL. */
+ * Strings and uuids borrow from d (an empty string points at a static "",
+ * never NULL). A NULL datum gives PV_NULL. */
 int wire_datum_to_pv(const Docraft__Datum *d, enum col_type t, const char *what, struct pv *out,
 		     char *errmsg);
 /* d borrows v's bytes. */

@@ -44,10 +44,12 @@
  *
  * Destination ("fetcher"): prepare job (remove a leftover <dest>.tmp,
  * mkdir it), connect, write the preamble, then read frames into one receive
- * buffer of buffer_size bytes. Frame headers are parsed in place; D payload
- * bytes are written from the buffer by a write job (pool: pwrite + CRC) once
- * the frame is complete or the buffer is full, with reading stopped until the
- * job is done — so at most one buffer of data is held. F opens the file
+ * buffer of buffer_size bytes. Frame headers are parsed in place
+ * (copy_frame_decode: pure, fuzzed; the fetcher checks order, sizes and
+ * CRCs); D payload bytes are written from the buffer by a write job (pool:
+ * pwrite + CRC) once the frame is complete or the buffer is full, with
+ * reading stopped until the job is done — so at most one buffer of data is
+ * held. F opens the file
  * (O_EXCL), C checks size and CRC, fsyncs and closes it, E checks the file
  * count and byte total, then the finish job fsyncs the directory, opens the
  * copy with store_open (with paranoid checks, RocksDB's default, the open
@@ -92,8 +94,8 @@
 #include "docdb/store.h"
 #include "raft/listener.h"
 
-#define NAME_MAX_LEN 255
-#define MSG_MAX 1024
+#define NAME_MAX_LEN COPY_NAME_MAX
+#define MSG_MAX COPY_MSG_MAX
 /* Largest frame header: F with the longest name. */
 #define HDR_MAX (1 + 2 + NAME_MAX_LEN + 8)
 #define END_LEN (1 + 4 + 8 + 8 + 8)
@@ -1659,89 +1661,140 @@ static enum step corrupt(struct copy_fetcher *f, const char *fmt, ...)
 	return STEP_STOP;
 }
 
-static enum step parse_file(struct copy_fetcher *f, const uint8_t *p, size_t avail)
+int copy_frame_decode(const uint8_t *p, size_t avail, struct copy_frame *out, char *errmsg)
 {
-	uint16_t nl;
 	size_t need;
+	uint16_t n;
 
-	if (avail < 3)
-		return STEP_MORE;
-	nl = be16_load(p + 1);
-	if (nl == 0 || nl > NAME_MAX_LEN)
-		return corrupt(f, "file name of %u bytes", nl);
-	need = 3 + (size_t)nl + 8;
-	if (avail < need)
-		return STEP_MORE;
+	if (avail == 0)
+		return 0;
+	out->type = p[0];
+	switch (p[0]) {
+	case 'K':
+		return 1;
+	case 'F':
+		if (avail < 3)
+			return 0;
+		n = be16_load(p + 1);
+		if (n == 0 || n > NAME_MAX_LEN) {
+			err_set(errmsg, DOCRAFT_ECORRUPT, "file name of %u bytes", n);
+			return -DOCRAFT_ECORRUPT;
+		}
+		need = 3 + (size_t)n + 8;
+		if (avail < need)
+			return 0;
+		if (!valid_name((const char *)p + 3, n)) {
+			err_set(errmsg, DOCRAFT_ECORRUPT, "file name");
+			return -DOCRAFT_ECORRUPT;
+		}
+		memcpy(out->name, p + 3, n);
+		out->name[n] = '\0';
+		out->size = be64_load(p + 3 + n);
+		return (int)need;
+	case 'D':
+		if (avail < 5)
+			return 0;
+		out->len = be32_load(p + 1);
+		if (out->len == 0 || out->len > COPY_CHUNK_MAX) {
+			err_set(errmsg, DOCRAFT_ECORRUPT, "data frame of %" PRIu32 " bytes",
+				out->len);
+			return -DOCRAFT_ECORRUPT;
+		}
+		return 5;
+	case 'C':
+		if (avail < 5)
+			return 0;
+		out->crc = be32_load(p + 1);
+		return 5;
+	case 'E':
+		if (avail < END_LEN)
+			return 0;
+		out->nfiles = be32_load(p + 1);
+		out->total = be64_load(p + 5);
+		out->applied_index = be64_load(p + 13);
+		out->applied_ht = be64_load(p + 21);
+		return END_LEN;
+	case 'X':
+		if (avail < 4)
+			return 0;
+		n = be16_load(p + 2);
+		if (n > MSG_MAX) {
+			err_set(errmsg, DOCRAFT_ECORRUPT, "error message of %u bytes", n);
+			return -DOCRAFT_ECORRUPT;
+		}
+		if (avail < 4 + (size_t)n)
+			return 0;
+		out->code = p[1];
+		if (out->code <= DOCRAFT_OK || out->code >= DOCRAFT_ERROR_MAX)
+			out->code = DOCRAFT_EIO;
+		for (size_t i = 0; i < n; i++)
+			out->msg[i] = (p[4 + i] >= 0x20 && p[4 + i] < 0x7f) ? (char)p[4 + i] : '?';
+		out->msg[n] = '\0';
+		return 4 + n;
+	default:
+		err_set(errmsg, DOCRAFT_ECORRUPT, "unknown frame type 0x%02x", p[0]);
+		return -DOCRAFT_ECORRUPT;
+	}
+}
+
+static enum step parse_file(struct copy_fetcher *f, const struct copy_frame *fr, size_t hlen)
+{
 	if (f->in_file)
 		return corrupt(f, "file header inside file %s", f->name);
-	if (!valid_name((const char *)p + 3, nl))
-		return corrupt(f, "file name");
-	memcpy(f->name, p + 3, nl);
-	f->name[nl] = '\0';
-	f->size = be64_load(p + 3 + nl);
+	memcpy(f->name, fr->name, sizeof f->name);
+	f->size = fr->size;
 	f->got = 0;
 	f->crc = 0;
 	f->in_file = true;
-	f->start += need;
+	f->start += hlen;
 	stop_reading(f);
 	fjob_start(f, open_job, file_job_done);
 	return STEP_STOP;
 }
 
-static enum step parse_data_header(struct copy_fetcher *f, const uint8_t *p, size_t avail)
+static enum step parse_data_header(struct copy_fetcher *f, const struct copy_frame *fr,
+				   size_t hlen)
 {
-	uint32_t len;
-
-	if (avail < 5)
-		return STEP_MORE;
 	if (!f->in_file)
 		return corrupt(f, "data outside a file");
-	len = be32_load(p + 1);
-	if (len == 0 || len > COPY_CHUNK_MAX || len > f->size - f->got)
+	if (fr->len > f->size - f->got)
 		return corrupt(f, "data frame of %" PRIu32 " bytes at %" PRIu64 " of %s (%" PRIu64
 			       " bytes)",
-			       len, f->got, f->name, f->size);
-	f->data_left = len;
+			       fr->len, f->got, f->name, f->size);
+	f->data_left = fr->len;
 	f->in_data = true;
-	f->start += 5;
+	f->start += hlen;
 	return STEP_NEXT;
 }
 
-static enum step parse_file_end(struct copy_fetcher *f, const uint8_t *p, size_t avail)
+static enum step parse_file_end(struct copy_fetcher *f, const struct copy_frame *fr, size_t hlen)
 {
-	uint32_t crc;
-
-	if (avail < 5)
-		return STEP_MORE;
 	if (!f->in_file)
 		return corrupt(f, "file end outside a file");
 	if (f->got != f->size)
 		return corrupt(f, "short file %s: %" PRIu64 " of %" PRIu64 " bytes", f->name,
 			       f->got, f->size);
-	crc = be32_load(p + 1);
-	if (crc != f->crc)
+	if (fr->crc != f->crc)
 		return corrupt(f, "file %s: CRC-32C 0x%08" PRIx32 ", the source sent 0x%08" PRIx32,
-			       f->name, f->crc, crc);
-	f->start += 5;
+			       f->name, f->crc, fr->crc);
+	f->start += hlen;
 	stop_reading(f);
 	fjob_start(f, close_job, close_done);
 	return STEP_STOP;
 }
 
-static enum step parse_end(struct copy_fetcher *f, const uint8_t *p, size_t avail)
+static enum step parse_end(struct copy_fetcher *f, const struct copy_frame *fr, size_t hlen)
 {
-	if (avail < END_LEN)
-		return STEP_MORE;
 	if (f->in_file)
 		return corrupt(f, "end inside file %s", f->name);
-	if (be32_load(p + 1) != f->nfiles || be64_load(p + 5) != f->total)
+	if (fr->nfiles != f->nfiles || fr->total != f->total)
 		return corrupt(f,
 			       "end frame announces %" PRIu32 " files, %" PRIu64
 			       " bytes; received %" PRIu64 ", %" PRIu64,
-			       be32_load(p + 1), be64_load(p + 5), f->nfiles, f->total);
-	f->end_index = be64_load(p + 13);
-	f->end_ht = be64_load(p + 21);
-	f->start += END_LEN;
+			       fr->nfiles, fr->total, f->nfiles, f->total);
+	f->end_index = fr->applied_index;
+	f->end_ht = fr->applied_ht;
+	f->start += hlen;
 	f->state = F_FINISH;
 	stop_reading(f);
 	fetch_close_tcp(f); /* nothing more to receive */
@@ -1749,57 +1802,35 @@ static enum step parse_end(struct copy_fetcher *f, const uint8_t *p, size_t avai
 	return STEP_STOP;
 }
 
-static enum step parse_error(struct copy_fetcher *f, const uint8_t *p, size_t avail)
-{
-	char msg[MSG_MAX + 1];
-	uint16_t ml;
-	int code;
-
-	if (avail < 4)
-		return STEP_MORE;
-	ml = be16_load(p + 2);
-	if (ml > MSG_MAX)
-		return corrupt(f, "error message of %u bytes", ml);
-	if (avail < 4 + (size_t)ml)
-		return STEP_MORE;
-	code = p[1];
-	if (code <= DOCRAFT_OK || code >= DOCRAFT_ERROR_MAX)
-		code = DOCRAFT_EIO;
-	for (size_t i = 0; i < ml; i++)
-		msg[i] = (p[4 + i] >= 0x20 && p[4 + i] < 0x7f) ? (char)p[4 + i] : '?';
-	msg[ml] = '\0';
-	fetch_fail(f, code, "source: %s", msg);
-	return STEP_STOP;
-}
-
 /* The frame header at rb[start]. */
 static enum step parse_frame(struct copy_fetcher *f)
 {
-	const uint8_t *p = f->rb + f->start;
-	size_t avail = f->end - f->start;
+	struct copy_frame fr;
+	char why[DOCRAFT_ERRMSG_SIZE];
+	int n = copy_frame_decode(f->rb + f->start, f->end - f->start, &fr, why);
 
-	if (avail == 0)
+	if (n == 0)
 		return STEP_MORE;
-	switch (p[0]) {
+	if (n < 0)
+		return corrupt(f, "%s", why);
+	switch (fr.type) {
 	case 'K':
-		f->start++;
+		f->start += (size_t)n;
 		return STEP_NEXT;
 	case 'F':
-		return parse_file(f, p, avail);
+		return parse_file(f, &fr, (size_t)n);
 	case 'D':
-		return parse_data_header(f, p, avail);
+		return parse_data_header(f, &fr, (size_t)n);
 	case 'C':
-		return parse_file_end(f, p, avail);
+		return parse_file_end(f, &fr, (size_t)n);
 	case 'E':
-		return parse_end(f, p, avail);
-	case 'X':
-		return parse_error(f, p, avail);
-	default:
-		return corrupt(f, "unknown frame type 0x%02x", p[0]);
+		return parse_end(f, &fr, (size_t)n);
+	default: /* 'X' */
+		fetch_fail(f, fr.code, "source: %s", fr.msg);
+		return STEP_STOP;
 	}
 }
 
-/* Consumes what rb holds, then starts a job or reads more. */
 static void fetch_parse(struct copy_fetcher *f)
 {
 	enum step s = STEP_NEXT;

@@ -61,6 +61,33 @@ struct store;
  * per-file integrity check of the wire format. Any thread. */
 uint32_t copy_crc32c(uint32_t crc, const void *p, size_t n);
 
+/* ---- the stream's framing (wire format: top of remote_copy.c) ---- */
+
+/* Longest file name and error message a frame carries. */
+#define COPY_NAME_MAX 255
+#define COPY_MSG_MAX 1024
+
+/* One frame header as the destination reads it. */
+struct copy_frame {
+	uint8_t type;                  /* 'K', 'F', 'D', 'C', 'E' or 'X' */
+	char name[COPY_NAME_MAX + 1];  /* F: a valid file name */
+	uint64_t size;                 /* F: the file's size */
+	uint32_t len;                  /* D: payload bytes after the header, 1..COPY_CHUNK_MAX */
+	uint32_t crc;                  /* C: CRC-32C of the whole file */
+	uint32_t nfiles;               /* E */
+	uint64_t total, applied_index, applied_ht; /* E */
+	int code;                      /* X: a DOCRAFT_E* code (unknown: DOCRAFT_EIO) */
+	char msg[COPY_MSG_MAX + 1];    /* X: non-printable bytes as '?' */
+};
+
+/* The pure decoder of one frame header at p[0..avail) (the only bytes it
+ * reads): its length (> 0) with *out filled, 0 when more bytes are needed,
+ * or -DOCRAFT_ECORRUPT with errmsg (unknown type, name or message length,
+ * bad name, data length 0 or above COPY_CHUNK_MAX). What depends on the
+ * stream (order of frames, sizes, CRCs) is the fetcher's to check. Any
+ * thread. */
+int copy_frame_decode(const uint8_t *p, size_t avail, struct copy_frame *out, char *errmsg);
+
 /* ---- source side ---- */
 
 struct copy_server;

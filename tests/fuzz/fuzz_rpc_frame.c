@@ -11,24 +11,9 @@
  *  - no frame exceeds the maximum; errors are sticky.
  *
  * Built and run by tests/fuzz/run.sh (clang -fsanitize=fuzzer). */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "fuzz.h"
 
-#include "common/buf.h"
 #include "common/rpc_frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_CHECK(c)                                                              \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "fuzz_rpc_frame: check failed: %s (line %d)\n", #c, \
-				__LINE__);                                         \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
 
 struct seen {
 	struct rpc_frame *f;
@@ -141,4 +126,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	seen_free(&frames);
 	buf_free(&enc);
 	return 0;
+}
+
+/* Seeds: byte 0 = max frame selector, byte 1 = chunking seed, then frames. */
+static void frame(struct buf *b, uint8_t kind, uint64_t call_id, uint16_t method, const char *p)
+{
+	struct rpc_frame f;
+	memset(&f, 0, sizeof f);
+	f.kind = kind;
+	f.call_id = call_id;
+	f.method = method;
+	f.budget_ms = kind == RPC_FRAME_REQUEST ? 1000 : 0;
+	f.payload = (uint8_t *)p;
+	f.len = (uint32_t)strlen(p);
+	rpc_frame_encode(b, &f);
+}
+
+static void fuzz_seeds(void)
+{
+	struct buf b = BUF_INIT;
+	const uint8_t truncated[] = {0, 3, 0, 0, 0, 25, 1, 0, 0, 0};
+	const uint8_t too_big[] = {1, 4, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 0, 0,
+				   0, 0, 100};
+	buf_push(&b, 0);
+	buf_push(&b, 1);
+	frame(&b, RPC_FRAME_REQUEST, 1, 1, "abc");
+	seed_buf("request", &b);
+	buf_reset(&b);
+	buf_push(&b, 3);
+	buf_push(&b, 7);
+	frame(&b, RPC_FRAME_REQUEST, 1, 1, "abc");
+	frame(&b, RPC_FRAME_RESPONSE, 1, 1, "");
+	frame(&b, RPC_FRAME_REQUEST, UINT64_MAX, 65535, "0123456789abcdef");
+	seed_buf("three-frames", &b);
+	b.data[6] = 9; /* a bad kind in the first frame */
+	seed_buf("bad-kind", &b);
+	seed_write("truncated", truncated, sizeof truncated);
+	seed_write("too-big", too_big, sizeof too_big);
+	buf_free(&b);
 }

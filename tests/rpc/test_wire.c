@@ -76,6 +76,28 @@ TEST(datum_types_checked)
 	CHECK_EQ_INT(wire_datum_to_pv(&d, CT_UUID, "c", &v, err), DOCRAFT_EINVAL);
 }
 
+/* Found by tests/fuzz/fuzz_rpc_request: protobuf-c unpacks an empty bytes
+ * field as (NULL, 0), and the key encoder then computed NULL + 0 (undefined
+ * behaviour, flagged by clang's UBSan). An empty string is never NULL. */
+TEST(empty_string_datum_is_not_null)
+{
+	/* Datum{s: ""}: field 7, length 0. */
+	static const uint8_t bytes[] = {0x3a, 0x00};
+	Docraft__Datum *d = docraft__datum__unpack(NULL, sizeof bytes, bytes);
+	struct buf k = BUF_INIT;
+	struct pv v;
+	char err[DOCRAFT_ERRMSG_SIZE];
+	CHECK(d != NULL && d->v_case == DOCRAFT__DATUM__V_S && d->s.len == 0);
+	CHECK_OK(wire_datum_to_pv(d, CT_TEXT, "c", &v, err));
+	CHECK_EQ_INT(v.type, PV_STRING);
+	CHECK_EQ_INT(v.v.s.len, 0);
+	CHECK(v.v.s.p != NULL);
+	key_append_pv(&k, &v);
+	CHECK_EQ_MEM(k.data, k.len, "S\0\0", 3);
+	buf_free(&k);
+	docraft__datum__free_unpacked(d, NULL);
+}
+
 /* A WriteRequest with an INSERT and a map put, applied to a real store and
  * read back as a proto Row. */
 TEST(write_request_to_row)
@@ -154,4 +176,5 @@ TEST(write_request_to_row)
 	arena_free(&a);
 }
 
-TEST_MAIN(T(schema_round_trip_through_bytes), T(datum_types_checked), T(write_request_to_row))
+TEST_MAIN(T(schema_round_trip_through_bytes), T(datum_types_checked), T(write_request_to_row),
+	  T(empty_string_datum_is_not_null))

@@ -127,6 +127,8 @@ TEST(empty_batch)
 	CHECK_EQ_INT(b.count, 0);
 	batch_iter_init(&it, b.data.data, b.data.len);
 	CHECK_EQ_INT(batch_next(&it, &k, &kl, &v, &vl), 0);
+	/* NULL + 0 was undefined behaviour in batch_iter_init (clang's UBSan,
+	 * found by tests/fuzz/fuzz_rpc_request; gcc's does not flag it). */
 	CHECK_OK_MSG(batch_validate(NULL, 0, &count, errmsg), errmsg);
 	CHECK_EQ_INT(count, 0);
 	batch_free(&b);

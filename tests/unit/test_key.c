@@ -85,6 +85,41 @@ TEST(float_examples)
 	CHECK_PV_BYTES(pv_float(__builtin_nanf("3")), 'C', 0xFF, 0xC0, 0x00, 0x00);
 }
 
+/* Found by tests/fuzz/fuzz_docdb_key: the decoder accepted any NaN bit
+ * pattern, so a NaN had many key encodings (keys compare as bytes). Only
+ * the canonical quiet NaN decodes now, ascending and descending. */
+TEST(float_noncanonical_nan_is_corrupt)
+{
+	static const uint8_t bad[][9] = {
+		{'C', 0xFF, 0xFF, 0xFF, 0x9D},                   /* float NaN, other payload */
+		{'M', 0x00, 0x00, 0x00, 0x62},                   /* the same, descending */
+		{'D', 0xFF, 0xF8, 0, 0, 0, 0, 0, 0x01},          /* double NaN, other payload */
+		{'D', 0x00, 0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, /* negative NaN */
+	};
+	static const uint8_t good[][9] = {
+		{'C', 0xFF, 0xC0, 0x00, 0x00},
+		{'M', 0x00, 0x3F, 0xFF, 0xFF},
+		{'D', 0xFF, 0xF8, 0, 0, 0, 0, 0, 0},
+	};
+	struct arena a = ARENA_INIT;
+	struct pv v;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const uint8_t *p = bad[i];
+		size_t n = bad[i][0] == 'D' ? 9 : 5;
+		CHECK_EQ_INT(key_decode_pv(&p, bad[i] + n, &v, &a), DOCRAFT_ECORRUPT);
+		CHECK(p == bad[i]);
+		CHECK_EQ_INT(key_skip_pv(&p, bad[i] + n), DOCRAFT_ECORRUPT);
+	}
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		const uint8_t *p = good[i];
+		size_t n = good[i][0] == 'D' ? 9 : 5;
+		CHECK_OK(key_decode_pv(&p, good[i] + n, &v, &a));
+		CHECK(p == good[i] + n);
+		CHECK(v.type == PV_FLOAT ? v.v.f != v.v.f : v.v.d != v.v.d);
+	}
+	arena_free(&a);
+}
+
 TEST(other_examples)
 {
 	CHECK_PV_BYTES(pv_bool(false), 'F');
@@ -798,4 +833,4 @@ TEST_MAIN(T(string_examples), T(integer_examples), T(float_examples), T(other_ex
 	  T(decoded_strings_live_in_arena), T(docht_examples), T(docht_roundtrip),
 	  T(docht_corrupt), T(full_key_example), T(full_key_decode), T(dockey_shapes),
 	  T(subdockey_paths), T(key_split_ht_rejects), T(truncated_keys_fail),
-	  T(garbage_never_crashes), T(pv_format_forms))
+	  T(garbage_never_crashes), T(pv_format_forms), T(float_noncanonical_nan_is_corrupt))

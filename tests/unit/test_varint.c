@@ -360,7 +360,40 @@ TEST(uvarint_truncated_malformed)
 	}
 }
 
+/* Found by tests/fuzz/fuzz_docdb_key: the decoders accepted longer forms
+ * of a value (magnitude bits padded with zeros) and a negative zero, so one
+ * column id or DocHT had several key encodings. Only the shortest is
+ * accepted now. */
+TEST(varint_only_shortest_form)
+{
+	/* 0 as 2 bytes (0xC0 0x00), 64 as 3 bytes, -1 as 2 bytes, and -0 (0x7F,
+	 * the fuzzer's first find: it decoded as 0 and re-encoded as 0x80). */
+	static const uint8_t s_long0[] = {0xC0, 0x00}, s_long64[] = {0xE0, 0x00, 0x40},
+			     s_longm1[] = {0x3F, 0xFE}, s_negzero[] = {0x7F};
+	static const uint8_t u_long0[] = {0x80, 0x00}, u_long127[] = {0xC0, 0x00, 0x7F};
+	static const struct {
+		const uint8_t *p;
+		size_t n;
+	} bad_s[] = {{s_long0, 2}, {s_long64, 3}, {s_longm1, 2}, {s_negzero, 1}},
+	  bad_u[] = {{u_long0, 2}, {u_long127, 3}};
+	const uint8_t *p;
+	int64_t sv;
+	uint64_t uv;
+
+	for (size_t i = 0; i < sizeof bad_s / sizeof bad_s[0]; i++) {
+		p = bad_s[i].p;
+		CHECK_EQ_INT(svarint_decode(&p, bad_s[i].p + bad_s[i].n, &sv), DOCRAFT_ECORRUPT);
+		CHECK(p == bad_s[i].p);
+	}
+	for (size_t i = 0; i < sizeof bad_u / sizeof bad_u[0]; i++) {
+		p = bad_u[i].p;
+		CHECK_EQ_INT(uvarint_decode(&p, bad_u[i].p + bad_u[i].n, &uv), DOCRAFT_ECORRUPT);
+		CHECK(p == bad_u[i].p);
+	}
+}
+
 TEST_MAIN(T(svarint_examples), T(svarint_desc), T(svarint_length_classes), T(svarint_int64_min),
 	  T(svarint_roundtrip_random), T(svarint_order_random), T(svarint_truncated),
 	  T(svarint_malformed), T(svarint_every_byte_pattern), T(uvarint_classes),
-	  T(uvarint_roundtrip_order_random), T(uvarint_truncated_malformed))
+	  T(uvarint_roundtrip_order_random), T(uvarint_truncated_malformed),
+	  T(varint_only_shortest_form))
