@@ -170,6 +170,12 @@ static int make_options(const struct store_options *o, const char *path,
 					opts, store_env_store_write_buffer_size(o->env));
 			rocksdb_options_set_arena_block_size(opts,
 							     store_env_arena_block_size(o->env));
+			/* Room for two memtables being flushed beside the
+			 * active one before RocksDB stops writes (its stop
+			 * trigger; no slowdown below four): the memtables
+			 * count against the budget anyway, and a stop blocks
+			 * the writer, the tserver's loop thread. */
+			rocksdb_options_set_max_write_buffer_number(opts, 3);
 		}
 		rocksdb_options_set_block_based_table_factory(opts, t);
 		rocksdb_block_based_options_destroy(t);

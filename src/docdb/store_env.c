@@ -8,17 +8,38 @@
  * by the first write after a flush (ours, or RocksDB's own, seen as a size
  * that shrank), 0 once we flushed it.
  *
- * Enforcement runs under e->mu, which also guards the member list: a store
- * cannot leave while it is being flushed or polled, and writers over the
- * budget queue there. A flush never calls back into the environment, and no
- * writer holds e->mu inside RocksDB's write path, so flushing under it cannot
- * deadlock. Each episode flushes every member at most once (since = 0
- * afterwards), so it ends even if flushes free nothing. */
+ * Enforcement is off the writers' threads (issue 12, "nothing long on the
+ * loop thread": the writer is the tserver's loop thread during Raft apply,
+ * and a forced flush waited for there stalled every tablet of the process
+ * for tens of ms per flush, seconds under load). A writer that takes the
+ * total past the budget only wakes the environment's flusher thread and
+ * goes on; the flusher re-reads every store's size and flushes, one store at
+ * a time and waiting for each, the memtable holding the oldest write until
+ * the sum is back under the budget. Each episode flushes every member at
+ * most once (since = 0 afterwards), so it ends even if flushes free
+ * nothing. The budget is thereby soft: memtables may overshoot it while the
+ * flusher works. Two bounds keep the overshoot finite:
+ *   - admission (store_env_busy): at 3/2 of the budget the tserver refuses
+ *     new client writes with a retryable EBUSY before they reach Raft, so a
+ *     write load cannot outrun the flusher;
+ *   - the hard limit, twice the budget: a writer past it (a follower
+ *     applying what other leaders admitted) waits for the flusher, bounded
+ *     by HARD_WAIT_MS, the write stall of the old design kept as the last
+ *     resort only.
+ *
+ * e->mu guards the member list and the flusher's state; the flusher does
+ * not hold it while it flushes: it marks the victim (m->flushing) and a
+ * store leaving waits for that mark to clear (e->idle), so a flush never
+ * outlives its store and a close waits for its own store only. A flush
+ * never calls back into the environment. */
 #include "docdb/store_env.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "common/check.h"
 #include "common/err.h"
@@ -33,6 +54,8 @@
 /* Memtable arena blocks: RocksDB's default (write_buffer_size / 8, up to
  * 1 MiB) would charge every store that took one write a whole block. */
 #define ARENA_BLOCK_BYTES ((size_t)64 << 10)
+/* Longest a writer past the hard limit waits for the flusher (above). */
+#define HARD_WAIT_MS 100
 
 struct store_env_member {
 	struct store_env *e;
@@ -40,6 +63,7 @@ struct store_env_member {
 	struct store_env_member *prev, *next;
 	_Atomic size_t bytes;
 	_Atomic uint64_t since;
+	bool flushing; /* under e->mu: the flusher is flushing s */
 };
 
 struct store_env {
@@ -48,12 +72,21 @@ struct store_env {
 	size_t budget;
 	size_t store_wbs;
 	_Atomic size_t total;
-	pthread_mutex_t mu; /* the list, enforcement */
+	pthread_mutex_t mu; /* the list and everything below */
+	pthread_cond_t wake; /* the flusher: work or stop */
+	pthread_cond_t idle; /* a flush or an episode ended */
 	struct store_env_member *head;
 	size_t n;
-	uint64_t forced_flushes; /* under mu */
-	uint64_t flush_errors;   /* under mu */
+	bool kicked;  /* an episode is due */
+	bool busy;    /* an episode runs */
+	bool stop;
+	pthread_t flusher;
+	uint64_t forced_flushes;
+	uint64_t flush_errors;
+	uint64_t hard_waits;
 };
+
+static void *flusher_main(void *arg);
 
 void store_env_options_default(struct store_env_options *o)
 {
@@ -66,6 +99,8 @@ int store_env_create(const struct store_env_options *opts, struct store_env **ou
 {
 	struct store_env_options def;
 	struct store_env *e;
+	pthread_condattr_t ca;
+	int rv;
 
 	PRE(out != NULL);
 	*out = NULL;
@@ -86,9 +121,22 @@ int store_env_create(const struct store_env_options *opts, struct store_env **ou
 		if (e->store_wbs > MAX_STORE_WBS)
 			e->store_wbs = MAX_STORE_WBS;
 	}
-	e->cache = rocksdb_cache_create_lru(e->cache_bytes);
 	atomic_init(&e->total, 0);
 	pthread_mutex_init(&e->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->wake, NULL);
+	pthread_cond_init(&e->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rv = pthread_create(&e->flusher, NULL, flusher_main, e)) != 0) {
+		pthread_cond_destroy(&e->wake);
+		pthread_cond_destroy(&e->idle);
+		pthread_mutex_destroy(&e->mu);
+		free(e);
+		return err_set(errmsg, DOCRAFT_ENOMEM,
+			       "store environment: cannot start the flusher thread: errno %d", rv);
+	}
+	e->cache = rocksdb_cache_create_lru(e->cache_bytes);
 	*out = e;
 	return 0;
 }
@@ -97,8 +145,15 @@ void store_env_destroy(struct store_env *e)
 {
 	if (e == NULL)
 		return;
+	pthread_mutex_lock(&e->mu);
 	PRE(e->head == NULL && e->n == 0);
+	e->stop = true;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->flusher, NULL);
 	rocksdb_cache_destroy(e->cache);
+	pthread_cond_destroy(&e->wake);
+	pthread_cond_destroy(&e->idle);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 }
@@ -109,11 +164,25 @@ void store_env_stats(struct store_env *e, struct store_env_stats *out)
 	out->stores = e->n;
 	out->forced_flushes = e->forced_flushes;
 	out->flush_errors = e->flush_errors;
+	out->hard_waits = e->hard_waits;
 	pthread_mutex_unlock(&e->mu);
 	out->memtable_bytes = atomic_load(&e->total);
 	out->write_buffer_bytes = e->budget;
 	out->block_cache_usage = rocksdb_cache_get_usage(e->cache);
 	out->block_cache_bytes = e->cache_bytes;
+}
+
+bool store_env_busy(struct store_env *e)
+{
+	return e != NULL && atomic_load(&e->total) > e->budget + e->budget / 2;
+}
+
+void store_env_wait_idle(struct store_env *e)
+{
+	pthread_mutex_lock(&e->mu);
+	while (e->kicked || e->busy)
+		pthread_cond_wait(&e->idle, &e->mu);
+	pthread_mutex_unlock(&e->mu);
 }
 
 rocksdb_cache_t *store_env_block_cache(struct store_env *e)
@@ -167,6 +236,8 @@ void store_env_leave(struct store_env_member *m)
 		return;
 	e = m->e;
 	pthread_mutex_lock(&e->mu);
+	while (m->flushing)
+		pthread_cond_wait(&e->idle, &e->mu);
 	if (m->prev != NULL)
 		m->prev->next = m->next;
 	else
@@ -201,35 +272,76 @@ static struct store_env_member *pick_victim(struct store_env *e)
 	return best;
 }
 
+/* One episode, under e->mu (released around each flush). */
 static void enforce(struct store_env *e)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
-	pthread_mutex_lock(&e->mu);
 	if (atomic_load(&e->total) <= e->budget)
-		goto out;
+		return;
 	/* Stale sizes (RocksDB flushed by itself since) would flush for
 	 * nothing: re-read them all first. */
 	for (struct store_env_member *m = e->head; m != NULL; m = m->next)
 		set_bytes(m, store_memtable_bytes(m->s));
-	for (size_t i = 0; i < e->n && atomic_load(&e->total) > e->budget; i++) {
+	for (size_t i = 0; i < e->n && atomic_load(&e->total) > e->budget && !e->stop; i++) {
 		struct store_env_member *v = pick_victim(e);
 		size_t before;
+		int rv;
 		if (v == NULL)
 			break;
 		before = atomic_load(&v->bytes);
 		atomic_store(&v->since, 0);
 		e->forced_flushes++;
-		if (store_flush(v->s, errmsg) != 0) {
-			e->flush_errors++;
+		v->flushing = true;
+		pthread_mutex_unlock(&e->mu);
+		rv = store_flush(v->s, errmsg);
+		if (rv != 0)
 			LOG_WARN("memtable budget: %s", errmsg);
-		}
 		set_bytes(v, store_memtable_bytes(v->s));
+		pthread_mutex_lock(&e->mu);
+		v->flushing = false;
+		if (rv != 0)
+			e->flush_errors++;
+		pthread_cond_broadcast(&e->idle);
 		LOG_DEBUG("memtable budget %zu: flushed store %s (%zu bytes), now %zu", e->budget,
 			  store_path(v->s), before, atomic_load(&e->total));
 	}
-out:
+}
+
+static void *flusher_main(void *arg)
+{
+	struct store_env *e = arg;
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		while (!e->kicked && !e->stop)
+			pthread_cond_wait(&e->wake, &e->mu);
+		if (e->stop)
+			break;
+		e->kicked = false;
+		e->busy = true;
+		enforce(e);
+		e->busy = false;
+		pthread_cond_broadcast(&e->idle);
+	}
+	e->kicked = false;
+	pthread_cond_broadcast(&e->idle);
 	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+/* A writer past the hard limit: waits, at most HARD_WAIT_MS, for the
+ * flusher's episode to end. */
+static void hard_wait(struct store_env *e)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)HARD_WAIT_MS * 1000000;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	e->hard_waits++;
+	while ((e->kicked || e->busy) && atomic_load(&e->total) > 2 * e->budget && !e->stop)
+		if (pthread_cond_timedwait(&e->idle, &e->mu, &until) == ETIMEDOUT)
+			break;
 }
 
 void store_env_wrote(struct store_env_member *m, size_t memtable_bytes, uint64_t ht)
@@ -239,6 +351,13 @@ void store_env_wrote(struct store_env_member *m, size_t memtable_bytes, uint64_t
 	/* A size that shrank: RocksDB flushed, and what is left is newer. */
 	if (memtable_bytes < old || atomic_load(&m->since) == 0)
 		atomic_store(&m->since, ht);
-	if (atomic_load(&e->total) > e->budget)
-		enforce(e);
+	if (atomic_load(&e->total) <= e->budget)
+		return;
+	pthread_mutex_lock(&e->mu);
+	/* Also while an episode runs: it may have passed this store already. */
+	e->kicked = true;
+	pthread_cond_signal(&e->wake);
+	if (atomic_load(&e->total) > 2 * e->budget)
+		hard_wait(e);
+	pthread_mutex_unlock(&e->mu);
 }

@@ -11,20 +11,24 @@
  *   WriteBufferManager, so the budget is enforced here, the way YugabyteDB's
  *   global memstore limit is: after each write a store reports its memtable
  *   bytes (RocksDB's "rocksdb.cur-size-all-mem-tables"); when the sum over
- *   all stores exceeds the budget, the writer that crossed it re-reads every
- *   store's size and flushes, one store at a time, the memtable holding the
- *   oldest write (by hybrid time: the one pinning the most Raft log) until
- *   the sum is back under the budget. Writers that arrive meanwhile over the
- *   budget wait for that (a write stall); writers under it never lock.
- *   Each store also gets a small RocksDB write_buffer_size and arena block,
- *   so a single busy store flushes by itself well before the budget and an
- *   idle one holds little.
+ *   all stores exceeds the budget, the environment's flusher thread re-reads
+ *   every store's size and flushes, one store at a time, the memtable
+ *   holding the oldest write (by hybrid time: the one pinning the most Raft
+ *   log) until the sum is back under the budget. Writers do not wait for
+ *   it (the writer is the tserver's loop thread): the budget is soft, and
+ *   callers that admit new writes refuse them while store_env_busy (3/2 of
+ *   the budget); only a writer past twice the budget waits, briefly, for
+ *   the flusher. Each store also gets a small RocksDB write_buffer_size and
+ *   arena block, so a single busy store flushes by itself well before the
+ *   budget and an idle one holds little.
  *
- * Threading: create/destroy from one thread; everything else any thread.
+ * Threading: create/destroy from one thread (create starts the flusher
+ * thread, destroy joins it); everything else any thread.
  * The environment must outlive every store opened with it. */
 #ifndef DOCRAFT_DOCDB_STORE_ENV_H
 #define DOCRAFT_DOCDB_STORE_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,9 +62,19 @@ struct store_env_stats {
 	size_t block_cache_bytes;  /* its capacity */
 	uint64_t forced_flushes;   /* flushes the budget forced */
 	uint64_t flush_errors;     /* of those, failed ones (see the log) */
+	uint64_t hard_waits;       /* writes that waited past twice the budget */
 };
 
 void store_env_stats(struct store_env *e, struct store_env_stats *out);
+
+/* True while the memtables hold more than 3/2 of the budget: the flusher is
+ * behind, and a server should refuse new writes (retryably) rather than let
+ * them reach the stores. NULL: false. Any thread; lock-free. */
+bool store_env_busy(struct store_env *e);
+
+/* Blocks until no flush episode is due or running (tests, tools; never on
+ * a loop thread). */
+void store_env_wait_idle(struct store_env *e);
 
 /* ---- for store.c ---- */
 
@@ -76,9 +90,10 @@ struct store_env_member *store_env_join(struct store_env *e, struct store *s);
  * RocksDB instance closes. NULL is a no-op. */
 void store_env_leave(struct store_env_member *m);
 /* After a write at hybrid time ht: the store's memtables now hold
- * memtable_bytes. May flush stores (this one or others) and block until the
- * sum is under the budget; never fails (flush errors are counted and
- * logged, and the store's writes keep failing or succeeding on their own). */
+ * memtable_bytes. Over the budget, wakes the flusher and returns; waits
+ * (at most 100 ms) only past twice the budget. Never flushes on the
+ * caller's thread; never fails (flush errors are counted and logged, and
+ * the store's writes keep failing or succeeding on their own). */
 void store_env_wrote(struct store_env_member *m, size_t memtable_bytes, uint64_t ht);
 
 #endif

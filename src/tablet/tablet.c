@@ -42,7 +42,22 @@
  * failed background flush, and 7.8's C API has no Resume) and reopens it,
  * then restarts raft on the same directory, which replays the log from the
  * store's flushed marker. An attempt that fails schedules the next one; the
- * backoff starts over once the replica stayed up for RECOVER_RESET_MS. */
+ * backoff starts over once the replica stayed up for RECOVER_RESET_MS.
+ *
+ * Store jobs (issue 12, nothing long on the loop thread). Closing a RocksDB
+ * instance (waiting for its background jobs, freeing its memtables),
+ * installing a checkpoint copy (renames, removing the old store) and
+ * opening one take from tens of ms to seconds: they run on libuv's
+ * threadpool as one store_job, never on the loop. A job runs only while
+ * raft is closed (copy install, recovery) or gone (tablet_close), so no
+ * apply, snapshot or copy-server read can touch the store meanwhile; the
+ * tablet holds no store (t->store NULL: the service answers EUNAVAILABLE
+ * for it), stays COPYING / FAILED so requests are answered retryably
+ * (tablet_write and tablet_read refuse them), and continues in the job's
+ * after-callback on the loop. tablet_close waits for a running job (its
+ * after-callback finishes the close), and the close itself ends with a job
+ * that closes the store, for a deletion as at shutdown: the manager waits
+ * for the close callback either way. */
 #include "tablet/tablet.h"
 
 #include <errno.h>
@@ -62,6 +77,7 @@
 #include "common/hlc.h"
 #include "common/log.h"
 #include "docdb/condition.h"
+#include "docdb/store_env.h"
 #include "raft/listener.h"
 #include "raft/rio.h"
 #include "raft/segfill.h"
@@ -144,6 +160,10 @@ struct tablet {
 	struct copy_fetch copy_req;
 	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
 	unsigned copy_attempts;
+
+	/* The store being closed, swapped or reopened on the threadpool
+	 * (struct store_job); t->store is NULL meanwhile. */
+	struct store_job *store_job;
 
 	/* Recovery of a FAILED replica (see the top). */
 	unsigned recover_attempts;  /* since the backoff last started over */
@@ -952,6 +972,91 @@ static void serve_reads(struct tablet *t)
 
 /* ---- the poll ---------------------------------------------------------------- */
 
+static void close_handles(struct tablet *t);
+
+/* ---- store jobs (see the top) ------------------------------------------- */
+
+struct store_job;
+typedef void (*store_job_cb)(struct tablet *t, struct store_job *j);
+
+struct store_job {
+	uv_work_t work;
+	struct tablet *t;
+	struct store *close; /* closed first (NULL: none) */
+	bool install;        /* then dir/db.copy replaces dir/db */
+	bool open;           /* then dir/db is opened into opened */
+	store_job_cb done;   /* on the loop; the job is freed after it */
+	struct store *opened;
+	int rv;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+};
+
+/* The threadpool half: touches only the store it was given and the files
+ * of t's directory (t's paths and store options never change). */
+static void store_job_work(uv_work_t *w)
+{
+	struct store_job *j = w->data;
+	struct tablet *t = j->t;
+	store_close(j->close);
+	if (j->install) {
+		/* db -> db.old, db.copy -> db, then db.old goes. */
+		char *old = path_join(t->dir, "db.old");
+		remove_tree(old);
+		if (rename(t->db_dir, old) != 0 || rename(t->copy_dir, t->db_dir) != 0)
+			j->rv = err_set(j->errmsg, DOCRAFT_EIO, "cannot install the copy: %s",
+					strerror(errno));
+		else
+			remove_tree(old);
+		free(old);
+	}
+	if (j->rv == 0 && j->open)
+		j->rv = store_open(t->db_dir, &t->o.store, &j->opened, j->errmsg);
+}
+
+static void store_job_after(uv_work_t *w, int status)
+{
+	struct store_job *j = w->data;
+	struct tablet *t = j->t;
+	(void)status; /* never cancelled */
+	t->store_job = NULL;
+	j->done(t, j);
+	free(j);
+}
+
+/* Takes t->store away (closed by the job) and runs the job; done gets the
+ * outcome on the loop. Raft must be closed (PRE). libuv's uv_queue_work
+ * only fails for a NULL work callback: a bug, not a path. */
+static void store_job_start(struct tablet *t, bool install, bool open, store_job_cb done)
+{
+	struct store_job *j = calloc(1, sizeof *j);
+	int rv;
+	PRE(!t->raft_open && t->store_job == NULL);
+	if (j == NULL)
+		PANIC("out of memory");
+	j->t = t;
+	j->close = t->store;
+	j->install = install;
+	j->open = open;
+	j->done = done;
+	j->work.data = j;
+	t->store = NULL;
+	t->store_job = j;
+	rv = uv_queue_work(t->loop, &j->work, store_job_work, store_job_after);
+	if (rv != 0)
+		PANIC("uv_queue_work: %s", uv_strerror(rv));
+}
+
+/* A job that opened a store ended while the tablet closes: keeps the store
+ * for the close to close, and goes on with the close. True if so. */
+static bool store_job_closing(struct tablet *t, struct store_job *j)
+{
+	if (!t->closing)
+		return false;
+	t->store = j->opened;
+	close_handles(t);
+	return true;
+}
+
 /* ---- checkpoint copy ------------------------------------------------------
  *
  * A restore found the store behind raft's snapshot: raft no longer has the
@@ -966,7 +1071,6 @@ static void serve_reads(struct tablet *t)
 #define COPY_RETRY_MS 1000
 
 static void copy_fetch_start(struct tablet *t);
-static void close_handles(struct tablet *t);
 static void raft_restart_after_copy(struct tablet *t);
 
 static void copy_timer_cb(uv_timer_t *h)
@@ -976,13 +1080,34 @@ static void copy_timer_cb(uv_timer_t *h)
 		copy_fetch_start(t);
 }
 
+static void copy_installed(struct tablet *t, struct store_job *j)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t applied_index = 0;
+	int rv;
+	if (store_job_closing(t, j))
+		return;
+	if (j->rv != 0) {
+		fail(t, j->rv, j->errmsg);
+		return;
+	}
+	t->store = j->opened;
+	if ((rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
+		fail(t, rv, errmsg);
+		return;
+	}
+	store_applied(t->store, &applied_index, NULL);
+	t->st.copies++;
+	t->st.flushed_index = applied_index;
+	TLOG(LOG_LVL_INFO, t, "installed a checkpoint copy at index %" PRIu64 " from %s",
+	     applied_index, t->copy_source);
+	raft_restart_after_copy(t);
+}
+
 static void copy_done(struct copy_fetch *req, int status, uint64_t applied_index,
 		      uint64_t applied_ht, const char *msg)
 {
 	struct tablet *t = req->data;
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	char *old;
-	int rv;
 	(void)applied_ht;
 	if (t->closing) {
 		remove_tree(t->copy_dir);
@@ -1006,29 +1131,8 @@ static void copy_done(struct copy_fetch *req, int status, uint64_t applied_index
 		uv_timer_start(&t->copy_timer, copy_timer_cb, COPY_RETRY_MS, 0);
 		return;
 	}
-	/* Swap the copy in: db -> db.old, db.copy -> db. */
-	store_close(t->store);
-	t->store = NULL;
-	old = path_join(t->dir, "db.old");
-	remove_tree(old);
-	if (rename(t->db_dir, old) != 0 || rename(t->copy_dir, t->db_dir) != 0) {
-		snprintf(errmsg, sizeof errmsg, "cannot install the copy: %s", strerror(errno));
-		free(old);
-		fail(t, DOCRAFT_EIO, errmsg);
-		return;
-	}
-	remove_tree(old);
-	free(old);
-	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0 ||
-	    (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
-		fail(t, rv, errmsg);
-		return;
-	}
-	t->st.copies++;
-	t->st.flushed_index = applied_index;
-	TLOG(LOG_LVL_INFO, t, "installed a checkpoint copy at index %" PRIu64 " from %s",
-	     applied_index, t->copy_source);
-	raft_restart_after_copy(t);
+	/* Swap the copy in, off the loop; the replica stays COPYING. */
+	store_job_start(t, true, true, copy_installed);
 }
 
 static void copy_fetch_start(struct tablet *t)
@@ -1164,6 +1268,12 @@ int tablet_write(struct tablet *t, struct tablet_write *req)
 {
 	if (t->closing || t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
 		return DOCRAFT_ECLOSED;
+	if (t->role == TABLET_COPYING)
+		return DOCRAFT_EUNAVAILABLE;
+	/* The process's memtables are far over their budget: the flusher is
+	 * behind (docdb/store_env.h); back off before it reaches Raft. */
+	if (store_env_busy(t->o.store.env))
+		return DOCRAFT_EBUSY;
 	if (req->cb == NULL || (req->batch == NULL && req->batch_len != 0) ||
 	    (req->cond == NULL && req->cond_len != 0))
 		return DOCRAFT_EINVAL;
@@ -1191,6 +1301,8 @@ int tablet_read(struct tablet *t, struct tablet_read *req)
 {
 	if (t->closing || t->role == TABLET_FAILED || t->role == TABLET_CLOSED)
 		return DOCRAFT_ECLOSED;
+	if (t->role == TABLET_COPYING)
+		return DOCRAFT_EUNAVAILABLE;
 	if (req->cb == NULL)
 		return DOCRAFT_EINVAL;
 	req->next_ = NULL;
@@ -1408,15 +1520,11 @@ void tablet_request_snapshot(struct tablet *t)
 
 /* ---- close ------------------------------------------------------------------ */
 
-static void poll_closed(uv_handle_t *h)
+static void close_finished(struct tablet *t, struct store_job *j)
 {
-	struct tablet *t = h->data;
 	tablet_close_cb cb = t->close_cb;
 	void *arg = t->close_arg;
-	answer_done(t);
-	fail_queued(t, DOCRAFT_ECLOSED);
-	tablet_fsm_close(&t->fsm);
-	store_close(t->store); /* NULL after a failed copy swap: a no-op */
+	(void)j;
 	buf_free(&t->entry);
 	TLOG(LOG_LVL_INFO, t, "closed");
 	free(t->dir);
@@ -1428,6 +1536,17 @@ static void poll_closed(uv_handle_t *h)
 	if (cb != NULL)
 		cb(t, arg);
 	free(t);
+}
+
+static void poll_closed(uv_handle_t *h)
+{
+	struct tablet *t = h->data;
+	answer_done(t);
+	fail_queued(t, DOCRAFT_ECLOSED);
+	tablet_fsm_close(&t->fsm);
+	/* The store (NULL after a failed copy swap) closes off the loop: a
+	 * deleted tablet's memtables may be large. */
+	store_job_start(t, false, false, close_finished);
 }
 
 /* libuv finishes closes in reverse order: chain them so the tablet, which
@@ -1488,25 +1607,17 @@ static void raft_restart_after_copy(struct tablet *t)
 #define RECOVER_MAX_MS 8000u
 #define RECOVER_RESET_MS 60000u
 
-static void recover(struct tablet *t)
+static void recovered(struct tablet *t, struct store_job *j)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	uint64_t flushed = 0;
 	int rv;
-	if (!diskspace_may_recover(t->o.disk)) {
-		TLOG(LOG_LVL_WARN, t, "recovery attempt %u postponed: the disk is below its "
-				      "free-space reserve", t->recover_attempts);
-		schedule_recovery(t);
+	if (store_job_closing(t, j))
 		return;
-	}
-	if (t->o.copy != NULL)
-		copy_server_unregister(t->o.copy, t->id);
-	store_close(t->store); /* NULL after a failed copy swap: a no-op */
-	t->store = NULL;
-	if ((rv = store_open(t->db_dir, &t->o.store, &t->store, errmsg)) != 0 ||
-	    (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
+	t->store = j->opened;
+	if ((rv = j->rv) != 0 || (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
 		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
-		     errmsg);
+		     j->rv != 0 ? j->errmsg : errmsg);
 		schedule_recovery(t);
 		return;
 	}
@@ -1531,6 +1642,21 @@ static void recover(struct tablet *t)
 	TLOG(LOG_LVL_WARN, t, "recovered after %u attempt(s): store reopened at applied index "
 			      "%" PRIu64 ", raft restarted (last failure: %s)",
 	     t->recover_attempts, flushed, t->st.errmsg);
+}
+
+/* Closes the store (NULL after a failed copy swap) and reopens it, off the
+ * loop; recovered goes on. */
+static void recover(struct tablet *t)
+{
+	if (!diskspace_may_recover(t->o.disk)) {
+		TLOG(LOG_LVL_WARN, t, "recovery attempt %u postponed: the disk is below its "
+				      "free-space reserve", t->recover_attempts);
+		schedule_recovery(t);
+		return;
+	}
+	if (t->o.copy != NULL)
+		copy_server_unregister(t->o.copy, t->id);
+	store_job_start(t, false, true, recovered);
 }
 
 static void recover_timer_cb(uv_timer_t *h)
@@ -1580,6 +1706,8 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
 		return;
 	}
 	uv_timer_stop(&t->copy_timer);
+	if (t->store_job != NULL)
+		return; /* its callback finishes the close (store_job_closing) */
 	if (t->copy_req.impl != NULL) {
 		/* A fetch runs: its callback finishes the close. */
 		copy_fetch_cancel(&t->copy_req);

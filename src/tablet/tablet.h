@@ -200,6 +200,9 @@ struct tablet_write {
 };
 
 /* Queues a write. Synchronous errors (no callback): DOCRAFT_ECLOSED,
+ * DOCRAFT_EUNAVAILABLE (a checkpoint copy is being fetched or installed),
+ * DOCRAFT_EBUSY (the process's memtables are far over their budget,
+ * store_env_busy: retry after a backoff),
  * DOCRAFT_ETOOBIG (batch and conditions larger than an entry may be),
  * DOCRAFT_EINVAL (no callback, or a malformed condition blob). */
 int tablet_write(struct tablet *t, struct tablet_write *req);
@@ -221,7 +224,8 @@ struct tablet_read {
 	uint64_t epoch_; /* ... of this leadership */
 };
 
-/* Queues a linearizable read (see the top of this file). */
+/* Queues a linearizable read (see the top of this file). Synchronous
+ * errors: DOCRAFT_ECLOSED, DOCRAFT_EUNAVAILABLE (copying), DOCRAFT_EINVAL. */
 int tablet_read(struct tablet *t, struct tablet_read *req);
 
 /* After reading at the time req's callback gave (status 0), before
@@ -286,6 +290,9 @@ const char *tablet_id(const struct tablet *t);
 const char *tablet_role_name(enum tablet_role r);
 /* The leader as this replica knows it (0 / "" when unknown). */
 raft_id tablet_leader(struct tablet *t, const char **address);
+/* The replica's store; NULL while none is open: a checkpoint copy being
+ * installed or a store being reopened (both on the threadpool: the role
+ * is then COPYING or FAILED), after a failed install, and once closing. */
 struct store *tablet_store(struct tablet *t);
 /* A new time of the tablet's hybrid clock (hlc_now): on a ready leader,
  * above every write the tablet applied, whoever proposed it. */

@@ -28,6 +28,10 @@
  *                           instructs: create a replica (reported leader),
  *                           delete it (gone, files removed)
  *   flags_and_config        --help, a missing flag, a config file
+ *   memtable_budget_and_delete_off_the_loop  a write load over a 4 MiB
+ *                           memtable budget and deletes of replicas with
+ *                           large memtables keep loop turns < 400 ms; every
+ *                           acknowledged write reads back
  *
  * Each server's stderr goes to <tmp>/nK.log, or to $TSERVER_LOG_DIR/<case>-nK.log
  * (kept) when that is set; the tail of every log is shown when a case fails.
@@ -89,6 +93,7 @@ static struct {
 	bool loop_on;
 	struct arena a; /* request messages of the case */
 	uint64_t seq;
+	const char *extra[4]; /* more flags for node_start (NULL-terminated) */
 } C;
 
 /* The outcome of one call. */
@@ -179,14 +184,16 @@ static void node_start(int k)
 {
 	struct node *n = &C.n[k];
 	char line[512], want[128];
-	char *argv[] = {C.exe,
-			"--address", n->addr,
-			"--data", n->dir,
-			"--election-ms", (char *)"2000",
-			"--heartbeat-raft-ms", (char *)"100",
-			"--log-level", (char *)"info",
-			NULL};
+	char *argv[16] = {C.exe,
+			  "--address", n->addr,
+			  "--data", n->dir,
+			  "--election-ms", (char *)"2000",
+			  "--heartbeat-raft-ms", (char *)"100",
+			  "--log-level", (char *)"info",
+			  NULL};
 	int rv;
+	for (int i = 0, j = 11; i < 4 && C.extra[i] != NULL; i++)
+		argv[j++] = (char *)C.extra[i];
 	CHECK_MSG(proc_spawn(&n->p, argv, n->log) == 0, "spawn: %s", strerror(errno));
 	n->up = true;
 	rv = proc_read_line(&n->p, line, sizeof line, 15000);
@@ -894,6 +901,7 @@ static void cluster_up(const char *tag, bool start)
 		registered = true;
 	}
 	memset(C.n, 0, sizeof C.n);
+	memset(C.extra, 0, sizeof C.extra);
 	find_exe();
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
@@ -1495,6 +1503,132 @@ TEST(creates_off_the_loop_and_races)
 	cluster_down();
 }
 
+/* ---- memtable budget and deletes off the loop ---------------------------------------- */
+
+#define LOAD_WRITES 1200
+#define LOAD_VALUE (32 << 10)
+#define LOAD_WINDOW 48
+
+/* Writes LOAD_WRITES rows (user, 0..) with LOAD_VALUE-byte messages to the
+ * leader l, LOAD_WINDOW at once; EBUSY and UNAVAILABLE answers (memtables
+ * over their budget) are retried with the same id after a pause. Returns
+ * how many answers were EBUSY; every write ends acknowledged. */
+static unsigned write_load(int l, const char *user, uint8_t *client)
+{
+	static struct async_call a[LOAD_WINDOW];
+	Docraft__WriteRequest *reqs[LOAD_WINDOW];
+	char *value = anew(LOAD_VALUE + 1);
+	unsigned busy = 0;
+	memset(value, 'm', LOAD_VALUE);
+	value[LOAD_VALUE] = '\0';
+	for (int base = 0; base < LOAD_WRITES; base += LOAD_WINDOW) {
+		int n = LOAD_WRITES - base < LOAD_WINDOW ? LOAD_WRITES - base : LOAD_WINDOW;
+		for (int i = 0; i < n; i++) {
+			Docraft__WriteOp *op = wop(DOCRAFT__WRITE_OP__KIND__INSERT, user, base + i);
+			Docraft__WriteRequest *wr = anew(sizeof *wr);
+			docraft__write_request__init(wr);
+			wop_add(op, cv_text("msg", value));
+			wr->tablet_id = (char *)TABLET;
+			wr->table = (char *)"msgs";
+			wr->client_id.data = client;
+			wr->client_id.len = 16;
+			wr->seq = ++C.seq;
+			wr->min_running = 1;
+			wr->n_ops = 1;
+			wr->ops = anew(sizeof *wr->ops);
+			wr->ops[0] = op;
+			reqs[i] = wr;
+			async_send(&a[i], l, DOCRAFT__METHOD__TSERVER_WRITE, &wr->base);
+		}
+		async_wait(a, (size_t)n);
+		for (int i = 0; i < n; i++) {
+			uint64_t end = proc_now_ms() + 60000;
+			while (a[i].res.status == DOCRAFT_EBUSY ||
+			       a[i].res.status == DOCRAFT_EUNAVAILABLE) {
+				busy += a[i].res.status == DOCRAFT_EBUSY;
+				CHECK_MSG(proc_now_ms() < end, "write %d busy for 60 s", base + i);
+				pause_ms(20);
+				res_free(&a[i].res);
+				async_send(&a[i], l, DOCRAFT__METHOD__TSERVER_WRITE, &reqs[i]->base);
+				async_wait(&a[i], 1);
+			}
+			CHECK_MSG(a[i].res.status == 0, "write %d: %d %s", base + i,
+				  a[i].res.status, a[i].res.message);
+			res_free(&a[i].res);
+		}
+	}
+	return busy;
+}
+
+/* The longest loop turn any node logged from its log line from[k] on. */
+static unsigned max_loop_busy_all(const int *from)
+{
+	unsigned max = 0;
+	for (int k = 0; k < NN; k++) {
+		unsigned b = max_loop_busy_ms(k, from[k]);
+		if (b > max)
+			max = b;
+	}
+	return max;
+}
+
+/* A write load of ~38 MiB against a 4 MiB memtable budget (--memstore-mb
+ * 4: forced flushes all along) keeps every node's loop turns below 400 ms
+ * (flushes run on the store environment's flusher thread, writes past 3/2
+ * of the budget are refused with EBUSY and retried) and every acknowledged
+ * write reads back. Then, on nodes with the default budget (memtables of
+ * 32 MiB), the same load and a DELETE_TABLET of the replica on every node:
+ * the stores close off the loop, again below 400 ms. */
+TEST(memtable_budget_and_delete_off_the_loop)
+{
+	static uint8_t client[16] = "test-tserver-003";
+	Docraft__DeleteTabletRequest del = DOCRAFT__DELETE_TABLET_REQUEST__INIT;
+	struct res r = {0};
+	int from[NN], l;
+	unsigned busy, ebusy;
+
+	cluster_up("tserver-memstore", false);
+	C.extra[0] = "--memstore-mb";
+	C.extra[1] = "4";
+	for (int k = 0; k < NN; k++)
+		node_start(k);
+	for (int k = 0; k < NN; k++)
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	l = leader_must(-1, 15000);
+	for (int k = 0; k < NN; k++)
+		from[k] = log_lines(k);
+	ebusy = write_load(l, "load", client);
+	busy = max_loop_busy_all(from);
+	for (int i = 0; i < LOAD_WRITES; i += 97)
+		CHECK_MSG(strstr(read_row(l, "load", i, 0, NULL), "msg='mmmm") != NULL,
+			  "row %d lost", i);
+	CHECK_MSG(strstr(read_row(l, "load", LOAD_WRITES - 1, 0, NULL), "msg='mmmm") != NULL,
+		  "last row lost");
+	test_note("--memstore-mb 4, %d writes of %d KiB: longest loop turn %u ms (0: none >= "
+		  "100 ms), %u EBUSY answers retried",
+		  LOAD_WRITES, LOAD_VALUE >> 10, busy, ebusy);
+	CHECK_MSG(busy < 400, "the loop thread was busy for %u ms", busy);
+	cluster_down();
+
+	/* Default budget: large memtables, then deletes. */
+	cluster_up("tserver-delete-big", true);
+	for (int k = 0; k < NN; k++)
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	l = leader_must(-1, 15000);
+	write_load(l, "big", client);
+	for (int k = 0; k < NN; k++)
+		from[k] = log_lines(k);
+	del.tablet_id = (char *)TABLET;
+	for (int k = 0; k < NN; k++)
+		CHECK_EQ_INT(call(k, DOCRAFT__METHOD__TSERVER_DELETE_TABLET, &del.base, &r), 0);
+	busy = max_loop_busy_all(from);
+	test_note("delete of a replica holding ~%d MiB of memtables: longest loop turn %u ms",
+		  (LOAD_WRITES * (LOAD_VALUE >> 10)) >> 10, busy);
+	CHECK_MSG(busy < 400, "the loop thread was busy for %u ms", busy);
+	res_free(&r);
+	cluster_down();
+}
+
 TEST(heartbeats_to_a_fake_master)
 {
 	Docraft__Instruction ins = DOCRAFT__INSTRUCTION__INIT;
@@ -1638,4 +1772,5 @@ TEST(flags_and_config)
 
 TEST_MAIN(T(seeds_through_rpc), T(leadership_and_restart), T(membership_and_delete),
 	  T(creates_off_the_loop_and_races),
-	  T(heartbeats_to_a_fake_master), T(flags_and_config))
+	  T(heartbeats_to_a_fake_master), T(flags_and_config),
+	  T(memtable_budget_and_delete_off_the_loop))

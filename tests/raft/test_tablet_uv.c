@@ -279,6 +279,8 @@ static bool applied_on_all(void *arg)
 		uint64_t idx;
 		if (C.n[i].t == NULL)
 			continue;
+		if (tablet_store(C.n[i].t) == NULL)
+			return false; /* a copy being installed */
 		store_applied(tablet_store(C.n[i].t), &idx, NULL);
 		if (idx < want)
 			return false;

@@ -784,6 +784,7 @@ TEST(budget_flushes_the_oldest_memtable)
 	CHECK_EQ_INT(st.stores, 3);
 	CHECK(st.memtable_bytes > 1400 << 10 && st.memtable_bytes <= 2 * MIB);
 	fill(s[2], 3, 700 << 10, at(3), &idx[2]);
+	store_env_wait_idle(env); /* the flusher thread flushes */
 	store_env_stats(env, &st);
 	CHECK_EQ_U64(st.forced_flushes, 1);
 	CHECK_EQ_U64(st.flush_errors, 0);
@@ -795,6 +796,7 @@ TEST(budget_flushes_the_oldest_memtable)
 	CHECK_EQ_INT(count_sst(dir[1]), 0);
 	/* Next in line: B, once A has been flushed already. */
 	fill(s[0], 4, 700 << 10, at(4), &idx[0]);
+	store_env_wait_idle(env);
 	store_env_stats(env, &st);
 	CHECK(st.memtable_bytes <= 2 * MIB);
 	CHECK_EQ_INT(count_sst(dir[1]), 1);
@@ -912,6 +914,10 @@ static int child_run(bool shared, const char *dir, int fd)
 					goto fail;
 				}
 			}
+			/* Admission as the tserver does it (tablet_write):
+			 * no new writes while the flusher is far behind. */
+			if (store_env_busy(env))
+				store_env_wait_idle(env);
 			if (store_apply(s[i], b.data.data, b.data.len, at(round * 1000 + i + 1),
 					idx[i]++, err) != 0)
 				goto fail;
@@ -932,6 +938,8 @@ static int child_run(bool shared, const char *dir, int fd)
 			}
 			arena_reset(&a);
 		}
+	if (env != NULL)
+		store_env_wait_idle(env);
 	rss2 = status_kb("VmRSS");
 	hwm = status_kb("VmHWM");
 	if (env != NULL)
