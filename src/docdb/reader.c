@@ -61,6 +61,7 @@
 #include "docdb/ttl.h"
 #include "docdb/reader.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -988,6 +989,15 @@ static int apply_paging(const struct scan_spec *sp, struct buf *lo, struct buf *
 	if (memcmp(dk, lo->data, dl < lo->len ? dl : lo->len) < 0 ||
 	    (*hi_set && memcmp(dk, hi->data, dl < hi->len ? dl : hi->len) > 0))
 		return err_set(errmsg, DOCRAFT_EINVAL, "paging state does not belong to this scan");
+	/* The state names the time its scan reads at, and that time wins (a
+	 * scan continues at its first page's time). It may not be later than
+	 * the caller's read time, which the tablet checked against its safe
+	 * time: a forged state must not pick a future time of its own (it would
+	 * read what later writes may still change). */
+	if (*read_ht != 0 && ht > *read_ht)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "paging state's read time %" PRIu64 " is later than the read time %" PRIu64,
+			       ht, *read_ht);
 	*read_ht = ht;
 	if (sp->reverse) {
 		buf_reset(hi);

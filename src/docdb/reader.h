@@ -113,7 +113,10 @@ struct scan_spec {
 
 /* Returns up to limit existing rows (arena-allocated array). When more rows
  * may follow, paging_out receives an opaque state that resumes right after
- * the last row at the same read time; otherwise it is left empty. */
+ * the last row at the same read time; otherwise it is left empty. A state
+ * given in spec->paging resumes at its own read time, which may not be later
+ * than spec->read_ht (when that is not 0): DOCRAFT_EINVAL, so a forged state
+ * cannot read past the time the caller vetted. */
 int reader_scan(struct store *s, const struct schema *schema, const struct scan_spec *spec,
 		struct arena *a, struct row **rows, size_t *nrows, struct buf *paging_out,
 		char *errmsg);

@@ -1040,6 +1040,17 @@ TEST(bad_paging_and_specs)
 	CHECK_EQ_INT(reader_scan(C.f.s, &C.s, &sp, &C.f.arena, &rows, &nrows, NULL, err), DOCRAFT_EINVAL);
 	memset(buf + 1, 0xff, 8);
 	CHECK_EQ_INT(reader_scan(C.f.s, &C.s, &sp, &C.f.arena, &rows, &nrows, NULL, err), DOCRAFT_EINVAL);
+	/* A well-formed state of another read time (a later one: it would read
+	 * writes the caller's time does not cover). */
+	memcpy(buf, state.data, state.len);
+	for (int i = 0; i < 8; i++)
+		buf[1 + i] = (uint8_t)(at(2) >> (56 - 8 * i));
+	CHECK_EQ_INT(reader_scan(C.f.s, &C.s, &sp, &C.f.arena, &rows, &nrows, NULL, err), DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(err, "is later than the read time") != NULL, "%s", err);
+	/* The same state at its own time resumes. */
+	sp.read_ht = at(2);
+	CHECK_OK_MSG(reader_scan(C.f.s, &C.s, &sp, &C.f.arena, &rows, &nrows, NULL, err), err);
+	sp.read_ht = at(1);
 	/* Every single-byte corruption and random garbage: an error or a
 	 * result, never a crash (ASan run). */
 	uint64_t rng = 12345;
