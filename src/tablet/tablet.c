@@ -52,8 +52,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <raft/uv.h>
 
@@ -106,7 +108,8 @@ struct tablet {
 	struct tablet_fsm fsm;
 	bool raft_open;     /* raft_init done, raft not closed yet */
 	bool raft_started;
-	bool raft_closing;  /* raft_close called, raft_closed not yet */
+	bool raft_closing;  /* raft_close called, raft_uv not released yet
+			       (raft_released) */
 
 	struct hlc hlc;
 	struct buf entry;   /* scratch */
@@ -142,6 +145,8 @@ struct tablet {
 	char *copy_dir;             /* dir/db.copy */
 	struct copy_fetch copy_req;
 	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
+	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv */
+	uint64_t log_wait_since;    /* uv_now when that wait started */
 	unsigned copy_attempts;
 
 	/* Recovery of a FAILED replica (see the top). */
@@ -356,7 +361,7 @@ static void fail(struct tablet *t, int code, const char *why)
 	t->role = TABLET_FAILED;
 	/* With raft open, the poll closes it and raft_closed schedules the
 	 * recovery; without (a copy failed, a recovery attempt failed), now. */
-	if (!t->raft_open && !t->closing)
+	if (!t->raft_open && !t->raft_closing && !t->closing)
 		schedule_recovery(t);
 }
 
@@ -504,6 +509,8 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	}
 	uv_timer_init(loop, &t->copy_timer);
 	t->copy_timer.data = t;
+	uv_timer_init(loop, &t->log_timer);
+	t->log_timer.data = t;
 	uv_prepare_init(loop, &t->poll);
 	t->poll.data = t;
 	uv_prepare_start(&t->poll, poll_cb);
@@ -1379,11 +1386,17 @@ static void poll_closed(uv_handle_t *h)
 }
 
 /* libuv finishes closes in reverse order: chain them so the tablet, which
- * embeds both handles, is freed only after the last one. */
-static void timer_closed(uv_handle_t *h)
+ * embeds the handles, is freed only after the last one. */
+static void log_timer_closed(uv_handle_t *h)
 {
 	struct tablet *t = h->data;
 	uv_close((uv_handle_t *)&t->poll, poll_closed);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	struct tablet *t = h->data;
+	uv_close((uv_handle_t *)&t->log_timer, log_timer_closed);
 }
 
 static void close_handles(struct tablet *t)
@@ -1391,9 +1404,78 @@ static void close_handles(struct tablet *t)
 	uv_close((uv_handle_t *)&t->copy_timer, timer_closed);
 }
 
+/* raft_uv outlives its close callback (C-Raft 0.15 up to canonical/raft
+ * 0.18.1; fixed in cowsql/raft#45): uvAppendClose starts closing the open
+ * segment's writer, but uvMaybeFireCloseCb does not wait for it, so when
+ * that writer waits for a write on the threadpool (raft_uv's EAGAIN
+ * fallback) the close callback can come first, and the writer's own close
+ * callback then calls uvMaybeFireCloseCb on the struct uv that
+ * raft_uv_close freed, through uv->transport (embedded here) and uv->io
+ * (close_tramp, made idempotent in rio.c). With 300 busy replicas a
+ * tserver died so at SIGTERM (docs/benchmarks.md). So raft_uv's memory,
+ * and this tablet, are kept until no file under raft_dir is open any more:
+ * the writer closes its segment file and calls back in one go
+ * (uvWriterCleanUpAndFireCloseCb), so a closed file means a finished
+ * writer. Scanning /proc/self/fd is the one outside view of that. */
+#define LOG_WAIT_POLL_MS 10u
+#define LOG_WAIT_MAX_MS 60000u
+
+static bool log_files_open(const char *dir)
+{
+	char link[300], target[4096];
+	size_t n = strlen(dir);
+	struct dirent *e;
+	bool open = false;
+	DIR *d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return false; /* no /proc: nothing to wait for that we can see */
+	while (!open && (e = readdir(d)) != NULL) {
+		ssize_t len;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+		len = readlink(link, target, sizeof target - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		open = strncmp(target, dir, n) == 0 && target[n] == '/';
+	}
+	closedir(d);
+	return open;
+}
+
+static void raft_released(struct tablet *t);
+
+static void log_timer_cb(uv_timer_t *h)
+{
+	struct tablet *t = h->data;
+	uint64_t waited = uv_now(t->loop) - t->log_wait_since;
+	if (log_files_open(t->raft_dir)) {
+		if (waited < LOG_WAIT_MAX_MS) {
+			uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
+			return;
+		}
+		TLOG(LOG_LVL_ERROR, t, "raft log files still open %" PRIu64 " ms after the "
+		     "raft close; releasing raft_uv anyway", waited);
+	}
+	raft_released(t);
+}
+
 static void raft_closed(struct raft *r)
 {
 	struct tablet *t = r->data;
+	t->raft_open = false; /* raft's memory is closed; raft_uv's is not */
+	t->raft_started = false;
+	if (log_files_open(t->raft_dir)) {
+		t->log_wait_since = uv_now(t->loop);
+		uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
+		return;
+	}
+	raft_released(t);
+}
+
+static void raft_released(struct tablet *t)
+{
 	transfers_free(t);
 	raft_uv_close(&t->uvio);
 	transport_close(&t->transport);
@@ -1478,7 +1560,7 @@ static void recover(struct tablet *t)
 static void recover_timer_cb(uv_timer_t *h)
 {
 	struct tablet *t = h->data;
-	if (!t->closing && t->role == TABLET_FAILED && !t->raft_open)
+	if (!t->closing && t->role == TABLET_FAILED && !t->raft_open && !t->raft_closing)
 		recover(t);
 }
 
@@ -1517,8 +1599,8 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
 	t->close_arg = arg;
 	if (t->o.copy != NULL)
 		copy_server_unregister(t->o.copy, t->id);
-	if (t->raft_open) {
-		start_close(t); /* raft_closed then closes the poll handle */
+	if (t->raft_open || t->raft_closing) {
+		start_close(t); /* raft_released then closes the poll handle */
 		return;
 	}
 	uv_timer_stop(&t->copy_timer);
