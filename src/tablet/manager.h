@@ -97,6 +97,10 @@ struct manager_options {
 	 * Borrowed: it must outlive the manager (destroy it after the close
 	 * callback). */
 	struct store_env *store_env;
+	/* Replicas this server hosts at most (its open-file and AIO limits,
+	 * tserver_main.c): a create past it answers DOCRAFT_EUNAVAILABLE, a
+	 * retryable error, instead of failing half-way on EMFILE. 0: no cap. */
+	size_t max_replicas;
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

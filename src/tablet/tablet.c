@@ -52,10 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <dirent.h>
+#include <dlfcn.h>
 #include <ftw.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <raft/uv.h>
 
@@ -1408,40 +1407,55 @@ static void close_handles(struct tablet *t)
  * 0.18.1; fixed in cowsql/raft#45): uvAppendClose starts closing the open
  * segment's writer, but uvMaybeFireCloseCb does not wait for it, so when
  * that writer waits for a write on the threadpool (raft_uv's EAGAIN
- * fallback) the close callback can come first, and the writer's own close
- * callback then calls uvMaybeFireCloseCb on the struct uv that
- * raft_uv_close freed, through uv->transport (embedded here) and uv->io
- * (close_tramp, made idempotent in rio.c). With 300 busy replicas a
- * tserver died so at SIGTERM (docs/benchmarks.md). So raft_uv's memory,
- * and this tablet, are kept until no file under raft_dir is open any more:
- * the writer closes its segment file and calls back in one go
- * (uvWriterCleanUpAndFireCloseCb), so a closed file means a finished
- * writer. Scanning /proc/self/fd is the one outside view of that. */
+ * fallback), or the transport closes first, the close callback comes
+ * first, and the writer's own close callback then calls uvMaybeFireCloseCb
+ * on the struct uv that raft_uv_close freed, through uv->transport
+ * (embedded here) and uv->io (close_tramp, made idempotent in rio.c). With
+ * 300 busy replicas a tserver died so at SIGTERM (docs/benchmarks.md).
+ *
+ * So raft_uv's memory, and this tablet, are kept until no raft_uv writer of
+ * this loop is part-way through closing: no closing handle whose close
+ * callback, and no active check handle (a writer waiting for its threadpool
+ * writes: UvWriterClose is raft_uv's only uv_check_start) whose callback,
+ * lies in libraft. That is every raft instance's, not only this one's (the
+ * handles do not say whose they are), so the wait is conservative; such
+ * handles live one loop turn, or as long as a segment write. uv_walk sees
+ * closing handles until just before their close callback runs; close_cb
+ * and check_cb are libuv's own fields of the handle (part of its ABI). */
 #define LOG_WAIT_POLL_MS 10u
 #define LOG_WAIT_MAX_MS 60000u
 
-static bool log_files_open(const char *dir)
+struct writer_scan {
+	const void *raft_base; /* where libraft is loaded */
+	bool busy;
+};
+
+static bool in_libraft(const struct writer_scan *ws, void (*fn)(void))
 {
-	char link[300], target[4096];
-	size_t n = strlen(dir);
-	struct dirent *e;
-	bool open = false;
-	DIR *d = opendir("/proc/self/fd");
-	if (d == NULL)
-		return false; /* no /proc: nothing to wait for that we can see */
-	while (!open && (e = readdir(d)) != NULL) {
-		ssize_t len;
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
-		len = readlink(link, target, sizeof target - 1);
-		if (len <= 0)
-			continue;
-		target[len] = '\0';
-		open = strncmp(target, dir, n) == 0 && target[n] == '/';
-	}
-	closedir(d);
-	return open;
+	Dl_info info;
+	return fn != NULL && dladdr((void *)fn, &info) != 0 && info.dli_fbase == ws->raft_base;
+}
+
+static void writer_scan_cb(uv_handle_t *h, void *arg)
+{
+	struct writer_scan *ws = arg;
+	if (ws->busy)
+		return;
+	if (uv_is_closing(h))
+		ws->busy = in_libraft(ws, (void (*)(void))h->close_cb);
+	else if (h->type == UV_CHECK && uv_is_active(h))
+		ws->busy = in_libraft(ws, (void (*)(void))((uv_check_t *)h)->check_cb);
+}
+
+static bool raft_writers_closing(uv_loop_t *loop)
+{
+	struct writer_scan ws = {NULL, false};
+	Dl_info info;
+	if (dladdr((void *)raft_uv_init, &info) == 0)
+		return false; /* cannot tell (never seen): as before this check */
+	ws.raft_base = info.dli_fbase;
+	uv_walk(loop, writer_scan_cb, &ws);
+	return ws.busy;
 }
 
 static void raft_released(struct tablet *t);
@@ -1450,13 +1464,13 @@ static void log_timer_cb(uv_timer_t *h)
 {
 	struct tablet *t = h->data;
 	uint64_t waited = uv_now(t->loop) - t->log_wait_since;
-	if (log_files_open(t->raft_dir)) {
+	if (raft_writers_closing(t->loop)) {
 		if (waited < LOG_WAIT_MAX_MS) {
 			uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
 			return;
 		}
-		TLOG(LOG_LVL_ERROR, t, "raft log files still open %" PRIu64 " ms after the "
-		     "raft close; releasing raft_uv anyway", waited);
+		TLOG(LOG_LVL_ERROR, t, "raft_uv writers still closing %" PRIu64 " ms after "
+		     "the raft close; releasing raft_uv anyway", waited);
 	}
 	raft_released(t);
 }
@@ -1466,7 +1480,8 @@ static void raft_closed(struct raft *r)
 	struct tablet *t = r->data;
 	t->raft_open = false; /* raft's memory is closed; raft_uv's is not */
 	t->raft_started = false;
-	if (log_files_open(t->raft_dir)) {
+	if (raft_writers_closing(t->loop)) {
+		TLOG(LOG_LVL_DEBUG, t, "raft closed; waiting for raft_uv's writers to close");
 		t->log_wait_since = uv_now(t->loop);
 		uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
 		return;
