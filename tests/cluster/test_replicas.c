@@ -47,25 +47,6 @@
 #define CACHE_MB 32
 #define MEMSTORE_MB 32
 
-/* VmHWM / VmRSS of a process, KiB (0 if unreadable). */
-static unsigned long status_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	unsigned long v = 0;
-	size_t n = strlen(field);
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, field, n) == 0 && line[n] == ':') {
-			v = strtoul(line + n + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 /* The bound: what the flags give RocksDB (block cache, memtables), plus
  * 64 MiB for the process itself (libuv, protobuf, RPC buffers, RocksDB's
  * table readers and arenas), 256 KiB per replica (raft and tablet state,
@@ -152,12 +133,12 @@ TEST(many_replicas)
 	test_note("table of %d tablets created and loaded in %" PRIu64 " ms", n,
 		  proc_now_ms() - t0);
 
-	unsigned long hwm = status_kib(C.t[0].p.pid, "VmHWM");
-	unsigned long rss = status_kib(C.t[0].p.pid, "VmRSS");
-	test_note("%d replicas, budget %d + %d MiB: VmRSS %lu MiB, VmHWM %lu MiB, bound %lu MiB",
+	long hwm = test_status_kib(C.t[0].p.pid, "VmHWM");
+	long rss = test_status_kib(C.t[0].p.pid, "VmRSS");
+	test_note("%d replicas, budget %d + %d MiB: VmRSS %ld MiB, VmHWM %ld MiB, bound %lu MiB",
 		  n, CACHE_MB, MEMSTORE_MB, rss >> 10, hwm >> 10, rss_bound_kib(n) >> 10);
 	CHECK_MSG(hwm > 0, "no VmHWM for pid %d", (int)C.t[0].p.pid);
-	CHECK_MSG(hwm <= rss_bound_kib(n), "VmHWM %lu KiB over the bound %lu KiB", hwm,
+	CHECK_MSG((unsigned long)hwm <= rss_bound_kib(n), "VmHWM %ld KiB over the bound %lu KiB", hwm,
 		  rss_bound_kib(n));
 
 	st = stop_tserver(0);

@@ -542,6 +542,17 @@ static void bogus_send_cb(struct raft_io_send *req, int status)
  * on a candidate that union holds the votes pointer and in_pre_vote (the
  * address 0x100, a segfault in raft_uv's strlen). rio refuses exactly that
  * send; a candidate's reply to a real sender passes. */
+/* An AppendEntries result addressed as 0.15's sendAppendEntriesResult does:
+ * to follower_state.current_leader, whatever the state. */
+static void result_to_leader(struct raft *r, struct raft_message *m)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_IO_APPEND_ENTRIES_RESULT;
+	m->server_id = r->follower_state.current_leader.id;
+	m->server_address = r->follower_state.current_leader.address;
+	m->append_entries_result.term = r->current_term;
+}
+
 TEST(bogus_snapshot_result_refused)
 {
 	static struct rig g;
@@ -557,11 +568,7 @@ TEST(bogus_snapshot_result_refused)
 	CHECK(raft_fixture_step_until_state_is(&g.f, 0, RAFT_CANDIDATE, 5000));
 	r = g.cs[0].r;
 
-	memset(&m, 0, sizeof m);
-	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
-	m.server_id = r->follower_state.current_leader.id;
-	m.server_address = r->follower_state.current_leader.address;
-	m.append_entries_result.term = r->current_term;
+	result_to_leader(r, &m);
 	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
 
 	m.server_id = 2;
@@ -587,11 +594,7 @@ TEST(send_without_destination_refused)
 	CHECK_EQ_INT(raft_state(r), RAFT_FOLLOWER);
 	CHECK(r->follower_state.current_leader.address == NULL);
 
-	memset(&m, 0, sizeof m);
-	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
-	m.server_id = r->follower_state.current_leader.id;
-	m.server_address = r->follower_state.current_leader.address;
-	m.append_entries_result.term = r->current_term;
+	result_to_leader(r, &m);
 	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
 	CHECK_EQ_U64(g.rios[0].n_no_destination, 1);
 	m.server_id = 2; /* an id without an address */
