@@ -759,7 +759,7 @@ static void lag_cb(uv_timer_t *t)
 /* ---- process limits ------------------------------------------------------------------ */
 
 /* What one replica holds open, measured with 300 replicas per tserver
- * (docs/benchmarks.md, "Memory of many replicas"): about 10 descriptors
+ * (docs/benchmarks.md, "Memory of many replicas"): 10-14 descriptors
  * (raft_uv's open and prepared segments and their eventfds, RocksDB's
  * LOCK, LOG, MANIFEST, directories and SST files; RocksDB keeps every SST
  * open) and 2 AIO events (raft_uv's io_setup per segment writer, counted
@@ -817,7 +817,7 @@ static unsigned host_limits(void)
 	if (n > UINT32_MAX)
 		n = UINT32_MAX;
 	if (n == 0)
-		n = 1; /* refuse nothing we cannot tell; warn */
+		n = 1; /* still host one; the warning below says why not more */
 	LOG_INFO(PROG ": can host %lu replicas: open files %lu (%lu kept for up to %lu "
 		 "connections, %u per replica), AIO events %lu of %lu in use system-wide "
 		 "(%u per replica)%s",
