@@ -3,8 +3,10 @@
 # one master and three tservers on 127.0.0.1-3 (free random ports), a table
 # of --tablets N with 3 replicas each (N replicas per tserver), loaded with
 # docraft bench (so every tablet takes writes and flushes), then each
-# tserver's VmRSS / VmHWM from /proc. Everything is stopped and removed at
-# exit.
+# tserver's VmRSS / VmHWM, open descriptors and threads from /proc, and the
+# replicas each says it can host (its start-up log). Then each tserver is
+# stopped with SIGTERM and its exit status shown (0: a clean stop).
+# Everything is stopped and removed at exit.
 #
 #   scripts/mem-replicas.sh [--build DIR] [--tablets N] [--keys K]
 #                           [--value-size V] [--block-cache-mb MB]
@@ -47,8 +49,9 @@ for _ in $(seq 1 100); do
 done
 rss() {
 	for i in 1 2 3; do
-		awk -v t="t$i" '/^VmRSS|^VmHWM/ {printf "%s %s %s MiB  ", t, $1, int($2/1024)} END {print ""}' \
+		awk -v t="t$i" '/^VmRSS|^VmHWM/ {printf "%s %s %s MiB  ", t, $1, int($2/1024)} END {printf ""}' \
 			"/proc/${pids[$i]}/status"
+		echo "fds $(ls "/proc/${pids[$i]}/fd" | wc -l)  threads $(ls "/proc/${pids[$i]}/task" | wc -l)"
 	done
 }
 echo "idle, before the table:"; rss
@@ -58,3 +61,11 @@ start=$(date +%s)
 echo "after loading $keys keys of $vsize bytes into $tablets tablets x 3 replicas ($(( $(date +%s) - start )) s):"
 rss
 for i in 1 2 3; do echo "t$i: $(grep -c 'became leader' "$base/t$i.log") leaderships, $(du -sm "$base/t$i" | cut -f1) MiB on disk"; done
+grep -ho 'can host [0-9]* replicas' "$base"/t*.log | sort | uniq -c
+for i in 1 2 3; do
+	start=$(date +%s)
+	kill -TERM "${pids[$i]}"
+	rc=0
+	wait "${pids[$i]}" || rc=$?
+	echo "t$i: stopped with exit status $rc in $(( $(date +%s) - start )) s"
+done

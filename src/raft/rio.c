@@ -486,15 +486,23 @@ void rio_deliver(struct rio *g, struct raft_message *m)
 	observe(g);
 }
 
+/* raft_uv (0.15, and canonical/raft up to 0.18.1) may call this more than
+ * once: a segment writer that finishes closing after the close callback
+ * re-runs uvMaybeFireCloseCb, which fires again (fixed in cowsql/raft#45,
+ * "Don't call uvMaybeFireCloseCb in uvAliveSegmentWriterCloseCb"). raft's
+ * callback runs once; see tablet.c raft_closed for keeping raft_uv's memory
+ * alive until then. */
 static void close_tramp(struct raft_io *inner)
 {
 	struct rio *g = inner_rio(inner);
+	raft_io_close_cb cb = g->close_cb;
 
 	raft_configuration_close(&g->committed);
 	raft_configuration_init(&g->committed);
 	g->committed_index = 0;
-	if (g->close_cb != NULL)
-		g->close_cb(&g->io);
+	g->close_cb = NULL;
+	if (cb != NULL)
+		cb(&g->io);
 }
 
 static void append_tramp(struct raft_io_append *req, int status)
@@ -602,11 +610,32 @@ static bool bogus_snapshot_result(struct rio *g, const struct raft_message *m)
 	       m->server_address == r->follower_state.current_leader.address;
 }
 
+/* C-Raft 0.15 bug (canonical/raft#351, fixed in 0.17.1 by 35479fc "Don't
+ * respond to AppendEntries if role/term has changed"): when a follower's
+ * append completes, appendFollowerCb answers the leader recorded in
+ * follower_state, even if the term changed while the entries were being
+ * written. A replica that campaigned meanwhile and then stepped down to a
+ * newer term whose leader it has not heard yet holds current_leader
+ * {0, NULL}, and raft_uv's send does strlen(NULL): the SIGSEGV of two
+ * tservers with 300 replicas each, when loop stalls set off elections
+ * (docs/benchmarks.md). A message without a destination is dropped, as if
+ * the network lost it. */
+static bool no_destination(const struct raft_message *m)
+{
+	return m->server_id == 0 || m->server_address == NULL;
+}
+
 static int io_send(struct raft_io *io, struct raft_io_send *req,
 		   const struct raft_message *message, raft_io_send_cb cb)
 {
 	struct rio *g = outer_rio(io);
 
+	if (no_destination(message)) {
+		g->n_no_destination++;
+		snprintf(g->io.errmsg, sizeof g->io.errmsg,
+			 "rio: a message without a destination (leader unknown)");
+		return RAFT_NOCONNECTION;
+	}
 	if (bogus_snapshot_result(g, message)) {
 		snprintf(g->io.errmsg, sizeof g->io.errmsg,
 			 "rio: AppendEntries result of a snapshot install after a state change");

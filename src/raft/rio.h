@@ -153,6 +153,7 @@ struct rio {
 	uint64_t n_dropped;         /* successful results not handed to raft when
 				       they came (dropped or deferred) */
 	uint64_t n_held;            /* AppendEntries refused before the barrier */
+	uint64_t n_no_destination;  /* sends dropped: no leader id/address (rio.c) */
 	/* Acks of the barrier (last_log_index >= term_first_index) that came
 	 * before this node stored its own barrier: the latest per sender,
 	 * handed to raft (through the filter again) once it is stored, as if

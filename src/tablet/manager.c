@@ -981,6 +981,12 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 	}
 	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
 		return rv;
+	/* Capacity (issue 12): a small, self-contained check; see manager.h. */
+	if (m->o.max_replicas != 0 && m->n_open >= m->o.max_replicas)
+		return err_set(errmsg, DOCRAFT_EUNAVAILABLE,
+			       "tablet %s: this server hosts %zu replicas, as many as its "
+			       "open-file and AIO limits allow (--max-replicas); place it elsewhere",
+			       req->tablet_id, m->n_open);
 
 	r = replica_new(m, req->tablet_id);
 	r->schema = s;

@@ -124,6 +124,10 @@ struct manager_options {
 	struct store_env *store_env;
 	unsigned retry_ttl_s;         /* retry records' window; 0: tablet default */
 	unsigned history_retention_s; /* 0: store default */
+	/* Replicas this server hosts at most (its open-file and AIO limits,
+	 * tserver_main.c): a create past it answers DOCRAFT_EUNAVAILABLE, a
+	 * retryable error, instead of failing half-way on EMFILE. 0: no cap. */
+	size_t max_replicas;
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX

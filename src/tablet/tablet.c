@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dlfcn.h>
 #include <ftw.h>
 #include <sys/stat.h>
 
@@ -123,7 +124,8 @@ struct tablet {
 	struct tablet_fsm fsm;
 	bool raft_open;     /* raft_init done, raft not closed yet */
 	bool raft_started;
-	bool raft_closing;  /* raft_close called, raft_closed not yet */
+	bool raft_closing;  /* raft_close called, raft_uv not released yet
+			       (raft_released) */
 
 	struct hlc hlc;
 	struct buf entry;   /* scratch */
@@ -159,6 +161,8 @@ struct tablet {
 	char *copy_dir;             /* dir/db.copy */
 	struct copy_fetch copy_req;
 	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
+	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv */
+	uint64_t log_wait_since;    /* uv_now when that wait started */
 	unsigned copy_attempts;
 
 	/* The store being closed, swapped or reopened on the threadpool
@@ -378,7 +382,7 @@ static void fail(struct tablet *t, int code, const char *why)
 	t->role = TABLET_FAILED;
 	/* With raft open, the poll closes it and raft_closed schedules the
 	 * recovery; without (a copy failed, a recovery attempt failed), now. */
-	if (!t->raft_open && !t->closing)
+	if (!t->raft_open && !t->raft_closing && !t->closing)
 		schedule_recovery(t);
 }
 
@@ -551,6 +555,8 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 	}
 	uv_timer_init(loop, &t->copy_timer);
 	t->copy_timer.data = t;
+	uv_timer_init(loop, &t->log_timer);
+	t->log_timer.data = t;
 	uv_prepare_init(loop, &t->poll);
 	t->poll.data = t;
 	uv_prepare_start(&t->poll, poll_cb);
@@ -1550,11 +1556,17 @@ static void poll_closed(uv_handle_t *h)
 }
 
 /* libuv finishes closes in reverse order: chain them so the tablet, which
- * embeds both handles, is freed only after the last one. */
-static void timer_closed(uv_handle_t *h)
+ * embeds the handles, is freed only after the last one. */
+static void log_timer_closed(uv_handle_t *h)
 {
 	struct tablet *t = h->data;
 	uv_close((uv_handle_t *)&t->poll, poll_closed);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	struct tablet *t = h->data;
+	uv_close((uv_handle_t *)&t->log_timer, log_timer_closed);
 }
 
 static void close_handles(struct tablet *t)
@@ -1562,9 +1574,94 @@ static void close_handles(struct tablet *t)
 	uv_close((uv_handle_t *)&t->copy_timer, timer_closed);
 }
 
+/* raft_uv outlives its close callback (C-Raft 0.15 up to canonical/raft
+ * 0.18.1; fixed in cowsql/raft#45): uvAppendClose starts closing the open
+ * segment's writer, but uvMaybeFireCloseCb does not wait for it, so when
+ * that writer waits for a write on the threadpool (raft_uv's EAGAIN
+ * fallback), or the transport closes first, the close callback comes
+ * first, and the writer's own close callback then calls uvMaybeFireCloseCb
+ * on the struct uv that raft_uv_close freed, through uv->transport
+ * (embedded here) and uv->io (close_tramp, made idempotent in rio.c). With
+ * 300 busy replicas a tserver died so at SIGTERM (docs/benchmarks.md).
+ *
+ * So raft_uv's memory, and this tablet, are kept until no raft_uv writer of
+ * this loop is part-way through closing: no closing handle whose close
+ * callback, and no active check handle (a writer waiting for its threadpool
+ * writes: UvWriterClose is raft_uv's only uv_check_start) whose callback,
+ * lies in libraft. That is every raft instance's, not only this one's (the
+ * handles do not say whose they are), so the wait is conservative; such
+ * handles live one loop turn, or as long as a segment write. uv_walk sees
+ * closing handles until just before their close callback runs; close_cb
+ * and check_cb are libuv's own fields of the handle (part of its ABI). */
+#define LOG_WAIT_POLL_MS 10u
+#define LOG_WAIT_MAX_MS 60000u
+
+struct writer_scan {
+	const void *raft_base; /* where libraft is loaded */
+	bool busy;
+};
+
+static bool in_libraft(const struct writer_scan *ws, void (*fn)(void))
+{
+	Dl_info info;
+	return fn != NULL && dladdr((void *)fn, &info) != 0 && info.dli_fbase == ws->raft_base;
+}
+
+static void writer_scan_cb(uv_handle_t *h, void *arg)
+{
+	struct writer_scan *ws = arg;
+	if (ws->busy)
+		return;
+	if (uv_is_closing(h))
+		ws->busy = in_libraft(ws, (void (*)(void))h->close_cb);
+	else if (h->type == UV_CHECK && uv_is_active(h))
+		ws->busy = in_libraft(ws, (void (*)(void))((uv_check_t *)h)->check_cb);
+}
+
+static bool raft_writers_closing(uv_loop_t *loop)
+{
+	struct writer_scan ws = {NULL, false};
+	Dl_info info;
+	if (dladdr((void *)raft_uv_init, &info) == 0)
+		return false; /* cannot tell (never seen): as before this check */
+	ws.raft_base = info.dli_fbase;
+	uv_walk(loop, writer_scan_cb, &ws);
+	return ws.busy;
+}
+
+static void raft_released(struct tablet *t);
+
+static void log_timer_cb(uv_timer_t *h)
+{
+	struct tablet *t = h->data;
+	uint64_t waited = uv_now(t->loop) - t->log_wait_since;
+	if (raft_writers_closing(t->loop)) {
+		if (waited < LOG_WAIT_MAX_MS) {
+			uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
+			return;
+		}
+		TLOG(LOG_LVL_ERROR, t, "raft_uv writers still closing %" PRIu64 " ms after "
+		     "the raft close; releasing raft_uv anyway", waited);
+	}
+	raft_released(t);
+}
+
 static void raft_closed(struct raft *r)
 {
 	struct tablet *t = r->data;
+	t->raft_open = false; /* raft's memory is closed; raft_uv's is not */
+	t->raft_started = false;
+	if (raft_writers_closing(t->loop)) {
+		TLOG(LOG_LVL_DEBUG, t, "raft closed; waiting for raft_uv's writers to close");
+		t->log_wait_since = uv_now(t->loop);
+		uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);
+		return;
+	}
+	raft_released(t);
+}
+
+static void raft_released(struct tablet *t)
+{
 	transfers_free(t);
 	raft_uv_close(&t->uvio);
 	transport_close(&t->transport);
@@ -1662,7 +1759,7 @@ static void recover(struct tablet *t)
 static void recover_timer_cb(uv_timer_t *h)
 {
 	struct tablet *t = h->data;
-	if (!t->closing && t->role == TABLET_FAILED && !t->raft_open)
+	if (!t->closing && t->role == TABLET_FAILED && !t->raft_open && !t->raft_closing)
 		recover(t);
 }
 
@@ -1701,8 +1798,8 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
 	t->close_arg = arg;
 	if (t->o.copy != NULL)
 		copy_server_unregister(t->o.copy, t->id);
-	if (t->raft_open) {
-		start_close(t); /* raft_closed then closes the poll handle */
+	if (t->raft_open || t->raft_closing) {
+		start_close(t); /* raft_released then closes the poll handle */
 		return;
 	}
 	uv_timer_stop(&t->copy_timer);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +72,7 @@ struct config {
 	unsigned block_cache_mb;    /* 0: store_env default */
 	unsigned memstore_mb;       /* 0: store_env default */
 	unsigned min_free_disk_mb;  /* diskspace.h reserve; 0: off */
+	unsigned max_replicas;      /* 0: what the process limits allow (host_limits) */
 	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
 	unsigned retry_ttl_s;       /* 0: tablet default (660) */
 	unsigned history_retention_s; /* 0: store default (900) */
@@ -160,6 +162,8 @@ static const struct flag {
 	{"min-free-disk-mb", "MB", "free-space reserve of the data directory's file system: "
 				     "below it writes are refused (retryable), below 3 Raft "
 				     "segments replicas stop; 0: off (default 256)"},
+	{"max-replicas", "N", "replicas this server accepts; past it a create is refused, "
+			      "retryably (default: what its open-file and AIO limits allow)"},
 	{"config", "FILE", "'name = value' lines with the names of these flags; flags win"},
 	{"log-level", "LEVEL", "error, warn, info, debug or trace (default info, or "
 			       "$DOCRAFT_TRACE)"},
@@ -265,6 +269,8 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->retry_ttl_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
 	} else if (strcmp(name, "history-retention-s") == 0) {
 		c->history_retention_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
+	} else if (strcmp(name, "max-replicas") == 0) {
+		c->max_replicas = parse_uint(name, v, where, 1u << 20, "a count");
 	} else if (strcmp(name, "log-level") == 0) {
 		c->log_level = log_parse_level(v);
 		if (c->log_level < 0)
@@ -782,6 +788,80 @@ static void lag_cb(uv_timer_t *t)
 		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
 }
 
+/* ---- process limits ------------------------------------------------------------------ */
+
+/* What one replica holds open, measured with 300 replicas per tserver
+ * (docs/benchmarks.md, "Memory of many replicas"): 10-14 descriptors
+ * (raft_uv's open and prepared segments and their eventfds, RocksDB's
+ * LOCK, LOG, MANIFEST, directories and SST files; RocksDB keeps every SST
+ * open) and 2 AIO events (raft_uv's io_setup per segment writer, counted
+ * against the system-wide /proc/sys/fs/aio-max-nr). The margins cover SST
+ * files a busy store accumulates between compactions. */
+#define FDS_PER_REPLICA 24u
+#define AIO_PER_REPLICA 4u
+#define FDS_RESERVED 256u /* logs, the listener, copies, RocksDB's own files */
+
+static unsigned long read_proc_ulong(const char *path)
+{
+	unsigned long v = 0;
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Raises RLIMIT_NOFILE's soft limit to the hard one, and returns how many
+ * replicas the open-file and AIO limits leave room for (logged). Sockets
+ * get up to a quarter of the descriptors (--max-connections caps them). */
+static unsigned host_limits(void)
+{
+	struct rlimit rl;
+	unsigned long fds, sockets, aio_max, aio_used, by_fds, by_aio, n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		LOG_WARN(PROG ": getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return 0;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t was = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			LOG_INFO(PROG ": open files limit raised from %llu to %llu (the hard limit)",
+				 (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+		else
+			LOG_WARN(PROG ": cannot raise the open files limit from %llu to %llu: %s",
+				 (unsigned long long)was, (unsigned long long)rl.rlim_max,
+				 strerror(errno));
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	fds = rl.rlim_cur == RLIM_INFINITY ? 1ul << 20 : (unsigned long)rl.rlim_cur;
+	sockets = S.cfg.rpc.max_connections < fds / 4 ? S.cfg.rpc.max_connections : fds / 4;
+	by_fds = fds > sockets + FDS_RESERVED ? (fds - sockets - FDS_RESERVED) / FDS_PER_REPLICA
+					      : 0;
+	aio_max = read_proc_ulong("/proc/sys/fs/aio-max-nr");
+	aio_used = read_proc_ulong("/proc/sys/fs/aio-nr");
+	by_aio = aio_max == 0 ? by_fds
+	       : aio_max > aio_used ? (aio_max - aio_used) / AIO_PER_REPLICA : 0;
+	n = by_fds < by_aio ? by_fds : by_aio;
+	if (n > UINT32_MAX)
+		n = UINT32_MAX;
+	if (n == 0)
+		n = 1; /* still host one; the warning below says why not more */
+	LOG_INFO(PROG ": can host %lu replicas: open files %lu (%lu kept for up to %lu "
+		 "connections, %u per replica), AIO events %lu of %lu in use system-wide "
+		 "(%u per replica)%s",
+		 n, fds, sockets + FDS_RESERVED, sockets, FDS_PER_REPLICA, aio_used, aio_max,
+		 AIO_PER_REPLICA,
+		 S.cfg.max_replicas != 0 ? "; --max-replicas overrides it" : "");
+	if (n < 16)
+		LOG_WARN(PROG ": the limits leave room for only %lu replicas: raise the open "
+			 "files hard limit (ulimit -Hn) or fs.aio-max-nr", n);
+	return S.cfg.max_replicas != 0 ? S.cfg.max_replicas : (unsigned)n;
+}
+
 /* ---- start --------------------------------------------------------------------------- */
 
 static int start(void)
@@ -839,6 +919,7 @@ static int start(void)
 	S.disk_on = true;
 
 	memset(&mo, 0, sizeof mo);
+	mo.max_replicas = host_limits();
 	mo.data_dir = S.cfg.data;
 	mo.store_env = S.env;
 	mo.address = address;

@@ -6,7 +6,9 @@
 #ifndef DOCRAFT_TESTS_CLUSTER_HARNESS_H
 #define DOCRAFT_TESTS_CLUSTER_HARNESS_H
 
-#define NT 3
+#ifndef NT
+#define NT 3 /* tservers; a test may define fewer before including this */
+#endif
 #define OUT_CAP (1u << 18)
 
 struct server {

@@ -162,3 +162,24 @@ uint64_t test_rand(uint64_t *state)
 	*state = x;
 	return x * UINT64_C(2685821657736338717);
 }
+
+long test_status_kib(int pid, const char *field)
+{
+	char path[64], line[256];
+	long kib = -1;
+	size_t n = strlen(field);
+	FILE *f;
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/status");
+	else
+		snprintf(path, sizeof path, "/proc/%d/status", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, field, n) == 0 && line[n] == ':') {
+			kib = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kib;
+}

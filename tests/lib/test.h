@@ -93,6 +93,10 @@ void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void test_tmpdir_make(char *path, const char *tag);
 void test_tmpdir_remove(const char *path);
 
+/* A "VmRSS" / "VmHWM" / ... field of /proc/<pid>/status in KiB (pid 0:
+ * this process), or -1 if it cannot be read. */
+long test_status_kib(int pid, const char *field);
+
 /* A deterministic PRNG (xorshift64*) for randomized tests; the seed is
  * printed so a failure can be replayed with TEST_SEED=... */
 uint64_t test_seed(void);

@@ -269,6 +269,9 @@ TEST(stub_forwards_every_method)
 	CHECK_OK(o->recover(o, &conf));
 	CHECK_OK(o->set_term(o, 3));
 	CHECK_OK(o->set_vote(o, 2));
+	memset(&m, 0, sizeof m);
+	m.server_id = 2;
+	m.server_address = "2";
 	CHECK_OK(o->send(o, NULL, &m, NULL));
 	CHECK_OK(o->truncate(o, 5));
 	CHECK_OK(o->snapshot_put(o, 0, NULL, NULL, NULL));
@@ -539,6 +542,17 @@ static void bogus_send_cb(struct raft_io_send *req, int status)
  * on a candidate that union holds the votes pointer and in_pre_vote (the
  * address 0x100, a segfault in raft_uv's strlen). rio refuses exactly that
  * send; a candidate's reply to a real sender passes. */
+/* An AppendEntries result addressed as 0.15's sendAppendEntriesResult does:
+ * to follower_state.current_leader, whatever the state. */
+static void result_to_leader(struct raft *r, struct raft_message *m)
+{
+	memset(m, 0, sizeof *m);
+	m->type = RAFT_IO_APPEND_ENTRIES_RESULT;
+	m->server_id = r->follower_state.current_leader.id;
+	m->server_address = r->follower_state.current_leader.address;
+	m->append_entries_result.term = r->current_term;
+}
+
 TEST(bogus_snapshot_result_refused)
 {
 	static struct rig g;
@@ -554,14 +568,39 @@ TEST(bogus_snapshot_result_refused)
 	CHECK(raft_fixture_step_until_state_is(&g.f, 0, RAFT_CANDIDATE, 5000));
 	r = g.cs[0].r;
 
-	memset(&m, 0, sizeof m);
-	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
-	m.server_id = r->follower_state.current_leader.id;
-	m.server_address = r->follower_state.current_leader.address;
-	m.append_entries_result.term = r->current_term;
+	result_to_leader(r, &m);
 	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
 
 	m.server_id = 2;
+	m.server_address = "2";
+	CHECK_OK(r->io->send(r->io, &req, &m, NULL));
+	raft_fixture_close(&g.f);
+}
+
+/* canonical/raft#351: a follower whose append completes after its term
+ * changed answers current_leader, {0, NULL} when it has not heard the new
+ * term's leader; raft_uv's send then did strlen(NULL). rio drops a message
+ * without a destination (RAFT_NOCONNECTION, no callback) and counts it. */
+TEST(send_without_destination_refused)
+{
+	static struct rig g;
+	struct raft_message m;
+	struct raft_io_send req;
+	struct raft *r;
+
+	rig_up(&g);
+	CHECK_OK(raft_fixture_start(&g.f));
+	r = g.cs[0].r;
+	CHECK_EQ_INT(raft_state(r), RAFT_FOLLOWER);
+	CHECK(r->follower_state.current_leader.address == NULL);
+
+	result_to_leader(r, &m);
+	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
+	CHECK_EQ_U64(g.rios[0].n_no_destination, 1);
+	m.server_id = 2; /* an id without an address */
+	CHECK_EQ_INT(r->io->send(r->io, &req, &m, bogus_send_cb), RAFT_NOCONNECTION);
+	CHECK_EQ_U64(g.rios[0].n_no_destination, 2);
+
 	m.server_address = "2";
 	CHECK_OK(r->io->send(r->io, &req, &m, NULL));
 	raft_fixture_close(&g.f);
@@ -1188,7 +1227,7 @@ TEST(uv_single_node_v3_fsm)
 
 TEST_MAIN(T(stub_forwards_every_method), T(stub_version_and_validation),
 	  T(early_barrier_ack_deferred), T(vote_quiet_delays_votes),
-	  T(bogus_snapshot_result_refused),
+	  T(bogus_snapshot_result_refused), T(send_without_destination_refused),
 	  T(fixture_cluster_applies_through_rio), T(guard_drops_own_term),
 	  T(guard_drops_non_members), T(guard_drops_second_leader), T(guard_drops_malformed),
 	  T(guard_membership_during_change), T(uv_single_node_v3_fsm))

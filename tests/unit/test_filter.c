@@ -836,23 +836,6 @@ TEST(budget_flushes_the_oldest_memtable)
 #define RSS_SLACK (24 * MIB)
 #define CHILD_ENV "DOCRAFT_TEST_FILTER_CHILD"
 
-static long status_kb(const char *field)
-{
-	char line[256];
-	long kb = -1;
-	size_t n = strlen(field);
-	FILE *f = fopen("/proc/self/status", "r");
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, field, n) == 0 && line[n] == ':') {
-			kb = strtol(line + n + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return kb;
-}
-
 /* The child's work: open RSS_STORES stores (shared env or private
  * defaults), write RSS_PER_STORE to each round-robin, read some back.
  * Prints "rss0 rss1 rss2 hwm memtables cache flushes" (kB, kB, kB, kB, bytes,
@@ -882,7 +865,7 @@ static int child_run(bool shared, const char *dir, int fd)
 	batch_init(&b);
 	arena_init(&a);
 	docwrite_init(&w, &sc, &b, NULL);
-	rss0 = status_kb("VmRSS");
+	rss0 = test_status_kib(0, "VmRSS");
 	store_options_default(&o);
 	if (shared) {
 		store_env_options_default(&eo);
@@ -898,7 +881,7 @@ static int child_run(bool shared, const char *dir, int fd)
 			goto fail;
 		idx[i] = 1;
 	}
-	rss1 = status_kb("VmRSS");
+	rss1 = test_status_kib(0, "VmRSS");
 	for (int round = 0; round < rounds; round++)
 		for (int i = 0; i < RSS_STORES; i++) {
 			for (int j = 0; j < RSS_BATCH; j++) {
@@ -940,8 +923,8 @@ static int child_run(bool shared, const char *dir, int fd)
 		}
 	if (env != NULL)
 		store_env_wait_idle(env);
-	rss2 = status_kb("VmRSS");
-	hwm = status_kb("VmHWM");
+	rss2 = test_status_kib(0, "VmRSS");
+	hwm = test_status_kib(0, "VmHWM");
 	if (env != NULL)
 		store_env_stats(env, &st);
 	dprintf(fd, "%ld %ld %ld %ld %zu %zu %" PRIu64 "\n", rss0, rss1, rss2, hwm,
