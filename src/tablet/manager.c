@@ -925,6 +925,17 @@ static void opener_cb(uv_idle_t *h)
 	job_free(job);
 }
 
+
+/* Replicas on m's list, whatever their state (creating, open, failed,
+ * closing). */
+static size_t count_replicas(const struct manager *m)
+{
+	size_t n = 0;
+	for (const struct replica *r = m->head; r != NULL; r = r->next)
+		n++;
+	return n;
+}
+
 /* Puts queued creates on the threadpool, MANAGER_CREATE_JOBS at most. */
 static void start_creates(struct manager *m)
 {
@@ -941,6 +952,7 @@ static void start_creates(struct manager *m)
 int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 		   manager_create_cb cb, void *arg, char *errmsg)
 {
+	size_t hosted;
 	struct replica *r;
 	struct mgr_job *job;
 	struct mgr_waiter *w;
@@ -981,12 +993,14 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 	}
 	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
 		return rv;
-	/* Capacity (issue 12): a small, self-contained check; see manager.h. */
-	if (m->o.max_replicas != 0 && m->n_open >= m->o.max_replicas)
+	/* Capacity (issue 12), see manager.h: every replica listed counts, the
+	 * ones still being created too (creates run in jobs, so a burst of
+	 * them arrives before any is open). */
+	if (m->o.max_replicas != 0 && (hosted = count_replicas(m)) >= m->o.max_replicas)
 		return err_set(errmsg, DOCRAFT_EUNAVAILABLE,
 			       "tablet %s: this server hosts %zu replicas, as many as its "
 			       "open-file and AIO limits allow (--max-replicas); place it elsewhere",
-			       req->tablet_id, m->n_open);
+			       req->tablet_id, hosted);
 
 	r = replica_new(m, req->tablet_id);
 	r->schema = s;
