@@ -752,14 +752,21 @@ static void reopen_work(uv_work_t *w)
 static void opener_cb(uv_idle_t *h);
 static void start_creates(struct manager *m);
 
-static void reopen_after(uv_work_t *w, int status)
+/* A create or reopen job back from the threadpool: its pool slot is free. */
+static struct mgr_job *slot_returned(uv_work_t *w)
 {
 	struct mgr_job *job = w->data;
+	job->r->m->pool_jobs--;
+	job->r->m->pool_creates--;
+	return job;
+}
+
+static void reopen_after(uv_work_t *w, int status)
+{
+	struct mgr_job *job = slot_returned(w);
 	struct replica *r = job->r;
 	struct manager *m = r->m;
 	(void)status; /* never cancelled */
-	m->pool_jobs--;
-	m->pool_creates--;
 	if (job->status == 0 && !r->remove_files && !m->closing) {
 		job->phase = JOB_READY;
 		uv_idle_start(&m->opener, opener_cb);
@@ -1022,12 +1029,10 @@ static void answer_creates(struct replica *r, int status)
 
 static void create_after(uv_work_t *w, int status)
 {
-	struct mgr_job *job = w->data;
+	struct mgr_job *job = slot_returned(w);
 	struct replica *r = job->r;
 	struct manager *m = r->m;
 	(void)status; /* never cancelled */
-	m->pool_jobs--;
-	m->pool_creates--;
 	if (job->status != 0) {
 		LOG_ERROR("tablet %s: create failed: %s", r->id, job->errmsg);
 		job_unlink(m, job);
