@@ -32,7 +32,21 @@
  * removes meta.pb then the directory. A job's replica stays on m->head
  * until the job's after-callback, so manager_close waits for every job
  * through maybe_closed. libuv's uv_queue_work only fails for a NULL work
- * callback, so its failure is a bug (PANIC), not a path. */
+ * callback, so its failure is a bug (PANIC), not a path.
+ *
+ * Reopen. A replica whose open failed with a sound meta.pb (at start:
+ * RocksDB could not write its MANIFEST on a full disk, an I/O error) stays
+ * FAILED and visible, with r->meta kept and r->reopen_at set: one manager
+ * timer (m->reopen) fires at the earliest reopen_at, and each due replica
+ * (its failed tablet, if any, closed; the disk above its reserve) gets a
+ * reopen job (job->reopen) on the same queue as creates, so it shares their
+ * pool slots and the one-per-turn opener: reopen_work runs tablet_prepare
+ * (no meta.pb write), reopen_after queues it for the opener, which opens
+ * raft on the loop (open_replica, as at start). A failed attempt schedules
+ * the next one with the backoff. The replica stays FAILED (and visible)
+ * until the opener succeeds; a delete or close meanwhile takes the job
+ * down like a create's: QUEUED or READY at once (a READY store is closed),
+ * POOL in reopen_after. */
 #include "tablet/manager.h"
 
 #include <dirent.h>
@@ -52,6 +66,7 @@
 #include "common/hlc.h"
 #include "common/log.h"
 #include "rpc/wire.h"
+#include "tablet/diskspace.h"
 #include "tablet/remote_copy.h"
 
 /* Largest meta.pb accepted (a schema of SCHEMA_MAX_COLUMNS columns is far
@@ -70,7 +85,8 @@ struct mgr_waiter {
 struct mgr_job {
 	uv_work_t work;
 	struct replica *r;
-	enum { JOB_QUEUED, JOB_POOL, JOB_READY } phase; /* creates */
+	enum { JOB_QUEUED, JOB_POOL, JOB_READY } phase; /* creates and reopens */
+	bool reopen;                 /* a reopen (design note), not a create */
 	Docraft__CreateTabletRequest *req; /* create: a copy of the request */
 	uint8_t *packed;             /* create: req packed, the meta.pb */
 	size_t len;
@@ -346,6 +362,8 @@ static void replica_unlink(struct replica *r)
 
 static void replica_free(struct replica *r)
 {
+	if (r->meta != NULL)
+		docraft__create_tablet_request__free_unpacked(r->meta, NULL);
 	if (r->has_schema)
 		schema_free(&r->schema);
 	free(r->dir);
@@ -429,10 +447,16 @@ static void defer_closed(uv_handle_t *h)
 	m->close_cb(m);
 }
 
-static void opener_closed(uv_handle_t *h)
+static void reopen_closed(uv_handle_t *h)
 {
 	struct manager *m = h->data;
 	uv_close((uv_handle_t *)&m->defer, defer_closed);
+}
+
+static void opener_closed(uv_handle_t *h)
+{
+	struct manager *m = h->data;
+	uv_close((uv_handle_t *)&m->reopen, reopen_closed);
 }
 
 /* A job's replica stays on m->head until its after-callback, so an empty
@@ -463,6 +487,18 @@ static void job_free(struct mgr_job *job)
 		docraft__create_tablet_request__free_unpacked(job->req, NULL);
 	free(job->packed);
 	free(job);
+}
+
+/* Queues job (QUEUED) after every other; start_creates runs it. */
+static void job_append(struct manager *m, struct mgr_job *job)
+{
+	job->phase = JOB_QUEUED;
+	job->r->job = job;
+	if (m->jobs_tail != NULL)
+		m->jobs_tail->next = job;
+	else
+		m->jobs_head = job;
+	m->jobs_tail = job;
 }
 
 static void job_unlink(struct manager *m, struct mgr_job *job)
@@ -662,6 +698,143 @@ static void move_aside(struct manager *m, const char *dir, const char *name)
 	free(orphans);
 }
 
+/* ---- reopen of a replica that failed to open (see the top) --------------------- */
+
+static void reopen_cb(uv_timer_t *h);
+
+/* Arms m->reopen for the earliest pending attempt. */
+static void arm_reopen(struct manager *m)
+{
+	uint64_t next = 0, now = uv_now(m->loop);
+	for (struct replica *r = m->head; r != NULL; r = r->next)
+		if (r->state == REPLICA_FAILED && r->reopen_at != 0 &&
+		    (next == 0 || r->reopen_at < next))
+			next = r->reopen_at;
+	if (next == 0)
+		uv_timer_stop(&m->reopen);
+	else
+		uv_timer_start(&m->reopen, reopen_cb, next > now ? next - now : 0, 0);
+}
+
+/* The next attempt of r (FAILED, r->meta set), after the backoff. */
+static void schedule_reopen(struct replica *r)
+{
+	uint64_t delay = TABLET_RECOVER_FIRST_MS;
+	for (unsigned i = 0; i < r->reopen_attempts && delay < TABLET_RECOVER_MAX_MS; i++)
+		delay *= 2;
+	if (delay > TABLET_RECOVER_MAX_MS)
+		delay = TABLET_RECOVER_MAX_MS;
+	r->reopen_attempts++;
+	r->reopen_at = uv_now(r->m->loop) + delay;
+	LOG_WARN("tablet %s: reopen attempt %u in %" PRIu64 " ms", r->id, r->reopen_attempts,
+		 delay);
+	arm_reopen(r->m);
+}
+
+/* An open or reopen of r (FAILED, r->meta set) failed: reported, retried. */
+static void reopen_failed(struct replica *r, const char *why)
+{
+	r->open_failures++;
+	snprintf(r->errmsg, sizeof r->errmsg, "cannot open the replica (retrying): %s", why);
+	LOG_ERROR("tablet %s: cannot open the replica: %s (retried with backoff)", r->id, why);
+	if (!r->m->closing)
+		schedule_reopen(r);
+}
+
+static void reopen_work(uv_work_t *w)
+{
+	struct mgr_job *job = w->data;
+	struct tablet_options o;
+	options_for(job->r->m, job->r, &o);
+	job->status = tablet_prepare(&o, &job->store, job->errmsg);
+}
+
+static void opener_cb(uv_idle_t *h);
+static void start_creates(struct manager *m);
+
+/* A create or reopen job back from the threadpool: its pool slot is free. */
+static struct mgr_job *slot_returned(uv_work_t *w)
+{
+	struct mgr_job *job = w->data;
+	job->r->m->pool_jobs--;
+	job->r->m->pool_creates--;
+	return job;
+}
+
+static void reopen_after(uv_work_t *w, int status)
+{
+	struct mgr_job *job = slot_returned(w);
+	struct replica *r = job->r;
+	struct manager *m = r->m;
+	(void)status; /* never cancelled */
+	if (job->status == 0 && !r->remove_files && !m->closing) {
+		job->phase = JOB_READY;
+		uv_idle_start(&m->opener, opener_cb);
+	} else {
+		job_unlink(m, job);
+		if (r->remove_files) { /* deleted meanwhile */
+			start_removal(r, job->store);
+		} else if (m->closing) {
+			store_close(job->store);
+			replica_unlink(r);
+			replica_free(r);
+		} else {
+			reopen_failed(r, job->errmsg);
+		}
+		job_free(job);
+	}
+	start_creates(m);
+	maybe_closed(m);
+}
+
+/* The opener's part of a reopen (job unlinked; the caller frees it). */
+static void reopen_open(struct manager *m, struct mgr_job *job)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct replica *r = job->r;
+	if (open_replica(m, r, r->meta, job->store, errmsg) != 0) {
+		if (r->t != NULL)
+			close_tablet(r); /* stays FAILED; the callback clears r->t */
+		reopen_failed(r, errmsg);
+		return;
+	}
+	r->state = REPLICA_OPEN;
+	r->reopens++;
+	r->errmsg[0] = '\0';
+	docraft__create_tablet_request__free_unpacked(r->meta, NULL);
+	r->meta = NULL;
+	LOG_WARN("tablet %s: replica reopened after %u attempt(s) (raft id %" PRIu64 ", table %s)",
+		 r->id, r->reopen_attempts, r->raft_id, r->schema.table);
+	r->reopen_attempts = 0;
+}
+
+static void reopen_cb(uv_timer_t *h)
+{
+	struct manager *m = h->data;
+	uint64_t now = uv_now(m->loop);
+	for (struct replica *r = m->head; r != NULL; r = r->next) {
+		if (r->state != REPLICA_FAILED || r->reopen_at == 0 || r->reopen_at > now)
+			continue;
+		r->reopen_at = 0;
+		if (r->t != NULL) { /* the failed attempt's tablet is still closing */
+			r->reopen_at = now + TABLET_RECOVER_FIRST_MS;
+		} else if (!diskspace_may_recover(m->o.disk)) {
+			LOG_WARN("tablet %s: reopen attempt %u postponed: the disk is below its "
+				 "free-space reserve", r->id, r->reopen_attempts);
+			schedule_reopen(r);
+		} else {
+			struct mgr_job *job = calloc(1, sizeof *job);
+			if (job == NULL)
+				PANIC("out of memory");
+			job->r = r;
+			job->reopen = true;
+			job_append(m, job);
+		}
+	}
+	start_creates(m);
+	arm_reopen(m);
+}
+
 /* Loads the replica in DIR/tablets/name at start. */
 static void load_replica(struct manager *m, const char *name)
 {
@@ -719,17 +892,21 @@ static void load_replica(struct manager *m, const char *name)
 	r->part_end = req->partition_end;
 	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
 	r->has_schema = true;
-	if (open_replica(m, r, req, NULL, r->errmsg) != 0) {
+	if (open_replica(m, r, req, NULL, errmsg) != 0) {
 		if (r->t != NULL)
 			close_tablet(r); /* stays FAILED; the callback clears r->t */
-		goto failed;
+		r->meta = req; /* sound: retried (design note) */
+		req = NULL;
+		reopen_failed(r, errmsg);
+		goto out;
 	}
 	r->state = REPLICA_OPEN;
 	LOG_INFO("tablet %s: replica reopened (raft id %" PRIu64 ", table %s)", r->id, r->raft_id,
 		 r->schema.table);
 	goto out;
 failed:
-	LOG_ERROR("tablet %s: cannot open the replica: %s", name, r->errmsg);
+	LOG_ERROR("tablet %s: cannot open the replica: %s (not retried: fix or delete it)", name,
+		  r->errmsg);
 out:
 	if (req != NULL)
 		docraft__create_tablet_request__free_unpacked(req, NULL);
@@ -790,6 +967,8 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 	m->defer.data = m;
 	uv_idle_init(loop, &m->opener);
 	m->opener.data = m;
+	uv_timer_init(loop, &m->reopen);
+	m->reopen.data = m;
 	if (n > 0)
 		qsort(names, n, sizeof *names, cmp_names);
 	for (size_t i = 0; i < n; i++) {
@@ -840,9 +1019,6 @@ static void create_work(uv_work_t *w)
 	job->status = rv;
 }
 
-static void start_creates(struct manager *m);
-static void opener_cb(uv_idle_t *h);
-
 /* Answers r's create waiters (and forgets them). */
 static void answer_creates(struct replica *r, int status)
 {
@@ -853,12 +1029,10 @@ static void answer_creates(struct replica *r, int status)
 
 static void create_after(uv_work_t *w, int status)
 {
-	struct mgr_job *job = w->data;
+	struct mgr_job *job = slot_returned(w);
 	struct replica *r = job->r;
 	struct manager *m = r->m;
 	(void)status; /* never cancelled */
-	m->pool_jobs--;
-	m->pool_creates--;
 	if (job->status != 0) {
 		LOG_ERROR("tablet %s: create failed: %s", r->id, job->errmsg);
 		job_unlink(m, job);
@@ -907,6 +1081,11 @@ static void opener_cb(uv_idle_t *h)
 	}
 	r = job->r;
 	job_unlink(m, job);
+	if (job->reopen) {
+		reopen_open(m, job);
+		job_free(job);
+		return;
+	}
 	rv = open_replica(m, r, job->req, job->store, errmsg);
 	if (rv != 0) {
 		LOG_ERROR("tablet %s: create failed: %s", r->id, errmsg);
@@ -945,7 +1124,8 @@ static void start_creates(struct manager *m)
 			continue;
 		job->phase = JOB_POOL;
 		m->pool_creates++;
-		queue_work(m, job, create_work, create_after);
+		queue_work(m, job, job->reopen ? reopen_work : create_work,
+			   job->reopen ? reopen_after : create_after);
 	}
 }
 
@@ -1016,7 +1196,6 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 	if (job == NULL)
 		PANIC("out of memory");
 	job->r = r;
-	job->phase = JOB_QUEUED;
 	job->len = protobuf_c_message_get_packed_size(&req->base);
 	job->packed = malloc(job->len ? job->len : 1);
 	if (job->packed == NULL)
@@ -1025,12 +1204,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 	job->req = docraft__create_tablet_request__unpack(NULL, job->len, job->packed);
 	if (job->req == NULL)
 		PANIC("out of memory"); /* it packed just now */
-	r->job = job;
-	if (m->jobs_tail != NULL)
-		m->jobs_tail->next = job;
-	else
-		m->jobs_head = job;
-	m->jobs_tail = job;
+	job_append(m, job);
 	start_creates(m);
 	return 0;
 }
@@ -1073,6 +1247,15 @@ int manager_delete(struct manager *m, const char *id, manager_delete_cb cb, void
 		return 0;
 	}
 	r->state = REPLICA_CLOSING;
+	if (r->job != NULL) { /* a FAILED replica's reopen (design note) */
+		struct mgr_job *job = r->job;
+		if (job->phase == JOB_POOL)
+			return 0; /* reopen_after removes it */
+		job_unlink(m, job);
+		start_removal(r, job->store);
+		job_free(job);
+		return 0;
+	}
 	if (r->t != NULL) {
 		/* A FAILED replica's tablet may already be closing: its
 		 * callback sees CLOSING and finishes the delete. */
@@ -1133,6 +1316,8 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->tablet_id = r->id;
 	out->table = r->has_schema ? r->schema.table : (char *)"";
 	out->raft_id = r->raft_id;
+	out->failures = r->open_failures;
+	out->recoveries = r->reopens;
 	if (r->state != REPLICA_OPEN || r->t == NULL) {
 		out->role = (char *)"failed";
 		out->error = r->errmsg;
@@ -1151,8 +1336,8 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->barrier_reads = st.barrier_reads;
 	out->lease_left_ms = st.lease_left_ms;
 	out->error = arena_dup(a, st.errmsg, strlen(st.errmsg) + 1);
-	out->failures = st.failures;
-	out->recoveries = st.recoveries;
+	out->failures += st.failures;
+	out->recoveries += st.recoveries;
 }
 
 size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport ***out)
@@ -1204,6 +1389,14 @@ void manager_close(struct manager *m, manager_close_cb cb)
 			close_tablet(r);
 			break;
 		case REPLICA_FAILED:
+			if (r->job != NULL) { /* a reopen (design note) */
+				struct mgr_job *job = r->job;
+				if (job->phase == JOB_POOL)
+					break; /* reopen_after frees it */
+				job_unlink(m, job);
+				store_close(job->store); /* READY: nothing written yet */
+				job_free(job);
+			}
 			if (r->t == NULL) {
 				replica_unlink(r);
 				replica_free(r);
@@ -1227,5 +1420,6 @@ void manager_close(struct manager *m, manager_close_cb cb)
 		}
 	}
 	uv_idle_stop(&m->opener);
+	uv_timer_stop(&m->reopen);
 	maybe_closed(m);
 }

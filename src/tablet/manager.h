@@ -22,9 +22,17 @@
  * full range [0, 65536) and a warning, since nothing on this server knows
  * better (the master still routes by its own catalog).
  *
- * A replica that cannot be opened (bad meta.pb, RocksDB refuses, ...) stays
- * listed as FAILED with the reason: it is reported, never served, and can
- * only be deleted. Its files are left alone.
+ * A replica that cannot be opened stays listed as FAILED with the reason:
+ * it is reported, never served, and its files are left alone. If its
+ * meta.pb is sound (decodes, names this tablet, valid schema) but the open
+ * failed (RocksDB or raft_uv refused: a full disk, an I/O error), it
+ * retries by itself with backoff (TABLET_RECOVER_FIRST_MS doubling to
+ * TABLET_RECOVER_MAX_MS, postponed while the disk is below its reserve,
+ * diskspace_may_recover), each attempt a "reopen" job like a create's
+ * (store on the threadpool, raft on the loop) without a meta.pb write; the
+ * report counts the failed attempts (failures) and a successful reopen
+ * (recoveries). A replica whose meta.pb is unreadable or wrong stays
+ * FAILED until it is deleted (retrying cannot help; the log says so).
  *
  * Nothing long on the loop thread (docs/reliability.md, "Loop lag"): a
  * create writes meta.pb and opens the new store on libuv's threadpool (at
@@ -102,6 +110,13 @@ struct replica {
 	bool remove_files;          /* CLOSING: delete the directory once closed;
 				       CREATING: deleted meanwhile */
 	bool tablet_closing;        /* tablet_close called */
+	/* FAILED with a sound meta.pb (see the top): the decoded meta.pb a
+	 * reopen uses, the next attempt (uv_now; 0: none pending) and the
+	 * counters the report adds. r->job is the reopen job while one runs. */
+	Docraft__CreateTabletRequest *meta;
+	uint64_t reopen_at;
+	unsigned reopen_attempts;
+	uint64_t open_failures, reopens;
 };
 
 struct manager_options {
@@ -148,9 +163,10 @@ struct manager {
 	uv_timer_t defer;            /* runs deferred callbacks */
 	struct mgr_waiter *deferred; /* callbacks to run from the loop */
 	uv_idle_t opener;            /* opens one created replica per loop turn */
+	uv_timer_t reopen;           /* the next reopen attempt of a FAILED replica */
 	struct mgr_job *jobs_head, *jobs_tail; /* creates in order: queued, on
 						  the pool, or ready to open */
-	unsigned pool_creates;       /* create jobs on the threadpool */
+	unsigned pool_creates;       /* create and reopen jobs on the threadpool */
 	unsigned pool_jobs;          /* every job on the threadpool */
 	bool closing;
 	manager_close_cb close_cb;
@@ -158,7 +174,8 @@ struct manager {
 
 /* Initializes m (caller memory, at a fixed address until the close
  * callback), creates DIR/tablets if needed and opens every replica found
- * there (one that fails is kept as FAILED and logged). Strings in o are
+ * there (one that fails is kept as FAILED and logged, and retries in the
+ * background when its meta.pb is sound, see the top). Strings in o are
  * copied; listener and copy are borrowed and must outlive the manager.
  * Returns 0, or DOCRAFT_EIO / DOCRAFT_ENOSPC / DOCRAFT_EINVAL with errmsg
  * when DIR/tablets cannot be created or listed (checked before any replica

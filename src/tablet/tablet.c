@@ -1700,8 +1700,8 @@ static void raft_restart_after_copy(struct tablet *t)
 
 /* ---- recovery of a FAILED replica (see the top) ---------------------------- */
 
-#define RECOVER_FIRST_MS 250u
-#define RECOVER_MAX_MS 8000u
+#define RECOVER_FIRST_MS TABLET_RECOVER_FIRST_MS
+#define RECOVER_MAX_MS TABLET_RECOVER_MAX_MS
 #define RECOVER_RESET_MS 60000u
 
 static void recovered(struct tablet *t, struct store_job *j)

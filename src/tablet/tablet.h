@@ -139,6 +139,12 @@ struct tablet_options {
  * pre-allocates up to two segments beside the open one, 24 MiB per replica. */
 #define TABLET_SEGMENT_BYTES (8u << 20)
 
+/* Backoff of a failed replica's recovery attempts: the first delay, doubled
+ * up to the last (tablet.c's recovery, manager.c's reopen of a replica that
+ * failed to open). */
+#define TABLET_RECOVER_FIRST_MS 250u
+#define TABLET_RECOVER_MAX_MS 8000u
+
 void tablet_options_default(struct tablet_options *o);
 
 /* The blocking half of tablet_open: creates o->dir and dir/raft, removes

@@ -18,6 +18,13 @@
  *      replica of every tablet has the same checksum; every acknowledged row
  *      reads back; every process is still up and stops cleanly.
  *
+ * reopen_after_full_start: tserver 1 is restarted on a full file system
+ * (its data copied onto a tmpfs mounted in this test's own mount namespace,
+ * unshare(2), so the tmpfs outlives tserver 1's processes): its replicas
+ * cannot be opened (RocksDB cannot write its new MANIFEST); once the
+ * ballast is removed they reopen by themselves (tablet manager's reopen),
+ * without another restart, and catch up.
+ *
  * Needs root (mount namespaces): otherwise the test is skipped. */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -47,7 +56,7 @@
 #define AFTER_FAILURE_ACKS 100 /* acknowledged writes wanted after a failure */
 #define RECOVER_MS 60000       /* bound of the recovery once space is back */
 
-static char small[400];   /* tserver 1's data directory (the tmpfs) */
+static char small[280];   /* tserver 1's data directory (the tmpfs) */
 static char via_proc[480]; /* the same seen from here: /proc/<pid>/root/... */
 static unsigned char acked[NROWS_MAX];
 
@@ -95,7 +104,7 @@ static int log_count(const char *path, const char *needle)
 /* Notes tserver 1's log lines about failures and recoveries. */
 static void note_failures(void)
 {
-	static const char *const words[] = {"failed", "recover", "steps down", "became leader",
+	static const char *const words[] = {"failed", "recover", "open", "steps down", "became leader",
 					    "lost leadership", "assert", "abort"};
 	char line[1024];
 	int n = 0;
@@ -398,10 +407,108 @@ TEST(reserve_refuses_writes)
 	memset(acked, 0, sizeof acked);
 }
 
+/* Polls until tserver 1's log has `want` lines with needle. */
+static void wait_log(const char *needle, int want, int timeout_ms)
+{
+	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
+	while (log_count(C.t[0].log, needle) < want) {
+		if (proc_now_ms() >= end)
+			note_failures();
+		CHECK_MSG(proc_now_ms() < end, "tserver 1's log: %d of %d '%s' in %d ms",
+			  log_count(C.t[0].log, needle), want, needle, timeout_ms);
+		sleep_ms(200);
+	}
+}
+
+TEST(reopen_after_full_start)
+{
+	struct server *s = &C.t[0];
+	char err[DOCRAFT_ERRMSG_SIZE], cmd[1024], path[600];
+	docraft_client_options o;
+	int k = 0, rv, st = 0;
+	uint64_t end;
+
+	C.tserver_args[0] = "--raft-segment-mb";
+	C.tserver_args[1] = "1";
+	C.tserver_args[2] = "--min-free-disk-mb";
+	C.tserver_args[3] = RESERVE_MB;
+	C.tserver_args[4] = NULL;
+	cluster_up("disk-reopen");
+	docraft_client_options_init(&o);
+	o.timeout_ms = 15000;
+	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
+	docraft_table_options to = {.num_tablets = 3, .replication_factor = 3};
+	CHECK_OK_MSG(docraft_table_create_cql(C.client,
+					      "CREATE TABLE disk (k int PRIMARY KEY, v text);", &to),
+		     docraft_errmsg());
+	struct tablet t[4];
+	tablets_with_leaders("disk", t, 4, 3, 20000);
+	for (; k < 50; k++) {
+		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());
+		acked[k] = 1;
+	}
+
+	/* tserver 1 stops; its data moves to a tmpfs that is then filled. */
+	proc_signal(&s->p, SIGTERM);
+	CHECK_MSG(proc_wait(&s->p, 15000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "tserver 1 did not stop cleanly (%d)", st);
+	s->up = false;
+	CHECK_MSG(unshare(CLONE_NEWNS) == 0, "unshare: %s", strerror(errno));
+	CHECK_MSG(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "mount: %s",
+		  strerror(errno));
+	snprintf(small, sizeof small, "%s/ts1-small", C.base);
+	CHECK(mkdir(small, 0755) == 0);
+	CHECK_MSG(mount("docraft-reopen", small, "tmpfs", 0, "size=" TMPFS_SIZE) == 0,
+		  "mount tmpfs: %s", strerror(errno));
+	snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s/'", s->dir, small);
+	CHECK_MSG(system(cmd) == 0, "%s failed", cmd);
+	snprintf(via_proc, sizeof via_proc, "%s", small);
+	snprintf(s->dir, sizeof s->dir, "%s", small);
+	size_t ballast = fill_disk(0);
+	test_note("ballast: %zu MiB; tserver 1's file system is full", ballast >> 20);
+	tserver_start(0);
+	wait_log("cannot open the replica", 3, 20000);
+	test_note("tserver 1 started on the full disk: %d failed opens so far",
+		  log_count(s->log, "cannot open the replica"));
+	CHECK_MSG(log_count(s->log, "replica reopened after") == 0, "reopened on a full disk?");
+	/* The other two go on acknowledging writes. */
+	for (int i = 0; i < 30; i++, k++) {
+		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());
+		acked[k] = 1;
+	}
+	check_all_up();
+
+	/* Space back: every replica reopens by itself and catches up. */
+	snprintf(path, sizeof path, "%s/ballast", small);
+	CHECK_MSG(unlink(path) == 0, "%s: %s", path, strerror(errno));
+	wait_log("replica reopened after", 3, RECOVER_MS);
+	for (end = proc_now_ms() + RECOVER_MS; (rv = CLI(20000, "checksum", "disk")) != 0;
+	     sleep_ms(500))
+		CHECK_MSG(proc_now_ms() < end, "checksums do not agree in %d ms:\n%s", RECOVER_MS,
+			  C.out);
+	note_failures();
+	for (int i = 0; i < 20; i++, k++) {
+		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());
+		acked[k] = 1;
+	}
+	for (int i = 0; i < k; i++)
+		if (acked[i])
+			check_row(i);
+	check_all_up();
+	proc_signal(&s->p, SIGTERM);
+	CHECK_MSG(proc_wait(&s->p, 15000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "tserver 1 did not stop cleanly (%d)", st);
+	s->up = false;
+	CHECK_MSG(umount(small) == 0, "umount %s: %s", small, strerror(errno));
+	cluster_down();
+	memset(acked, 0, sizeof acked);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {T(store_fills_first), T(log_fills_first),
-						   T(reserve_refuses_writes)};
+						   T(reserve_refuses_writes),
+						   T(reopen_after_full_start)};
 	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0) {
 		printf("1..0 # SKIP needs root and unshare(1) for a tmpfs in a mount namespace\n");
 		return 0;
