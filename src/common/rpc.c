@@ -365,6 +365,7 @@ struct rpc_sconn {
 	struct rpc_call *calls; /* handed to handlers, not answered */
 	uint32_t n_inflight;
 	uint64_t inflight_bytes; /* their request bytes (in srv->stats.inflight_bytes) */
+	uint64_t partial_bytes;  /* of the frame still arriving (in srv->stats.partial_bytes) */
 	uint64_t last_active;    /* loop time of the last byte received or call answered */
 	uint64_t paused_since;   /* loop time reading stopped for queued answers */
 	bool paused;             /* reading stopped: too many answers queued */
@@ -477,6 +478,8 @@ static void sconn_close(struct rpc_sconn *c)
 	c->n_inflight = 0;
 	c->srv->stats.inflight_bytes -= c->inflight_bytes;
 	c->inflight_bytes = 0;
+	c->srv->stats.partial_bytes -= c->partial_bytes;
+	c->partial_bytes = 0;
 	uv_close((uv_handle_t *)c->tcp, sconn_close_cb);
 }
 
@@ -776,6 +779,26 @@ static void sconn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = READ_BUF_SIZE;
 }
 
+/* Accounts the bytes of c's frame still arriving (the decoder holds them)
+ * and closes c when they would take the server past max_inflight_bytes. */
+static void count_partial(struct rpc_sconn *c)
+{
+	struct rpc_server *srv = c->srv;
+	uint64_t now = rpc_frame_decoder_pending(&c->dec);
+
+	srv->stats.partial_bytes = srv->stats.partial_bytes - c->partial_bytes + now;
+	c->partial_bytes = now;
+	if (now == 0 ||
+	    srv->stats.inflight_bytes + srv->stats.partial_bytes <= srv->opts.max_inflight_bytes)
+		return;
+	srv->stats.partial_closed++;
+	if ((srv->stats.partial_closed & (srv->stats.partial_closed - 1)) == 0)
+		LOG_WARN("rpc: closing %s: its frame in progress (%" PRIu64 " bytes) takes the "
+			 "server past %" PRIu64 " request bytes (%" PRIu64 " closed so far)",
+			 c->peer, now, srv->opts.max_inflight_bytes, srv->stats.partial_closed);
+	sconn_close(c);
+}
+
 static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct rpc_sconn *c = s->data;
@@ -814,6 +837,8 @@ static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		dispatch(c, &f);
 	}
+	if (!c->closing && !c->draining)
+		count_partial(c);
 }
 
 /* The listener's LISTENER_RPC handler: a new connection. */

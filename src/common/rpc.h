@@ -115,7 +115,11 @@ struct rpc_server_options {
 	/* Request bytes of the calls handed to handlers and not yet answered,
 	 * over every connection (>= max_frame; default
 	 * RPC_DEFAULT_MAX_INFLIGHT_BYTES); a request that would pass it is
-	 * answered SERVICE_BUSY without reaching a handler. */
+	 * answered SERVICE_BUSY without reaching a handler. Bytes of frames
+	 * still arriving (a header read, its payload not yet) count against
+	 * the same limit: a connection whose partial frame would pass it is
+	 * closed (partial_closed), so peers that start large frames and never
+	 * finish them cannot hold more memory than this between them. */
 	uint64_t max_inflight_bytes;
 };
 
@@ -138,6 +142,9 @@ struct rpc_server_stats {
 	uint64_t over_budget;    /* requests answered TOO_BIG by rpc_call_decode's budget */
 	uint32_t open;           /* connections open now */
 	uint64_t inflight_bytes; /* request bytes of calls not yet answered, now */
+	uint64_t partial_bytes;  /* bytes of frames still arriving, now */
+	uint64_t partial_closed; /* connections closed: their partial frame passed
+				    max_inflight_bytes (with inflight_bytes) */
 };
 
 struct rpc_server;

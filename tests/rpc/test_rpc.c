@@ -485,6 +485,11 @@ static bool raw_closed(void *p)
 	return ((struct raw *)p)->closed;
 }
 
+static bool raw_has_answer(void *p)
+{
+	return ((struct raw *)p)->in.len >= RPC_FRAME_HEADER_SIZE;
+}
+
 static void raw_write_cb(uv_write_t *w, int status)
 {
 	(void)status;
@@ -2018,10 +2023,72 @@ TEST(inflight_bytes)
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
+struct partial_at_least {
+	struct rpc_server *srv;
+	uint64_t bytes;
+};
+
+static bool partial_reached(void *p)
+{
+	struct partial_at_least *w = p;
+	struct rpc_server_stats ss;
+	rpc_server_get_stats(w->srv, &ss);
+	return ss.partial_bytes >= w->bytes;
+}
+
+/* Frames still arriving count against max_inflight_bytes: a connection
+ * whose partial frame would pass it is closed; the others are untouched. */
+TEST(partial_frames_bounded)
+{
+	uv_loop_t loop;
+	struct server s;
+	struct client c;
+	struct rpc_server_options so;
+	struct rpc_server_stats ss;
+	struct raw a, b;
+	uint8_t frame[RPC_FRAME_HEADER_SIZE + 3000];
+
+	start_loop(&loop);
+	server_start(&s, &loop, "127.0.0.1:0");
+	rpc_server_options_default(&so);
+	so.max_frame = 4096;
+	so.max_inflight_bytes = 4096;
+	CHECK_OK(rpc_server_configure(&s.srv, &so, NULL));
+	client_start(&c, &loop);
+	memset(frame, 'x', sizeof frame);
+	raw_header(frame, 18 + 3000, 1, 0, 1, M_ECHO, 0, 0);
+	/* a: 2000 of its 3000 payload bytes, and it stays open. */
+	raw_open(&loop, &a, s.address);
+	raw_write(&a, frame, RPC_FRAME_HEADER_SIZE + 2000);
+	{
+		struct partial_at_least w = {&s.srv, RPC_FRAME_HEADER_SIZE + 2000};
+		CHECK(run_until(&loop, partial_reached, &w, 5000));
+	}
+	/* b: 2500 more would make 4522 > 4096: b is closed, a is not. */
+	raw_open(&loop, &b, s.address);
+	raw_write(&b, frame, RPC_FRAME_HEADER_SIZE + 2500);
+	CHECK_MSG(run_until(&loop, raw_ended, &b, 5000), "b was not closed");
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.partial_closed, 1);
+	CHECK_EQ_U64(ss.partial_bytes, RPC_FRAME_HEADER_SIZE + 2000);
+	CHECK(!a.ended);
+	/* a finishes its frame: answered, nothing partial left. */
+	raw_write(&a, frame + RPC_FRAME_HEADER_SIZE + 2000, 1000);
+	CHECK(run_until(&loop, raw_has_answer, &a, 5000));
+	rpc_server_get_stats(&s.srv, &ss);
+	CHECK_EQ_U64(ss.partial_bytes, 0);
+	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 1), DOCRAFT_OK);
+	raw_close(&loop, &a);
+	raw_close(&loop, &b);
+	client_stop(&loop, &c);
+	server_stop(&s);
+	CHECK_EQ_INT(finish_loop(&loop), 0);
+}
+
 TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
 	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
 	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
 	  T(calls_from_callbacks), T(coalesced_writes), T(queued_from_prepare),
 	  T(queued_from_check), T(close_with_queued_frames), T(connection_caps),
 	  T(listener_pending_cap), T(idle_timeout), T(decode_budget), T(slow_reader),
-	  T(inflight_bytes))
+	  T(inflight_bytes), T(partial_frames_bounded))
