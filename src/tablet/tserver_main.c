@@ -157,7 +157,8 @@ static const struct flag {
 			      "the memtable holding the oldest write is flushed (default 256)"},
 	{"raft-log-memory-mb", "MB", "memory for the Raft logs of every tablet of the process, "
 				     "split among them (at least 256 KiB each): a tablet snapshots "
-				     "when its share fills; 0: entry counts only (default 256)"},
+				     "once half its share is applied; 0: entry counts only "
+				     "(default 256)"},
 	{"retry-record-ttl-s", "S", "how long a tablet remembers a write's request id, so a "
 				    "retry is applied once; the same on every tserver "
 				    "(default 660)"},
@@ -271,7 +272,7 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->memstore_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
 	} else if (strcmp(name, "raft-log-memory-mb") == 0) {
 		c->raft_log_memory_mb = strcmp(v, "0") == 0 ? 0
-					 : parse_uint(name, v, where, 1u << 20, "a size in MiB");
+					 : parse_uint(name, v, where, 1u << 20, "0 or a size in MiB");
 	} else if (strcmp(name, "retry-record-ttl-s") == 0) {
 		c->retry_ttl_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
 	} else if (strcmp(name, "history-retention-s") == 0) {
