@@ -11,13 +11,14 @@
 #   scripts/mem-replicas.sh [--build DIR] [--tablets N] [--keys K]
 #                           [--value-size V] [--block-cache-mb MB]
 #                           [--memstore-mb MB] [--segment-mb MB]
+#                           [--raft-log-mb MB]   (0: entry counts only)
 set -euo pipefail
-build=build tablets=100 keys=100000 vsize=1000 cache=64 memstore=64 segment=1
+build=build tablets=100 keys=100000 vsize=1000 cache=64 memstore=64 segment=1 raftlog=256
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2 ;; --tablets) tablets=$2 ;; --keys) keys=$2 ;;
 	--value-size) vsize=$2 ;; --block-cache-mb) cache=$2 ;; --memstore-mb) memstore=$2 ;;
-	--segment-mb) segment=$2 ;;
+	--segment-mb) segment=$2 ;; --raft-log-mb) raftlog=$2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -40,7 +41,7 @@ pids+=($!)
 for i in 1 2 3; do
 	"$build/src/tablet/docraft-tserver" --address "127.0.0.$i:$port" --data "$base/t$i" \
 		--masters "$master" --raft-segment-mb "$segment" --block-cache-mb "$cache" \
-		--memstore-mb "$memstore" >"$base/t$i.out" 2>"$base/t$i.log" &
+		--memstore-mb "$memstore" --raft-log-memory-mb "$raftlog" >"$base/t$i.out" 2>"$base/t$i.log" &
 	pids+=($!)
 done
 for _ in $(seq 1 100); do
@@ -60,7 +61,7 @@ start=$(date +%s)
 	--keys "$keys" --value-size "$vsize" --clients 8 --tablets "$tablets" --rf 3 | tail -2
 echo "after loading $keys keys of $vsize bytes into $tablets tablets x 3 replicas ($(( $(date +%s) - start )) s):"
 rss
-for i in 1 2 3; do echo "t$i: $(grep -c 'became leader' "$base/t$i.log") leaderships, $(du -sm "$base/t$i" | cut -f1) MiB on disk"; done
+for i in 1 2 3; do echo "t$i: $(grep -c 'became leader' "$base/t$i.log") leaderships, $(du -sm "$base/t$i" | cut -f1) MiB on disk, $(grep -c 'installed a checkpoint copy' "$base/t$i.log" || true) checkpoint copies"; done
 grep -ho 'can host [0-9]* replicas' "$base"/t*.log | sort | uniq -c
 for i in 1 2 3; do
 	start=$(date +%s)

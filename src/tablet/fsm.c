@@ -96,6 +96,8 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	int rv;
 
 	*result = NULL;
+	f->log_bytes += buf->len;
+	f->log_entries++;
 	/* A failed state machine must never let raft move on: on a leader that
 	 * would acknowledge writes that were not stored. While waiting for a
 	 * copy a follower may skip (raft re-applies after its restart), a
@@ -218,6 +220,8 @@ static int snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *
 	*n = 1;
 	f->snapshot_busy = true;
 	f->snapshot_pending = idx;
+	f->log_bytes = 0;
+	f->log_entries = 0;
 	FLOG(LOG_LVL_DEBUG, f, "snapshot at index %" PRIu64, idx);
 	return 0;
 }

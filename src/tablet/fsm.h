@@ -58,6 +58,10 @@ struct tablet_fsm {
 	struct retry_table retry;
 	struct retry_changes changes;
 	bool snapshot_busy;
+	uint64_t log_bytes;      /* bytes of the entries applied (or skipped) since the
+				    last snapshot started: what raft holds beyond its
+				    trailing entries (tablet.c, "Raft log memory") */
+	uint64_t log_entries;    /* ... and their number */
 	uint64_t snapshot_pending; /* store index of the snapshot being taken */
 	uint64_t snapshot_index;   /* ... of the last one raft finished with */
 	uint64_t copy_min_index; /* != 0: waiting for a checkpoint copy */

@@ -348,6 +348,7 @@ static struct replica *replica_new(struct manager *m, const char *id)
 	r->m = m;
 	r->next = m->head;
 	m->head = r;
+	m->log_budget.replicas++;
 	return r;
 }
 
@@ -356,8 +357,10 @@ static void replica_unlink(struct replica *r)
 	struct replica **pp = &r->m->head;
 	while (*pp != NULL && *pp != r)
 		pp = &(*pp)->next;
-	if (*pp == r)
+	if (*pp == r) {
 		*pp = r->next;
+		r->m->log_budget.replicas--;
+	}
 }
 
 static void replica_free(struct replica *r)
@@ -607,6 +610,7 @@ static void options_for(struct manager *m, struct replica *r, struct tablet_opti
 	if (m->o.segment_bytes != 0)
 		o->segment_bytes = m->o.segment_bytes;
 	o->disk = m->o.disk;
+	o->log_budget = &m->log_budget;
 	if (m->o.max_clock_skew_ms != 0)
 		o->max_clock_skew_us = (uint64_t)m->o.max_clock_skew_ms * 1000;
 	if (m->o.lease_ms == MANAGER_LEASE_OFF)
@@ -939,6 +943,8 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 	m->tablets_dir = path_join(o->data_dir, "tablets");
 	m->o.data_dir = m->data_dir;
 	m->o.address = m->address;
+	m->log_budget.total_bytes = o->raft_log_memory_bytes;
+	m->log_budget.floor_bytes = TABLET_LOG_FLOOR_BYTES;
 	if (mkdir(m->tablets_dir, 0755) != 0 && errno != EEXIST) {
 		rv = err_set(errmsg, errno_code(errno), "mkdir %s: %s", m->tablets_dir,
 			     strerror(errno));

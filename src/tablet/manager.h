@@ -143,6 +143,10 @@ struct manager_options {
 	 * tserver_main.c): a create past it answers DOCRAFT_EUNAVAILABLE, a
 	 * retryable error, instead of failing half-way on EMFILE. 0: no cap. */
 	size_t max_replicas;
+	/* Raft log memory of all replicas together, split among those hosted
+	 * (struct tablet_log_budget, at least TABLET_LOG_FLOOR_BYTES each);
+	 * 0: no byte bound, entry counts only. */
+	uint64_t raft_log_memory_bytes;
 };
 
 #define MANAGER_LEASE_OFF UINT32_MAX
@@ -158,6 +162,7 @@ struct manager {
 	uv_loop_t *loop;
 	char *data_dir, *tablets_dir, *address;
 	struct manager_options o;
+	struct tablet_log_budget log_budget; /* replicas: those on head */
 	struct replica *head;
 	size_t n_open;               /* replicas whose tablet is not closed yet */
 	uv_timer_t defer;            /* runs deferred callbacks */

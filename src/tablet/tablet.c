@@ -57,7 +57,28 @@
  * after-callback on the loop. tablet_close waits for a running job (its
  * after-callback finishes the close), and the close itself ends with a job
  * that closes the store, for a deletion as at shutdown: the manager waits
- * for the close callback either way. */
+ * for the close callback either way.
+ *
+ * Raft log memory (issue 12, memory bounds). C-Raft 0.15 keeps every entry
+ * since its last snapshot in memory, plus `trailing` entries before it, and
+ * counts both in entries: 4096 + 8192 entries per replica whatever their
+ * size, outside the store's memory budget. Each replica has a share S of
+ * the process's --raft-log-memory-mb (struct tablet_log_budget, split among
+ * the replicas hosted, at least TABLET_LOG_FLOOR_BYTES): the fsm counts the
+ * bytes it applies (leader and followers alike: proposed entries not yet
+ * applied are bounded by max_inflight); once they reach S/2 the poll
+ * requests a snapshot (the snapshot_requested path, a barrier on a leader)
+ * and sets raft's trailing count to S/2 over the average entry size of that
+ * span, between LOG_TRAILING_MIN and snapshot_trailing. Raft then holds at
+ * most ~S/2 applied + ~S/2 trailing bytes. The cost is one RocksDB flush
+ * per snapshot (snapshot_async: the marker snapshot may only cut the log
+ * below what is in SST files), i.e. an SST of about S/2 per snapshot per
+ * replica, and fewer trailing entries for a lagging follower: past them it
+ * needs a checkpoint copy. With few replicas the entry counts bind first
+ * (256 MiB over 3 replicas: 42 MiB before a byte snapshot), so copies stay
+ * as rare as before; the share is split, not per replica, because only the
+ * sum matters for the process and a replica's share grows when others go.
+ * Entries larger than S/2/LOG_TRAILING_MIN can exceed the share. */
 #include "tablet/tablet.h"
 
 #include <errno.h>
@@ -179,6 +200,9 @@ struct tablet {
 };
 
 /* ---- helpers ------------------------------------------------------------- */
+
+/* Fewest trailing entries a byte bound leaves a lagging follower. */
+#define LOG_TRAILING_MIN 4u
 
 static char *xstrdup(const char *s)
 {
@@ -1177,6 +1201,40 @@ static void start_copy(struct tablet *t)
 	start_close(t);
 }
 
+/* This replica's share of the Raft log memory, 0: none (the top). */
+static uint64_t log_share(const struct tablet *t)
+{
+	const struct tablet_log_budget *b = t->o.log_budget;
+	uint64_t share;
+	if (b == NULL)
+		return t->o.log_memory_bytes;
+	if (b->total_bytes == 0)
+		return 0;
+	share = b->total_bytes / (b->replicas > 0 ? b->replicas : 1);
+	return share > b->floor_bytes ? share : b->floor_bytes;
+}
+
+/* Requests a snapshot once the entries applied since the last one hold half
+ * of the replica's share, and bounds the trailing entries by bytes. */
+static void log_memory_check(struct tablet *t)
+{
+	uint64_t share = log_share(t), avg, trailing;
+	if (share == 0 || t->snapshot_requested || t->fsm.snapshot_busy ||
+	    t->fsm.log_bytes < share / 2)
+		return;
+	avg = t->fsm.log_bytes / (t->fsm.log_entries > 0 ? t->fsm.log_entries : 1);
+	trailing = share / 2 / (avg > 0 ? avg : 1);
+	if (trailing > t->o.snapshot_trailing)
+		trailing = t->o.snapshot_trailing;
+	if (trailing < LOG_TRAILING_MIN)
+		trailing = LOG_TRAILING_MIN;
+	raft_set_snapshot_trailing(&t->raft, (unsigned)trailing);
+	t->st.byte_snapshots++;
+	TLOG(LOG_LVL_DEBUG, t, "%" PRIu64 " entry bytes since the last snapshot (share %" PRIu64
+	     "): snapshot, %" PRIu64 " trailing entries", t->fsm.log_bytes, share, trailing);
+	t->snapshot_requested = true;
+}
+
 static void poll_cb(uv_prepare_t *h)
 {
 	struct tablet *t = h->data;
@@ -1246,6 +1304,7 @@ static void poll_cb(uv_prepare_t *h)
 	} else if (t->role != TABLET_LEADER_NOT_READY) {
 		fail_queued(t, DOCRAFT_ENOTLEADER);
 	}
+	log_memory_check(t);
 	if (t->snapshot_requested) {
 		/* Raft snapshots after an apply pass once last_applied is
 		 * threshold entries past the last snapshot: a threshold of 1
@@ -1488,6 +1547,7 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 	st->replayed = t->fsm.replayed;
 	st->skipped = t->fsm.skipped;
 	st->snapshot_index = t->fsm.snapshot_index;
+	st->log_bytes = t->fsm.log_bytes;
 	st->role = t->role;
 	st->term = term_of(t);
 	st->leader_id = tablet_leader(t, &a);

@@ -98,6 +98,23 @@ struct diskspace;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
+/* The bytes C-Raft 0.15 may keep in memory for the Raft logs of a process's
+ * replicas (it never reads its log back from disk: every entry since the
+ * last snapshot, plus the trailing ones, stays in memory). Each replica's
+ * share is max(floor_bytes, total_bytes / replicas), read at every check,
+ * so it follows the count as replicas come and go (tablet.c, "Raft log
+ * memory"). Owned by whoever hosts the replicas (the manager); read and
+ * written on the loop thread only. */
+struct tablet_log_budget {
+	uint64_t total_bytes;
+	uint64_t floor_bytes;
+	unsigned replicas;
+};
+
+/* The smallest share of a replica (a budget split among more replicas than
+ * total / floor gives each the floor: the total is then exceeded). */
+#define TABLET_LOG_FLOOR_BYTES (256u << 10)
+
 struct tablet_options {
 	const char *id;           /* tablet id, 1..64 printable characters */
 	const char *dir;          /* data directory (created): dir/raft, dir/db */
@@ -108,7 +125,12 @@ struct tablet_options {
 	unsigned heartbeat_ms;         /* default 100 */
 	unsigned election_ms;          /* default 1000 */
 	unsigned snapshot_threshold;   /* entries; default 4096 */
-	unsigned snapshot_trailing;    /* entries; default 8192 */
+	unsigned snapshot_trailing;    /* entries; default 8192 (at most: see below) */
+	const struct tablet_log_budget *log_budget; /* this replica's share of the Raft
+					* log memory; borrowed, must outlive the tablet;
+					* NULL: log_memory_bytes */
+	uint64_t log_memory_bytes;     /* without log_budget: the share itself; 0 (default):
+					* no byte bound, entry counts only */
 	uint64_t max_clock_skew_us;    /* default 500 ms */
 	unsigned lease_ms;             /* leader lease; TABLET_LEASE_AUTO (default):
 					* election_ms * 7 / 10; 0: off (every read
@@ -279,6 +301,9 @@ struct tablet_status {
 	uint64_t writes;          /* client writes it put in those entries */
 	uint64_t copies;          /* checkpoint copies installed */
 	uint64_t snapshot_index;  /* store index of the last Raft snapshot taken */
+	uint64_t log_bytes;       /* entry bytes applied since the last snapshot */
+	uint64_t byte_snapshots;  /* snapshots requested because log_bytes reached half
+				   * of the replica's Raft log memory share */
 	uint64_t first_index;     /* first entry Raft still holds (after the last snapshot's
 				   * truncation); a replica behind it needs a snapshot */
 	uint64_t lease_reads;     /* reads this replica answered under its lease */

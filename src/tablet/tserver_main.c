@@ -71,6 +71,7 @@ struct config {
 	int log_level;              /* -1: not given */
 	unsigned block_cache_mb;    /* 0: store_env default */
 	unsigned memstore_mb;       /* 0: store_env default */
+	unsigned raft_log_memory_mb; /* 0: no byte bound on Raft's in-memory logs */
 	unsigned min_free_disk_mb;  /* diskspace.h reserve; 0: off */
 	unsigned max_replicas;      /* 0: what the process limits allow (host_limits) */
 	struct rpc_server_options rpc; /* connection and request limits (rpc.h) */
@@ -154,6 +155,10 @@ static const struct flag {
 				 "index and filter blocks included (default 256)"},
 	{"memstore-mb", "MB", "memtable budget over every tablet of the process: past it, "
 			      "the memtable holding the oldest write is flushed (default 256)"},
+	{"raft-log-memory-mb", "MB", "memory for the Raft logs of every tablet of the process, "
+				     "split among them (at least 256 KiB each): a tablet snapshots "
+				     "once half its share is applied; 0: entry counts only "
+				     "(default 256)"},
 	{"retry-record-ttl-s", "S", "how long a tablet remembers a write's request id, so a "
 				    "retry is applied once; the same on every tserver "
 				    "(default 660)"},
@@ -265,6 +270,9 @@ static void set_option(const char *name, const char *v, const char *where)
 		c->block_cache_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
 	} else if (strcmp(name, "memstore-mb") == 0) {
 		c->memstore_mb = parse_uint(name, v, where, 1u << 20, "a size in MiB");
+	} else if (strcmp(name, "raft-log-memory-mb") == 0) {
+		c->raft_log_memory_mb = strcmp(v, "0") == 0 ? 0
+					 : parse_uint(name, v, where, 1u << 20, "0 or a size in MiB");
 	} else if (strcmp(name, "retry-record-ttl-s") == 0) {
 		c->retry_ttl_s = parse_uint(name, v, where, 30 * 86400, "a number of seconds");
 	} else if (strcmp(name, "history-retention-s") == 0) {
@@ -359,6 +367,7 @@ static void parse_args(int argc, char **argv)
 	S.cfg.log_level = -1;
 	S.cfg.lease_ms = -1;
 	S.cfg.fill_segments = true;
+	S.cfg.raft_log_memory_mb = 256;
 	S.cfg.min_free_disk_mb = DISKSPACE_DEFAULT_RESERVE_MB;
 	rpc_server_options_default(&S.cfg.rpc);
 	/* First --help and --config, then the file, then the flags over it. */
@@ -932,6 +941,7 @@ static int start(void)
 	mo.segment_bytes = (size_t)S.cfg.segment_mb << 20;
 	mo.retry_ttl_s = S.cfg.retry_ttl_s;
 	mo.history_retention_s = S.cfg.history_retention_s;
+	mo.raft_log_memory_bytes = (uint64_t)S.cfg.raft_log_memory_mb << 20;
 	mo.disk = &S.disk;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = S.cfg.lease_ms < 0 ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF

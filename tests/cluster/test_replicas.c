@@ -6,10 +6,10 @@
  *                  all on the one tserver, loaded with `docraft bench`
  *                  (NKEYS writes of VSIZE bytes, 0 errors); the tserver
  *                  stays up, and its peak RSS (VmHWM) stays under a bound
- *                  derived from the budget flags: block cache + memtable
- *                  budget + a fixed part + a per-replica part + the bytes
- *                  written, which raft 0.15 holds in memory (see
- *                  rss_bound_kib). Then SIGTERM: the tserver stops cleanly
+ *                  derived from the budget flags only: block cache +
+ *                  memtable budget + Raft log memory + a fixed part + a
+ *                  per-replica part, not the bytes written (~2.5 times
+ *                  the Raft log part; see rss_bound_kib). Then SIGTERM: the tserver stops cleanly
  *                  (exit 0) — with 300 busy replicas, raft_uv used to be
  *                  freed under a segment writer still closing (SIGSEGV,
  *                  tablet.c raft_closed).
@@ -22,7 +22,9 @@
  *
  * A resource bound, not a timing one: every wait is bounded and only fails
  * the test when the condition never comes. MASTER, TSERVER and DOCRAFT name
- * the executables (meson sets them); REPLICAS_TABLETS overrides NTAB. */
+ * the executables (meson sets them); REPLICAS_TABLETS overrides NTAB;
+ * RAFTLOG0=1 starts the tserver with --raft-log-memory-mb 0 (no byte bound:
+ * the test then fails, VmHWM ~378 MiB for a bound of 278). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "docraft/docraft.h"
+#include "tablet/tablet.h"
 #include "proc.h"
 #include "test.h"
 
@@ -41,26 +44,29 @@
 #include "harness.h"
 
 #define NTAB 300
-#define NKEYS "15000"
-#define VSIZE "4000" /* 60 MB written: more than the memtable budget */
-#define WRITTEN_KIB (15000ul * 4000 / 1024)
+#define NKEYS "12000"
+#define VSIZE "16000" /* 192 MB written: ~2.5 times the bound's Raft log part */
 #define CACHE_MB 32
 #define MEMSTORE_MB 32
+#define RAFT_LOG_MB 16
 
-/* The bound: what the flags give RocksDB (block cache, memtables), plus
+/* The bound, from the flags and the replica count only, whatever the bytes
+ * written: what the flags give RocksDB (block cache, memtables), plus
  * 64 MiB for the process itself (libuv, protobuf, RPC buffers, RocksDB's
  * table readers and arenas), 256 KiB per replica (raft and tablet state,
- * RocksDB's per-DB structures; ~150 KiB measured idle), and the bytes
- * written: C-Raft 0.15 keeps every entry since its last snapshot (taken
- * every 4096 entries, 8192 trailing ones kept) in memory, and this load
- * writes 50 entries per tablet, so all of it stays there — outside the
- * store budget (docs/benchmarks.md). Measured: VmHWM ~220 MiB for a bound
- * of ~260 MiB. Private RocksDB memory per store would add its own
- * memtables and cache per replica. */
+ * RocksDB's per-DB structures; ~150 KiB measured idle), and Raft's
+ * in-memory logs: --raft-log-memory-mb split among the replicas, each
+ * share at least TABLET_LOG_FLOOR_BYTES (here the floor binds: 300 x 256
+ * KiB). Before the byte bound (tablet.c, "Raft log memory") C-Raft 0.15
+ * kept every entry since the last snapshot (4096 entries, 8192 trailing)
+ * and this load, 40 entries per tablet, stayed in memory: VmHWM grew with
+ * the bytes written (docs/benchmarks.md). */
 static unsigned long rss_bound_kib(int replicas)
 {
+	unsigned long raft = (unsigned long)RAFT_LOG_MB * 1024,
+		      floor = (unsigned long)replicas * (TABLET_LOG_FLOOR_BYTES >> 10);
 	return ((unsigned long)CACHE_MB + MEMSTORE_MB + 64) * 1024 +
-	       (unsigned long)replicas * 256 + WRITTEN_KIB;
+	       (unsigned long)replicas * 256 + (raft > floor ? raft : floor);
 }
 
 static bool alive(struct server *s)
@@ -107,18 +113,21 @@ static int ntab(void)
 
 TEST(many_replicas)
 {
-	char tablets[16], cache[16], memstore[16];
+	char tablets[16], cache[16], memstore[16], raftlog[16];
 	int n = ntab(), rv, st;
 	snprintf(tablets, sizeof tablets, "%d", n);
 	snprintf(cache, sizeof cache, "%d", CACHE_MB);
 	snprintf(memstore, sizeof memstore, "%d", MEMSTORE_MB);
+	snprintf(raftlog, sizeof raftlog, "%d", getenv("RAFTLOG0") ? 0 : RAFT_LOG_MB);
 	C.tserver_args[0] = "--block-cache-mb";
 	C.tserver_args[1] = cache;
 	C.tserver_args[2] = "--memstore-mb";
 	C.tserver_args[3] = memstore;
 	C.tserver_args[4] = "--raft-segment-mb";
 	C.tserver_args[5] = "1";
-	C.tserver_args[6] = NULL;
+	C.tserver_args[6] = "--raft-log-memory-mb";
+	C.tserver_args[7] = raftlog;
+	C.tserver_args[8] = NULL;
 	cluster_up("replicas");
 	uint64_t t0 = proc_now_ms();
 	CHECK_MSG(log_has(C.t[0].log, "can host ", NULL),
@@ -135,8 +144,8 @@ TEST(many_replicas)
 
 	long hwm = test_status_kib(C.t[0].p.pid, "VmHWM");
 	long rss = test_status_kib(C.t[0].p.pid, "VmRSS");
-	test_note("%d replicas, budget %d + %d MiB: VmRSS %ld MiB, VmHWM %ld MiB, bound %lu MiB",
-		  n, CACHE_MB, MEMSTORE_MB, rss >> 10, hwm >> 10, rss_bound_kib(n) >> 10);
+	test_note("%d replicas, budget %d + %d + %d MiB: VmRSS %ld MiB, VmHWM %ld MiB, bound %lu MiB",
+		  n, CACHE_MB, MEMSTORE_MB, RAFT_LOG_MB, rss >> 10, hwm >> 10, rss_bound_kib(n) >> 10);
 	CHECK_MSG(hwm > 0, "no VmHWM for pid %d", (int)C.t[0].p.pid);
 	CHECK_MSG((unsigned long)hwm <= rss_bound_kib(n), "VmHWM %ld KiB over the bound %lu KiB", hwm,
 		  rss_bound_kib(n));

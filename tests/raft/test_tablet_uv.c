@@ -56,6 +56,8 @@ static const struct schema *store_schema;
 static unsigned election_ms = 500;
 /* Raft log segment size of the replicas node_open opens. */
 static size_t segment_bytes = 256u << 10;
+/* Raft log memory share of the replicas node_open opens (0: none). */
+static uint64_t log_memory_bytes;
 
 /* Bytes of node i's raft log files named open-* (raft_uv pre-allocates each
  * to the segment size), or 0 with none. */
@@ -95,6 +97,7 @@ static void node_open(int i, bool bootstrap)
 	o.snapshot_threshold = 64;
 	o.snapshot_trailing = 32;
 	o.segment_bytes = segment_bytes;
+	o.log_memory_bytes = log_memory_bytes;
 	o.store.schema = store_schema;
 	CHECK_OK_MSG(tablet_open(&C.loop, &o, &C.n[i].t, C.errmsg), C.errmsg);
 	for (int j = 0; j < N; j++) {
@@ -226,9 +229,10 @@ static void write_cb(struct tablet_write *req, int status, uint64_t ht)
 	w->done = true;
 }
 
-static void w_init(struct w *w, uint8_t client, uint64_t seq, const char *key, const char *val)
+/* A write of key = val (vlen bytes) from client with seq. */
+static void w_init_len(struct w *w, uint8_t client, uint64_t seq, const char *key,
+		       const char *val, size_t vlen)
 {
-	char k[64];
 	memset(w, 0, sizeof *w);
 	batch_init(&w->b);
 	/* A minimal DocKey: one string range component. */
@@ -236,8 +240,7 @@ static void w_init(struct w *w, uint8_t client, uint64_t seq, const char *key, c
 	struct pv comp = pv_str(key);
 	struct dockey d = {false, 0, 0, 1, NULL, &comp};
 	dockey_append(&dk, &d);
-	snprintf(k, sizeof k, "%s", val);
-	batch_put(&w->b, dk.data, dk.len, k, strlen(k));
+	batch_put(&w->b, dk.data, dk.len, val, vlen);
 	buf_free(&dk);
 	memset(w->req.client_id, client, sizeof w->req.client_id);
 	w->req.seq = seq;
@@ -246,6 +249,11 @@ static void w_init(struct w *w, uint8_t client, uint64_t seq, const char *key, c
 	w->req.batch_len = w->b.data.len;
 	w->req.cb = write_cb;
 	w->req.data = w;
+}
+
+static void w_init(struct w *w, uint8_t client, uint64_t seq, const char *key, const char *val)
+{
+	w_init_len(w, client, seq, key, val, strlen(val));
 }
 
 static bool all_done(void *arg)
@@ -1135,6 +1143,91 @@ TEST(conditional_writes)
 	schema_free(&cas_schema);
 }
 
+/* Raft's in-memory log bounded by bytes (tablet.c, "Raft log memory"):
+ * with a share of 64 KiB per replica, 40 writes of 4000 bytes applied one
+ * entry at a time are fewer entries than the snapshot threshold (64) but
+ * 160 KB: every replica snapshots by bytes (each 32 KiB applied) and keeps
+ * ~8 trailing entries instead of the 32 the entry count allows, so raft
+ * holds ~16 entries, not all 40 (without the byte bound: no snapshot). */
+#define NBIG 40
+#define BIG_BYTES 4000
+
+static bool applied_ge(void *arg)
+{
+	uint64_t want = *(uint64_t *)arg;
+	for (int i = 0; i < N; i++) {
+		struct tablet_status st;
+		tablet_get_status(C.n[i].t, &st);
+		if (st.applied_index < want)
+			return false;
+	}
+	return true;
+}
+
+/* Entries replica i's raft holds in memory. */
+static uint64_t held_entries(int i)
+{
+	struct tablet_status st;
+	tablet_get_status(C.n[i].t, &st);
+	return st.last_index - st.first_index + 1;
+}
+
+/* Whether every replica's raft holds at most its 64 KiB share, with slack:
+ * an entry past each half before the poll sees it, the snapshot's barrier,
+ * rounding of the trailing count. */
+static bool logs_within_share(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < N; i++)
+		if (held_entries(i) * BIG_BYTES > (64u << 10) + 5 * BIG_BYTES)
+			return false;
+	return true;
+}
+
+TEST(snapshot_by_bytes)
+{
+	static struct w ws[NBIG];
+	static char val[BIG_BYTES];
+	log_memory_bytes = 64u << 10;
+	memset(val, 'x', sizeof val);
+	cluster_up("tablet-uv-bytes");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	for (int i = 0; i < NBIG; i++) {
+		char k[16];
+		struct w *one[2] = {&ws[i], NULL};
+		snprintf(k, sizeof k, "big%03d", i);
+		w_init_len(&ws[i], 6, (uint64_t)i + 1, k, val, sizeof val);
+		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
+		CHECK(run_until(all_done, one, 10000));
+		CHECK_EQ_INT(ws[i].status, 0);
+	}
+	struct tablet_status st;
+	tablet_get_status(C.n[l].t, &st);
+	uint64_t last = st.last_index;
+	CHECK(run_until(applied_ge, &last, 10000));
+	/* A snapshot truncates the log once its flush and marker are written
+	 * (threadpool): wait for those still in flight, bounded. */
+	bool within = run_until(logs_within_share, NULL, 10000);
+	for (int i = 0; i < N; i++) {
+		tablet_get_status(C.n[i].t, &st);
+		test_note("replica %d: last %" PRIu64 ", first held %" PRIu64 ", %" PRIu64
+			  " byte snapshots, %" PRIu64 " bytes since the last", i + 1, st.last_index,
+			  st.first_index, st.byte_snapshots, st.log_bytes);
+		CHECK_MSG(st.last_index < 64 + 8, "the entry threshold may have applied");
+		CHECK_MSG(st.byte_snapshots > 0 && st.snapshot_index > 0,
+			  "replica %d took no snapshot by bytes", i + 1);
+		CHECK_EQ_U64(checksum(i), checksum(l));
+	}
+	CHECK_MSG(within, "a replica holds more than its 64 KiB share (entries of %d bytes)",
+		  BIG_BYTES);
+	for (int i = 0; i < NBIG; i++)
+		batch_free(&ws[i].b);
+	log_memory_bytes = 0;
+	cluster_down();
+}
+
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
 	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica),
-	  T(conditional_writes), T(lease_reads), T(segments_are_written))
+	  T(conditional_writes), T(lease_reads), T(segments_are_written),
+	  T(snapshot_by_bytes))
