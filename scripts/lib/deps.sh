@@ -23,12 +23,31 @@ docraft_ensure_packages() {
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# docraft_build DIR [meson options...]: configure DIR once, then build it.
-docraft_build() {
+# docraft_configure DIR [meson options...]: configure DIR once.
+docraft_configure() {
 	local dir=$1
 	shift
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "$@" >/dev/null
 	fi
-	ninja -C "$dir" >/dev/null
+}
+
+# docraft_build DIR [meson options...]: configure DIR once, then build it.
+docraft_build() {
+	docraft_configure "$@"
+	ninja -C "$1" >/dev/null
+}
+
+# docraft_suite_targets DIR SUITE...: the ninja targets of the test programs
+# of those suites (DIR must be configured).
+docraft_suite_targets() {
+	local dir=$1
+	shift
+	meson introspect "$dir" --tests | python3 -c '
+import json, os, sys
+d, suites = sys.argv[1], ["docraft:" + s for s in sys.argv[2:]]
+for t in json.load(sys.stdin):
+    if any(s in suites for s in t["suite"]):
+        print(os.path.relpath(t["cmd"][0], os.path.abspath(d)))
+' "$dir" "$@" | sort -u
 }

@@ -53,7 +53,7 @@
 
 #define NTAB 4
 #include "kv.h" /* needs NTAB */
-#define ROUNDS 100
+#define ROUNDS 30
 #define FAST 0 /* the tserver under the shim */
 #define LIST_SKEW_MS 60000
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Default-suite failover test (suite 'jepsen'): tests/jepsen/run.sh for
-# ~150 s against the meson build's binaries — 1 master, 3 tservers, RF 3,
+# ~100 s against the meson build's binaries — 1 master, 3 tservers, RF 3,
 # no network namespaces — with the nemeses kill, kill-leader, pause,
 # restart-all, hostile (docraft-attack, tests/hostile/attack.c) and skew
 # when the clock-skew shim is built. Passes only when
@@ -8,7 +8,7 @@
 # checksums agree after healing. Prints TAP.
 #
 # Environment (set by tests/jepsen/meson.build): DOCRAFT_BUILD (the build
-# dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 150) and
+# dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 100) and
 # FAILOVER_CLIENTS (default 6) shorten or widen a run by hand.
 #
 # The run's directory (history, nemesis log, report.md, node logs) is
@@ -19,7 +19,7 @@ set -uo pipefail
 REPO=${DOCRAFT_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export DOCRAFT_BUILD=${DOCRAFT_BUILD:-$REPO/build}
 export DOCRAFT_LOCAL=${DOCRAFT_LOCAL:-$REPO/deploy/docraft-local}
-TIME=${FAILOVER_TIME:-150}
+TIME=${FAILOVER_TIME:-100}
 CLIENTS=${FAILOVER_CLIENTS:-6}
 
 echo "1..5"
