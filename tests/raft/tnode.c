@@ -444,6 +444,10 @@ static void cmd_get(struct tab *tab, char **a, int n)
 		reply("E tablet %s is closed", tab->id);
 		return;
 	}
+	if (tablet_store(tab->t) == NULL) {
+		reply("E tablet %s has no store now (a copy or a reopen is running)", tab->id);
+		return;
+	}
 	if (lookup(tablet_store(tab->t), a[1], UINT64_MAX, &val)) {
 		escape(&esc, val.data, val.len);
 		reply("G %s", (const char *)esc.data);
@@ -465,7 +469,8 @@ static void cmd_status(struct tab *tab)
 		return;
 	}
 	tablet_get_status(tab->t, &st);
-	store_applied(tablet_store(tab->t), &store_idx, NULL);
+	if (tablet_store(tab->t) != NULL) /* NULL while a store job runs (copy, reopen) */
+		store_applied(tablet_store(tab->t), &store_idx, NULL);
 	if (st.role == TABLET_FAILED && st.errmsg[0] != '\0') {
 		snprintf(err, sizeof err, " err=%s", st.errmsg);
 		one_word(err + 1);
@@ -484,6 +489,10 @@ static void cmd_checksum(struct tab *tab)
 	uint64_t sum, pairs;
 	if (tab->closed) {
 		reply("E tablet %s is closed", tab->id);
+		return;
+	}
+	if (tablet_store(tab->t) == NULL) {
+		reply("E tablet %s has no store now (a copy or a reopen is running)", tab->id);
 		return;
 	}
 	if (checksum(tablet_store(tab->t), &sum, &pairs, errmsg) != 0) {
@@ -524,6 +533,11 @@ static void cmd_admin(struct tab *tab, char **a, int n)
 		return;
 	}
 	if (strcmp(a[0], "flush") == 0 && n == 1) {
+		if (tablet_store(tab->t) == NULL) {
+			reply("E tablet %s has no store now (a copy or a reopen is running)",
+			      tab->id);
+			return;
+		}
 		rv = store_flush(tablet_store(tab->t), errmsg);
 		if (rv == 0)
 			reply("A ok");
