@@ -30,7 +30,7 @@
  *   flags_and_config        --help, a missing flag, a config file
  *   memtable_budget_and_delete_off_the_loop  a write load over a 4 MiB
  *                           memtable budget and deletes of replicas with
- *                           large memtables keep loop turns < 400 ms; every
+ *                           large memtables keep loop turns < 1 s; every
  *                           acknowledged write reads back
  *
  * Each server's stderr goes to <tmp>/nK.log, or to $TSERVER_LOG_DIR/<case>-nK.log
@@ -66,6 +66,12 @@
 #include "rpc/wire.h"
 #include "test.h"
 
+/* The longest loop turn a case allows (the tserver's loop-lag probe). The
+ * probe also counts time the process was not scheduled at all (a loaded
+ * 2-core machine: 600 ms seen with nothing long on the loop), so the bound
+ * leaves room for that; creates on the loop took 2.5 s before they became
+ * threadpool jobs. */
+#define LOOP_BUSY_MAX_MS 1000
 #define NN 3
 #define RAFT_HEARTBEAT_MS 100
 #define CALL_MS 5000
@@ -1409,9 +1415,9 @@ static int log_lines(int k)
 #define MANY 48
 
 /* CREATE_TABLET of 48 replicas at once (a CREATE TABLE's share of one
- * tserver) must not hold the loop thread near the election timeout: the
- * longest turn the tserver's loop-lag probe logs stays below 400 ms (it was
- * 2.5 s when creates opened RocksDB and raft on the loop). Meanwhile: a
+ * tserver) must not hold the loop thread for long: the longest turn the
+ * tserver's loop-lag probe logs stays below 1 s (it was 2.5 s when creates
+ * opened RocksDB and raft on the loop; ~50 ms now on a quiet machine). Meanwhile: a
  * request for a replica still being created is UNAVAILABLE (retryable); a
  * second create of it gets the first's outcome; a delete of a queued create
  * cancels it (the create answers TABLET_NOT_FOUND, nothing stays on disk);
@@ -1481,7 +1487,7 @@ TEST(creates_off_the_loop_and_races)
 	busy = max_loop_busy_ms(0, from);
 	test_note("longest loop turn logged during %d creates: %u ms (0: none >= 100 ms)", MANY,
 	     busy);
-	CHECK_MSG(busy < 400, "the loop thread was busy for %u ms", busy);
+	CHECK_MSG(busy < LOOP_BUSY_MAX_MS, "the loop thread was busy for %u ms", busy);
 
 	/* Deletes of all of them, at once: files removed off the loop. */
 	for (int i = 0; i < MANY; i++) {
@@ -1573,12 +1579,12 @@ static unsigned max_loop_busy_all(const int *from)
 }
 
 /* A write load of ~38 MiB against a 4 MiB memtable budget (--memstore-mb
- * 4: forced flushes all along) keeps every node's loop turns below 400 ms
+ * 4: forced flushes all along) keeps every node's loop turns below 1 s
  * (flushes run on the store environment's flusher thread, writes past 3/2
  * of the budget are refused with EBUSY and retried) and every acknowledged
  * write reads back. Then, on nodes with the default budget (memtables of
  * 32 MiB), the same load and a DELETE_TABLET of the replica on every node:
- * the stores close off the loop, again below 400 ms. */
+ * the stores close off the loop, again below 1 s. */
 TEST(memtable_budget_and_delete_off_the_loop)
 {
 	static uint8_t client[16] = "test-tserver-003";
@@ -1607,7 +1613,7 @@ TEST(memtable_budget_and_delete_off_the_loop)
 	test_note("--memstore-mb 4, %d writes of %d KiB: longest loop turn %u ms (0: none >= "
 		  "100 ms), %u EBUSY answers retried",
 		  LOAD_WRITES, LOAD_VALUE >> 10, busy, ebusy);
-	CHECK_MSG(busy < 400, "the loop thread was busy for %u ms", busy);
+	CHECK_MSG(busy < LOOP_BUSY_MAX_MS, "the loop thread was busy for %u ms", busy);
 	cluster_down();
 
 	/* Default budget: large memtables, then deletes. */
@@ -1624,7 +1630,7 @@ TEST(memtable_budget_and_delete_off_the_loop)
 	busy = max_loop_busy_all(from);
 	test_note("delete of a replica holding ~%d MiB of memtables: longest loop turn %u ms",
 		  (LOAD_WRITES * (LOAD_VALUE >> 10)) >> 10, busy);
-	CHECK_MSG(busy < 400, "the loop thread was busy for %u ms", busy);
+	CHECK_MSG(busy < LOOP_BUSY_MAX_MS, "the loop thread was busy for %u ms", busy);
 	res_free(&r);
 	cluster_down();
 }
@@ -1679,7 +1685,15 @@ TEST(heartbeats_to_a_fake_master)
 	master_instruct(&M[1], &ins);
 	master_wait_report(&M[1], "hb-0-00000001", true, 10000);
 	snprintf(path, sizeof path, "%s/tablets/hb-0-00000001", C.n[0].dir);
-	CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s still exists", path);
+	{
+		/* The files go on the threadpool after the replica left the reports. */
+		uint64_t end = proc_now_ms() + 10000;
+		while (stat(path, &st) == 0) {
+			CHECK_MSG(proc_now_ms() < end, "%s still exists", path);
+			usleep(50000);
+		}
+		CHECK_EQ_INT(errno, ENOENT);
+	}
 
 	/* Leadership moves back to the first master: its hint is followed. */
 	M[0].hint = NULL;
