@@ -1131,6 +1131,19 @@ static void raw_close(uv_loop_t *loop, struct raw *c)
 	CHECK(run_until(loop, is_true, &c->closed, 5000));
 }
 
+/* The end of a raw-peer case: t1 unregistered, the source store closed, the
+ * node and loop finished, c freed, dir removed. */
+static void raw_case_end(uv_loop_t *loop, struct node *n, struct source *src, struct raw *c,
+			 const char *dir)
+{
+	copy_server_unregister(&n->cs, "t1");
+	store_close(src->s);
+	node_close(loop, n);
+	CHECK_OK(finish_loop(loop));
+	free(c);
+	test_tmpdir_remove(dir);
+}
+
 static void raw_case(bool mid_stream)
 {
 	char dir[256], errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -1160,12 +1173,7 @@ static void raw_case(bool mid_stream)
 	CHECK_EQ_U64(st.failed, 1);
 	CHECK_EQ_U64(st.completed, 0);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
-	copy_server_unregister(&n.cs, "t1");
-	store_close(src.s);
-	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
-	free(c);
-	test_tmpdir_remove(dir);
+	raw_case_end(&loop, &n, &src, c, dir);
 }
 
 TEST(client_hangs_up_during_checkpoint)
@@ -1239,12 +1247,7 @@ TEST(copy_slots_kept_for_members)
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_INT(st.active_others, 0);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
-	copy_server_unregister(&n.cs, "t1");
-	store_close(src.s);
-	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
-	free(c);
-	test_tmpdir_remove(dir);
+	raw_case_end(&loop, &n, &src, c, dir);
 }
 
 /* A destination that stops reading: the source's write stalls once the
@@ -1275,12 +1278,7 @@ TEST(source_times_out_stalled_destination)
 	CHECK(st.bytes_sent < 12 * MIB);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
 	raw_close(&loop, c);
-	copy_server_unregister(&n.cs, "t1");
-	store_close(src.s);
-	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
-	free(c);
-	test_tmpdir_remove(dir);
+	raw_case_end(&loop, &n, &src, c, dir);
 }
 
 static void cancel_case(bool mid_stream)
