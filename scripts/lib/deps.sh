@@ -38,16 +38,26 @@ docraft_build() {
 	ninja -C "$1" >/dev/null
 }
 
-# docraft_suite_targets DIR SUITE...: the ninja targets of the test programs
-# of those suites (DIR must be configured).
+# docraft_suite_targets DIR SUITE...: the ninja targets the tests of those
+# suites run: their programs and what they depend on (e.g. a tool a test
+# runs). DIR must be configured.
 docraft_suite_targets() {
 	local dir=$1
 	shift
-	meson introspect "$dir" --tests | python3 -c '
-import json, os, sys
+	python3 - "$dir" "$@" <<'PY'
+import json, os, subprocess, sys
 d, suites = sys.argv[1], ["docraft:" + s for s in sys.argv[2:]]
-for t in json.load(sys.stdin):
-    if any(s in suites for s in t["suite"]):
-        print(os.path.relpath(t["cmd"][0], os.path.abspath(d)))
-' "$dir" "$@" | sort -u
+intro = lambda what: json.loads(subprocess.run(["meson", "introspect", d, what],
+                                               check=True, capture_output=True).stdout)
+files = {t["id"]: t["filename"] for t in intro("--targets")}
+root = os.path.abspath(d)
+out = set()
+for t in intro("--tests"):
+    if not any(s in suites for s in t["suite"]):
+        continue
+    for dep in t.get("depends", []):
+        for f in files.get(dep, []):
+            out.add(os.path.relpath(f, root))
+print("\n".join(sorted(out)))
+PY
 }

@@ -35,6 +35,8 @@ static struct {
 	/* Extra flags of every tserver_start (NULL-terminated; set before
 	 * cluster_up). */
 	const char *tserver_args[9];
+	/* Extra flags of master_start, the same way. */
+	const char *master_args[5];
 } C;
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -180,8 +182,10 @@ static inline int count_substr(const char *s, const char *needle)
 static inline void master_start(void)
 {
 	char line[512], want[128];
-	char *argv[] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
-			"--tserver-timeout-ms", "3000", NULL};
+	char *argv[12] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
+			  "--tserver-timeout-ms", "3000", NULL};
+	for (int i = 0, n = 7; C.master_args[i] != NULL && n < 11; i++)
+		argv[n++] = (char *)C.master_args[i];
 	CHECK_MSG(proc_spawn(&C.m.p, argv, C.m.log) == 0, "spawn master: %s", strerror(errno));
 	C.m.up = true;
 	int rv = proc_read_line(&C.m.p, line, sizeof line, 15000);

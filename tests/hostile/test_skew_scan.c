@@ -79,6 +79,11 @@ static void skewed_cluster_up(const char *tag, int ms)
 	const char *so = getenv("DOCRAFT_SKEW_SO");
 	int st;
 	CHECK_MSG(so != NULL && access(so, R_OK) == 0, "DOCRAFT_SKEW_SO not set or missing");
+	/* The cases place leaders themselves: the master's leader balancing
+	 * would move them back (it moved the fast leader away mid-case). */
+	C.master_args[0] = "--leader-balance";
+	C.master_args[1] = "off";
+	C.master_args[2] = NULL;
 	cluster_up(tag);
 	snprintf(skew_file, sizeof skew_file, "%s/skew_ms", C.base);
 	write_skew(ms);
