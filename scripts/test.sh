@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib/deps.sh
 
 docraft_ensure_packages libclang-rt-14-dev clang
+# No arrow points up (docs/style.md "Layers"): fails before anything builds.
+scripts/check-layers.sh
 werror=false
 [ "${CI:-}" = "true" ] && werror=true
 

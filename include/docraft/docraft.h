@@ -417,7 +417,7 @@ typedef struct docraft_printer {
 
 /* Runs the CQL statements of text (docraft shell's subset: CREATE/DROP
  * TABLE, INSERT, UPDATE, DELETE, SELECT ... [AS OF <hybrid time>]; the
- * grammar is in src/tools/cql/parser.c, the mapping to operations in
+ * grammar is in src/cql/parser.c, the mapping to operations in
  * src/client/cql.c) in order and prints SELECT results as cqlsh does. The
  * whole text is parsed first (a syntax error runs nothing); execution stops
  * at the first failing statement. Errors are printed to p->err, pointing

@@ -49,7 +49,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 
 static void *xcalloc(size_t n, size_t size)
 {

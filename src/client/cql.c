@@ -3,7 +3,7 @@
  *
  * Design note.
  *
- * The text is parsed whole first (tools/cql/parser.h): a syntax error runs
+ * The text is parsed whole first (cql/parser.h): a syntax error runs
  * nothing. Each statement then runs in order and the first failure stops
  * the rest. Statements become public API calls, so the shell exercises
  * exactly what programs use:
@@ -41,8 +41,8 @@
 #include "client/internal.h"
 #include "common/check.h"
 #include "common/err.h"
-#include "tools/cql/bind.h"
-#include "tools/cql/parser.h"
+#include "cql/bind.h"
+#include "cql/parser.h"
 
 #define SELECT_PAGE 1000
 

@@ -17,7 +17,7 @@
 #include "client/metacache.h"
 #include "common/arena.h"
 #include "common/buf.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"

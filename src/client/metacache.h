@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "client/ctimer.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"

@@ -673,7 +673,7 @@ int docraft_get(docraft_client *c, const char *table, const docraft_value *key, 
 
 /* ---- scan ----
  *
- * Read restart (YugabyteDB's; the tablet side is in tablet/service.c): a
+ * Read restart (YugabyteDB's; the tablet side is in tserver/service.c): a
  * scan of the whole table reads every tablet at the time the first
  * tablet's leader chose. Another tablet's leader, with a clock ahead of
  * that one, may hold a write acknowledged before the scan started at a

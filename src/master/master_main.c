@@ -22,7 +22,7 @@
 #include <uv.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "master/service.h"
 
 #define MAX_LINE 4096

@@ -55,7 +55,7 @@ struct master_options {
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
 	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
 	/* Connection and request limits of the RPC server, max_connections
-	 * also the port's accept-stage cap (common/rpc.h); NULL: defaults. */
+	 * also the port's accept-stage cap (rpc/rpc.h); NULL: defaults. */
 	const struct rpc_server_options *rpc;
 	/* Called once if the catalog tablet fails (TABLET_FAILED): the master
 	 * cannot serve any more; the owner should close it and exit non-zero.

@@ -30,7 +30,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 
 struct conn;
 
@@ -49,6 +49,7 @@ struct tp {
 	struct conn *conns; /* connect requests not completed yet */
 	listener_peer_check_cb check; /* given to the listener on listen */
 	void *check_arg;
+	raft_uv_accept_cb accept_cb; /* raft_uv's, set by listen */
 };
 
 struct conn {
@@ -269,13 +270,22 @@ static int tp_init(struct raft_uv_transport *t, raft_id id, const char *address)
 	return 0;
 }
 
+/* The listener's accept callback for this tablet: hands the stream to raft_uv. */
+static void on_accept(void *owner, uint64_t id, const char *address, uv_stream_t *stream)
+{
+	struct raft_uv_transport *t = owner;
+	struct tp *tp = t->impl;
+	tp->accept_cb(t, id, address, stream);
+}
+
 static int tp_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	struct tp *tp = t->impl;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	PRE(!tp->closing && !tp->registered);
-	if (listener_register(tp->l, tp->tablet_id, t, cb, errmsg) != 0) {
+	tp->accept_cb = cb;
+	if (listener_register(tp->l, tp->tablet_id, t, on_accept, errmsg) != 0) {
 		snprintf(t->errmsg, sizeof t->errmsg, "%s", errmsg);
 		return RAFT_BUSY;
 	}
@@ -321,6 +331,8 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
 	size_t n;
 
 	PRE(t != NULL && l != NULL);
+	/* raft_uv frees the streams it owns with raft_free. */
+	listener_set_stream_allocator(raft_malloc, raft_free);
 	n = tablet_id != NULL ? strnlen(tablet_id, LISTENER_TABLET_ID_MAX + 1) : 0;
 	if (n == 0 || n > LISTENER_TABLET_ID_MAX)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id of %zu bytes (1..%d)", n,

@@ -92,7 +92,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "docdb/store.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 
 #define NAME_MAX_LEN COPY_NAME_MAX
 #define MSG_MAX COPY_MSG_MAX
@@ -413,7 +413,7 @@ static void xjob_start(struct copy_xfer *x, void (*fn)(struct copy_xfer *),
 static void xfer_tcp_close_cb(uv_handle_t *h)
 {
 	struct copy_xfer *x = h->data;
-	raft_free(h); /* listener.h: streams are raft_malloc'd */
+	listener_stream_free(h);
 	x->tcp = NULL;
 	x->tcp_closed = true;
 	xfer_maybe_release(x);

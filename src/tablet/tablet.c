@@ -100,7 +100,7 @@
 #include "common/log.h"
 #include "docdb/condition.h"
 #include "docdb/store_env.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raft/rio.h"
 #include "raft/segfill.h"
 #include "raft/transport.h"

@@ -29,7 +29,7 @@
 #include "common/log.h"
 #include "docdb/batch.h"
 #include "docdb/key.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "tablet/tablet.h"
 
 #define NODES 3

@@ -37,7 +37,7 @@
 #include <uv.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft/docraft.h"
 #include "proc.h"
 #include "rpc.pb-c.h"

@@ -44,11 +44,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
 #include "proc.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 

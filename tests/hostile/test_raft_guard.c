@@ -38,7 +38,7 @@
 #include <raft.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft/docraft.h"
 #include "proc.h"
 #include "raftwire.h"

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/key.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"

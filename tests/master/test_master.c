@@ -50,9 +50,9 @@
 
 #include "../raft/proc.h"
 #include "common/buf.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft.pb-c.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 

@@ -39,7 +39,7 @@
 #include "docdb/key.h"
 #include "docdb/pv.h"
 #include "docdb/store.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "tablet/remote_copy.h"
 #include "test.h"
 

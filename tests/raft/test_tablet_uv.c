@@ -25,7 +25,7 @@
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
 #include "docdb/reader.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raft/segfill.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"

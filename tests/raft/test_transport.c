@@ -25,7 +25,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raft/transport.h"
 #include "test.h"
 
@@ -305,13 +305,21 @@ static void sink_handler(void *arg, uv_stream_t *s, const char *tablet_id)
 	sink_take(k, s);
 }
 
-static void fake_accept_cb(struct raft_uv_transport *t, raft_id id, const char *address,
+static void fake_accept_cb(void *owner, uint64_t id, const char *address,
 			   struct uv_stream_s *s)
 {
+	struct raft_uv_transport *t = owner;
 	struct sink *k = t->data;
 	k->raft_id = id;
 	snprintf(k->address, sizeof k->address, "%s", address);
 	sink_take(k, s);
+}
+
+/* The same as raft_uv's accept callback (what t.listen takes). */
+static void fake_raft_accept_cb(struct raft_uv_transport *t, raft_id id, const char *address,
+				struct uv_stream_s *s)
+{
+	fake_accept_cb(t, id, address, s);
 }
 
 static bool sink_called(void *p)
@@ -844,7 +852,7 @@ TEST(transport_connects_refuses_and_cancels)
 
 	/* Listening on a tablet already registered on its server fails. */
 	CHECK_OK(listener_register(l2, "tx", &other, fake_accept_cb, errmsg));
-	CHECK_EQ_INT(t.listen(&t, fake_accept_cb), RAFT_BUSY);
+	CHECK_EQ_INT(t.listen(&t, fake_raft_accept_cb), RAFT_BUSY);
 	listener_unregister(l2, "tx", &other);
 
 	/* Nobody listens there: the callback reports NOCONNECTION. */
@@ -865,7 +873,7 @@ TEST(transport_connects_refuses_and_cancels)
 
 	/* Close in the middle of a connect: CANCELED, before the close callback,
 	 * and the close itself is asynchronous. */
-	CHECK_OK(t.listen(&t, fake_accept_cb));
+	CHECK_OK(t.listen(&t, fake_raft_accept_cb));
 	CHECK_EQ_INT(listener_n_registered(l2), 1);
 	memset(&r, 0, sizeof r);
 	CHECK_OK(t.connect(&t, &req, 7, listener_address(l), conn_cb));

@@ -70,7 +70,7 @@
 #include "docdb/batch.h"
 #include "docdb/key.h"
 #include "docdb/store.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "tablet/tablet.h"
 #include "tablet/remote_copy.h"
 

@@ -1,4 +1,4 @@
-/* RPC server and client (src/common/rpc.c) on real loopback sockets
+/* RPC server and client (src/rpc/rpc.c) on real loopback sockets
  * (127.0.0.1 and 127.0.0.2), one uv loop per case.
  *
  * Round trips, 1000 calls in flight on one connection answered in reverse
@@ -20,9 +20,9 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "common/rpc.h"
-#include "common/rpc_frame.h"
-#include "raft/listener.h"
+#include "rpc/rpc.h"
+#include "net/rpc_frame.h"
+#include "net/listener.h"
 #include "docraft.pb-c.h"
 #include "rpc.pb-c.h"
 #include "test.h"

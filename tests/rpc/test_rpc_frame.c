@@ -1,4 +1,4 @@
-/* RPC frames (src/common/rpc_frame.c): byte-exact header, round trips,
+/* RPC frames (src/net/rpc_frame.c): byte-exact header, round trips,
  * every truncation, arbitrary chunking, every header error, and random
  * garbage that must never crash or over-allocate. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/buf.h"
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 #include "test.h"
 
 /* ---- helpers ---- */

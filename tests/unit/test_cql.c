@@ -1,4 +1,4 @@
-/* The CQL library of `docraft shell` (src/tools/cql): every statement of
+/* The CQL library of `docraft shell` (src/cql): every statement of
  * the seeds parses unchanged with the expected tree, the grammar's other
  * forms, located errors and their caret display, binding literals to
  * column types, CREATE TABLE to schemas, statement checks against a
@@ -12,8 +12,8 @@
 #include "common/buf.h"
 #include "common/hlc.h"
 #include "test.h"
-#include "tools/cql/bind.h"
-#include "tools/cql/parser.h"
+#include "cql/bind.h"
+#include "cql/parser.h"
 
 /* Every CQL statement of /work/shared/seeds, verbatim but for the `T1: `
  * labels and the HTML `<code>` in front of one statement (neither is CQL;

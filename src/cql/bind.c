@@ -1,6 +1,6 @@
 /* Binding: CQL literals to DocDB primitive values, statements checked
  * against a schema, CREATE TABLE to a schema. See bind.h for the rules. */
-#include "tools/cql/bind.h"
+#include "cql/bind.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "tools/cql/parser.h"
+#include "cql/parser.h"
 
 /* ---- dates, timestamps, uuids ---- */
 

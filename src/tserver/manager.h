@@ -44,8 +44,8 @@
  *
  * Threading: everything runs on the loop thread; callbacks never run inside
  * the call that registered them. */
-#ifndef DOCRAFT_TABLET_MANAGER_H
-#define DOCRAFT_TABLET_MANAGER_H
+#ifndef DOCRAFT_TSERVER_MANAGER_H
+#define DOCRAFT_TSERVER_MANAGER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,7 +59,7 @@
 
 struct diskspace;
 #include "docraft/error.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "tablet/tablet.h"
 
 struct copy_server;

@@ -13,12 +13,12 @@
  *                     ^^^^^ expected VALUES
  *
  * Thread-safety: none needed; every call works on its own arguments. */
-#ifndef DOCRAFT_TOOLS_CQL_PARSER_H
-#define DOCRAFT_TOOLS_CQL_PARSER_H
+#ifndef DOCRAFT_CQL_PARSER_H
+#define DOCRAFT_CQL_PARSER_H
 
 #include "common/buf.h"
-#include "tools/cql/ast.h"
-#include "tools/cql/lexer.h"
+#include "cql/ast.h"
+#include "cql/lexer.h"
 
 /* Largest input accepted (bytes); longer text is DOCRAFT_ETOOBIG. */
 #define CQL_MAX_INPUT (16u * 1024 * 1024)

@@ -29,8 +29,8 @@
  * small buffer, not 16 MiB.
  *
  * Not thread-safe; one decoder per connection. */
-#ifndef DOCRAFT_COMMON_RPC_FRAME_H
-#define DOCRAFT_COMMON_RPC_FRAME_H
+#ifndef DOCRAFT_NET_RPC_FRAME_H
+#define DOCRAFT_NET_RPC_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>

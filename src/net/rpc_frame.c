@@ -8,7 +8,7 @@
  * whole, kind first: garbage is reported as a bad kind or flags rather than
  * as an absurd length, and a well-formed but oversized request still yields
  * its call id so the server can answer it. */
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* RPC on libuv: request/response calls in frames (rpc_frame.h) over TCP
- * connections to a server's one port (raft/listener.h, preamble kind
+ * connections to a server's one port (net/listener.h, preamble kind
  * LISTENER_RPC). Messages are protobuf (proto/rpc.proto and its siblings);
  * this layer moves bytes and never looks inside a payload except to build
  * and read ErrorInfo.
@@ -40,8 +40,8 @@
  *
  * Wire format, lifetimes and failure handling: the design note at the top
  * of rpc.c. */
-#ifndef DOCRAFT_COMMON_RPC_H
-#define DOCRAFT_COMMON_RPC_H
+#ifndef DOCRAFT_RPC_RPC_H
+#define DOCRAFT_RPC_RPC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,8 +50,8 @@
 #include <protobuf-c/protobuf-c.h>
 #include <uv.h>
 
-#include "common/rpc_frame.h"
-#include "common/rpc_limits.h"
+#include "net/rpc_frame.h"
+#include "net/rpc_limits.h"
 #include "docraft/error.h"
 
 struct listener;

@@ -106,7 +106,7 @@
  * through; DOCRAFT_ENOTLEADER gets the leader hint; DOCRAFT_ECLOSED (a
  * tablet closing under a request) becomes UNAVAILABLE when the server is
  * shutting down, TABLET_NOT_FOUND when the tablet was deleted. */
-#include "tablet/service.h"
+#include "tserver/service.h"
 
 #include <inttypes.h>
 #include <stdio.h>

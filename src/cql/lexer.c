@@ -1,4 +1,4 @@
-#include "tools/cql/lexer.h"
+#include "cql/lexer.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

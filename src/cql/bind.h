@@ -37,8 +37,8 @@
  * Ownership: bound values point into the arena given (strings, collection
  * arrays) or into the literal (which lives in the statements' arena); both
  * must outlive their use. Thread-safety: none needed. */
-#ifndef DOCRAFT_TOOLS_CQL_BIND_H
-#define DOCRAFT_TOOLS_CQL_BIND_H
+#ifndef DOCRAFT_CQL_BIND_H
+#define DOCRAFT_CQL_BIND_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,7 +47,7 @@
 #include "common/arena.h"
 #include "docdb/pv.h"
 #include "docdb/schema.h"
-#include "tools/cql/ast.h"
+#include "cql/ast.h"
 
 /* Where now() and uuid() get time and randomness. */
 struct cql_bind_env {

@@ -71,7 +71,7 @@
  *   scalar     = a term that is not a collection (no nesting)
  *
  * Comments (-- // and C style) and the lexical forms are in lexer.h. */
-#include "tools/cql/parser.h"
+#include "cql/parser.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -82,7 +82,7 @@
 
 #include "common/err.h"
 #include "common/hlc.h"
-#include "tools/cql/bind.h"
+#include "cql/bind.h"
 
 /* Function calls nest at most this deep (uuid() is depth 1). */
 #define MAX_DEPTH 8

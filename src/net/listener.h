@@ -21,10 +21,11 @@
  * the preamble timeout, a RAFT tablet nobody registered, a kind without a
  * handler) is closed without a reply.
  *
- * Streams handed over are uv_tcp_t allocated with raft_malloc, because
- * raft_uv frees the streams it owns with raft_free; whoever receives one
- * must uv_close it and raft_free it in the close callback
- * (listener_stream_close does both). They are not reading (uv_read_start
+ * Streams handed over are uv_tcp_t allocated with the stream allocator
+ * (listener_set_stream_allocator: malloc/free unless the Raft glue sets
+ * raft_malloc/raft_free, because raft_uv frees the streams it owns with
+ * raft_free); whoever receives one must uv_close it and free it with that
+ * allocator in the close callback (listener_stream_close does both). They are not reading (uv_read_start
  * was stopped), ->data is NULL, TCP_NODELAY is on, and every byte sent after
  * the preamble is still there to read.
  *
@@ -37,16 +38,14 @@
  * SIGPIPE (signal(SIGPIPE, SIG_IGN) in main) or the first peer that goes
  * away kills it; listener_open logs a warning when SIGPIPE is still at its
  * default action. */
-#ifndef DOCRAFT_RAFT_LISTENER_H
-#define DOCRAFT_RAFT_LISTENER_H
+#ifndef DOCRAFT_NET_LISTENER_H
+#define DOCRAFT_NET_LISTENER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <netinet/in.h>
-#include <raft.h>
-#include <raft/uv.h>
 #include <uv.h>
 
 #define LISTENER_MAGIC "DRFT"
@@ -117,13 +116,20 @@ void listener_set_max_pending(struct listener *l, uint32_t total, uint32_t per_i
 int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, void *arg,
 			 char *errmsg);
 
-/* Tablet registry, used by transport.c. Routes RAFT connections for
- * tablet_id to cb(t, sender id, sender address, stream), which then owns the
- * stream (raft_uv's accept contract). tablet_id is copied. A second
- * registration of the same tablet id fails with DOCRAFT_EINVAL; a bad
- * tablet id (length, characters) too. Not allowed once closing. */
-int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_transport *t,
-		      raft_uv_accept_cb cb, char *errmsg);
+/* Receives a RAFT connection for a registered tablet: owner is what was
+ * registered, id and address what the preamble claims. The callee owns
+ * stream (see above). Loop thread. */
+typedef void (*listener_accept_cb)(void *owner, uint64_t id, const char *address,
+				   uv_stream_t *stream);
+
+/* Tablet registry, used by src/raft/transport.c (the listener itself knows
+ * nothing of Raft). Routes RAFT connections for tablet_id to cb(owner,
+ * sender id, sender address, stream), which then owns the stream.
+ * tablet_id is copied. A second registration of the same tablet id fails
+ * with DOCRAFT_EINVAL; a bad tablet id (length, characters) too. Not
+ * allowed once closing. */
+int listener_register(struct listener *l, const char *tablet_id, void *owner,
+		      listener_accept_cb cb, char *errmsg);
 /* Peer identity check of a RAFT connection (issue 12), run when its preamble
  * is complete and before the stream reaches the tablet's transport: id and
  * address are what the preamble claims, peer is the socket's remote address.
@@ -141,21 +147,20 @@ typedef bool (*listener_peer_check_cb)(void *arg, uint64_t id, const char *addre
 				       const struct sockaddr_in *peer);
 
 /* Sets (cb NULL: removes) the peer check of tablet_id's registration, if it
- * belongs to t; no-op otherwise. A registration without a check accepts
+ * belongs to owner; no-op otherwise. A registration without a check accepts
  * every well-formed preamble (as before issue 12). */
-void listener_set_peer_check(struct listener *l, const char *tablet_id,
-			     const struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg);
+void listener_set_peer_check(struct listener *l, const char *tablet_id, const void *owner,
+			     listener_peer_check_cb cb, void *arg);
 
 /* Whether peer's IP is the IP of address ("a.b.c.d:port"; the port is not
  * compared: a peer connects from an ephemeral one). false if address does
  * not parse. */
 bool listener_peer_matches(const char *address, const struct sockaddr_in *peer);
 
-/* Removes the registration of tablet_id if it belongs to t (no-op
+/* Removes the registration of tablet_id if it belongs to owner (no-op
  * otherwise). After it returns, no further connection for that tablet
- * reaches t's callback. */
-void listener_unregister(struct listener *l, const char *tablet_id,
-			 const struct raft_uv_transport *t);
+ * reaches owner's callback. */
+void listener_unregister(struct listener *l, const char *tablet_id, const void *owner);
 /* Number of registered tablets. */
 size_t listener_n_registered(const struct listener *l);
 
@@ -197,8 +202,20 @@ struct listener_stats {
 };
 void listener_get_stats(const struct listener *l, struct listener_stats *out);
 
-/* Closes a stream received from the listener: uv_close, then raft_free in the
- * close callback. */
+/* The allocator of every stream a listener accepts (process-wide; default
+ * malloc/free). transport_init (src/raft/transport.c) sets
+ * raft_malloc/raft_free, because raft_uv frees the streams it owns with
+ * raft_free; docraft never changes raft's heap, so the two pairs are the
+ * same functions underneath and a stream accepted before the switch is
+ * still freed correctly. Loop thread; both non-NULL. */
+void listener_set_stream_allocator(void *(*alloc)(size_t), void (*release)(void *));
+
+/* Frees a closed stream received from the listener (for owners that close
+ * it with their own close callback). */
+void listener_stream_free(uv_handle_t *stream);
+
+/* Closes a stream received from the listener: uv_close, then the stream
+ * allocator's free in the close callback. */
 void listener_stream_close(uv_stream_t *stream);
 
 /* Stops accepting, closes every connection still in its preamble phase and

@@ -1,5 +1,5 @@
 /* Heartbeats to the master leader. See heartbeat.h for the contract. */
-#include "tablet/heartbeat.h"
+#include "tserver/heartbeat.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "docraft.pb-c.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 
 static const uint8_t empty[1];

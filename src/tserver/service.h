@@ -30,17 +30,17 @@
  * decisions: the design note at the top of service.c.
  *
  * Threading: the loop thread of the server, manager and rpc_server. */
-#ifndef DOCRAFT_TABLET_SERVICE_H
-#define DOCRAFT_TABLET_SERVICE_H
+#ifndef DOCRAFT_TSERVER_SERVICE_H
+#define DOCRAFT_TSERVER_SERVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <uv.h>
 
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft.pb-c.h"
-#include "tablet/manager.h"
+#include "tserver/manager.h"
 
 /* Rows per scan page when the request gives no limit, and the most allowed
  * (a larger limit is lowered to it). */

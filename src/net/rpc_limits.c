@@ -1,6 +1,6 @@
 /* Connections per source address: a chained hash table keyed by the IPv4
  * address, one node per address with live connections. See rpc_limits.h. */
-#include "common/rpc_limits.h"
+#include "net/rpc_limits.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -24,8 +24,8 @@
  *
  * Thread-safety: a lexer is used by one thread; distinct lexers are
  * independent. */
-#ifndef DOCRAFT_TOOLS_CQL_LEXER_H
-#define DOCRAFT_TOOLS_CQL_LEXER_H
+#ifndef DOCRAFT_CQL_LEXER_H
+#define DOCRAFT_CQL_LEXER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,8 +10,8 @@
  * column they meet, which only the schema knows. bind.h converts them to
  * struct pv for a column type. Identifiers are lower-cased unless they were
  * "quoted". Every name, literal and operator keeps its position for errors. */
-#ifndef DOCRAFT_TOOLS_CQL_AST_H
-#define DOCRAFT_TOOLS_CQL_AST_H
+#ifndef DOCRAFT_CQL_AST_H
+#define DOCRAFT_CQL_AST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,7 +19,7 @@
 
 #include "common/arena.h"
 #include "docdb/schema.h"
-#include "tools/cql/lexer.h"
+#include "cql/lexer.h"
 
 /* An identifier with where it was written. */
 struct cql_ident {

@@ -1,6 +1,6 @@
 /* Connections per source address, for the connection caps of the one-port
- * listener (raft/listener.h, preamble stage) and the RPC server
- * (common/rpc.h). Pure: no I/O, no libuv; lives in docraft_common so that
+ * listener (net/listener.h, preamble stage) and the RPC server
+ * (rpc/rpc.h). Pure: no I/O, no libuv; lives in docraft_common so that
  * both libraries can use it.
  *
  * A table counts live connections by IPv4 address (network byte order, as
@@ -10,8 +10,8 @@
  * certificate identity; the callers only ever ask "how many from this one".
  *
  * Not thread-safe: one table per loop. */
-#ifndef DOCRAFT_COMMON_RPC_LIMITS_H
-#define DOCRAFT_COMMON_RPC_LIMITS_H
+#ifndef DOCRAFT_NET_RPC_LIMITS_H
+#define DOCRAFT_NET_RPC_LIMITS_H
 
 #include <stdint.h>
 

@@ -24,7 +24,7 @@
  * triggered).
  *
  * Each connection in its preamble phase ("incoming") has two handles: the
- * raft_malloc'd TCP handle and a timer that closes a connection which stays
+ * stream-allocated TCP handle and a timer that closes a connection which stays
  * silent or incomplete for the preamble timeout. Every failure — bad magic,
  * version, kind, length or character, EOF, read error, timeout — is one
  * path: uv_close both handles, free in the close callbacks. Nothing from
@@ -40,7 +40,7 @@
  * registered tablets (tablet id -> transport, accept callback). A tablet
  * that is not registered — not open here, or closed meanwhile — gets its
  * connection closed; the peer's raft_uv retries on its own schedule. */
-#include "raft/listener.h"
+#include "net/listener.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,7 +55,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/rpc_limits.h"
+#include "net/rpc_limits.h"
 
 #define HEAD_SIZE 7     /* magic, version, kind, tablet id length */
 #define RAFT_EXTRA 9    /* sender id, address length */
@@ -64,8 +64,8 @@
 
 struct reg {
 	struct reg *next;
-	struct raft_uv_transport *t;
-	raft_uv_accept_cb cb;
+	void *owner;
+	listener_accept_cb cb;
 	listener_peer_check_cb check; /* NULL: every preamble is accepted */
 	void *check_arg;
 	char tablet_id[LISTENER_TABLET_ID_MAX + 1];
@@ -79,7 +79,7 @@ struct handler {
 struct incoming {
 	struct listener *l;
 	struct incoming *prev, *next; /* in l->pending while reading the preamble */
-	uv_tcp_t *tcp;                /* raft_malloc'd; NULL once handed over */
+	uv_tcp_t *tcp;                /* stream-allocated; NULL once handed over */
 	uv_timer_t timer;
 	unsigned n_open; /* handles of this incoming not yet closed */
 	size_t have;     /* preamble bytes in buf */
@@ -158,6 +158,16 @@ static unsigned hash(const char *s)
 	return h & (REG_BUCKETS - 1);
 }
 
+static void *(*stream_alloc)(size_t) = malloc;
+static void (*stream_free)(void *) = free;
+
+void listener_set_stream_allocator(void *(*alloc)(size_t), void (*release)(void *))
+{
+	PRE(alloc != NULL && release != NULL);
+	stream_alloc = alloc;
+	stream_free = release;
+}
+
 static struct reg **find_reg(struct listener *l, const char *tablet_id)
 {
 	struct reg **pp = &l->buckets[hash(tablet_id)];
@@ -168,7 +178,7 @@ static struct reg **find_reg(struct listener *l, const char *tablet_id)
 
 static void free_handle(uv_handle_t *h)
 {
-	raft_free(h);
+	stream_free(h);
 }
 
 /* ---- address parsing, preamble encoding ---- */
@@ -272,7 +282,7 @@ static void incoming_handle_closed(struct incoming *in)
 static void tcp_close_cb(uv_handle_t *h)
 {
 	struct incoming *in = h->data;
-	raft_free(h);
+	stream_free(h);
 	incoming_handle_closed(in);
 }
 
@@ -416,7 +426,7 @@ static void hand_over(struct incoming *in, const struct listener_preamble *pre)
 		l->stats.handed_over++;
 		TLOG_DEBUG(tablet_id, 0, "listener %s: raft connection from %llu (%s)", l->address,
 			   (unsigned long long)id, address);
-		r->cb(r->t, id, address, s);
+		r->cb(r->owner, id, address, s);
 		return;
 	}
 	if (l->handlers[kind].cb == NULL) {
@@ -515,7 +525,7 @@ static void connection_cb(uv_stream_t *server, int status)
 	}
 	in = xmalloc(sizeof *in);
 	in->l = l;
-	in->tcp = raft_malloc(sizeof *in->tcp);
+	in->tcp = stream_alloc(sizeof *in->tcp);
 	if (in->tcp == NULL)
 		PANIC("out of memory");
 	in->want = HEAD_SIZE;
@@ -655,8 +665,8 @@ int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, v
 	return 0;
 }
 
-int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_transport *t,
-		      raft_uv_accept_cb cb, char *errmsg)
+int listener_register(struct listener *l, const char *tablet_id, void *owner,
+		      listener_accept_cb cb, char *errmsg)
 {
 	struct reg **pp, *r;
 
@@ -670,7 +680,7 @@ int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_
 			       "tablet %s is already registered on listener %s", tablet_id,
 			       l->address);
 	r = xmalloc(sizeof *r);
-	r->t = t;
+	r->owner = owner;
 	r->cb = cb;
 	strcpy(r->tablet_id, tablet_id);
 	*pp = r;
@@ -679,12 +689,12 @@ int listener_register(struct listener *l, const char *tablet_id, struct raft_uv_
 }
 
 void listener_unregister(struct listener *l, const char *tablet_id,
-			 const struct raft_uv_transport *t)
+			 const void *owner)
 {
 	struct reg **pp = find_reg(l, tablet_id);
 	struct reg *r = *pp;
 
-	if (r == NULL || r->t != t)
+	if (r == NULL || r->owner != owner)
 		return;
 	*pp = r->next;
 	free(r);
@@ -692,11 +702,11 @@ void listener_unregister(struct listener *l, const char *tablet_id,
 }
 
 void listener_set_peer_check(struct listener *l, const char *tablet_id,
-			     const struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg)
+			     const void *owner, listener_peer_check_cb cb, void *arg)
 {
 	struct reg *r = *find_reg(l, tablet_id);
 
-	if (r == NULL || r->t != t)
+	if (r == NULL || r->owner != owner)
 		return;
 	r->check = cb;
 	r->check_arg = arg;
@@ -720,6 +730,11 @@ size_t listener_n_registered(const struct listener *l)
 void listener_get_stats(const struct listener *l, struct listener_stats *out)
 {
 	*out = l->stats;
+}
+
+void listener_stream_free(uv_handle_t *stream)
+{
+	stream_free(stream);
 }
 
 void listener_stream_close(uv_stream_t *stream)

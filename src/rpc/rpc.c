@@ -93,7 +93,7 @@
  * or write callbacks (queued frames when their connection closes);
  * struct rpc_server, rpc_client and rpc_call_req are caller memory
  * (libuv's handle/request split). */
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -106,7 +106,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 
 #define READ_BUF_SIZE (64u << 10)
@@ -360,7 +360,7 @@ struct rpc_method_entry {
 struct rpc_sconn {
 	struct rpc_server *srv;
 	struct rpc_sconn *prev, *next; /* in srv->conns until closed */
-	uv_tcp_t *tcp;                 /* from the listener (raft_malloc'd) */
+	uv_tcp_t *tcp;                 /* from the listener (listener_stream_free) */
 	struct rpc_frame_decoder dec;
 	struct rpc_call *calls; /* handed to handlers, not answered */
 	uint32_t n_inflight;
@@ -439,7 +439,7 @@ static void sconn_close_cb(uv_handle_t *h)
 	struct rpc_sconn *c = h->data;
 	struct rpc_server *srv = c->srv;
 
-	raft_free(h);
+	listener_stream_free(h);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else

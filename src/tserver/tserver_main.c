@@ -2,11 +2,11 @@
  *
  *   docraft-tserver --address IP:PORT --data DIR [--masters A,B,C] [...]
  *
- * One libuv loop, one TCP port (raft/listener.h) carrying client and admin
- * RPCs (tablet/service.h), the Raft traffic of every hosted replica and
+ * One libuv loop, one TCP port (net/listener.h) carrying client and admin
+ * RPCs (tserver/service.h), the Raft traffic of every hosted replica and
  * checkpoint copies (tablet/remote_copy.h). Replicas live under
- * DIR/tablets (tablet/manager.h); DIR/uuid names the server. With
- * --masters it heartbeats the master leader (tablet/heartbeat.h); without,
+ * DIR/tablets (tserver/manager.h); DIR/uuid names the server. With
+ * --masters it heartbeats the master leader (tserver/heartbeat.h); without,
  * it runs standalone and tablets are created by RPC.
  *
  * Ready: one line "docraft-tserver <uuid> listening on <address>" on
@@ -31,15 +31,15 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/store_env.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raft/segfill.h"
 #include "tablet/diskspace.h"
-#include "tablet/heartbeat.h"
-#include "tablet/manager.h"
+#include "tserver/heartbeat.h"
+#include "tserver/manager.h"
 #include "tablet/remote_copy.h"
-#include "tablet/service.h"
+#include "tserver/service.h"
 
 #define PROG "docraft-tserver"
 #define UUID_LEN 32

@@ -47,7 +47,7 @@
  * until the opener succeeds; a delete or close meanwhile takes the job
  * down like a create's: QUEUED or READY at once (a READY store is closed),
  * POOL in reopen_after. */
-#include "tablet/manager.h"
+#include "tserver/manager.h"
 
 #include <dirent.h>
 #include <errno.h>

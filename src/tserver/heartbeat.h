@@ -11,8 +11,8 @@
  * is in flight at a time.
  *
  * Threading: the loop thread. */
-#ifndef DOCRAFT_TABLET_HEARTBEAT_H
-#define DOCRAFT_TABLET_HEARTBEAT_H
+#ifndef DOCRAFT_TSERVER_HEARTBEAT_H
+#define DOCRAFT_TSERVER_HEARTBEAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,9 +20,9 @@
 
 #include <uv.h>
 
-#include "common/rpc.h"
-#include "tablet/manager.h"
-#include "tablet/service.h"
+#include "rpc/rpc.h"
+#include "tserver/manager.h"
+#include "tserver/service.h"
 
 #define HEARTBEAT_DEFAULT_INTERVAL_MS 1000u
 #define HEARTBEAT_MAX_MASTERS 16
