@@ -2,6 +2,7 @@
 # The layering check: every #include in src/ must point at its own folder
 # or at a folder its layer may use (the table below, drawn in docs/style.md
 # "Layers"), and no meson.build may compile another folder's sources.
+# Every folder must be in the table and have a README.md.
 # Prints each violation as "file:line: folder -> used (not allowed)" and
 # exits 1 when there is one, 0 otherwise. scripts/test.sh runs it before
 # building; tests/layers/test_check_layers.sh proves it fails on an upward
@@ -46,6 +47,8 @@ for dir in */; do
 	if [ -z "${allowed[$dir]+set}" ]; then
 		complain "src/$dir: a folder the layer table does not know (add it to scripts/check-layers.sh and docs/style.md)"
 	fi
+	[ -f "$dir/README.md" ] ||
+		complain "src/$dir: no README.md saying what the folder owns and may use"
 done
 
 while IFS= read -r hit; do
