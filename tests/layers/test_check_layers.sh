@@ -18,9 +18,12 @@ if out=$("$check" --root "$repo" 2>&1); then ok "the tree passes ($out)"; else
 
 # plant FILE LINE WHAT: copy src/ and scripts/, append LINE to FILE, expect
 # a failure that names FILE.
-plant() {
+copy_tree() {
 	rm -rf "$tmp/r" && mkdir -p "$tmp/r/scripts" &&
 		cp -r "$repo/src" "$tmp/r/" && cp "$check" "$tmp/r/scripts/"
+}
+plant() {
+	copy_tree
 	printf '%s\n' "$2" >>"$tmp/r/$1"
 	if out=$("$tmp/r/scripts/check-layers.sh" 2>&1); then
 		not_ok "$3: not caught"
@@ -35,6 +38,13 @@ plant src/client/client.c '#include "raft/transport.h"' "client -> raft glue"
 plant src/net/listener.c '#include <raft.h>' "net -> libraft"
 plant src/docdb/key.c '#include "rpc.pb-c.h"' "docdb -> proto"
 plant src/client/meson.build "x = files('../cql/lexer.c')" "a meson.build compiling another folder's source"
+
+# A folder without its README.md.
+copy_tree
+rm "$tmp/r/src/cql/README.md"
+if out=$("$tmp/r/scripts/check-layers.sh" 2>&1); then not_ok "a folder without README.md: not caught"
+elif grep -q "src/cql: no README.md" <<<"$out"; then ok "a folder without README.md: caught"
+else not_ok "a folder without README.md: other failure"; echo "$out" | sed 's/^/# /'; fi
 
 echo "1..$n"
 exit $fail
