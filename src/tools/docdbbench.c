@@ -59,6 +59,7 @@
 #include "common/err.h"
 #include "common/hlc.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/batch.h"
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
@@ -73,7 +74,7 @@
 #define TARGET 0.5
 /* The timed loops stay functions of their own, so that a profiler can
  * restrict itself to one of them:
- *   valgrind --tool=callgrind --toggle-collect=docdb_scans ... --only packed */
+ *   valgrind --tool=callgrind --toggle-collect=docdb_scan ... --only packed */
 #define NOINLINE __attribute__((noinline))
 /* rocksdb::InfoLogLevel::WARN_LEVEL, as store.c sets it. */
 #define ROCKSDB_WARN_LEVEL 2
@@ -183,16 +184,6 @@ static uint64_t rng_next(uint64_t *s)
 	x ^= x >> 27;
 	*s = x;
 	return x * UINT64_C(0x2545F4914F6CDD1D);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-	if (p == NULL) {
-		fprintf(stderr, "docdbbench: out of memory (%zu x %zu bytes)\n", n, size);
-		exit(1);
-	}
-	return p;
 }
 
 /* ---- the data set ------------------------------------------------------- */
@@ -536,7 +527,7 @@ out:
 	return rv;
 }
 
-static int docdb_get(struct layout *x, long i, char *errmsg)
+static NOINLINE int docdb_get(struct layout *x, long i, long *rows, char *errmsg)
 {
 	struct pv key[2];
 	struct row row;
@@ -544,6 +535,7 @@ static int docdb_get(struct layout *x, long i, char *errmsg)
 	bool found = false;
 	int rv;
 
+	(void)rows; /* a read counts 1 */
 	row_key(x->d, i, key);
 	arena_reset(&x->a);
 	if ((rv = reader_get_row(x->st, &x->s, key, 2, x->read_ht, &x->a, &row, &found,
@@ -558,28 +550,7 @@ static int docdb_get(struct layout *x, long i, char *errmsg)
 	return 0;
 }
 
-/* Reads read_rows[first .. first + count); out NULL: a warm-up. */
-static NOINLINE int docdb_reads(struct layout *x, long first, long count, struct rate *out,
-				char *errmsg)
-{
-	struct stopwatch sw;
-	long n;
-	int rv;
-	sw_start(&sw);
-	for (n = 0; n < count; n++) {
-		if (capped(x->o, n, sw.wall))
-			break;
-		if ((rv = docdb_get(x, x->d->read_rows[first + n], errmsg)) != 0)
-			return rv;
-	}
-	if (stop)
-		return interrupted(errmsg);
-	if (out != NULL)
-		sw_rate(&sw, (double)n, out);
-	return 0;
-}
-
-static int docdb_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
+static NOINLINE int docdb_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
 {
 	struct pv hk = pv_strn(x->d->hkeys[h], HKEY_LEN);
 	struct scan_spec sp;
@@ -600,28 +571,6 @@ static int docdb_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
 	if (nrows > 0 && row_column(&rows[nrows - 1], x->col_c) == NULL)
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "hash key %ld: last row without c", h);
 	*nrows_out = (long)nrows;
-	return 0;
-}
-
-static NOINLINE int docdb_scans(struct layout *x, long first, long count, struct rate *out,
-				char *errmsg)
-{
-	struct stopwatch sw;
-	long n, total = 0;
-	int rv;
-	sw_start(&sw);
-	for (n = 0; n < count; n++) {
-		long got = 0;
-		if (capped(x->o, n, sw.wall))
-			break;
-		if ((rv = docdb_scan(x, x->d->scan_keys[first + n], &got, errmsg)) != 0)
-			return rv;
-		total += got;
-	}
-	if (stop)
-		return interrupted(errmsg);
-	if (out != NULL)
-		sw_rate(&sw, (double)total, out);
 	return 0;
 }
 
@@ -712,13 +661,15 @@ static NOINLINE int raw_insert(struct layout *x, char *errmsg)
 	return 0;
 }
 
-static int raw_get(struct layout *x, long i, char *errmsg)
+static NOINLINE int raw_get(struct layout *x, long i, long *rows, char *errmsg)
 {
 	const struct data *d = x->d;
 	size_t vlen = 0;
 	char *err = NULL;
 	char *v = rocksdb_get(x->db, x->ro, (const char *)d->rkeys.data + d->rkoff[i],
 			      d->rkoff[i + 1] - d->rkoff[i], &vlen, &err);
+
+	(void)rows; /* a read counts 1 */
 	if (err != NULL)
 		return raw_err(errmsg, err, "get");
 	if (v == NULL)
@@ -729,27 +680,7 @@ static int raw_get(struct layout *x, long i, char *errmsg)
 	return 0;
 }
 
-static NOINLINE int raw_reads(struct layout *x, long first, long count, struct rate *out,
-			      char *errmsg)
-{
-	struct stopwatch sw;
-	long n;
-	int rv;
-	sw_start(&sw);
-	for (n = 0; n < count; n++) {
-		if (capped(x->o, n, sw.wall))
-			break;
-		if ((rv = raw_get(x, x->d->read_rows[first + n], errmsg)) != 0)
-			return rv;
-	}
-	if (stop)
-		return interrupted(errmsg);
-	if (out != NULL)
-		sw_rate(&sw, (double)n, out);
-	return 0;
-}
-
-static int raw_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
+static NOINLINE int raw_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
 {
 	const struct data *d = x->d;
 	const char *lo = (const char *)d->pfx.data + d->pfxoff[h];
@@ -782,28 +713,6 @@ static int raw_scan(struct layout *x, long h, long *nrows_out, char *errmsg)
 	return 0;
 }
 
-static NOINLINE int raw_scans(struct layout *x, long first, long count, struct rate *out,
-			      char *errmsg)
-{
-	struct stopwatch sw;
-	long n, total = 0;
-	int rv;
-	sw_start(&sw);
-	for (n = 0; n < count; n++) {
-		long got = 0;
-		if (capped(x->o, n, sw.wall))
-			break;
-		if ((rv = raw_scan(x, x->d->scan_keys[first + n], &got, errmsg)) != 0)
-			return rv;
-		total += got;
-	}
-	if (stop)
-		return interrupted(errmsg);
-	if (out != NULL)
-		sw_rate(&sw, (double)total, out);
-	return 0;
-}
-
 /* ---- phases, dispatched by layout -------------------------------------- */
 
 static int layout_open(struct layout *x, char *errmsg)
@@ -824,27 +733,54 @@ static int layout_insert(struct layout *x, char *errmsg)
 	return x->kind == K_RAW ? raw_insert(x, errmsg) : docdb_insert(x, errmsg);
 }
 
-/* Warm-up (a tenth as many other rows, untimed), then the timed reads. */
+/* One item of a timed phase: a read of row i (*amount stays 1) or a scan
+ * of hash key i (*amount: its rows). */
+typedef int (*item_fn)(struct layout *x, long i, long *amount, char *errmsg);
+
+/* Runs op on items[first .. first + count) until the cap; out NULL: a
+ * warm-up. The rate counts the amounts (reads, or rows scanned). */
+static int timed(struct layout *x, item_fn op, const long *items, long first, long count,
+		 struct rate *out, char *errmsg)
+{
+	struct stopwatch sw;
+	long n, total = 0;
+	int rv;
+	sw_start(&sw);
+	for (n = 0; n < count; n++) {
+		long amount = 1;
+		if (capped(x->o, n, sw.wall))
+			break;
+		if ((rv = op(x, items[first + n], &amount, errmsg)) != 0)
+			return rv;
+		total += amount;
+	}
+	if (stop)
+		return interrupted(errmsg);
+	if (out != NULL)
+		sw_rate(&sw, (double)total, out);
+	return 0;
+}
+
+/* Warm-up (the items after the first n, untimed), then n timed ones. */
+static int warm_then_time(struct layout *x, item_fn op, const long *items, long n, long all,
+			  struct rate *out, char *errmsg)
+{
+	int rv;
+	if ((rv = timed(x, op, items, n, all - n, NULL, errmsg)) != 0)
+		return rv;
+	return timed(x, op, items, 0, n, out, errmsg);
+}
+
 static int layout_reads(struct layout *x, enum metric m, char *errmsg)
 {
-	int (*fn)(struct layout *, long, long, struct rate *, char *) =
-		x->kind == K_RAW ? raw_reads : docdb_reads;
-	long n = x->o->reads;
-	int rv;
-	if ((rv = fn(x, n, x->d->nreads - n, NULL, errmsg)) != 0)
-		return rv;
-	return fn(x, 0, n, &x->res.rate[m], errmsg);
+	return warm_then_time(x, x->kind == K_RAW ? raw_get : docdb_get, x->d->read_rows,
+			      x->o->reads, x->d->nreads, &x->res.rate[m], errmsg);
 }
 
 static int layout_scans(struct layout *x, enum metric m, char *errmsg)
 {
-	int (*fn)(struct layout *, long, long, struct rate *, char *) =
-		x->kind == K_RAW ? raw_scans : docdb_scans;
-	long n = x->o->scans;
-	int rv;
-	if ((rv = fn(x, n, x->d->nscans - n, NULL, errmsg)) != 0)
-		return rv;
-	return fn(x, 0, n, &x->res.rate[m], errmsg);
+	return warm_then_time(x, x->kind == K_RAW ? raw_scan : docdb_scan, x->d->scan_keys,
+			      x->o->scans, x->d->nscans, &x->res.rate[m], errmsg);
 }
 
 static int layout_flush(struct layout *x, char *errmsg)

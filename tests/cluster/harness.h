@@ -241,7 +241,7 @@ static inline void cluster_up(const char *tag)
 	memset(&C.m, 0, sizeof C.m);
 	memset(C.t, 0, sizeof C.t);
 	find_exe(C.master_exe, sizeof C.master_exe, "MASTER", "src/master/docraft-master");
-	find_exe(C.tserver_exe, sizeof C.tserver_exe, "TSERVER", "src/tablet/docraft-tserver");
+	find_exe(C.tserver_exe, sizeof C.tserver_exe, "TSERVER", "src/tserver/docraft-tserver");
 	find_exe(C.cli_exe, sizeof C.cli_exe, "DOCRAFT", "src/tools/docraft");
 	test_tmpdir_make(C.base, tag);
 	C.active = true;

@@ -136,8 +136,6 @@ static int get(void *conn, const char *key, size_t klen, char *err, size_t errle
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->own)
 		docraft_client_close(c->client);
 	free(c);
@@ -146,8 +144,6 @@ static void close_conn(void *conn)
 static void teardown(void *shared)
 {
 	struct shared *s = shared;
-	if (s == NULL)
-		return;
 	docraft_client_close(s->client);
 	free(s);
 }
@@ -163,13 +159,4 @@ static void describe(void *shared, char *out, size_t len)
 			 s->t->clients, s->t->clients == 1 ? "" : "s", s->t->endpoints);
 }
 
-const struct bench_driver bench_driver_docraft = {
-	.name = "docraft",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_docraft, "docraft");

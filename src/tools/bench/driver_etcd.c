@@ -101,8 +101,6 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
 	curl_slist_free_all(c->headers);
@@ -243,13 +241,4 @@ static void describe(void *shared, char *out, size_t len)
 		 s->t->endpoints, s->n_endpoints > 1 ? " (thread i to endpoint i mod n)" : "");
 }
 
-const struct bench_driver bench_driver_etcd = {
-	.name = "etcd",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_etcd, "etcd");

@@ -161,8 +161,6 @@ static int get(void *conn, const char *key, size_t klen, char *err, size_t errle
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->ctx != NULL)
 		redisFree(c->ctx);
 	free(c);
@@ -181,13 +179,4 @@ static void describe(void *shared, char *out, size_t len)
 		 s->t->endpoints, s->n_endpoints > 1 ? " (thread i to server i mod n)" : "");
 }
 
-const struct bench_driver bench_driver_redis = {
-	.name = "redis",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_redis, "redis");
