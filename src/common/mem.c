@@ -1,5 +1,6 @@
 #include "common/mem.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,4 +50,19 @@ char *xstrndup(const char *s, size_t n)
 	memcpy(p, s, n);
 	p[n] = '\0';
 	return p;
+}
+
+void *xgrow(void *p, size_t *cap, size_t need, size_t elem, size_t min)
+{
+	size_t n;
+
+	if (need <= *cap)
+		return p;
+	n = *cap * 2 > need ? *cap * 2 : need;
+	if (n < min)
+		n = min;
+	if (elem != 0 && n > SIZE_MAX / elem)
+		PANIC("array of %zu x %zu bytes", n, elem);
+	*cap = n;
+	return xrealloc(p, n * elem);
 }

@@ -21,4 +21,11 @@ char *xstrdup(const char *s);
 /* The first n bytes of s (fewer at a NUL) as a new string; never NULL. */
 char *xstrndup(const char *s, size_t n);
 
+/* Makes array p (*cap elements of elem bytes) hold at least need
+ * elements: returns p when it already does, else the array grown to
+ * max(2 * *cap, need, min) elements (the contents kept, the new tail
+ * uninitialized) with *cap updated. The usual call appends one:
+ *   a = xgrow(a, &cap, n + 1, sizeof *a, 16); a[n++] = x; */
+void *xgrow(void *p, size_t *cap, size_t need, size_t elem, size_t min);
+
 #endif

@@ -109,9 +109,7 @@
 struct frame {
 	size_t path_len;
 	struct docht overwrite; /* newest DocHT <= cutoff at this path or above */
-	bool has_exp;           /* an explicit TTL inherited by descendants */
-	int64_t exp_ttl_ms;
-	uint64_t exp_from;
+	struct ttl_scope exp;   /* an explicit TTL inherited by descendants */
 };
 
 struct compaction_gc {
@@ -252,10 +250,9 @@ static enum compaction_verdict undecodable(struct compaction_gc *g, const uint8_
 }
 
 /* The reader's expiry rule (docdb/ttl.h) at read time = cutoff. */
-static bool expired(const struct compaction_gc *g, bool has_exp, int64_t ttl_ms, uint64_t from,
-		    uint64_t write_ht)
+static bool expired(const struct compaction_gc *g, const struct ttl_scope *exp, uint64_t write_ht)
 {
-	return ttl_expired(g->cutoff, g->default_ttl_ms, has_exp, ttl_ms, from, write_ht);
+	return ttl_scope_expired(g->cutoff, g->default_ttl_ms, exp, write_ht);
 }
 
 static void start_document(struct compaction_gc *g, const uint8_t *key, size_t dl)
@@ -761,14 +758,7 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 	}
 
 	f->overwrite = d;
-	f->has_exp = par->has_exp;
-	f->exp_ttl_ms = par->exp_ttl_ms;
-	f->exp_from = par->exp_from;
-	if (v.has_ttl) {
-		f->has_exp = true;
-		f->exp_ttl_ms = v.ttl_ms;
-		f->exp_from = d.ht;
-	}
+	f->exp = ttl_scope_below(par->exp, v.has_ttl, v.ttl_ms, d.ht);
 	if (fold) {
 		/* The newest version <= cutoff of a column the repacked row
 		 * replaced (older ones go as older versions). */
@@ -780,7 +770,7 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 
 	if (v.kind == VAL_TOMBSTONE)
 		return g->full && !v.has_ttl && !packed_below ? drop(g) : keep(g);
-	if (!expired(g, f->has_exp, f->exp_ttl_ms, f->exp_from, d.ht))
+	if (!expired(g, &f->exp, d.ht))
 		return keep(g);
 	if (v.kind == VAL_PACKED_ROW || (v.has_ttl && v.kind != VAL_PRIMITIVE))
 		return keep(g); /* descendants may inherit its TTL */

@@ -68,6 +68,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/hlc.h"
+#include "common/mem.h"
 #include "docdb/docwrite.h"
 #include "docdb/packed.h"
 
@@ -89,9 +90,7 @@ void reader_set_shortcuts(bool on)
 struct frame {
 	size_t path_len;
 	struct docht overwrite;
-	bool has_exp;
-	int64_t exp_ttl_ms;
-	uint64_t exp_from;
+	struct ttl_scope exp; /* the explicit TTL inherited by descendants */
 	struct docnode *node;
 };
 
@@ -259,10 +258,9 @@ static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const si
 	return 0;
 }
 
-static bool expired(const struct builder *b, bool has_exp, int64_t ttl_ms, uint64_t from,
-		    uint64_t write_ht)
+static bool expired(const struct builder *b, const struct ttl_scope *exp, uint64_t write_ht)
 {
-	return ttl_expired(b->read_ht, b->default_ttl_ms, has_exp, ttl_ms, from, write_ht);
+	return ttl_scope_expired(b->read_ht, b->default_ttl_ms, exp, write_ht);
 }
 
 /* Decides one entry: key[0..plen) is its path, bounds[0..nd] the ends of
@@ -308,15 +306,8 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 		return corrupt(b, "bad value");
 
 	f->overwrite = d;
-	f->has_exp = par->has_exp;
-	f->exp_ttl_ms = par->exp_ttl_ms;
-	f->exp_from = par->exp_from;
-	if (v.has_ttl) {
-		f->has_exp = true;
-		f->exp_ttl_ms = v.ttl_ms;
-		f->exp_from = d.ht;
-	}
-	if (v.kind == VAL_TOMBSTONE || expired(b, f->has_exp, f->exp_ttl_ms, f->exp_from, d.ht))
+	f->exp = ttl_scope_below(par->exp, v.has_ttl, v.ttl_ms, d.ht);
+	if (v.kind == VAL_TOMBSTONE || expired(b, &f->exp, d.ht))
 		return 0;
 	if (v.kind == VAL_PACKED_ROW)
 		return corrupt(b, "packed row below the DocKey");
@@ -324,9 +315,9 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 	if ((rv = ensure_node(b, nd, key, bounds, &n)) != 0)
 		return rv;
 	n->write_time = d;
-	n->has_ttl = f->has_exp;
-	n->ttl_ms = f->exp_ttl_ms;
-	n->ttl_from = f->exp_from;
+	n->has_ttl = f->exp.set;
+	n->ttl_ms = f->exp.ttl_ms;
+	n->ttl_from = f->exp.from;
 	if (v.kind == VAL_PRIMITIVE) {
 		n->kind = VAL_PRIMITIVE;
 		n->value = v.prim;
@@ -344,13 +335,7 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 static void keep_packed(struct builder *b, struct docht d, const struct docvalue *v)
 {
 	struct prow *r;
-	if (b->nprows == b->prows_cap) {
-		b->prows_cap = b->prows_cap ? 2 * b->prows_cap : 4;
-		r = realloc(b->prows, b->prows_cap * sizeof *r);
-		if (r == NULL)
-			PANIC("out of memory");
-		b->prows = r;
-	}
+	b->prows = xgrow(b->prows, &b->prows_cap, b->nprows + 1, sizeof *b->prows, 4);
 	r = &b->prows[b->nprows++];
 	r->d = d;
 	r->has_ttl = v->has_ttl;
@@ -363,13 +348,7 @@ static void keep_packed(struct builder *b, struct docht d, const struct docvalue
 static struct vcell *new_vcell(struct builder *b, struct docht d, const struct pv *sub)
 {
 	struct vcell *vc;
-	if (b->nvcells == b->vcells_cap) {
-		b->vcells_cap = b->vcells_cap ? 2 * b->vcells_cap : 16;
-		vc = realloc(b->vcells, b->vcells_cap * sizeof *vc);
-		if (vc == NULL)
-			PANIC("out of memory");
-		b->vcells = vc;
-	}
+	b->vcells = xgrow(b->vcells, &b->vcells_cap, b->nvcells + 1, sizeof *b->vcells, 16);
 	vc = &b->vcells[b->nvcells++];
 	memset(vc, 0, sizeof *vc);
 	vc->d = d;
@@ -1103,14 +1082,7 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 			store_iter_seek_for_prev(it, cur.data, cur.len);
 		if (!row_exists(root))
 			continue;
-		if (n == cap) {
-			struct row *grown;
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(out, cap * sizeof *out);
-			if (grown == NULL)
-				PANIC("out of memory");
-			out = grown;
-		}
+		out = xgrow(out, &cap, n + 1, sizeof *out, 16);
 		if ((rv = decode_row(schema, &cur, root, a, &out[n], errmsg)) != 0)
 			goto out;
 		n++;
