@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tools/bench/driver.h"
+#include "common/mem.h"
 
 struct shared {
 	const struct bench_target *t;
@@ -48,11 +49,7 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 		snprintf(err, errlen, "bad table name '%s' (an identifier)", t->table);
 		return -1;
 	}
-	s = calloc(1, sizeof *s);
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	s = xzalloc(sizeof *s);
 	s->t = t;
 	if (docraft_client_open(t->endpoints, t->docraft_options, &s->client, errmsg) != 0) {
 		snprintf(err, errlen, "--masters %s: %s", t->endpoints, errmsg);
@@ -73,13 +70,9 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 static int open_conn(void *shared, int index, void **out, char *err, size_t errlen)
 {
 	struct shared *s = shared;
-	struct conn *c = calloc(1, sizeof *c);
+	struct conn *c = xzalloc(sizeof *c);
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	(void)index;
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	c->s = s;
 	c->client = s->client;
 	if (s->t->client_per_thread) {
