@@ -1,5 +1,5 @@
 /* libFuzzer target: the remote-copy stream a destination reads from the
- * source server (copy_frame_decode, src/tablet/remote_copy.c).
+ * source server (copy_frame_decode, src/tablet/copy_proto.c).
  *
  * Input: the bytes after the COPY preamble. Frames are decoded in turn as
  * the fetcher does (a D frame's payload is skipped). Checks, beyond "no
