@@ -83,7 +83,7 @@ enum xstate {
  * being read. */
 struct copy_xfer {
 	struct copy_link link;
-	struct copy_xfer *prev, *next;
+	struct copy_xfer *next, **pprev; /* in cs->xfers */
 	struct copy_server *cs;
 	struct copy_reg *reg; /* NULL if the tablet is not registered */
 	uv_write_t wreq; /* F, D, C, E: completion drives the next step */
@@ -319,12 +319,9 @@ static void xfer_release(struct copy_link *k)
 	struct copy_xfer *x = xfer_of(k);
 	struct copy_server *cs = x->cs;
 
-	if (x->prev != NULL)
-		x->prev->next = x->next;
-	else
-		cs->xfers = x->next;
+	*x->pprev = x->next;
 	if (x->next != NULL)
-		x->next->prev = x->prev;
+		x->next->pprev = x->pprev;
 	if (x->reg != NULL)
 		reg_unref(x->reg);
 	for (size_t i = 0; i < x->nfiles; i++)
@@ -610,7 +607,8 @@ static void on_copy(void *arg, uv_stream_t *stream, const char *tablet_id)
 	x->cs = cs;
 	x->next = cs->xfers;
 	if (cs->xfers != NULL)
-		cs->xfers->prev = x;
+		cs->xfers->pprev = &x->next;
+	x->pprev = &cs->xfers;
 	cs->xfers = x;
 	cs->stats.started++;
 	cs->stats.active++;
@@ -657,25 +655,16 @@ static void on_copy(void *arg, uv_stream_t *stream, const char *tablet_id)
 
 /* -- public -- */
 
-static void options_default(struct copy_server_options *o)
-{
-	o->buffer_size = COPY_BUFFER_SIZE;
-	o->idle_timeout_ms = COPY_DEFAULT_IDLE_MS;
-	o->max_transfers = COPY_DEFAULT_MAX_TRANSFERS;
-	o->member_slots = COPY_DEFAULT_MEMBER_SLOTS;
-}
-
 int copy_server_init(struct copy_server *cs, uv_loop_t *loop, struct listener *l,
 		     char *errmsg)
 {
+	static const struct copy_server_options defaults; /* all 0: every default */
 	int rv;
 
 	PRE(cs != NULL && loop != NULL && l != NULL && listener_loop(l) == loop);
-	memset(cs, 0, sizeof *cs);
-	cs->loop = loop;
-	cs->l = l;
-	options_default(&cs->opts);
-	cs->stats.buffer_size = cs->opts.buffer_size;
+	*cs = (struct copy_server){.loop = loop, .l = l};
+	rv = copy_server_set_options(cs, &defaults, errmsg);
+	ASSERT(rv == 0);
 	if (uv_mutex_init(&cs->mu) != 0)
 		return err_set(errmsg, DOCRAFT_EIO, "copy server: mutex");
 	if (uv_cond_init(&cs->idle) != 0) {
@@ -697,18 +686,17 @@ int copy_server_set_options(struct copy_server *cs, const struct copy_server_opt
 			    char *errmsg)
 {
 	struct copy_server_options n = *o;
-	struct copy_server_options def;
 
-	options_default(&def);
 	if (n.buffer_size == 0)
-		n.buffer_size = def.buffer_size;
+		n.buffer_size = COPY_BUFFER_SIZE;
 	if (n.idle_timeout_ms == 0)
-		n.idle_timeout_ms = def.idle_timeout_ms;
+		n.idle_timeout_ms = COPY_DEFAULT_IDLE_MS;
 	if (n.max_transfers == 0)
-		n.max_transfers = def.max_transfers;
+		n.max_transfers = COPY_DEFAULT_MAX_TRANSFERS;
 	if (n.member_slots == 0) /* the default, leaving one slot to others */
-		n.member_slots = def.member_slots < n.max_transfers ? def.member_slots
-								    : n.max_transfers - 1;
+		n.member_slots = COPY_DEFAULT_MEMBER_SLOTS < n.max_transfers
+					 ? COPY_DEFAULT_MEMBER_SLOTS
+					 : n.max_transfers - 1;
 	if (n.member_slots >= n.max_transfers)
 		return err_set(errmsg, DOCRAFT_EINVAL, "%u member copy slots of %u: keep one for "
 			       "other peers", n.member_slots, n.max_transfers);
@@ -778,7 +766,8 @@ void copy_server_unregister(struct copy_server *cs, const char *tablet_id)
 	for (x = cs->xfers; x != NULL; x = next) {
 		next = x->next;
 		if (x->reg == reg)
-			copy_link_fail(&x->link, DOCRAFT_ECLOSED, "tablet %s unregistered", tablet_id);
+			copy_link_fail(&x->link, DOCRAFT_ECLOSED, "tablet %s unregistered",
+				       tablet_id);
 	}
 	reg_unref(reg);
 }
