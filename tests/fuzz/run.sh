@@ -55,7 +55,7 @@ entry)       sources="tablet/entry.c $docdb_all $common" ;;
 docdb_key)   sources="$docdb_pure $common" ;;
 docdb_value) sources="$docdb_pure $common" ;;
 paging)      sources="$docdb_all $common" ;;
-copy_stream) sources="tablet/remote_copy.c net/listener.c $docdb_all $common" ;;
+copy_stream) sources="tablet/copy_proto.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2

@@ -6,7 +6,8 @@
  *     with the same pairs and applied marker, and is itself a source for a
  *     second copy through tiny buffers; the memory held stays within one
  *     buffer per side while more than 10 MiB go through;
- * (b) errors: unknown tablet, synchronous EINVAL without a callback, a
+ * (b) the source's frame encoders write the wire format and decode back;
+ *     errors: unknown tablet, synchronous EINVAL without a callback, a
  *     refused connection, a silent source (idle timeout), malformed streams
  *     (bad CRC, short file, bad name, wrong totals, an error frame), a real
  *     checkpoint with an SST file missing or truncated (well-framed: only
@@ -40,6 +41,7 @@
 #include "docdb/pv.h"
 #include "docdb/store.h"
 #include "net/listener.h"
+#include "tablet/copy_proto.h"
 #include "tablet/remote_copy.h"
 #include "test.h"
 
@@ -719,6 +721,91 @@ static void frame_end(struct buf *b, uint32_t nfiles, uint64_t total)
 	buf_append_be64(b, ht_of(7));
 }
 
+/* Decodes exactly len bytes at p as one frame header of the given type. */
+static void decode_one(const uint8_t *p, size_t len, uint8_t type, struct copy_frame *fr)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct copy_frame scratch;
+
+	for (size_t k = 0; k < len; k++) /* every shorter prefix needs more bytes */
+		CHECK_EQ_INT(copy_frame_decode(p, k, &scratch, errmsg), 0);
+	CHECK_EQ_INT(copy_frame_decode(p, len, fr, errmsg), (int)len);
+	CHECK_EQ_INT(fr->type, type);
+}
+
+/* The source's encoders (copy_proto.h) write what the builders above, read
+ * from the wire format, write; the decoder reads it back; an error message
+ * too long for a frame is cut, names are checked. */
+TEST(proto_encoders_round_trip)
+{
+	uint8_t hdr[COPY_HDR_MAX], xframe[COPY_ERROR_FRAME_MAX];
+	char name[COPY_NAME_MAX + 2], longmsg[COPY_MSG_MAX + 100];
+	struct buf b = BUF_INIT;
+	struct copy_frame fr;
+	size_t n;
+
+	memset(name, 'n', sizeof name);
+	name[COPY_NAME_MAX] = '\0'; /* the longest valid name */
+	n = copy_proto_encode_file(hdr, name, 1ull << 40);
+	frame_file(&b, name, 1ull << 40);
+	CHECK_EQ_U64(n, b.len);
+	CHECK(memcmp(hdr, b.data, n) == 0);
+	CHECK_EQ_U64(n, COPY_HDR_MAX);
+	decode_one(hdr, n, 'F', &fr);
+	CHECK_EQ_STR(fr.name, name);
+	CHECK_EQ_U64(fr.size, 1ull << 40);
+
+	buf_reset(&b);
+	n = copy_proto_encode_data(hdr, 3);
+	frame_data(&b, "abc", 3);
+	CHECK_EQ_U64(n + 3, b.len);
+	CHECK(memcmp(hdr, b.data, n) == 0);
+	decode_one(hdr, n, 'D', &fr);
+	CHECK_EQ_U64(fr.len, 3);
+
+	buf_reset(&b);
+	n = copy_proto_encode_crc(hdr, 0xdeadbeefu);
+	frame_crc(&b, 0xdeadbeefu);
+	CHECK_EQ_U64(n, b.len);
+	CHECK(memcmp(hdr, b.data, n) == 0);
+	decode_one(hdr, n, 'C', &fr);
+	CHECK_EQ_U64(fr.crc, 0xdeadbeefu);
+
+	buf_reset(&b);
+	n = copy_proto_encode_end(hdr, 2, 12345, 7, ht_of(7));
+	frame_end(&b, 2, 12345);
+	CHECK_EQ_U64(n, b.len);
+	CHECK_EQ_U64(n, COPY_END_LEN);
+	CHECK(memcmp(hdr, b.data, n) == 0);
+	decode_one(hdr, n, 'E', &fr);
+	CHECK_EQ_U64(fr.nfiles, 2);
+	CHECK_EQ_U64(fr.total, 12345);
+	CHECK_EQ_U64(fr.applied_index, 7);
+	CHECK_EQ_U64(fr.applied_ht, ht_of(7));
+
+	n = copy_proto_encode_error(xframe, DOCRAFT_EBUSY, "busy");
+	CHECK_EQ_U64(n, 4 + 4);
+	decode_one(xframe, n, 'X', &fr);
+	CHECK_EQ_INT(fr.code, DOCRAFT_EBUSY);
+	CHECK_EQ_STR(fr.msg, "busy");
+	memset(longmsg, 'm', sizeof longmsg - 1);
+	longmsg[sizeof longmsg - 1] = '\0';
+	n = copy_proto_encode_error(xframe, DOCRAFT_EIO, longmsg);
+	CHECK_EQ_U64(n, COPY_ERROR_FRAME_MAX);
+	decode_one(xframe, n, 'X', &fr);
+	CHECK_EQ_U64(strlen(fr.msg), COPY_MSG_MAX);
+
+	CHECK(copy_proto_valid_name("000012.sst", 10));
+	CHECK(copy_proto_valid_name("...", 3));
+	CHECK(!copy_proto_valid_name("", 0));
+	CHECK(!copy_proto_valid_name(".", 1));
+	CHECK(!copy_proto_valid_name("..", 2));
+	CHECK(!copy_proto_valid_name("a/b", 3));
+	CHECK(!copy_proto_valid_name("a b", 3));
+	CHECK(!copy_proto_valid_name(name, COPY_NAME_MAX + 1));
+	buf_free(&b);
+}
+
 /* Feeds bytes from a fake source; expects code and want in the message. */
 static void expect_bad_stream(const struct buf *bytes, bool close_after, int code,
 			      const char *want)
@@ -1351,7 +1438,8 @@ TEST(leftovers_removed)
 
 TEST_MAIN(T(crc32c_vectors), T(copies_store_with_memtable), T(unknown_tablet),
 	  T(sync_errors_call_no_callback), T(refused), T(idle_timeout), T(malformed_streams),
-	  T(incomplete_checkpoint_rejected), T(too_many_transfers), T(copy_slots_kept_for_members),
+	  T(incomplete_checkpoint_rejected),
+	  T(proto_encoders_round_trip), T(too_many_transfers), T(copy_slots_kept_for_members),
 	  T(source_unregisters_during_checkpoint), T(source_unregisters_mid_stream),
 	  T(source_closes_mid_stream), T(client_hangs_up_during_checkpoint),
 	  T(client_hangs_up_mid_stream), T(source_times_out_stalled_destination),
