@@ -38,8 +38,9 @@
  * Threading: a server or client and everything it hands out belong to the
  * thread running its loop. The process must ignore SIGPIPE (listener.h).
  *
- * Wire format, lifetimes and failure handling: the design note at the top
- * of rpc.c. */
+ * Wire format and decoding: the design note at the top of codec.c;
+ * server connections, lifetimes and limits: server.c; client connections,
+ * deadlines and backoff: client.c; the write path both share: outq.c. */
 #ifndef DOCRAFT_RPC_RPC_H
 #define DOCRAFT_RPC_RPC_H
 
@@ -177,7 +178,7 @@ typedef void (*rpc_handler_cb)(void *arg, struct rpc_call *call);
 /* The server's memory may be released from here on. */
 typedef void (*rpc_server_close_cb)(struct rpc_server *srv);
 
-/* Private (rpc.c "Output"): the connections of a server or a client with
+/* Private (outq.h, outq.c): the connections of a server or a client with
  * frames queued, written out once per loop turn. */
 struct rpc_dirty_link {
 	struct rpc_dirty_link *prev, *next;
