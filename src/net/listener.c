@@ -53,10 +53,10 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
-#include "common/dlist.h"
 #include "net/rpc_limits.h"
 
 #define HEAD_SIZE 7     /* magic, version, kind, tablet id length */

@@ -34,8 +34,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "common/mem.h"
 #include "common/dlist.h"
+#include "common/mem.h"
 
 #define FLUSH_MAX_FRAMES 64        /* frames per uv_write */
 #define FLUSH_MAX_BYTES (1u << 20) /* bytes per uv_write, unless one frame is larger */

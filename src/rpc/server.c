@@ -51,10 +51,10 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
-#include "common/dlist.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 
