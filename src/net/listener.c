@@ -251,17 +251,17 @@ size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, u
 
 /* ---- closing ---- */
 
+/* Frees l once it is closing and its last handle is closed, then runs the
+ * caller's callback (copied out first: l is gone by then). */
 static void maybe_closed(struct listener *l)
 {
-	listener_close_cb cb;
-	void *arg;
+	listener_close_cb cb = l->close_cb;
+	void *arg = l->close_arg;
 
 	if (!l->closing || l->n_handles > 0)
 		return;
 	ASSERT(l->pending == NULL);
 	ip_counts_free(&l->pending_ips);
-	cb = l->close_cb;
-	arg = l->close_arg;
 	free(l);
 	if (cb != NULL)
 		cb(arg);
