@@ -53,14 +53,15 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "net/rpc_limits.h"
 
 #define HEAD_SIZE 7     /* magic, version, kind, tablet id length */
 #define RAFT_EXTRA 9    /* sender id, address length */
 #define REG_BUCKETS 256 /* power of two */
-#define ADDRESS_TEXT_MAX 22 /* "255.255.255.255:65535" */
 
 struct reg {
 	struct reg *next;
@@ -93,7 +94,7 @@ struct listener {
 	uv_loop_t *loop;
 	uv_tcp_t server;
 	struct sockaddr_in addr;
-	char address[ADDRESS_TEXT_MAX + 1];
+	char address[LISTENER_ADDRESS_TEXT_MAX + 1];
 	uint64_t timeout_ms;
 	struct handler handlers[LISTENER_COPY + 1];
 	struct incoming *pending; /* connections in their preamble phase */
@@ -109,14 +110,6 @@ struct listener {
 };
 
 /* ---- small helpers ---- */
-
-static void *xmalloc(size_t n)
-{
-	void *p = calloc(1, n);
-	if (p == NULL)
-		PANIC("out of memory (%zu bytes)", n);
-	return p;
-}
 
 static bool printable(const uint8_t *p, size_t n)
 {
@@ -219,6 +212,14 @@ int listener_parse_address(const char *address, struct sockaddr_in *out, char *e
 	return 0;
 }
 
+void listener_format_address(const struct sockaddr_in *a, char *out)
+{
+	char ip[INET_ADDRSTRLEN];
+	if (inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip) == NULL)
+		strcpy(ip, "?");
+	snprintf(out, LISTENER_ADDRESS_TEXT_MAX + 1, "%s:%u", ip, (unsigned)ntohs(a->sin_port));
+}
+
 size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, uint64_t id,
 				const char *address)
 {
@@ -250,17 +251,17 @@ size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, u
 
 /* ---- closing ---- */
 
+/* Frees l once it is closing and its last handle is closed, then runs the
+ * caller's callback (copied out first: l is gone by then). */
 static void maybe_closed(struct listener *l)
 {
-	listener_close_cb cb;
-	void *arg;
+	listener_close_cb cb = l->close_cb;
+	void *arg = l->close_arg;
 
 	if (!l->closing || l->n_handles > 0)
 		return;
 	ASSERT(l->pending == NULL);
 	ip_counts_free(&l->pending_ips);
-	cb = l->close_cb;
-	arg = l->close_arg;
 	free(l);
 	if (cb != NULL)
 		cb(arg);
@@ -294,13 +295,7 @@ static void timer_close_cb(uv_handle_t *h)
 static void unlink_incoming(struct incoming *in)
 {
 	struct listener *l = in->l;
-	if (in->prev != NULL)
-		in->prev->next = in->next;
-	else
-		l->pending = in->next;
-	if (in->next != NULL)
-		in->next->prev = in->prev;
-	in->prev = in->next = NULL;
+	DLIST_REMOVE(l->pending, in);
 	if (in->counted)
 		ip_counts_remove(&l->pending_ips, in->ip);
 	in->counted = false;
@@ -523,7 +518,7 @@ static void connection_cb(uv_stream_t *server, int status)
 		LOG_WARN("listener %s: accept: %s", l->address, uv_strerror(status));
 		return;
 	}
-	in = xmalloc(sizeof *in);
+	in = xzalloc(sizeof *in);
 	in->l = l;
 	in->tcp = stream_alloc(sizeof *in->tcp);
 	if (in->tcp == NULL)
@@ -537,10 +532,7 @@ static void connection_cb(uv_stream_t *server, int status)
 	in->timer.data = in;
 	in->n_open = 2;
 	l->n_handles += 2;
-	in->next = l->pending;
-	if (l->pending != NULL)
-		l->pending->prev = in;
-	l->pending = in;
+	DLIST_PUSH(l->pending, in);
 
 	rv = uv_accept(server, (uv_stream_t *)in->tcp);
 	l->stats.accepted++;
@@ -570,7 +562,6 @@ int listener_open(uv_loop_t *loop, const char *address, struct listener **out, c
 	struct sockaddr_in addr;
 	socklen_t alen = sizeof addr;
 	struct listener *l;
-	char ip[INET_ADDRSTRLEN];
 	int one = 1;
 	int fd, rv;
 
@@ -590,11 +581,10 @@ int listener_open(uv_loop_t *loop, const char *address, struct listener **out, c
 		return rv;
 	}
 
-	l = xmalloc(sizeof *l);
+	l = xzalloc(sizeof *l);
 	l->loop = loop;
 	l->addr = addr;
-	inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-	snprintf(l->address, sizeof l->address, "%s:%u", ip, (unsigned)ntohs(addr.sin_port));
+	listener_format_address(&addr, l->address);
 	l->timeout_ms = LISTENER_DEFAULT_TIMEOUT_MS;
 	ip_counts_init(&l->pending_ips);
 	l->max_pending = LISTENER_DEFAULT_MAX_PENDING;
@@ -679,7 +669,7 @@ int listener_register(struct listener *l, const char *tablet_id, void *owner,
 		return err_set(errmsg, DOCRAFT_EINVAL,
 			       "tablet %s is already registered on listener %s", tablet_id,
 			       l->address);
-	r = xmalloc(sizeof *r);
+	r = xzalloc(sizeof *r);
 	r->owner = owner;
 	r->cb = cb;
 	strcpy(r->tablet_id, tablet_id);

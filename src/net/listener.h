@@ -59,6 +59,8 @@ enum listener_kind {
 
 #define LISTENER_TABLET_ID_MAX 64
 #define LISTENER_ADDRESS_MAX 255
+/* Longest "a.b.c.d:port" text: "255.255.255.255:65535". */
+#define LISTENER_ADDRESS_TEXT_MAX 21
 /* Longest possible preamble: a RAFT one with both strings at their maximum. */
 #define LISTENER_PREAMBLE_MAX (7 + LISTENER_TABLET_ID_MAX + 9 + LISTENER_ADDRESS_MAX)
 #define LISTENER_DEFAULT_TIMEOUT_MS 10000
@@ -79,6 +81,10 @@ typedef void (*listener_close_cb)(void *arg);
 /* Parses "a.b.c.d:port" (IPv4 literal, port 0..65535) into *out.
  * DOCRAFT_EINVAL with errmsg on anything else. */
 int listener_parse_address(const char *address, struct sockaddr_in *out, char *errmsg);
+/* The reverse: a's IPv4 address and port as "a.b.c.d:port" into out
+ * (LISTENER_ADDRESS_TEXT_MAX + 1 bytes), "?" for the IP if it cannot be
+ * written. Pure; any thread. */
+void listener_format_address(const struct sockaddr_in *a, char *out);
 
 /* Binds exactly address ("a.b.c.d:port"; port 0 picks a free port, see
  * listener_address; SO_REUSEADDR, no SO_REUSEPORT) and starts accepting on

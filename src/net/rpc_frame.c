@@ -10,12 +10,12 @@
  * its call id so the server can answer it. */
 #include "net/rpc_frame.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/err.h"
+#include "common/mem.h"
 
 #define LENGTH_MIN (RPC_FRAME_HEADER_SIZE - 4) /* length field of an empty frame */
 #define FIRST_CHUNK (64u << 10)
@@ -34,18 +34,9 @@ void rpc_frame_decoder_free(struct rpc_frame_decoder *d)
 	d->have = 0;
 }
 
-static int fail(struct rpc_frame_decoder *d, int result, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct rpc_frame_decoder *d, int result, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(d->errmsg, sizeof d->errmsg, fmt, ap);
-	va_end(ap);
-	d->error = result;
-	return result;
-}
+/* Makes result d's sticky error, with the message formatted into d->errmsg;
+ * evaluates to result. */
+#define FAIL(d, result, ...) ((d)->error = (result), err_set((d)->errmsg, (result), __VA_ARGS__))
 
 /* Validates d->head and fills d->cur; 0 or an error. */
 static int parse_header(struct rpc_frame_decoder *d)
@@ -64,20 +55,20 @@ static int parse_header(struct rpc_frame_decoder *d)
 	f->len = length >= LENGTH_MIN ? length - LENGTH_MIN : 0;
 
 	if (kind != RPC_FRAME_REQUEST && kind != RPC_FRAME_RESPONSE)
-		return fail(d, RPC_FRAME_EKIND, "frame kind %u (1 request, 2 response)", kind);
+		return FAIL(d, RPC_FRAME_EKIND, "frame kind %u (1 request, 2 response)", kind);
 	d->head_ok = true;
 	if (flags != 0)
-		return fail(d, RPC_FRAME_EFLAGS, "reserved frame flags 0x%02x set", flags);
+		return FAIL(d, RPC_FRAME_EFLAGS, "reserved frame flags 0x%02x set", flags);
 	if (length < LENGTH_MIN)
-		return fail(d, RPC_FRAME_ESHORT, "frame length %u below the header's %u bytes",
+		return FAIL(d, RPC_FRAME_ESHORT, "frame length %u below the header's %u bytes",
 			    length, LENGTH_MIN);
 	if ((uint64_t)length + 4 > d->max_frame)
-		return fail(d, RPC_FRAME_ETOOBIG, "frame of %llu bytes exceeds the maximum of %u",
+		return FAIL(d, RPC_FRAME_ETOOBIG, "frame of %llu bytes exceeds the maximum of %u",
 			    (unsigned long long)length + 4, d->max_frame);
 	if (kind == RPC_FRAME_REQUEST && f->status != 0)
-		return fail(d, RPC_FRAME_EFIELD, "request frame with status %u", f->status);
+		return FAIL(d, RPC_FRAME_EFIELD, "request frame with status %u", f->status);
 	if (kind == RPC_FRAME_RESPONSE && f->budget_ms != 0)
-		return fail(d, RPC_FRAME_EFIELD, "response frame with a time budget of %u ms",
+		return FAIL(d, RPC_FRAME_EFIELD, "response frame with a time budget of %u ms",
 			    f->budget_ms);
 	return 0;
 }
@@ -86,7 +77,6 @@ static int parse_header(struct rpc_frame_decoder *d)
 static void reserve(struct rpc_frame_decoder *d, size_t want)
 {
 	size_t cap = d->cap;
-	uint8_t *p;
 
 	if (want <= cap)
 		return;
@@ -96,10 +86,7 @@ static void reserve(struct rpc_frame_decoder *d, size_t want)
 		cap *= 2;
 	if (cap > d->cur.len)
 		cap = d->cur.len;
-	p = realloc(d->cur.payload, cap);
-	if (p == NULL)
-		PANIC("out of memory (%zu bytes)", cap);
-	d->cur.payload = p;
+	d->cur.payload = xrealloc(d->cur.payload, cap);
 	d->cap = cap;
 }
 
@@ -161,10 +148,10 @@ int rpc_frame_decoder_eof(struct rpc_frame_decoder *d)
 	if (d->have == 0)
 		return RPC_FRAME_MORE;
 	if (d->have < RPC_FRAME_HEADER_SIZE)
-		return fail(d, RPC_FRAME_ETRUNCATED,
+		return FAIL(d, RPC_FRAME_ETRUNCATED,
 			    "stream ended inside a frame header (%zu of %u bytes)", d->have,
 			    RPC_FRAME_HEADER_SIZE);
-	return fail(d, RPC_FRAME_ETRUNCATED, "stream ended inside a frame (%zu of %zu bytes)",
+	return FAIL(d, RPC_FRAME_ETRUNCATED, "stream ended inside a frame (%zu of %zu bytes)",
 		    d->have, RPC_FRAME_HEADER_SIZE + d->cur.len);
 }
 

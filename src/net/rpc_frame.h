@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "docraft/error.h"
 
 #define RPC_FRAME_HEADER_SIZE 22
 /* Default maximum frame size (header included). */
@@ -86,7 +87,7 @@ struct rpc_frame_decoder {
 	struct rpc_frame cur; /* header fields, valid once have >= HEADER_SIZE */
 	bool head_ok;         /* cur holds a header with a valid kind */
 	size_t cap;           /* bytes allocated at cur.payload */
-	char errmsg[128];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
 };
 
 /* Initializes d with a maximum frame size of max_frame bytes, header

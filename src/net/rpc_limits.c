@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/mem.h"
 
 struct ip_count {
 	struct ip_count *next;
@@ -56,9 +57,7 @@ void ip_counts_add(struct ip_counts *t, uint32_t ip)
 {
 	struct ip_count **pp = find(t, ip);
 	if (*pp == NULL) {
-		*pp = calloc(1, sizeof **pp);
-		if (*pp == NULL)
-			PANIC("out of memory");
+		*pp = xzalloc(sizeof **pp);
 		(*pp)->ip = ip;
 	}
 	(*pp)->n++;

@@ -1,7 +1,7 @@
 /* Connections per source address, for the connection caps of the one-port
  * listener (net/listener.h, preamble stage) and the RPC server
- * (rpc/rpc.h). Pure: no I/O, no libuv; lives in docraft_common so that
- * both libraries can use it.
+ * (rpc/rpc.h). Pure: no I/O, no libuv; lives in docraft_net, below both
+ * users.
  *
  * A table counts live connections by IPv4 address (network byte order, as
  * in sockaddr_in.sin_addr.s_addr). An address whose count drops to zero

@@ -1,5 +1,8 @@
-/* RPC server and client (src/rpc/rpc.c) on real loopback sockets
- * (127.0.0.1 and 127.0.0.2), one uv loop per case.
+/* RPC server and client (src/rpc/server.c, client.c, outq.c, codec.c) on
+ * real loopback sockets (127.0.0.1 and 127.0.0.2), one uv loop per case;
+ * and, without sockets, the pieces they are built of: the client's pending
+ * call indexes (rpc/pending.h), the intrusive lists (common/dlist.h) and
+ * peer address text (listener_format_address).
  *
  * Round trips, 1000 calls in flight on one connection answered in reverse
  * order, deadlines and late replies, server loss and reconnection with
@@ -19,10 +22,12 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "rpc/rpc.h"
 #include "net/rpc_frame.h"
 #include "net/listener.h"
+#include "rpc/pending.h"
 #include "docraft.pb-c.h"
 #include "rpc.pb-c.h"
 #include "test.h"
@@ -2085,10 +2090,128 @@ TEST(partial_frames_bounded)
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
+/* ---- the pieces, without sockets ---- */
+
+/* The id table grows past its 64 initial buckets and finds every call; the
+ * heap gives the calls back in deadline order while calls leave it from
+ * anywhere, and reports when its earliest deadline changes. */
+TEST(pending_indexes)
+{
+	enum { N = 1000 };
+	static struct rpc_call_req reqs[N];
+	struct rpc_client cl;
+	uint64_t x = 88172645463325252ull, last = 0;
+	size_t left = N;
+
+	memset(&cl, 0, sizeof cl);
+	memset(reqs, 0, sizeof reqs);
+	pending_init(&cl);
+	for (size_t i = 0; i < N; i++) {
+		bool earliest;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		reqs[i].id = i + 1;
+		reqs[i].deadline = x % 5000;
+		pending_id_insert(&cl, &reqs[i]);
+		earliest = pending_deadline_push(&cl, &reqs[i]);
+		CHECK(earliest == (cl.heap[0] == &reqs[i]));
+	}
+	CHECK_EQ_U64(cl.n_ids, N);
+	CHECK(cl.ids_mask + 1 >= N);
+	for (size_t i = 0; i < N; i++)
+		CHECK(pending_id_find(&cl, i + 1) == &reqs[i]);
+	CHECK(pending_id_find(&cl, N + 1) == NULL);
+	/* Every third call completes early, from wherever it is in the heap. */
+	for (size_t i = 0; i < N; i += 3) {
+		bool was_first = cl.heap[0] == &reqs[i];
+		CHECK(pending_deadline_remove(&cl, &reqs[i]) == was_first);
+		CHECK_EQ_U64(reqs[i].heap_index, SIZE_MAX);
+		pending_id_remove(&cl, &reqs[i]);
+		CHECK(pending_id_find(&cl, i + 1) == NULL);
+		left--;
+	}
+	/* The rest leave in deadline order. */
+	while (cl.heap_len > 0) {
+		struct rpc_call_req *r = cl.heap[0];
+		CHECK(r->deadline >= last);
+		last = r->deadline;
+		CHECK(pending_deadline_remove(&cl, r));
+		pending_id_remove(&cl, r);
+		left--;
+	}
+	CHECK_EQ_U64(left, 0);
+	CHECK_EQ_U64(cl.n_ids, 0);
+	pending_free(&cl);
+}
+
+struct lnode {
+	struct lnode *prev, *next;
+	int v;
+};
+
+/* The values of the list at head, in order, as text ("" when empty); also
+ * checks that every prev link mirrors a next link. */
+static const char *list_text(struct lnode *head, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	CHECK(head == NULL || head->prev == NULL);
+	for (struct lnode *p = head; p != NULL; p = p->next) {
+		CHECK(p->next == NULL || p->next->prev == p);
+		n += (size_t)snprintf(out + n, size - n, "%d", p->v);
+	}
+	return out;
+}
+
+TEST(intrusive_list)
+{
+	struct lnode a = {.v = 1}, b = {.v = 2}, c = {.v = 3}, *head = NULL, *first;
+	char t[16];
+
+	DLIST_PUSH(head, &a);
+	DLIST_PUSH(head, &b);
+	DLIST_PUSH(head, &c);
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "321");
+	DLIST_REMOVE(head, &b); /* middle */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "31");
+	CHECK(b.prev == NULL && b.next == NULL);
+	DLIST_REMOVE(head, &a); /* last */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "3");
+	DLIST_PUSH(head, &b);
+	first = head;
+	DLIST_REMOVE(head, first); /* first, through a copy of head */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "3");
+	DLIST_REMOVE(head, &c); /* the only one */
+	CHECK(head == NULL);
+	CHECK(c.prev == NULL && c.next == NULL);
+}
+
+/* listener_format_address writes back what listener_parse_address reads,
+ * the longest address included; call->peer and rpc_peer use it. */
+TEST(address_text)
+{
+	static const char *const cases[] = {"255.255.255.255:65535", "127.0.0.1:0",
+					    "10.1.2.3:7100"};
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char out[LISTENER_ADDRESS_TEXT_MAX + 1];
+	struct sockaddr_in a;
+
+	CHECK_EQ_INT(strlen(cases[0]), LISTENER_ADDRESS_TEXT_MAX);
+	CHECK_EQ_INT(LISTENER_ADDRESS_TEXT_MAX, RPC_ADDRESS_MAX);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		CHECK_OK(listener_parse_address(cases[i], &a, errmsg));
+		listener_format_address(&a, out);
+		CHECK_EQ_STR(out, cases[i]);
+	}
+}
+
 TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
 	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
 	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
 	  T(calls_from_callbacks), T(coalesced_writes), T(queued_from_prepare),
 	  T(queued_from_check), T(close_with_queued_frames), T(connection_caps),
 	  T(listener_pending_cap), T(idle_timeout), T(decode_budget), T(slow_reader),
-	  T(inflight_bytes), T(partial_frames_bounded))
+	  T(inflight_bytes), T(partial_frames_bounded), T(pending_indexes), T(intrusive_list),
+	  T(address_text))
