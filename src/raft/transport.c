@@ -28,8 +28,10 @@
 #include <sys/socket.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "net/listener.h"
 
 struct conn;
@@ -65,14 +67,6 @@ struct conn {
 	uint8_t preamble[LISTENER_PREAMBLE_MAX];
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = calloc(1, n);
-	if (p == NULL)
-		PANIC("out of memory (%zu bytes)", n);
-	return p;
-}
-
 static void free_handle(uv_handle_t *h)
 {
 	raft_free(h);
@@ -80,14 +74,7 @@ static void free_handle(uv_handle_t *h)
 
 static void unlink_conn(struct conn *c)
 {
-	struct tp *tp = c->tp;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		tp->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	c->prev = c->next = NULL;
+	DLIST_REMOVE(c->tp->conns, c);
 }
 
 static void maybe_closed(struct tp *tp)
@@ -203,7 +190,7 @@ static int tp_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 		snprintf(t->errmsg, sizeof t->errmsg, "%s", errmsg);
 		return RAFT_NOCONNECTION;
 	}
-	c = xmalloc(sizeof *c);
+	c = xzalloc(sizeof *c);
 	c->tp = tp;
 	c->req = req;
 	req->cb = cb;
@@ -235,10 +222,7 @@ static int tp_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 		free(c);
 		return RAFT_NOCONNECTION;
 	}
-	c->next = tp->conns;
-	if (tp->conns != NULL)
-		tp->conns->prev = c;
-	tp->conns = c;
+	DLIST_PUSH(tp->conns, c);
 	return 0;
 }
 
@@ -341,7 +325,7 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
 		if (tablet_id[i] < 0x21 || tablet_id[i] > 0x7e)
 			return err_set(errmsg, DOCRAFT_EINVAL, "tablet id with byte 0x%02x",
 				       (unsigned char)tablet_id[i]);
-	tp = xmalloc(sizeof *tp);
+	tp = xzalloc(sizeof *tp);
 	tp->t = t;
 	tp->l = l;
 	memcpy(tp->tablet_id, tablet_id, n + 1);
