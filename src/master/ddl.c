@@ -287,6 +287,16 @@ static int write_request_id(struct master *m, struct batch *b, const struct cat_
 
 /* ---- CreateTable ----------------------------------------------------------------------------- */
 
+/* A CreateTable or DropTable: its catalog write, its caller and its
+ * request id. */
+struct table_op {
+	struct cwrite w; /* first */
+	struct rpc_call *call;
+	char name[CATALOG_MAX_TABLE_NAME + 1];
+	bool has_ddl;       /* the request carried an id: ddl is recorded */
+	struct cat_ddl ddl;
+};
+
 struct create_call {
 	struct rpc_call_req req; /* first */
 	struct create_op *op;
@@ -296,11 +306,7 @@ struct create_call {
 };
 
 struct create_op {
-	struct cwrite w; /* first */
-	struct rpc_call *call;
-	char name[CATALOG_MAX_TABLE_NAME + 1];
-	bool has_ddl;       /* the request carried an id: ddl is recorded */
-	struct cat_ddl ddl;
+	struct table_op t; /* first */
 	struct create_call *calls;
 	size_t outstanding;
 	size_t failed;
@@ -309,17 +315,17 @@ struct create_op {
 static void create_free(struct create_op *op)
 {
 	free(op->calls);
-	cwrite_free(&op->w);
+	cwrite_free(&op->t.w);
 }
 
 static void create_finish(struct create_op *op)
 {
 	Docraft__CreateTableResponse resp = DOCRAFT__CREATE_TABLE_RESPONSE__INIT;
-	resp.table_id = op->name;
+	resp.table_id = op->t.name;
 	if (op->failed > 0)
 		LOG_WARN("master %s: table %s: %zu replica creations failed; heartbeats will retry",
-			 op->w.m->address, op->name, op->failed);
-	rpc_reply_message(op->call, &resp.base);
+			 op->t.w.m->address, op->t.name, op->failed);
+	rpc_reply_message(op->t.call, &resp.base);
 	create_free(op);
 }
 
@@ -327,7 +333,7 @@ static void create_rpc_done(struct rpc_call_req *req, const struct rpc_result *r
 {
 	struct create_call *cc = (struct create_call *)req;
 	struct create_op *op = cc->op;
-	struct master *m = op->w.m;
+	struct master *m = op->t.w.m;
 
 	if (res->status != 0) {
 		op->failed++;
@@ -335,7 +341,7 @@ static void create_rpc_done(struct rpc_call_req *req, const struct rpc_result *r
 			 m->address, cc->tablet_id, cc->raft_id, cc->address,
 			 docraft_strerror(res->status), res->message);
 	}
-	if (op->w.gen == m->gen) {
+	if (op->t.w.gen == m->gen) {
 		struct cat_tablet *tb = catalog_find_tablet(&m->cat, cc->tablet_id);
 		if (tb != NULL && tb->state == CAT_RUNNING && cc->raft_id <= tb->n_replicas)
 			tb->replicas[cc->raft_id - 1].create_sent_ms = master_now_ms(m);
@@ -386,20 +392,20 @@ static void create_written(struct cwrite *w, int status)
 {
 	struct create_op *op = (struct create_op *)w;
 	struct master *m = w->m;
-	struct cat_table *t = written_table(w, op->name, CAT_CREATING);
+	struct cat_table *t = written_table(w, op->t.name, CAT_CREATING);
 
 	if (status != 0) {
-		LOG_WARN("master %s: create table %s: %s", m->address, op->name,
+		LOG_WARN("master %s: create table %s: %s", m->address, op->t.name,
 			 docraft_strerror(status));
 		if (t != NULL)
 			catalog_remove_table(&m->cat, t);
-		reply_write_error(m, op->call, status, "create table");
+		reply_write_error(m, op->t.call, status, "create table");
 		create_free(op);
 		return;
 	}
-	LOG_INFO("master %s: table %s created", m->address, op->name);
-	if (w->gen == m->gen && op->has_ddl)
-		catalog_put_ddl(&m->cat, &op->ddl);
+	LOG_INFO("master %s: table %s created", m->address, op->t.name);
+	if (w->gen == m->gen && op->t.has_ddl)
+		catalog_put_ddl(&m->cat, &op->t.ddl);
 	if (t == NULL || m->closing) {
 		/* Committed, but this master lost the leadership meanwhile (or
 		 * is closing): the next leader's heartbeats create the replicas. */
@@ -498,16 +504,17 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 		return err_set(errmsg, DOCRAFT_EINVAL, "create table: no schema");
 	if ((rv = catalog_check_table_name(req->schema->name, errmsg)) != 0)
 		return rv;
-	snprintf(op->name, sizeof op->name, "%s", req->schema->name);
-	old = catalog_find_table(&m->cat, op->name);
+	snprintf(op->t.name, sizeof op->t.name, "%s", req->schema->name);
+	old = catalog_find_table(&m->cat, op->t.name);
 	if (old != NULL && old->state != CAT_RUNNING)
-		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' is being %s; retry", op->name,
+		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' is being %s; retry", op->t.name,
 			       old->state == CAT_CREATING ? "created" : "dropped");
 	if (old != NULL)
-		return err_set(errmsg, DOCRAFT_EINVAL, "table '%s' already exists", op->name);
-	if ((dropped = dropped_alive(m, op->name)) != NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table '%s' already exists", op->t.name);
+	if ((dropped = dropped_alive(m, op->t.name)) != NULL)
 		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' was dropped and its tablet %s "
-			       "is not deleted on most replicas yet; retry", op->name, dropped->id);
+			       "is not deleted on most replicas yet; retry", op->t.name,
+			       dropped->id);
 	rf = req->replication_factor != 0 ? req->replication_factor : m->default_rf;
 	if ((rv = placement_check_rf(rf, errmsg)) != 0)
 		return rv;
@@ -523,7 +530,7 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 	where = xcalloc((size_t)n * rf, sizeof *where);
 	if ((rv = placement_place(loads, n_live, n, rf, where, errmsg)) != 0)
 		goto out;
-	if ((rv = catalog_table_new(op->name, schema.data, schema.len, rf, &t, errmsg)) != 0)
+	if ((rv = catalog_table_new(op->t.name, schema.data, schema.len, rf, &t, errmsg)) != 0)
 		goto out;
 	snprintf(t->id, sizeof t->id, "%016" PRIx64, next_rand(m));
 	for (int attempt = 0;; attempt++) {
@@ -532,7 +539,7 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 			char id[CATALOG_MAX_TABLET_ID + 1];
 			uint32_t start, end;
 			struct cat_tablet *tb;
-			snprintf(id, sizeof id, "%s-%u-%08x", op->name, i, suffix);
+			snprintf(id, sizeof id, "%s-%u-%08x", op->t.name, i, suffix);
 			placement_partition(i, n, &start, &end);
 			tb = catalog_table_add_tablet(t, id, start, end);
 			tb->n_replicas = rf;
@@ -556,9 +563,9 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 		catalog_table_free(t);
 		goto out;
 	}
-	rv = catalog_write_table(&op->w.b, t, errmsg);
+	rv = catalog_write_table(&op->t.w.b, t, errmsg);
 	if (rv == 0)
-		rv = write_request_id(m, &op->w.b, &op->ddl, op->has_ddl, errmsg);
+		rv = write_request_id(m, &op->t.w.b, &op->t.ddl, op->t.has_ddl, errmsg);
 	if (rv != 0)
 		catalog_remove_table(&m->cat, t);
 out:
@@ -569,36 +576,39 @@ out:
 	return rv;
 }
 
-void ddl_create_table(struct master *m, struct rpc_call *call, const void *request)
+enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *request, void *obj)
 {
+	struct master *m = ctx;
 	const Docraft__CreateTableRequest *req = request;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct create_op *op;
 	bool done = false;
 	int rv;
 
+	(void)obj;
 	op = xcalloc(1, sizeof *op);
-	batch_init(&op->w.b);
-	op->call = call;
+	batch_init(&op->t.w.b);
+	op->t.call = call;
 	m->ops++;
-	op->w.m = m;
+	op->t.w.m = m;
 	rv = req->schema == NULL
 		     ? err_set(errmsg, DOCRAFT_EINVAL, "create table: no schema")
 		     : check_request_id(m, &req->client_id, req->seq, CAT_DDL_CREATE,
-					req->schema->name, &op->ddl, &op->has_ddl, &done, errmsg);
+					req->schema->name, &op->t.ddl, &op->t.has_ddl, &done,
+					errmsg);
 	if (rv == 0 && done) {
 		Docraft__CreateTableResponse resp = DOCRAFT__CREATE_TABLE_RESPONSE__INIT;
-		resp.table_id = op->ddl.table;
+		resp.table_id = op->t.ddl.table;
 		rpc_reply_message(call, &resp.base);
 		create_free(op);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	if (rv == 0)
 		rv = prepare_create(m, req, op, errmsg);
 	if (rv == 0) {
-		rv = cwrite_submit(m, &op->w, create_written);
+		rv = cwrite_submit(m, &op->t.w, create_written);
 		if (rv != 0) {
-			struct cat_table *t = catalog_find_table(&m->cat, op->name);
+			struct cat_table *t = catalog_find_table(&m->cat, op->t.name);
 			catalog_remove_table(&m->cat, t);
 			err_set(errmsg, rv, "create table: catalog write: %s",
 				docraft_strerror(rv));
@@ -608,21 +618,14 @@ void ddl_create_table(struct master *m, struct rpc_call *call, const void *reque
 		rpc_reply_error(call, rv, errmsg, NULL, 0);
 		create_free(op);
 	}
+	return RPC_DISPATCH_FREE;
 }
 
 /* ---- DropTable ------------------------------------------------------------------------------- */
 
-struct drop_op {
-	struct cwrite w; /* first */
-	struct rpc_call *call;
-	char name[CATALOG_MAX_TABLE_NAME + 1];
-	bool has_ddl;
-	struct cat_ddl ddl;
-};
-
 static void drop_written(struct cwrite *w, int status)
 {
-	struct drop_op *op = (struct drop_op *)w;
+	struct table_op *op = (struct table_op *)w;
 	struct master *m = w->m;
 	struct cat_table *t = written_table(w, op->name, CAT_DELETING);
 
@@ -642,36 +645,38 @@ static void drop_written(struct cwrite *w, int status)
 	cwrite_free(w);
 }
 
-void ddl_drop_table(struct master *m, struct rpc_call *call, const void *request)
+enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *request, void *obj)
 {
+	struct master *m = ctx;
 	const Docraft__DropTableRequest *req = request;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct cat_table *t;
-	struct drop_op *op;
+	struct table_op *op;
 	struct cat_ddl ddl;
 	bool has_ddl, done;
 	int rv;
 
+	(void)obj;
 	rv = check_request_id(m, &req->client_id, req->seq, CAT_DDL_DROP, req->name, &ddl,
 			      &has_ddl, &done, errmsg);
 	if (rv == 0 && done) {
 		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
 		rpc_reply_message(call, &resp.base);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	if (rv != 0) {
 		rpc_reply_error(call, rv, errmsg, NULL, 0);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	t = catalog_find_table(&m->cat, req->name);
 	if (t == NULL) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	if (t->state != CAT_RUNNING) {
 		rpc_reply_errorf(call, DOCRAFT_EBUSY, "table '%s' is being %s; retry", req->name,
 				 t->state == CAT_CREATING ? "created" : "dropped");
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	op = xcalloc(1, sizeof *op);
 	batch_init(&op->w.b);
@@ -688,20 +693,23 @@ void ddl_drop_table(struct master *m, struct rpc_call *call, const void *request
 		rpc_reply_error(call, rv, errmsg, NULL, 0);
 		batch_free(&op->w.b);
 		free(op);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	m->ops++;
 	t->state = CAT_DELETING;
+	return RPC_DISPATCH_FREE;
 }
 
 /* ---- reads of the catalog -------------------------------------------------------------------- */
 
-void ddl_list_tables(struct master *m, struct rpc_call *call, const void *req)
+enum rpc_dispatch_req ddl_list_tables(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
+	struct master *m = ctx;
 	Docraft__ListTablesResponse resp = DOCRAFT__LIST_TABLES_RESPONSE__INIT;
 	struct arena a;
 
 	(void)req;
+	(void)obj;
 	arena_init(&a);
 	resp.tables = master_zalloc(&a, m->cat.n_tables * sizeof *resp.tables);
 	for (size_t i = 0; i < m->cat.n_tables; i++)
@@ -709,20 +717,23 @@ void ddl_list_tables(struct master *m, struct rpc_call *call, const void *req)
 			resp.tables[resp.n_tables++] = m->cat.tables[i]->schema;
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
+	return RPC_DISPATCH_FREE;
 }
 
-void ddl_get_table(struct master *m, struct rpc_call *call, const void *request)
+enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *request, void *obj)
 {
+	struct master *m = ctx;
 	const Docraft__GetTableRequest *req = request;
 	Docraft__GetTableResponse resp = DOCRAFT__GET_TABLE_RESPONSE__INIT;
 	struct cat_table *t;
 	struct arena a;
 	uint64_t now = master_now_ms(m);
 
+	(void)obj;
 	t = catalog_find_table(&m->cat, req->name);
 	if (t == NULL || t->state == CAT_CREATING) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	arena_init(&a);
 	resp.schema = t->schema;
@@ -745,4 +756,5 @@ void ddl_get_table(struct master *m, struct rpc_call *call, const void *request)
 	}
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
+	return RPC_DISPATCH_FREE;
 }

@@ -4,9 +4,9 @@
  *
  *   service.c  lifecycle (open, close), leadership (following the catalog
  *              tablet's role, loading the catalog) and the RPC plumbing:
- *              one table of MASTER_* methods; the request is decoded and
- *              the master's own leadership checked once, there, before a
- *              handler below runs.
+ *              one table of MASTER_* methods (rpc/dispatch.h); the
+ *              master's own leadership is checked and the request decoded
+ *              and freed once, there, around a handler below.
  *   ddl.c      the catalog's decisions: CreateTable (validation, placement,
  *              the table's documents, the DDL request ids, the DROP->CREATE
  *              guard, the replicas' creation), DropTable, the purge of
@@ -34,6 +34,7 @@
 #include "master/service.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
+#include "rpc/dispatch.h"
 #include "rpc/rpc.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
@@ -56,6 +57,7 @@ struct master {
 	struct copy_server copy;
 	bool copy_on;
 	struct rpc_server srv;
+	struct rpc_dispatch methods; /* service.c's table on srv */
 	bool srv_on;
 	struct rpc_client cl;
 	bool cl_on;
@@ -102,14 +104,18 @@ static inline void *master_zalloc(struct arena *a, size_t n)
  * leader but not ready. */
 void master_reply_not_leader(struct master *m, struct rpc_call *call);
 
-/* ---- ddl.c: the handlers (the plumbing has decoded req, borrowed for the call of the handler
- * only, and checked that this master serves; the handler answers call once, now or later) --- */
+/* ---- ddl.c ----------------------------------------------------------------------------------- */
 
-void ddl_create_table(struct master *m, struct rpc_call *call, const void *req);
-void ddl_drop_table(struct master *m, struct rpc_call *call, const void *req);
+/* The handlers (rpc_method_fn, rpc/dispatch.h) of service.c's method table:
+ * ctx is the master, which the dispatcher has found serving (the ready
+ * leader, catalog loaded); req is the decoded request, left to the
+ * dispatcher (RPC_DISPATCH_FREE: no handler keeps it); obj is NULL. Each
+ * answers call once, now or from a later callback. */
+enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *req, void *obj);
+enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req, void *obj);
 /* req is NULL: ListTables reads no request. */
-void ddl_list_tables(struct master *m, struct rpc_call *call, const void *req);
-void ddl_get_table(struct master *m, struct rpc_call *call, const void *req);
+enum rpc_dispatch_req ddl_list_tables(void *ctx, struct rpc_call *call, void *req, void *obj);
+enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *req, void *obj);
 
 /* Purges the dropped tablet tb from the catalog (one more catalog write)
  * once no replica's tserver lists it any more; nothing if it is not
@@ -125,9 +131,10 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 /* ---- tservers.c ------------------------------------------------------------------------------ */
 
 /* Handlers, as ddl.c's. */
-void tservers_heartbeat(struct master *m, struct rpc_call *call, const void *req);
+enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void *req,
+					 void *obj);
 /* req is NULL: ListTServers reads no request. */
-void tservers_list(struct master *m, struct rpc_call *call, const void *req);
+enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj);
 
 /* The live tservers sorted by uuid (the catalog's order) in *out and the
  * number of replicas of tablets not deleted each holds in *loads (the

@@ -16,14 +16,15 @@
  * completes in another one it touches no in-memory state (which was
  * rebuilt from the store in between) and only answers its caller.
  *
- * Plumbing. One table lists the MASTER_* methods: the request's message
- * descriptor (none: the body is not read) and the handler. Every method
- * is served by the master leader only, so for each call, in this order:
- * a closing master answers ECLOSED; one that is not the ready leader with
- * its catalog loaded answers as serving() says (ENOTLEADER with a hint,
- * or EUNAVAILABLE); the request is decoded (a malformed one is answered
- * by rpc_call_decode); the handler runs and answers; the request is
- * freed. A handler never sees a master that is not serving. */
+ * Plumbing. One table (rpc/dispatch.h) lists the MASTER_* methods: their
+ * request and response messages (no request: the body is not read) and
+ * their handler. Every method is served by the master leader only
+ * (RPC_METHOD_LEADER), so for each call, in this order: a closing master
+ * answers ECLOSED; one that is not the ready leader with its catalog
+ * loaded answers as serving() says (ENOTLEADER with a hint, or
+ * EUNAVAILABLE); the request is decoded (a malformed one is answered by
+ * rpc_call_decode); the handler runs and answers; the dispatcher frees
+ * the request. A handler never sees a master that is not serving. */
 #include "master/service.h"
 
 #include <inttypes.h>
@@ -46,6 +47,7 @@
 #include "master/placement.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
+#include "rpc/dispatch.h"
 #include "rpc/rpc.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
@@ -170,9 +172,16 @@ void master_reply_not_leader(struct master *m, struct rpc_call *call)
 			id != 0 && addr[0] != '\0' ? addr : NULL, id);
 }
 
-/* True if this master may serve now; otherwise call is answered. */
-static bool serving(struct master *m, struct rpc_call *call)
+/* ---- plumbing -------------------------------------------------------------------------------- */
+
+/* The dispatcher's leader hook (rpc/dispatch.h), before the request is
+ * read: true if this master may serve now; otherwise call is answered. */
+static bool serving(void *ctx, struct rpc_call *call, const struct rpc_method *method, void *obj)
 {
+	struct master *m = ctx;
+
+	(void)method;
+	(void)obj;
 	if (m->closing) {
 		rpc_reply_error(call, DOCRAFT_ECLOSED, "master shutting down", NULL, 0);
 		return false;
@@ -189,47 +198,24 @@ static bool serving(struct master *m, struct rpc_call *call)
 	return false;
 }
 
-/* ---- plumbing -------------------------------------------------------------------------------- */
+static const struct rpc_dispatch_hooks hooks = {.leader = serving};
 
-/* A MASTER_* method: served by the ready leader only (see the design note). */
-struct method {
-	uint16_t method;
-	const ProtobufCMessageDescriptor *request; /* NULL: the body is not read */
-	void (*handle)(struct master *m, struct rpc_call *call, const void *req);
+/* Every MASTER_* method: served by the ready leader only. */
+static const struct rpc_method methods[] = {
+	{DOCRAFT__METHOD__MASTER_CREATE_TABLE, "CreateTable",
+	 &docraft__create_table_request__descriptor, &docraft__create_table_response__descriptor,
+	 RPC_METHOD_LEADER, NULL, ddl_create_table},
+	{DOCRAFT__METHOD__MASTER_DROP_TABLE, "DropTable", &docraft__drop_table_request__descriptor,
+	 &docraft__drop_table_response__descriptor, RPC_METHOD_LEADER, NULL, ddl_drop_table},
+	{DOCRAFT__METHOD__MASTER_LIST_TABLES, "ListTables", NULL,
+	 &docraft__list_tables_response__descriptor, RPC_METHOD_LEADER, NULL, ddl_list_tables},
+	{DOCRAFT__METHOD__MASTER_GET_TABLE, "GetTable", &docraft__get_table_request__descriptor,
+	 &docraft__get_table_response__descriptor, RPC_METHOD_LEADER, NULL, ddl_get_table},
+	{DOCRAFT__METHOD__MASTER_LIST_TSERVERS, "ListTServers", NULL,
+	 &docraft__list_tservers_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_list},
+	{DOCRAFT__METHOD__MASTER_HEARTBEAT, "Heartbeat", &docraft__heartbeat_request__descriptor,
+	 &docraft__heartbeat_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_heartbeat},
 };
-
-static const struct method methods[] = {
-	{DOCRAFT__METHOD__MASTER_CREATE_TABLE, &docraft__create_table_request__descriptor,
-	 ddl_create_table},
-	{DOCRAFT__METHOD__MASTER_DROP_TABLE, &docraft__drop_table_request__descriptor,
-	 ddl_drop_table},
-	{DOCRAFT__METHOD__MASTER_LIST_TABLES, NULL, ddl_list_tables},
-	{DOCRAFT__METHOD__MASTER_GET_TABLE, &docraft__get_table_request__descriptor,
-	 ddl_get_table},
-	{DOCRAFT__METHOD__MASTER_LIST_TSERVERS, NULL, tservers_list},
-	{DOCRAFT__METHOD__MASTER_HEARTBEAT, &docraft__heartbeat_request__descriptor,
-	 tservers_heartbeat},
-};
-
-/* The rpc_handler_cb of every method (arg: the master). */
-static void serve(void *arg, struct rpc_call *call)
-{
-	struct master *m = arg;
-	const struct method *d = NULL;
-	ProtobufCMessage *req = NULL;
-
-	for (size_t i = 0; i < sizeof methods / sizeof methods[0] && d == NULL; i++)
-		if (methods[i].method == call->method)
-			d = &methods[i];
-	ASSERT(d != NULL); /* only these are registered */
-	if (!serving(m, call))
-		return;
-	if (d->request != NULL && (req = rpc_call_decode(call, d->request)) == NULL)
-		return;
-	d->handle(m, call, req);
-	if (req != NULL)
-		protobuf_c_message_free_unpacked(req, NULL);
-}
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
@@ -377,11 +363,10 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		listener_set_max_pending(m->l, o->rpc->max_connections,
 					 o->rpc->max_connections_per_ip);
 	}
-	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-		rv = rpc_server_register(&m->srv, methods[i].method, serve, m, errmsg);
-		if (rv != 0)
-			return rv;
-	}
+	rv = rpc_dispatch_register(&m->methods, &m->srv, methods,
+				   sizeof methods / sizeof methods[0], m, &hooks, errmsg);
+	if (rv != 0)
+		return rv;
 	uv_timer_start(&m->poll, poll_cb, POLL_MS, POLL_MS);
 	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s", m->address,
 		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir,

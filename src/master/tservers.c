@@ -128,13 +128,15 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
-void tservers_list(struct master *m, struct rpc_call *call, const void *req)
+enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
+	struct master *m = ctx;
 	Docraft__ListTServersResponse resp = DOCRAFT__LIST_TSERVERS_RESPONSE__INIT;
 	struct arena a;
 	uint64_t now = master_now_ms(m);
 
 	(void)req;
+	(void)obj;
 	arena_init(&a);
 	resp.n_tservers = m->cat.n_tservers;
 	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
@@ -160,6 +162,7 @@ void tservers_list(struct master *m, struct rpc_call *call, const void *req)
 	}
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
+	return RPC_DISPATCH_FREE;
 }
 
 /* ---- Heartbeat ------------------------------------------------------------------------------- */
@@ -347,8 +350,10 @@ static void reconcile_missing(struct master *m, struct cat_tserver *ts, struct i
 	}
 }
 
-void tservers_heartbeat(struct master *m, struct rpc_call *call, const void *request)
+enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void *request,
+					 void *obj)
 {
+	struct master *m = ctx;
 	const Docraft__HeartbeatRequest *req = request;
 	Docraft__HeartbeatResponse resp = DOCRAFT__HEARTBEAT_RESPONSE__INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -358,15 +363,16 @@ void tservers_heartbeat(struct master *m, struct rpc_call *call, const void *req
 	struct arena a;
 	uint64_t now = master_now_ms(m);
 
+	(void)obj;
 	if (!valid_uuid(req->uuid)) {
 		rpc_reply_error(call, DOCRAFT_EINVAL, "heartbeat: bad tserver uuid", NULL, 0);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	if (strlen(req->address) > RPC_ADDRESS_MAX ||
 	    listener_parse_address(req->address, &sa, errmsg) != 0) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: bad address '%.32s'",
 				 req->address);
-		return;
+		return RPC_DISPATCH_FREE;
 	}
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
@@ -386,4 +392,5 @@ void tservers_heartbeat(struct master *m, struct rpc_call *call, const void *req
 	resp.master_leader_address = m->address;
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
+	return RPC_DISPATCH_FREE;
 }
