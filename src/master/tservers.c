@@ -203,8 +203,8 @@ static Docraft__Instruction *instruction_add(struct instructions *ins)
 /* Leader balancing (balance.h): the catalog as balance_pick's input
  * (servers: every tserver, by uuid; tablets: the running ones) and, if it
  * picks a move of a tablet ts leads, one StepDown instruction for ts. */
-static void balance_leaders(struct master *m, const struct cat_tserver *ts,
-			    struct instructions *ins, uint64_t now)
+static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
+				 struct instructions *ins, uint64_t now)
 {
 	size_t n_servers = m->cat.n_tservers, n = 0;
 	size_t from = catalog_tserver_index(&m->cat, ts->uuid);
@@ -386,7 +386,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	apply_reports(m, ts, req, &ins);
 	reconcile_missing(m, ts, &ins, now);
 	if (m->leader_balance)
-		balance_leaders(m, ts, &ins, now);
+		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;
 	resp.master_leader_address = m->address;
