@@ -41,6 +41,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "rpc/wire.h"
 #include "rpc.pb-c.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -246,7 +247,7 @@ int metacache_install(struct mc_table *t, const Docraft__GetTableResponse *resp,
 			     expect);
 		goto fail;
 	}
-	if ((rv = convert_schema_from_pb(resp->schema, &s, errmsg)) != 0) {
+	if ((rv = wire_schema_from_pb(resp->schema, &s, errmsg)) != 0) {
 		rv = err_wrap(errmsg, DOCRAFT_ECORRUPT, "table %s", t->name);
 		goto fail;
 	}

@@ -47,6 +47,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "docdb/key.h"
+#include "rpc/wire.h"
 #include "rpc.pb-c.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -138,7 +139,7 @@ static int build_colval(const struct schema *s, const struct op_col *oc, int kin
 				       what, col_type_name((enum col_type)col->type));
 		}
 		cv->value = alloc0(a, sizeof *cv->value);
-		return convert_value(&oc->value, (enum col_type)col->type, true, what, a, cv->value,
+		return values_to_datum(&oc->value, (enum col_type)col->type, true, what, a, cv->value,
 				     &pv, errmsg);
 	}
 	if (!col_type_is_collection((enum col_type)col->type))
@@ -152,7 +153,7 @@ static int build_colval(const struct schema *s, const struct op_col *oc, int kin
 	cv->keys = alloc0(a, oc->n * sizeof *cv->keys);
 	for (size_t i = 0; i < oc->n; i++) {
 		cv->keys[i] = alloc0(a, sizeof *cv->keys[i]);
-		if ((rv = convert_value(&oc->keys[i], (enum col_type)col->elem_type, false, what, a,
+		if ((rv = values_to_datum(&oc->keys[i], (enum col_type)col->elem_type, false, what, a,
 					cv->keys[i], &pv, errmsg)) != 0)
 			return rv;
 	}
@@ -161,7 +162,7 @@ static int build_colval(const struct schema *s, const struct op_col *oc, int kin
 		cv->values = alloc0(a, oc->n * sizeof *cv->values);
 		for (size_t i = 0; i < oc->n; i++) {
 			cv->values[i] = alloc0(a, sizeof *cv->values[i]);
-			if ((rv = convert_value(&oc->vals[i], (enum col_type)col->value_type, false,
+			if ((rv = values_to_datum(&oc->vals[i], (enum col_type)col->value_type, false,
 						what, a, cv->values[i], &pv, errmsg)) != 0)
 				return rv;
 		}
@@ -187,7 +188,7 @@ static int build_key(const struct schema *s, const docraft_value *key, size_t nk
 		char what[SCHEMA_MAX_NAME + 32];
 		snprintf(what, sizeof what, "key column '%s'", s->cols[i].name);
 		d[i] = alloc0(a, sizeof *d[i]);
-		if ((rv = convert_value(&key[i], (enum col_type)s->cols[i].type, false, what, a,
+		if ((rv = values_to_datum(&key[i], (enum col_type)s->cols[i].type, false, what, a,
 					d[i], &pv[i], errmsg)) != 0)
 			return rv;
 	}
@@ -257,7 +258,7 @@ static int build_conds(const struct schema *s, const docraft_op *op, Docraft__Da
 		if (oc->has_value) {
 			pc->has_value = 1;
 			pc->value = alloc0(a, sizeof *pc->value);
-			if ((rv = convert_value(&oc->value, (enum col_type)col->type, false, what, a,
+			if ((rv = values_to_datum(&oc->value, (enum col_type)col->type, false, what, a,
 						pc->value, &pv, errmsg)) != 0)
 				return rv;
 		}
@@ -619,26 +620,13 @@ static void get_start(struct job *base)
 
 static const struct job_ops get_ops = {get_start, get_free};
 
-/* Copies values (and their bytes) into a. */
-static docraft_value *copy_values(struct arena *a, const docraft_value *v, size_t n)
-{
-	docraft_value *out = alloc0(a, n * sizeof *out);
-	for (size_t i = 0; i < n; i++) {
-		out[i] = v[i];
-		if ((v[i].type == DOCRAFT_TYPE_TEXT || v[i].type == DOCRAFT_TYPE_BLOB) &&
-		    v[i].v.s.len > 0)
-			out[i].v.s.p = arena_dup(a, v[i].v.s.p, v[i].v.s.len);
-	}
-	return out;
-}
-
 static struct get_job *get_job_new(const char *table, const docraft_value *key, size_t nkey,
 				   uint64_t read_ht)
 {
 	struct get_job *j = xcalloc(1, sizeof *j);
 	j->base.ops = &get_ops;
 	j->table = xstrdup(table);
-	j->key = copy_values(&j->arena, key, nkey);
+	j->key = values_copy(&j->arena, key, nkey);
 	j->nkey = nkey;
 	j->read_ht = read_ht;
 	return j;
@@ -934,7 +922,7 @@ static int scan_build(struct scan_job *j, char *errmsg)
 		char what[SCHEMA_MAX_NAME + 32];
 		snprintf(what, sizeof what, "hash column '%s'", s->cols[i].name);
 		m.hash_key[i] = alloc0(a, sizeof *m.hash_key[i]);
-		if ((rv = convert_value(&sp->hash_key[i], (enum col_type)s->cols[i].type, false,
+		if ((rv = values_to_datum(&sp->hash_key[i], (enum col_type)s->cols[i].type, false,
 					what, a, m.hash_key[i], &pv[i], errmsg)) != 0)
 			return rv;
 	}
@@ -946,7 +934,7 @@ static int scan_build(struct scan_job *j, char *errmsg)
 		struct pv x;
 		snprintf(what, sizeof what, "range column '%s'", col->name);
 		m.range_eq[i] = alloc0(a, sizeof *m.range_eq[i]);
-		if ((rv = convert_value(&sp->range_eq[i], (enum col_type)col->type, false, what, a,
+		if ((rv = values_to_datum(&sp->range_eq[i], (enum col_type)col->type, false, what, a,
 					m.range_eq[i], &x, errmsg)) != 0)
 			return rv;
 	}
@@ -957,14 +945,14 @@ static int scan_build(struct scan_job *j, char *errmsg)
 		snprintf(what, sizeof what, "bound on range column '%s'", col->name);
 		if (sp->lower != NULL) {
 			m.lower = alloc0(a, sizeof *m.lower);
-			if ((rv = convert_value(sp->lower, (enum col_type)col->type, false, what, a,
+			if ((rv = values_to_datum(sp->lower, (enum col_type)col->type, false, what, a,
 						m.lower, &x, errmsg)) != 0)
 				return rv;
 			m.lower_incl = sp->lower_incl;
 		}
 		if (sp->upper != NULL) {
 			m.upper = alloc0(a, sizeof *m.upper);
-			if ((rv = convert_value(sp->upper, (enum col_type)col->type, false, what, a,
+			if ((rv = values_to_datum(sp->upper, (enum col_type)col->type, false, what, a,
 						m.upper, &x, errmsg)) != 0)
 				return rv;
 			m.upper_incl = sp->upper_incl;
@@ -1031,12 +1019,12 @@ static int scan_job_new(const char *table, const docraft_scan_spec *spec, struct
 	j->base.ops = &scan_ops;
 	j->table = xstrdup(table);
 	j->spec = *spec;
-	j->spec.hash_key = copy_values(&j->arena, spec->hash_key, spec->n_hash);
-	j->spec.range_eq = copy_values(&j->arena, spec->range_eq, spec->n_eq);
+	j->spec.hash_key = values_copy(&j->arena, spec->hash_key, spec->n_hash);
+	j->spec.range_eq = values_copy(&j->arena, spec->range_eq, spec->n_eq);
 	if (spec->lower != NULL)
-		j->spec.lower = copy_values(&j->arena, spec->lower, 1);
+		j->spec.lower = values_copy(&j->arena, spec->lower, 1);
 	if (spec->upper != NULL)
-		j->spec.upper = copy_values(&j->arena, spec->upper, 1);
+		j->spec.upper = values_copy(&j->arena, spec->upper, 1);
 	*out = j;
 	return 0;
 }
@@ -1241,7 +1229,7 @@ static int create_job_new(docraft_client *c, const docraft_schema *s,
 	req = arena_alloc(&j->arena, sizeof *req);
 	docraft__create_table_request__init(req);
 	req->schema = arena_alloc(&j->arena, sizeof *req->schema);
-	convert_schema_to_pb(&s->s, req->schema, &j->arena);
+	wire_schema_to_pb(&s->s, req->schema, &j->arena);
 	/* The pb points into s, which the caller may free: copy the names. */
 	req->schema->name = arena_dup(&j->arena, s->s.table, strlen(s->s.table) + 1);
 	for (size_t i = 0; i < req->schema->n_columns; i++)
