@@ -15,6 +15,7 @@
 #include "client/internal.h"
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "rpc.pb-c.h"
 
 static void out(const docraft_printer *p, struct buf *b)
@@ -33,18 +34,14 @@ static void table_init(struct table *t, size_t ncols, const char *const *header)
 {
 	t->ncols = ncols;
 	t->nrows = 0;
-	t->cells = calloc(ncols, sizeof *t->cells);
-	if (t->cells == NULL)
-		PANIC("out of memory");
+	t->cells = xcalloc(ncols, sizeof *t->cells);
 	for (size_t j = 0; j < ncols; j++)
-		t->cells[j] = strdup(header[j]);
+		t->cells[j] = xstrdup(header[j]);
 }
 
 static void table_row(struct table *t, char **row)
 {
-	char **cells = realloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
-	if (cells == NULL)
-		PANIC("out of memory");
+	char **cells = xrealloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
 	t->cells = cells;
 	t->nrows++;
 	memcpy(&t->cells[t->nrows * t->ncols], row, t->ncols * sizeof *row);
@@ -52,10 +49,8 @@ static void table_row(struct table *t, char **row)
 
 static void table_print(struct table *t, const docraft_printer *p)
 {
-	size_t *w = calloc(t->ncols, sizeof *w);
+	size_t *w = xcalloc(t->ncols, sizeof *w);
 	struct buf b = BUF_INIT;
-	if (w == NULL)
-		PANIC("out of memory");
 	for (size_t i = 0; i <= t->nrows; i++)
 		for (size_t j = 0; j < t->ncols; j++) {
 			size_t n = strlen(t->cells[i * t->ncols + j]);
@@ -312,7 +307,7 @@ static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
 			}
 			for (size_t j = 0; j < resp->n_tablets; j++)
 				if (strcmp(resp->tablets[j]->tablet_id, tablet_id) == 0)
-					*out = strdup(name);
+					*out = xstrdup(name);
 			docraft__get_table_response__free_unpacked(resp, NULL);
 		}
 	docraft__list_tables_response__free_unpacked(tables, NULL);
@@ -462,14 +457,12 @@ static bool checksum_tablet(docraft_client *c, const char *table,
 			    char *unavail, size_t unavail_size)
 {
 	size_t n = loc->n_replicas, ref = n;
-	size_t *order = calloc(n + 1, sizeof *order);
-	struct ck_answer *ans = calloc(n + 1, sizeof *ans);
+	size_t *order = xcalloc(n + 1, sizeof *order);
+	struct ck_answer *ans = xcalloc(n + 1, sizeof *ans);
 	uint64_t at = 0;
 	bool agree = true;
 	size_t m = 0;
 
-	if (order == NULL || ans == NULL)
-		PANIC("out of memory");
 	/* The leader as the master knows it first, then the others in order. */
 	for (size_t k = 0; k < n; k++)
 		if (loc->leader_raft_id != 0 && loc->replicas[k]->raft_id == loc->leader_raft_id)

@@ -48,16 +48,9 @@
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/log.h"
 #include "net/listener.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 /* ---- per-thread error message ---- */
 
@@ -161,9 +154,7 @@ void ctimer_start(docraft_client *c, struct ctimer *t, uint64_t due)
 	} else {
 		if (c->heap_len == c->heap_cap) {
 			size_t cap = c->heap_cap ? 2 * c->heap_cap : 64;
-			struct ctimer **h = realloc(c->heap, cap * sizeof *h);
-			if (h == NULL)
-				PANIC("out of memory");
+			struct ctimer **h = xrealloc(c->heap, cap * sizeof *h);
 			c->heap = h;
 			c->heap_cap = cap;
 		}

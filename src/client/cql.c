@@ -39,8 +39,8 @@
 #include <string.h>
 
 #include "client/internal.h"
-#include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "cql/bind.h"
 #include "cql/parser.h"
 
@@ -457,9 +457,7 @@ static void format_cell(struct buf *b, const docraft_result *r, size_t row, size
 		if (n < sizeof tmp) {
 			buf_append(b, tmp, n);
 		} else {
-			char *big = malloc(n + 1);
-			if (big == NULL)
-				PANIC("out of memory");
+			char *big = xmalloc(n + 1);
 			docraft_value_format(&cell->v, false, big, n + 1);
 			buf_append(b, big, n);
 			free(big);
@@ -491,12 +489,10 @@ static void format_cell(struct buf *b, const docraft_result *r, size_t row, size
 static void print_table(const docraft_printer *p, const size_t *cols, size_t ncols,
 			const char *const *names, const struct picked *rows, size_t nrows)
 {
-	struct buf *cells = calloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
-	size_t *width = calloc(ncols ? ncols : 1, sizeof *width);
+	struct buf *cells = xcalloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
+	size_t *width = xcalloc(ncols ? ncols : 1, sizeof *width);
 	struct buf out = BUF_INIT;
 
-	if (cells == NULL || width == NULL)
-		PANIC("out of memory");
 	for (size_t j = 0; j < ncols; j++) {
 		buf_printf(&cells[j], "%s", names[j]);
 		width[j] = text_width(names[j], strlen(names[j]));
@@ -632,9 +628,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 		rv = docraft_get(c, s->table, keyv, nk, sel->has_as_of ? sel->as_of : 0, &r);
 		if (rv != 0)
 			return report_at(p, text, &sel->table, rv);
-		results = calloc(1, sizeof *results);
-		if (results == NULL)
-			PANIC("out of memory");
+		results = xcalloc(1, sizeof *results);
 		results[nresults++] = r;
 	} else {
 		docraft_scan_spec spec;
@@ -687,9 +681,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			if (rv != 0)
 				break;
 			r = next;
-			results = realloc(results, (nresults + 1) * sizeof *results);
-			if (results == NULL)
-				PANIC("out of memory");
+			results = xrealloc(results, (nresults + 1) * sizeof *results);
 			results[nresults++] = r;
 			for (size_t i = 0; i < r->nrows && !full; i++) {
 				bool ok = true;
@@ -699,9 +691,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 					continue;
 				if (nrows == caprows) {
 					caprows = caprows ? 2 * caprows : 64;
-					rows = realloc(rows, caprows * sizeof *rows);
-					if (rows == NULL)
-						PANIC("out of memory");
+					rows = xrealloc(rows, caprows * sizeof *rows);
 				}
 				rows[nrows].r = r;
 				rows[nrows++].row = i;
@@ -723,9 +713,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			ok = cond_holds(&conds[j], s, results[0], i);
 		if (!ok)
 			continue;
-		rows = realloc(rows, (nrows + 1) * sizeof *rows);
-		if (rows == NULL)
-			PANIC("out of memory");
+		rows = xrealloc(rows, (nrows + 1) * sizeof *rows);
 		rows[nrows].r = results[0];
 		rows[nrows++].row = i;
 	}
@@ -805,9 +793,7 @@ static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt 
 			rv = report(p, text, &err, rv);
 		goto out;
 	}
-	ops = calloc(1, sizeof *ops);
-	if (ops == NULL)
-		PANIC("out of memory");
+	ops = xcalloc(1, sizeof *ops);
 	err.message[0] = '\0';
 	if (st->kind == CQL_STMT_INSERT)
 		rv = exec_insert(&st->u.insert, &s, ops, &a, &err);

@@ -40,25 +40,10 @@
 #include "client/internal.h"
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/log.h"
 #include "rpc/wire.h"
 #include "rpc.pb-c.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s ? s : "");
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 bool status_retryable(int status)
 {

@@ -11,8 +11,8 @@
 
 #include "client/internal.h"
 #include "client/values.h"
-#include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 
 /* ---- ops ---- */
 
@@ -25,9 +25,7 @@ static int op_new(int kind, const docraft_value *key, size_t nkey, docraft_op **
 	if (key == NULL || nkey == 0 || nkey > CLIENT_MAX_VALUES)
 		return client_error(DOCRAFT_EINVAL, "an op needs its primary key (1..%d values)",
 				    CLIENT_MAX_VALUES);
-	op = calloc(1, sizeof *op);
-	if (op == NULL)
-		PANIC("out of memory");
+	op = xcalloc(1, sizeof *op);
 	arena_init(&op->arena);
 	op->kind = kind;
 	op->key = values_copy(&op->arena, key, nkey);
@@ -260,9 +258,7 @@ int docraft_schema_new(const char *table, docraft_schema **out, char *errmsg)
 	if (out == NULL || table == NULL)
 		return err_set(errmsg, DOCRAFT_EINVAL, "NULL argument");
 	*out = NULL;
-	s = calloc(1, sizeof *s);
-	if (s == NULL)
-		PANIC("out of memory");
+	s = xcalloc(1, sizeof *s);
 	if ((rv = schema_init(&s->s, table, errmsg)) != 0) {
 		free(s);
 		return rv;
@@ -316,9 +312,7 @@ void docraft_schema_free(docraft_schema *s)
 
 docraft_result *result_new(const struct schema *s)
 {
-	docraft_result *r = calloc(1, sizeof *r);
-	if (r == NULL)
-		PANIC("out of memory");
+	docraft_result *r = xcalloc(1, sizeof *r);
 	arena_init(&r->arena);
 	r->ncols = s->ncols;
 	r->nkeys = schema_nkeys(s);
@@ -356,9 +350,7 @@ int result_add_row(docraft_result *r, const Docraft__Row *row, char *errmsg)
 			       row->n_key, r->nkeys);
 	if (r->nrows == r->caprows) {
 		size_t cap = r->caprows ? 2 * r->caprows : 16;
-		struct result_cell *c = realloc(r->cells, cap * r->ncols * sizeof *c);
-		if (c == NULL)
-			PANIC("out of memory");
+		struct result_cell *c = xrealloc(r->cells, cap * r->ncols * sizeof *c);
 		r->cells = c;
 		r->caprows = cap;
 	}

@@ -46,25 +46,10 @@
 #include "client/retry.h"
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "docdb/key.h"
 #include "rpc/wire.h"
 #include "rpc.pb-c.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 /* ---- converting ops ---- */
 
@@ -761,9 +746,7 @@ static bool scan_restart(struct scan_job *j, const struct tcall *tc, uint64_t re
 		return false;
 	}
 	j->restarts++;
-	j->limits = realloc(j->limits, (j->nlimits + 1) * sizeof *j->limits);
-	if (j->limits == NULL)
-		PANIC("out of memory");
+	j->limits = xrealloc(j->limits, (j->nlimits + 1) * sizeof *j->limits);
 	j->limits[j->nlimits].start = tc->tablet_start;
 	j->limits[j->nlimits].limit = local_limit;
 	j->nlimits++;
