@@ -319,10 +319,12 @@ static int check_kind(const docraft_value *v, enum col_type t, const char *what,
 }
 
 int values_to_datum(const docraft_value *v, enum col_type t, bool allow_null, const char *what,
-		    struct arena *a, Docraft__Datum *d, struct pv *pv, char *errmsg)
+		    struct arena *a, Docraft__Datum **out, struct pv *pv, char *errmsg)
 {
+	Docraft__Datum *d = arena_alloc(a, sizeof *d);
 	int rv;
 	docraft__datum__init(d);
+	*out = d;
 	*pv = pv_null();
 	if (v->type == DOCRAFT_TYPE_NULL) {
 		if (!allow_null)
@@ -347,7 +349,8 @@ int values_from_datum(const Docraft__Datum *d, enum col_type t, const char *what
 	*out = docraft_value_null();
 	if (wire_datum_to_pv(d, t, what, &pv, why) != 0) {
 		if (accepted(t) == 0)
-			return err_set(errmsg, DOCRAFT_ECORRUPT, "%s: not a primitive column", what);
+			return err_set(errmsg, DOCRAFT_ECORRUPT, "%s: not a primitive column",
+				       what);
 		return err_set(errmsg, DOCRAFT_ECORRUPT,
 			       "%s: the server sent a value that is not %s", what,
 			       col_type_name(t));

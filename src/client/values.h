@@ -22,13 +22,13 @@
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
 
-/* v for a column (or element) of type t: into d, the Datum to send (a
- * uuid's bytes copied into a; text and blob bytes borrowed from v), and
- * pv, the value the server will decode from d (for hashing). NULL is
- * accepted only when allow_null. On error DOCRAFT_EINVAL with errmsg
- * naming what ("column 'x'"); d is then initialised but empty. */
+/* v for a column (or element) of type t: *d, the Datum to send (new in
+ * a, as a uuid's bytes; text and blob bytes borrowed from v), and pv, the
+ * value the server will decode from it (for hashing). NULL is accepted
+ * only when allow_null. On error DOCRAFT_EINVAL with errmsg naming what
+ * ("column 'x'"); *d is then an empty Datum. */
 int values_to_datum(const docraft_value *v, enum col_type t, bool allow_null, const char *what,
-		    struct arena *a, Docraft__Datum *d, struct pv *pv, char *errmsg);
+		    struct arena *a, Docraft__Datum **d, struct pv *pv, char *errmsg);
 
 /* A Datum received for a column (or element) of type t as a value, its
  * bytes copied into a (the value lives as long as a). A missing or NULL

@@ -352,17 +352,17 @@ TEST(conversion_matches_server)
 	struct arena a = ARENA_INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		Docraft__Datum d;
+		Docraft__Datum *d;
 		struct pv mine, theirs;
 		docraft_value back;
 		CHECK_OK_MSG(values_to_datum(&cases[i].v, cases[i].t, false, "c", &a, &d, &mine,
 					   errmsg),
 			     errmsg);
-		CHECK_OK_MSG(wire_datum_to_pv(&d, cases[i].t, "c", &theirs, errmsg), errmsg);
+		CHECK_OK_MSG(wire_datum_to_pv(d, cases[i].t, "c", &theirs, errmsg), errmsg);
 		CHECK_EQ_INT(mine.type, theirs.type);
 		CHECK(pv_equal(&mine, &theirs));
 		CHECK_EQ_INT(key_hash_components(&mine, 1), key_hash_components(&theirs, 1));
-		CHECK_OK(values_from_datum(&d, cases[i].t, "c", &a, &back, errmsg));
+		CHECK_OK(values_from_datum(d, cases[i].t, "c", &a, &back, errmsg));
 		{
 			struct pv again = values_to_pv(&back, cases[i].t);
 			CHECK(pv_equal(&again, &mine));
@@ -370,7 +370,7 @@ TEST(conversion_matches_server)
 	}
 	/* Mismatches and ranges. */
 	{
-		Docraft__Datum d;
+		Docraft__Datum *d;
 		struct pv pv;
 		docraft_value v = docraft_value_int(200);
 		CHECK_EQ_INT(values_to_datum(&v, CT_INT8, false, "column 'b'", &a, &d, &pv, errmsg),
@@ -391,7 +391,7 @@ TEST(conversion_matches_server)
 		CHECK_EQ_INT(values_to_datum(&v, CT_TEXT, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
 		CHECK_OK(values_to_datum(&v, CT_TEXT, true, "c", &a, &d, &pv, errmsg));
-		CHECK_EQ_INT(d.v_case, DOCRAFT__DATUM__V_NULL);
+		CHECK_EQ_INT(d->v_case, DOCRAFT__DATUM__V_NULL);
 		v = docraft_value_text("x");
 		CHECK_EQ_INT(values_to_datum(&v, CT_LIST, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
