@@ -87,6 +87,22 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
+/* The answer of a blocking call: rv its status, reply its bytes (freed
+ * here), unpacked as a message of desc (the caller frees it). NULL with
+ * *rv the error otherwise ("<method> answer does not decode"). */
+static ProtobufCMessage *answer(int *rv, struct buf *reply, const ProtobufCMessageDescriptor *desc,
+			       const char *method)
+{
+	ProtobufCMessage *m = NULL;
+	if (*rv == 0) {
+		m = protobuf_c_message_unpack(desc, NULL, reply->len, reply->data);
+		if (m == NULL)
+			*rv = client_error(DOCRAFT_ECORRUPT, "%s answer does not decode", method);
+	}
+	buf_free(reply);
+	return m;
+}
+
 int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
 {
 	static const char *const header[] = {"UUID", "ADDRESS", "LIVE", "HEARTBEAT",
@@ -99,15 +115,11 @@ int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
 
 	if (c == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
-				     &reply)) != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	resp = docraft__list_tservers_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base, &reply);
+	resp = (Docraft__ListTServersResponse *)answer(
+		&rv, &reply, &docraft__list_tservers_response__descriptor, "ListTServers");
 	if (resp == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "ListTServers answer does not decode");
+		return rv;
 	table_init(&t, 6, header);
 	for (size_t i = 0; i < resp->n_tservers; i++) {
 		const Docraft__TServerInfo *ts = resp->tservers[i];
@@ -180,16 +192,11 @@ static int list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
 	Docraft__ListTablesRequest req = DOCRAFT__LIST_TABLES_REQUEST__INIT;
 	struct buf reply = BUF_INIT;
 	int rv;
-	*out = NULL;
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base,
-				     &reply)) != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	*out = docraft__list_tables_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base, &reply);
+	*out = (Docraft__ListTablesResponse *)answer(
+		&rv, &reply, &docraft__list_tables_response__descriptor, "ListTables");
 	if (*out == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "ListTables answer does not decode");
+		return rv;
 	return 0;
 }
 
@@ -227,17 +234,12 @@ static int get_table(docraft_client *c, const char *table, Docraft__GetTableResp
 	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
 	struct buf reply = BUF_INIT;
 	int rv;
-	*out = NULL;
 	req.name = (char *)table;
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply)) !=
-	    0) {
-		buf_free(&reply);
-		return rv;
-	}
-	*out = docraft__get_table_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply);
+	*out = (Docraft__GetTableResponse *)answer(
+		&rv, &reply, &docraft__get_table_response__descriptor, "GetTable");
 	if (*out == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "GetTable answer does not decode");
+		return rv;
 	qsort((*out)->tablets, (*out)->n_tablets, sizeof *(*out)->tablets, by_start);
 	return 0;
 }
@@ -316,10 +318,12 @@ static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
 	return rv;
 }
 
-int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docraft_printer *p)
+/* Calls method on tablet_id, of whichever table holds it (on replica when
+ * not NULL, else on its leader); the answer is appended to reply. */
+static int call_tablet(docraft_client *c, const char *tablet_id, const char *replica,
+		       uint16_t method, ProtobufCMessage *msg, char **tablet_id_field,
+		       struct buf *reply)
 {
-	Docraft__StepDownRequest req = DOCRAFT__STEP_DOWN_REQUEST__INIT;
-	struct buf reply = BUF_INIT, b = BUF_INIT;
 	char *table;
 	int rv;
 
@@ -327,13 +331,22 @@ int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docr
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
 	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
 		return rv;
-	rv = client_tablet_call(c, table, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN,
-				&req.base, &req.tablet_id, &reply);
+	rv = client_tablet_call(c, table, tablet_id, replica, method, msg, tablet_id_field, reply);
+	free(table);
+	return rv;
+}
+
+int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docraft_printer *p)
+{
+	Docraft__StepDownRequest req = DOCRAFT__STEP_DOWN_REQUEST__INIT;
+	struct buf reply = BUF_INIT, b = BUF_INIT;
+	int rv = call_tablet(c, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN, &req.base,
+			     &req.tablet_id, &reply);
+
 	if (rv == 0) {
 		buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
 		out(p, &b);
 	}
-	free(table);
 	buf_free(&reply);
 	buf_free(&b);
 	return rv;
@@ -345,24 +358,13 @@ int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *rep
 	Docraft__DumpTabletRequest req = DOCRAFT__DUMP_TABLET_REQUEST__INIT;
 	Docraft__DumpTabletResponse *resp;
 	struct buf reply = BUF_INIT, b = BUF_INIT;
-	char *table;
-	int rv;
+	int rv = call_tablet(c, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET, &req.base,
+			     &req.tablet_id, &reply);
 
-	if (c == NULL || tablet_id == NULL)
-		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
-		return rv;
-	rv = client_tablet_call(c, table, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET,
-				&req.base, &req.tablet_id, &reply);
-	free(table);
-	if (rv != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	resp = docraft__dump_tablet_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	resp = (Docraft__DumpTabletResponse *)answer(
+		&rv, &reply, &docraft__dump_tablet_response__descriptor, "DumpTablet");
 	if (resp == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "DumpTablet answer does not decode");
+		return rv;
 	buf_printf(&b, "%s", resp->text);
 	if (b.len > 0 && b.data[b.len - 1] != '\n')
 		buf_push(&b, '\n');

@@ -441,14 +441,9 @@ static void close_timer_fire(struct ctimer *t)
 
 void docraft_client_options_init(docraft_client_options *o)
 {
-	memset(o, 0, sizeof *o);
-	o->timeout_ms = 10000;
-	o->rpc_timeout_ms = 2000;
-	o->backoff_min_ms = 20;
-	o->backoff_max_ms = 1000;
-	o->num_tablets = 0;
-	o->replication_factor = 0;
-	o->loop = NULL;
+	/* num_tablets and replication_factor 0: the master's defaults; no loop. */
+	*o = (docraft_client_options){.timeout_ms = 10000, .rpc_timeout_ms = 2000,
+				      .backoff_min_ms = 20, .backoff_max_ms = 1000};
 }
 
 static int parse_masters(docraft_client *c, const char *masters, char *errmsg)
