@@ -1,6 +1,6 @@
 /* libdocraft: the client object, its loop and thread, its timers, jobs,
- * sequence numbers and blocking calls. The requests themselves (write,
- * get, scan, tables) are in requests.c.
+ * sequence numbers and blocking calls. The requests themselves are in
+ * requests.c (get, tablet calls), write.c, scan.c and tables.c.
  *
  * Design note.
  *

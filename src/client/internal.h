@@ -160,7 +160,7 @@ struct scan_state {
 	uint64_t read_ht;
 	uint64_t limit;
 	uint32_t page_size;
-	/* Read restart (requests.c, "scan"): a scan of the whole table at a
+	/* Read restart (scan.c): a scan of the whole table at a
 	 * read time it did not get from the caller; origin: the partition
 	 * start of the tablet whose leader chose read_ht. */
 	bool restartable;

@@ -420,7 +420,49 @@ TEST(conversion_matches_server)
 	arena_free(&a);
 }
 
+static void scan_cb_unused(docraft_req *req)
+{
+	(void)req;
+	CHECK(!"called");
+}
+
+/* The four scan calls check their arguments before any job exists
+ * (scan.c: scan_call); no master is asked. */
+TEST(scan_calls_check_arguments)
+{
+	docraft_client *c;
+	docraft_req req;
+	docraft_result *r = (docraft_result *)&req; /* not a result: must become NULL */
+	docraft_scan_spec spec;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	memset(&spec, 0, sizeof spec);
+	CHECK_OK_MSG(docraft_client_open("127.0.0.1:1", NULL, &c, errmsg), errmsg);
+	CHECK_EQ_INT(docraft_scan(NULL, "t", &spec, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(docraft_scan(c, "t", &spec, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan(c, NULL, &spec, &r), DOCRAFT_EINVAL);
+	CHECK(r == NULL);
+	spec.n_hash = 1; /* and no hash_key */
+	CHECK_EQ_INT(docraft_scan(c, "t", &spec, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "bad scan spec");
+	CHECK_EQ_INT(docraft_scan_async(c, &req, "t", &spec, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_async(c, &req, "t", &spec, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "bad scan spec");
+	r = (docraft_result *)&req;
+	CHECK_EQ_INT(docraft_scan_resume(c, NULL, 0, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "nothing to resume: the result has no more rows");
+	CHECK(r == NULL);
+	CHECK_EQ_INT(docraft_scan_resume(c, NULL, 0, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_resume_async(c, NULL, NULL, 0, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_resume_async(c, &req, NULL, 0, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "nothing to resume: the result has no more rows");
+	docraft_client_close(c);
+}
+
 TEST_MAIN(T(metacache_lookup_by_hash), T(metacache_refuses_bad_answers),
 	  T(metacache_targets_and_down_marks), T(status_classes), T(values_format_like_cqlsh),
 	  T(type_names_parse), T(schema_builder), T(ops_validate_arguments),
-	  T(cql_statement_complete), T(conversion_matches_server))
+	  T(cql_statement_complete), T(conversion_matches_server), T(scan_calls_check_arguments))
