@@ -2,10 +2,11 @@
  * include/docraft/docraft.h), and its meeting with DocDB's values.
  *
  * Design note. A docraft_value is what the program holds; a column type is
- * what the table stores. to_pv below is the one place deciding which
- * program value a column type takes (an integer for every integer width
- * and for a timestamp, a float or a double for either floating type) and
- * the pv it becomes; the Datum on the wire is then wire_pv_to_datum's, and
+ * what the table stores. accepted() below is the one place deciding which
+ * program values a column type takes (an integer for every integer width
+ * and for a timestamp, a float or a double for either floating type), and
+ * values_to_pv the pv each becomes; the Datum on the wire is then
+ * wire_pv_to_datum's (rpc/wire.h, shared with the tablet server), and
  * a Datum received goes back through wire_datum_to_pv, so the client and
  * the tablet server read the same bytes the same way (and hash a row's key
  * to the same 16 bits). Checks of the value itself (ranges of the small
