@@ -202,4 +202,12 @@ void mcall_start(struct mcall *m, docraft_client *c, uint16_t method, const Prot
  * elsewhere or later (else it is the request's final answer). */
 bool status_retryable(int status);
 
+/* A failed attempt (res->status not OK) of a call to target: writes its
+ * message "<what><target>: <reason>" into msg (size bytes: the call's
+ * last message), and returns 0 when the call may try again, else its
+ * final status with *why the message to deliver with it (msg itself, or
+ * "the client is closing"). */
+int status_final(const docraft_client *c, const struct rpc_result *res, const char *what,
+		 const char *target, char *msg, size_t size, const char **why);
+
 #endif
