@@ -16,10 +16,8 @@
  * Heartbeat instructions (create, delete, change, step down) run through
  * these same handlers with no call (service_execute): their outcome is
  * logged. None of them keeps its request: what an op needs later is copied
- * into it, and the replica of a change or a step-down is found again by id
- * when its callback comes. */
-#include <stdio.h>
-
+ * into it, and a step-down finds its replica again by id once the transfer
+ * has ended. */
 #include "common/err.h"
 #include "tserver/service_internal.h"
 
