@@ -38,6 +38,7 @@
 
 #include <uv.h>
 
+#include "rpc/dispatch.h"
 #include "rpc/rpc.h"
 #include "docraft.pb-c.h"
 #include "tserver/manager.h"
@@ -83,12 +84,13 @@ struct svc_op;
 struct service;
 typedef void (*service_close_cb)(struct service *s);
 
-/* Private: callers allocate it, only service.c touches the fields. */
+/* Private: callers allocate it, only service*.c touch the fields. */
 struct service {
 	uv_loop_t *loop;
 	struct rpc_server *srv;
 	struct manager *m;
 	struct service_options o;
+	struct rpc_dispatch dispatch; /* the TSERVER_* method table on srv */
 	uv_timer_t sweep;      /* answers calls whose deadline passed */
 	struct svc_op *ops;    /* requests waiting for a tablet callback */
 	bool closing;

@@ -198,11 +198,24 @@ struct waiter {
 	bool expired;
 };
 
+/* Stops the loop once the condition holds: checked before and after every
+ * poll, so a close callback (run after the check phase) does not leave the
+ * loop blocked in the poll that follows it. */
+static void waiter_check(uv_handle_t *h)
+{
+	struct waiter *w = h->data;
+	if (w->expired || w->pred(w->arg))
+		uv_stop(h->loop);
+}
+
+static void waiter_prepare_cb(uv_prepare_t *p)
+{
+	waiter_check((uv_handle_t *)p);
+}
+
 static void waiter_check_cb(uv_check_t *c)
 {
-	struct waiter *w = c->data;
-	if (w->expired || w->pred(w->arg))
-		uv_stop(c->loop);
+	waiter_check((uv_handle_t *)c);
 }
 
 static void waiter_guard_cb(uv_timer_t *t)
@@ -222,20 +235,24 @@ static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t
 {
 	struct waiter w = {pred, arg, false};
 	uv_timer_t guard;
+	uv_prepare_t prep;
 	uv_check_t check;
-	int open = 2;
+	int open = 3;
 	bool ok;
 
 	uv_timer_init(loop, &guard);
+	uv_prepare_init(loop, &prep);
 	uv_check_init(loop, &check);
-	guard.data = check.data = &w;
+	guard.data = prep.data = check.data = &w;
 	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
+	uv_prepare_start(&prep, waiter_prepare_cb);
 	uv_check_start(&check, waiter_check_cb);
 	while (!pred(arg) && !w.expired)
 		uv_run(loop, UV_RUN_DEFAULT);
 	ok = pred(arg);
-	guard.data = check.data = &open;
+	guard.data = prep.data = check.data = &open;
 	uv_close((uv_handle_t *)&guard, count_close_cb);
+	uv_close((uv_handle_t *)&prep, count_close_cb);
 	uv_close((uv_handle_t *)&check, count_close_cb);
 	while (open > 0)
 		uv_run(loop, UV_RUN_NOWAIT);
