@@ -30,6 +30,7 @@
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "rpc/rpc.h"
 #include "docdb/store_env.h"
@@ -488,7 +489,7 @@ static int load_uuid(char *errmsg)
 			snprintf(S.uuid + 2 * i, 3, "%02x", r[i]);
 	}
 	snprintf(buf, sizeof buf, "%s\n", S.uuid);
-	return manager_write_file(path, buf, strlen(buf), errmsg);
+	return fs_write_file(path, buf, strlen(buf), errmsg);
 }
 
 /* ---- shutdown ------------------------------------------------------------------------ */
