@@ -30,9 +30,6 @@
 static struct {
 	struct server proc; /* loop, signals, flags, exit code (skeleton.h) */
 	struct {
-		char address[256]; /* checked by master_open */
-		char data[4096];
-		char masters[2048];
 		unsigned tserver_timeout_ms;
 		unsigned replication_factor;
 		bool leader_balance;
@@ -40,19 +37,10 @@ static struct {
 	struct master *m;
 } S;
 
-/* Every flag but the peer limits, which server_parse adds (rpc/rpc.h).
+/* Every flag but --config, --log-level, --help and the peer limits,
+ * which server_parse adds (server/skeleton.h).
  * The numbers are checked by master_open (a bad one fails the start). */
 static const struct config_flag flags[] = {
-	{.name = "address", .arg = "IP:PORT", .kind = CONFIG_STRING, .dst = S.st.address,
-	 .cap = sizeof S.st.address, .required = true,
-	 .help = "the address to bind and to be known by (required)"},
-	{.name = "data", .arg = "DIR", .kind = CONFIG_STRING, .dst = S.st.data,
-	 .cap = sizeof S.st.data, .required = true,
-	 .help = "data directory (required; created if missing)"},
-	{.name = "masters", .arg = "A,B,C", .kind = CONFIG_STRING, .dst = S.st.masters,
-	 .cap = sizeof S.st.masters,
-	 .help = "every master's address, this one included, in the same order on every master "
-		 "(default: --address)"},
 	{.name = "tserver-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
 	 .dst = &S.st.tserver_timeout_ms, .max = UINT_MAX,
 	 .help = "a tserver silent longer is not live (default 3000)"},
@@ -63,11 +51,13 @@ static const struct config_flag flags[] = {
 	 .dst = &S.st.leader_balance,
 	 .help = "even out tablet leaders per live tserver by asking leaders to step down in "
 		 "heartbeat replies (default on)"},
-	{.name = "config", .arg = "FILE", .kind = CONFIG_FILE,
-	 .help = "'key = value' lines with the flags above (no --)"},
-	{.name = "log-level", .arg = "LEVEL", .kind = CONFIG_LOG_LEVEL, .dst = &S.proc.log_level,
-	 .help = "error, warn, info, debug or trace (default: $DOCRAFT_TRACE or warn)"},
-	{.name = "help", .kind = CONFIG_HELP, .help = "this text"},
+};
+
+static const struct server_help help = {
+	.address = "the address to bind and to be known by (required)",
+	.data = "data directory (required; created if missing)",
+	.masters = "every master's address, this one included, in the same order on every master "
+		   "(default: --address)",
 };
 
 static const struct config_spec spec = {
@@ -115,12 +105,12 @@ int main(int argc, char **argv)
 	S.st.tserver_timeout_ms = (unsigned)o.tserver_timeout_ms;
 	S.st.replication_factor = o.default_rf;
 	S.st.leader_balance = o.leader_balance;
-	server_parse(&S.proc, &spec, argc, argv);
-	o.address = S.st.address;
-	o.data_dir = S.st.data;
+	server_parse(&S.proc, &help, &spec, argc, argv);
+	o.address = S.proc.address;
+	o.data_dir = S.proc.data;
 	o.rpc = &S.proc.rpc_opts;
-	if (S.st.masters[0] != '\0') {
-		o.n_masters = config_split_list(S.st.masters, masters, MASTER_MAX_MASTERS);
+	if (S.proc.masters[0] != '\0') {
+		o.n_masters = config_split_list(S.proc.masters, masters, MASTER_MAX_MASTERS);
 		if (o.n_masters > MASTER_MAX_MASTERS)
 			server_bad_usage(&S.proc, "more than %d masters in --masters",
 					 MASTER_MAX_MASTERS);

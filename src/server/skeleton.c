@@ -4,10 +4,11 @@
  * count of closes in flight: a step runs with one hold of its own (so
  * that a close calling back at once cannot start the next step under it),
  * which is dropped when the step returns; whoever drops the count to zero
- * runs the next step. The peer-limit flags are not in the programs'
- * tables: server_parse appends one CONFIG_CALL entry per flag of
- * rpc_server_flags (rpc/rpc.h), so both servers take the same ones, with
- * the same words, and a new one reaches both. */
+ * runs the next step. The flags every server has are not in the
+ * programs' tables: server_parse puts them around the program's, the peer
+ * limits as one CONFIG_CALL entry per flag of rpc_server_flags
+ * (rpc/rpc.h), so both servers take the same ones, with the same words,
+ * and a new one reaches both. */
 #include "server/skeleton.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ void server_init(struct server *s, const char *prog, int default_log_level)
 	memset(s, 0, sizeof *s);
 	s->prog = prog;
 	s->log_level = -1;
+	s->default_log_level = default_log_level;
 	rpc_server_options_default(&s->rpc_opts);
 	signal(SIGPIPE, SIG_IGN);
 	log_init();
@@ -56,24 +58,60 @@ static int set_rpc_option(void *dst, const char *name, const char *value, char *
 	return rpc_server_options_set(dst, name, value, errmsg);
 }
 
-void server_parse(struct server *s, const struct config_spec *spec, int argc, char **argv)
+/* The flags every server has: --address, --data and --masters before the
+ * program's own, then --config, --log-level, --help and the peer limits
+ * (one CONFIG_CALL entry per rpc_server_flags entry). */
+#define LEADING_FLAGS 3
+#define TRAILING_FLAGS (3 + RPC_SERVER_N_FLAGS)
+
+static void leading_flags(struct server *s, const struct server_help *help,
+			  struct config_flag *f)
 {
-	size_t n = spec->n_flags + RPC_SERVER_N_FLAGS;
+	f[0] = (struct config_flag){.name = "address", .arg = "IP:PORT", .kind = CONFIG_STRING,
+				    .dst = s->address, .cap = sizeof s->address,
+				    .required = true, .help = help->address};
+	f[1] = (struct config_flag){.name = "data", .arg = "DIR", .kind = CONFIG_STRING,
+				    .dst = s->data, .cap = sizeof s->data, .required = true,
+				    .help = help->data};
+	f[2] = (struct config_flag){.name = "masters", .arg = "A,B,C", .kind = CONFIG_STRING,
+				    .dst = s->masters, .cap = sizeof s->masters,
+				    .help = help->masters};
+}
+
+static void trailing_flags(struct server *s, struct config_flag *f)
+{
+	static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
+	int level = s->default_log_level;
+
+	snprintf(s->log_help, sizeof s->log_help,
+		 "error, warn, info, debug or trace (default: $DOCRAFT_TRACE, else %s)",
+		 levels[level >= 0 && level <= LOG_LVL_TRACE ? level : LOG_LVL_WARN]);
+	f[0] = (struct config_flag){.name = "config", .arg = "FILE", .kind = CONFIG_FILE,
+				    .help = "'name = value' lines with the names of these flags "
+					    "('#' comments); flags win"};
+	f[1] = (struct config_flag){.name = "log-level", .arg = "LEVEL",
+				    .kind = CONFIG_LOG_LEVEL, .dst = &s->log_level,
+				    .help = s->log_help};
+	f[2] = (struct config_flag){.name = "help", .kind = CONFIG_HELP, .help = "this text"};
+	for (size_t i = 0; i < RPC_SERVER_N_FLAGS; i++)
+		f[3 + i] = (struct config_flag){
+			.name = rpc_server_flags[i].name, .arg = rpc_server_flags[i].arg,
+			.kind = CONFIG_CALL, .dst = &s->rpc_opts, .set = set_rpc_option,
+			.help = rpc_server_flags[i].help};
+}
+
+void server_parse(struct server *s, const struct server_help *help,
+		  const struct config_spec *spec, int argc, char **argv)
+{
+	size_t n = LEADING_FLAGS + spec->n_flags + TRAILING_FLAGS;
 	struct config_flag *flags = xcalloc(n, sizeof *flags);
 	struct config_spec all = *spec;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
 
-	memcpy(flags, spec->flags, spec->n_flags * sizeof *flags);
-	for (size_t i = 0; i < RPC_SERVER_N_FLAGS; i++) {
-		struct config_flag *f = &flags[spec->n_flags + i];
-		f->name = rpc_server_flags[i].name;
-		f->arg = rpc_server_flags[i].arg;
-		f->help = rpc_server_flags[i].help;
-		f->kind = CONFIG_CALL;
-		f->dst = &s->rpc_opts;
-		f->set = set_rpc_option;
-	}
+	leading_flags(s, help, flags);
+	memcpy(flags + LEADING_FLAGS, spec->flags, spec->n_flags * sizeof *flags);
+	trailing_flags(s, flags + LEADING_FLAGS + spec->n_flags);
 	all.flags = flags;
 	all.n_flags = n;
 	rv = config_parse(&all, argc, argv, errmsg);

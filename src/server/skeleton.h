@@ -2,9 +2,11 @@
  * happens around their libuv loop, written once.
  *
  *   server_init      SIGPIPE ignored (net/listener.h), logging set up
- *   server_parse     the program's flag table plus the peer-limit flags of
- *                    rpc/rpc.h (server/config.h); --help prints the usage
- *                    and exits 0, a bad command line exits 2
+ *   server_parse     the flags every server has (--address, --data,
+ *                    --masters, --config, --log-level, --help, the peer
+ *                    limits of rpc/rpc.h) around the program's own table
+ *                    (server/config.h); --help prints the usage and exits
+ *                    0, a bad command line exits 2
  *   server_open      the loop, SIGTERM and SIGINT handlers
  *   server_listen    (optional) the port and its RPC server, with the
  *                    peer limits
@@ -53,20 +55,22 @@ typedef void (*server_step_fn)(struct server *s);
 struct server {
 	const char *prog;           /* "docraft-tserver": every message's prefix */
 	uv_loop_t loop;
-	/* The peer-limit flags (--max-connections, ...) land here, from
-	 * server_parse's defaults, file and command line. */
+	/* What server_parse fills from the flags every server has. The
+	 * peer-limit flags (--max-connections, ...) land in rpc_opts. */
 	struct rpc_server_options rpc_opts;
-	/* --log-level lands here (CONFIG_LOG_LEVEL flag with dst = &log_level);
-	 * -1: not given. */
-	int log_level;
+	char address[64];           /* --address */
+	char data[4096];            /* --data */
+	char masters[2048];         /* --masters; "" if not given */
+	int log_level;              /* --log-level; -1: not given */
 	struct listener *l;         /* server_listen; NULL once closed */
 	struct rpc_server rpc;      /* server_listen */
 	bool rpc_on;
 	/* Called on SIGTERM / SIGINT; NULL: close at once (design note). */
 	void (*on_signal)(struct server *s, int signum);
-	void *data;                 /* the program's */
 
 	/* Private. */
+	int default_log_level;
+	char log_help[96];          /* --log-level's usage line */
 	uv_signal_t sigterm, sigint;
 	bool signals_on;
 	bool closing;
@@ -81,11 +85,20 @@ struct server {
  * default_level (-1: log.c's own default, warn). prog must outlive s. */
 void server_init(struct server *s, const char *prog, int default_log_level);
 
-/* Parses argv against spec's flags followed by the peer-limit flags
- * (into s->rpc_opts) and applies --log-level. --help: prints the usage on
+/* The usage lines of the flags every server has and words differently. */
+struct server_help {
+	const char *address, *data, *masters;
+};
+
+/* Parses argv against the flags every server has and spec's own:
+ * --address IP:PORT (required), --data DIR (required) and --masters A,B,C
+ * (into s->address, s->data, s->masters), then spec's flags, then
+ * --config FILE, --log-level LEVEL (applied here), --help and the peer
+ * limits of rpc/rpc.h (into s->rpc_opts). --help: prints the usage on
  * stdout, exit(0). A bad command line: "<prog>: <why>" and a hint on
- * stderr, exit(2). spec->flags is not kept. */
-void server_parse(struct server *s, const struct config_spec *spec, int argc, char **argv);
+ * stderr, exit(2). help and spec are not kept. */
+void server_parse(struct server *s, const struct server_help *help,
+		  const struct config_spec *spec, int argc, char **argv);
 
 /* A usage error found after server_parse (flags that contradict each
  * other): as above, exit(2). */

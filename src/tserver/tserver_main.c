@@ -51,9 +51,6 @@
 #define DRAIN_TICK_MS 20
 
 struct config {
-	char address[64];
-	char data[4096];
-	char masters[2048];
 	unsigned heartbeat_ms;      /* to the master; 0: heartbeat default */
 	unsigned election_ms;       /* raft */
 	unsigned heartbeat_raft_ms; /* raft */
@@ -107,7 +104,8 @@ static struct {
 
 #define SECONDS_MAX (30u * 86400)
 
-/* Every flag but the peer limits, which server_parse adds (rpc/rpc.h).
+/* Every flag but --config, --log-level, --help and the peer limits,
+ * which server_parse adds (server/skeleton.h).
  *
  * Raft timing of every replica (--election-ms, --heartbeat-raft-ms). A
  * follower campaigns after hearing nothing for a random time in
@@ -118,15 +116,6 @@ static struct {
  * ~0.9 s at 500 ms (docs/reliability.md, "Failover time"). The default
  * --max-clock-skew-ms is YugabyteDB's max_clock_skew_usec. */
 static const struct config_flag flags[] = {
-	{.name = "address", .arg = "IP:PORT", .kind = CONFIG_STRING, .dst = S.cfg.address,
-	 .cap = sizeof S.cfg.address, .required = true,
-	 .help = "address to bind: client RPC, Raft and copies (required)"},
-	{.name = "data", .arg = "DIR", .kind = CONFIG_STRING, .dst = S.cfg.data,
-	 .cap = sizeof S.cfg.data, .required = true,
-	 .help = "data directory (required): DIR/uuid, DIR/tablets/<id>/"},
-	{.name = "masters", .arg = "A,B,C", .kind = CONFIG_STRING, .dst = S.cfg.masters,
-	 .cap = sizeof S.cfg.masters,
-	 .help = "master addresses (1 to 16); without it: standalone"},
 	{.name = "heartbeat-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.heartbeat_ms,
 	 .min = 1, .help = "heartbeat period to the master (default 1000)"},
 	{.name = "election-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.election_ms,
@@ -189,11 +178,12 @@ static const struct config_flag flags[] = {
 	 .min = 1, .max = 1u << 20, .what = "a count",
 	 .help = "replicas this server accepts; past it a create is refused, retryably "
 		 "(default: what its open-file and AIO limits allow)"},
-	{.name = "config", .arg = "FILE", .kind = CONFIG_FILE,
-	 .help = "'name = value' lines with the names of these flags; flags win"},
-	{.name = "log-level", .arg = "LEVEL", .kind = CONFIG_LOG_LEVEL, .dst = &S.proc.log_level,
-	 .help = "error, warn, info, debug or trace (default info, or $DOCRAFT_TRACE)"},
-	{.name = "help", .kind = CONFIG_HELP, .help = "this text"},
+};
+
+static const struct server_help help = {
+	.address = "address to bind: client RPC, Raft and copies (required)",
+	.data = "data directory (required): DIR/uuid, DIR/tablets/<id>/",
+	.masters = "master addresses (1 to 16); without it: standalone",
 };
 
 static const struct config_spec spec = {
@@ -219,8 +209,8 @@ static void check_flags(void)
 	if (c->lease_given && c->lease_ms > c->election_ms * 7 / 10)
 		server_bad_usage(&S.proc, "--lease-ms (%u) must be at most 7/10 of --election-ms (%u)",
 				 c->lease_ms, c->election_ms * 7 / 10);
-	if (c->masters[0] != '\0') {
-		size_t n = config_split_list(c->masters, S.masters, HEARTBEAT_MAX_MASTERS);
+	if (S.proc.masters[0] != '\0') {
+		size_t n = config_split_list(S.proc.masters, S.masters, HEARTBEAT_MAX_MASTERS);
 		if (n > HEARTBEAT_MAX_MASTERS)
 			server_bad_usage(&S.proc, "--masters: at most %d addresses",
 					 HEARTBEAT_MAX_MASTERS);
@@ -245,7 +235,7 @@ static int load_uuid(char *errmsg)
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof path, "%s/uuid", S.cfg.data);
+	snprintf(path, sizeof path, "%s/uuid", S.proc.data);
 	f = fopen(path, "r");
 	if (f != NULL) {
 		n = fread(buf, 1, sizeof buf - 1, f);
@@ -591,7 +581,7 @@ static int start(void)
 	struct service_options so;
 	const char *address;
 
-	if (server_listen(&S.proc, S.cfg.address) != 0)
+	if (server_listen(&S.proc, S.proc.address) != 0)
 		return -1;
 	address = listener_address(S.proc.l);
 	if (copy_server_init(&S.copy, &S.proc.loop, S.proc.l, errmsg) != 0) {
@@ -617,7 +607,7 @@ static int start(void)
 			 eo.block_cache_bytes >> 20, eo.write_buffer_bytes >> 20);
 	}
 
-	if (diskspace_init(&S.disk, &S.proc.loop, S.cfg.data, address,
+	if (diskspace_init(&S.disk, &S.proc.loop, S.proc.data, address,
 			   (uint64_t)S.cfg.min_free_disk_mb << 20,
 			   S.cfg.segment_mb != 0 ? (size_t)S.cfg.segment_mb << 20 : TABLET_SEGMENT_BYTES,
 			   errmsg) != 0) {
@@ -628,7 +618,7 @@ static int start(void)
 
 	memset(&mo, 0, sizeof mo);
 	mo.max_replicas = host_limits();
-	mo.data_dir = S.cfg.data;
+	mo.data_dir = S.proc.data;
 	mo.store_env = S.env;
 	mo.address = address;
 	mo.listener = S.proc.l;
@@ -682,9 +672,9 @@ int main(int argc, char **argv)
 
 	server_init(&S.proc, PROG, LOG_LVL_INFO);
 	S.cfg.min_free_disk_mb = DISKSPACE_DEFAULT_RESERVE_MB;
-	server_parse(&S.proc, &spec, argc, argv);
+	server_parse(&S.proc, &help, &spec, argc, argv);
 	check_flags();
-	if (fs_mkdir_p(S.cfg.data, errmsg) != 0 || load_uuid(errmsg) != 0) {
+	if (fs_mkdir_p(S.proc.data, errmsg) != 0 || load_uuid(errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
 		return 1;
 	}
@@ -703,7 +693,7 @@ int main(int argc, char **argv)
 		server_fail(&S.proc);
 	} else {
 		LOG_INFO(PROG " %s: serving at %s, data in %s, %s", S.uuid,
-			 listener_address(S.proc.l), S.cfg.data,
+			 listener_address(S.proc.l), S.proc.data,
 			 S.n_masters > 0 ? "heartbeating the masters" : "standalone");
 		server_ready(&S.proc, S.uuid, listener_address(S.proc.l));
 	}
