@@ -29,7 +29,6 @@
 
 #include <uv.h>
 
-#include "common/check.h"
 #include "common/err.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -232,24 +231,24 @@ static void check_flags(void)
 static int load_uuid(char *errmsg)
 {
 	char path[4200], buf[UUID_LEN + 8];
-	FILE *f;
+	uint8_t *data;
 	size_t n;
+	int rv;
 
 	snprintf(path, sizeof path, "%s/uuid", S.proc.data);
-	f = fopen(path, "r");
-	if (f != NULL) {
-		n = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			buf[--n] = '\0';
-		if (n != UUID_LEN || strspn(buf, "0123456789abcdef") != UUID_LEN)
-			return err_set(errmsg, DOCRAFT_ECORRUPT, "%s does not hold a uuid", path);
-		memcpy(S.uuid, buf, UUID_LEN + 1);
-		return 0;
+	rv = fs_read_file(path, 4096, &data, &n, errmsg);
+	if (rv == 0) {
+		bool ok;
+		while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
+			data[--n] = '\0';
+		ok = n == UUID_LEN && strspn((char *)data, "0123456789abcdef") == UUID_LEN;
+		if (ok)
+			memcpy(S.uuid, data, UUID_LEN + 1);
+		free(data);
+		return ok ? 0 : err_set(errmsg, DOCRAFT_ECORRUPT, "%s does not hold a uuid", path);
 	}
-	if (errno != ENOENT)
-		return err_set(errmsg, DOCRAFT_EIO, "open %s: %s", path, strerror(errno));
+	if (rv != DOCRAFT_ENOTFOUND)
+		return rv;
 	{
 		uint8_t r[UUID_LEN / 2];
 		size_t got = 0;
@@ -268,7 +267,6 @@ static int load_uuid(char *errmsg)
 	snprintf(buf, sizeof buf, "%s\n", S.uuid);
 	return fs_write_file(path, buf, strlen(buf), errmsg);
 }
-
 
 /* ---- shutdown ------------------------------------------------------------------------ */
 
