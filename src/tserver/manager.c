@@ -46,7 +46,16 @@
  * the next one with the backoff. The replica stays FAILED (and visible)
  * until the opener succeeds; a delete or close meanwhile takes the job
  * down like a create's: QUEUED or READY at once (a READY store is closed),
- * POOL in reopen_after. */
+ * POOL in reopen_after.
+ *
+ * One file, past 1,000 lines, on purpose: the replica list, the job queue
+ * with its pool slots and one-per-turn opener, the reopen timer and the
+ * asynchronous close share invariants no caller outside sees (a job's
+ * replica stays on m->head until its after-callback; maybe_closed waits
+ * for all of them), and splitting them would only publish those internals
+ * in a private header. What does not touch them lives beside it: the
+ * checks of a create request (create_check.c) and the reports
+ * (manager_report.c). */
 #include "tserver/manager.h"
 
 #include <dirent.h>
@@ -68,6 +77,7 @@
 #include "common/mem.h"
 #include "rpc/wire.h"
 #include "tablet/diskspace.h"
+#include "tserver/create_check.h"
 #include "tablet/remote_copy.h"
 
 /* Largest meta.pb accepted (a schema of SCHEMA_MAX_COLUMNS columns is far
@@ -107,92 +117,6 @@ static char *path_join(const char *a, const char *b)
 	char *p = xmalloc(n);
 	snprintf(p, n, "%s/%s", a, b);
 	return p;
-}
-
-/* ---- validation --------------------------------------------------------------- */
-
-static int check_id(const char *id, char *errmsg)
-{
-	size_t n = id != NULL ? strlen(id) : 0;
-	if (n == 0 || n > LISTENER_TABLET_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id must be 1..%d characters",
-			       LISTENER_TABLET_ID_MAX);
-	if (id[0] == '.')
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id '%s' starts with '.'", id);
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return err_set(errmsg, DOCRAFT_EINVAL, "tablet id '%s': only letters, "
-				       "digits, '_', '-' and '.'", id);
-	}
-	return 0;
-}
-
-/* Checks req (see manager_create) and builds its schema into *s (freed
- * here on error). self: this server's address, checked against the peer
- * list of a bootstrapping replica (NULL: not checked). */
-static int check_request(const Docraft__CreateTabletRequest *req, const char *self,
-			 struct schema *s, char *errmsg)
-{
-	int rv;
-	if ((rv = check_id(req->tablet_id, errmsg)) != 0)
-		return rv;
-	if (req->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: raft id 0", req->tablet_id);
-	if (!req->join) {
-		bool found = false;
-		if (req->n_peers == 0)
-			return err_set(errmsg, DOCRAFT_EINVAL,
-				       "tablet %s: a new tablet needs its peers", req->tablet_id);
-		for (size_t i = 0; i < req->n_peers; i++) {
-			const Docraft__Peer *p = req->peers[i];
-			struct sockaddr_in sa;
-			char why[DOCRAFT_ERRMSG_SIZE];
-			const char *id = req->tablet_id;
-			if (p->raft_id == 0)
-				return err_set(errmsg, DOCRAFT_EINVAL,
-					       "tablet %s: peer with raft id 0", id);
-			if (listener_parse_address(p->address, &sa, why) != 0)
-				return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: peer %" PRIu64
-					       ": %s", id, p->raft_id, why);
-			for (size_t j = 0; j < i; j++)
-				if (req->peers[j]->raft_id == p->raft_id)
-					return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: "
-						       "raft id %" PRIu64 " listed twice", id,
-						       p->raft_id);
-			if (p->raft_id != req->raft_id)
-				continue;
-			found = true;
-			if (self != NULL && strcmp(p->address, self) != 0)
-				return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: peer %" PRIu64
-					       " is at %s, this server at %s", id, p->raft_id,
-					       p->address, self);
-		}
-		if (!found)
-			return err_set(errmsg, DOCRAFT_EINVAL,
-				       "tablet %s: raft id %" PRIu64 " is not among the peers",
-				       req->tablet_id, req->raft_id);
-	}
-	if (req->partition_end == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no partition (partition_end "
-			       "unset)", req->tablet_id);
-	if (req->partition_end > 65536 || req->partition_start >= req->partition_end)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad partition [%u, %u)",
-			       req->tablet_id, req->partition_start, req->partition_end);
-	if (strlen(req->table_id) > MANAGER_TABLE_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: table id longer than %d bytes",
-			       req->tablet_id, MANAGER_TABLE_ID_MAX);
-	if (req->schema == NULL)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no schema", req->tablet_id);
-	if ((rv = wire_schema_from_pb(req->schema, s, errmsg)) != 0)
-		return err_wrap(errmsg, rv, "tablet %s: schema", req->tablet_id);
-	if (schema_nkeys(s) == 0) {
-		schema_free(s);
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: the schema has no key column",
-			       req->tablet_id);
-	}
-	return 0;
 }
 
 /* ---- replicas -------------------------------------------------------------------- */
@@ -718,7 +642,7 @@ static void load_replica(struct manager *m, const char *name)
 		move_aside(m, dir, name);
 		goto out;
 	}
-	if (check_id(name, NULL) != 0) {
+	if (create_check_id(name, NULL) != 0) {
 		LOG_WARN("%s: not a tablet id, ignored", dir);
 		free(data);
 		goto out;
@@ -747,7 +671,7 @@ static void load_replica(struct manager *m, const char *name)
 		req->partition_start = 0;
 		req->partition_end = 65536;
 	}
-	if (check_request(req, NULL, &r->schema, r->errmsg) != 0)
+	if (create_check_request(req, NULL, &r->schema, r->errmsg) != 0)
 		goto failed;
 	r->part_start = req->partition_start;
 	r->part_end = req->partition_end;
@@ -1002,7 +926,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 
 	if (m->closing)
 		return err_set(errmsg, DOCRAFT_ECLOSED, "the tablet server is shutting down");
-	if ((rv = check_id(req->tablet_id, errmsg)) != 0)
+	if ((rv = create_check_id(req->tablet_id, errmsg)) != 0)
 		return rv;
 	if ((r = lookup(m, req->tablet_id)) != NULL) {
 		if (r->state == REPLICA_CLOSING || r->remove_files)
@@ -1032,7 +956,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 		}
 		return 0;
 	}
-	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
+	if ((rv = create_check_request(req, m->address, &s, errmsg)) != 0)
 		return rv;
 	/* Capacity (issue 12), see manager.h: every replica listed counts, the
 	 * ones still being created too (creates run in jobs, so a burst of
@@ -1149,73 +1073,6 @@ void manager_foreach(struct manager *m, void (*fn)(void *arg, struct replica *r)
 	for (struct replica *r = m->head; r != NULL; r = r->next)
 		if (visible(r))
 			fn(arg, r);
-}
-
-const char *manager_role_name(enum tablet_role role)
-{
-	switch (role) {
-	case TABLET_FOLLOWER: return "follower";
-	case TABLET_CANDIDATE: return "candidate";
-	case TABLET_LEADER_NOT_READY: return "leader_not_ready";
-	case TABLET_LEADER: return "leader";
-	case TABLET_COPYING: return "copying";
-	case TABLET_FAILED: return "failed";
-	case TABLET_CLOSED: return "closed";
-	}
-	return "failed";
-}
-
-void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena *a)
-{
-	struct tablet_status st;
-
-	docraft__tablet_report__init(out);
-	out->tablet_id = r->id;
-	out->table = r->has_schema ? r->schema.table : (char *)"";
-	out->raft_id = r->raft_id;
-	out->failures = r->open_failures;
-	out->recoveries = r->reopens;
-	if (r->state != REPLICA_OPEN || r->t == NULL) {
-		out->role = (char *)"failed";
-		out->error = r->errmsg;
-		return;
-	}
-	tablet_get_status(r->t, &st);
-	out->role = (char *)manager_role_name(st.role);
-	out->term = st.term;
-	out->leader_raft_id = st.leader_id;
-	out->leader_address = arena_dup(a, st.leader_address, strlen(st.leader_address) + 1);
-	out->applied_index = st.applied_index;
-	out->last_index = st.last_index;
-	out->entries = st.entries;
-	out->writes = st.writes;
-	out->lease_reads = st.lease_reads;
-	out->barrier_reads = st.barrier_reads;
-	out->lease_left_ms = st.lease_left_ms;
-	out->error = arena_dup(a, st.errmsg, strlen(st.errmsg) + 1);
-	out->failures += st.failures;
-	out->recoveries += st.recoveries;
-}
-
-size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport ***out)
-{
-	size_t n = 0, i = 0;
-	struct replica *r;
-	*out = NULL;
-	for (r = m->head; r != NULL; r = r->next)
-		if (visible(r))
-			n++;
-	if (n == 0)
-		return 0;
-	*out = arena_alloc(a, n * sizeof **out);
-	for (r = m->head; r != NULL; r = r->next) {
-		if (!visible(r))
-			continue;
-		(*out)[i] = arena_alloc(a, sizeof ***out);
-		manager_report(r, (*out)[i], a);
-		i++;
-	}
-	return n;
 }
 
 int64_t *manager_list_counter(struct replica *r)
