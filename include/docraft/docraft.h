@@ -51,6 +51,16 @@
  * that keep a value copy its bytes. Allocation failure aborts the process
  * (as everywhere in docraft).
  *
+ * Signals: SIGPIPE must be ignored by a program that links libdocraft
+ * (signal(SIGPIPE, SIG_IGN) before docraft_client_open). The library
+ * writes to its connections with plain write(2) (libuv), and writing to a
+ * connection the server has closed (a server stopping, crashing, or
+ * closing an idle connection) raises SIGPIPE, whose default action ends
+ * the whole process. The library itself neither ignores nor blocks any
+ * signal, in the caller's threads or in its own. With SIGPIPE ignored,
+ * the write fails with EPIPE instead and the request is retried like
+ * after any transport error.
+ *
  * Every exported function carries DOCRAFT_API; the library is built with
  * -fvisibility=hidden. */
 #ifndef DOCRAFT_DOCRAFT_H

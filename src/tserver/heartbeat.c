@@ -10,19 +10,12 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docraft.pb-c.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 
 static const uint8_t empty[1];
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 static const char *target(const struct heartbeat *hb)
 {

@@ -46,13 +46,21 @@
  * the next one with the backoff. The replica stays FAILED (and visible)
  * until the opener succeeds; a delete or close meanwhile takes the job
  * down like a create's: QUEUED or READY at once (a READY store is closed),
- * POOL in reopen_after. */
+ * POOL in reopen_after.
+ *
+ * One file, past 1,000 lines, on purpose: the replica list, the job queue
+ * with its pool slots and one-per-turn opener, the reopen timer and the
+ * asynchronous close share invariants no caller outside sees (a job's
+ * replica stays on m->head until its after-callback; maybe_closed waits
+ * for all of them), and splitting them would only publish those internals
+ * in a private header. What does not touch them lives beside it: the
+ * checks of a create request (create_check.c) and the reports
+ * (manager_report.c). */
 #include "tserver/manager.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,10 +71,13 @@
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/fs.h"
 #include "common/hlc.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "rpc/wire.h"
 #include "tablet/diskspace.h"
+#include "tserver/create_check.h"
 #include "tablet/remote_copy.h"
 
 /* Largest meta.pb accepted (a schema of SCHEMA_MAX_COLUMNS columns is far
@@ -99,233 +110,13 @@ struct mgr_job {
 
 /* ---- file-system helpers ---------------------------------------------------- */
 
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
+/* a/b as a new string (free with free()). */
 static char *path_join(const char *a, const char *b)
 {
 	size_t n = strlen(a) + strlen(b) + 2;
-	char *p = malloc(n);
-	if (p == NULL)
-		PANIC("out of memory");
+	char *p = xmalloc(n);
 	snprintf(p, n, "%s/%s", a, b);
 	return p;
-}
-
-static int errno_code(int e)
-{
-	return e == ENOSPC || e == EDQUOT ? DOCRAFT_ENOSPC : DOCRAFT_EIO;
-}
-
-static int fsync_path(const char *path, char *errmsg)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rv = 0;
-	if (fd < 0)
-		return err_set(errmsg, errno_code(errno), "open %s: %s", path, strerror(errno));
-	if (fsync(fd) != 0)
-		rv = err_set(errmsg, errno_code(errno), "fsync %s: %s", path, strerror(errno));
-	close(fd);
-	return rv;
-}
-
-int manager_write_file(const char *path, const void *data, size_t len, char *errmsg)
-{
-	char *tmp = malloc(strlen(path) + 5);
-	char *dir;
-	const uint8_t *p = data;
-	size_t off = 0;
-	int fd, rv = 0;
-
-	if (tmp == NULL)
-		PANIC("out of memory");
-	sprintf(tmp, "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rv = err_set(errmsg, errno_code(errno), "create %s: %s", tmp, strerror(errno));
-		free(tmp);
-		return rv;
-	}
-	while (off < len) {
-		ssize_t w = write(fd, p + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = w < 0 ? errno : ENOSPC;
-			rv = err_set(errmsg, errno_code(e), "write %s: %s", tmp, strerror(e));
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (rv == 0 && fsync(fd) != 0)
-		rv = err_set(errmsg, errno_code(errno), "fsync %s: %s", tmp, strerror(errno));
-	close(fd);
-	if (rv == 0 && rename(tmp, path) != 0)
-		rv = err_set(errmsg, errno_code(errno), "rename %s: %s", tmp, strerror(errno));
-	if (rv != 0) {
-		unlink(tmp);
-		free(tmp);
-		return rv;
-	}
-	free(tmp);
-	dir = xstrdup(path);
-	{
-		char *slash = strrchr(dir, '/');
-		if (slash == dir)
-			slash[1] = '\0';
-		else if (slash != NULL)
-			*slash = '\0';
-		else
-			strcpy(dir, ".");
-	}
-	rv = fsync_path(dir, errmsg);
-	free(dir);
-	return rv;
-}
-
-/* Reads a whole (small) file into a malloc'ed buffer. ENOENT is reported
- * as DOCRAFT_ENOTFOUND. */
-static int read_file(const char *path, uint8_t **out, size_t *len, char *errmsg)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	uint8_t *p;
-	size_t off = 0;
-
-	*out = NULL;
-	*len = 0;
-	if (fd < 0)
-		return err_set(errmsg, errno == ENOENT ? DOCRAFT_ENOTFOUND : DOCRAFT_EIO,
-			       "open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > META_MAX_BYTES) {
-		close(fd);
-		return err_set(errmsg, DOCRAFT_EIO, "%s: cannot stat or too large", path);
-	}
-	p = malloc((size_t)st.st_size + 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	while (off < (size_t)st.st_size) {
-		ssize_t r = read(fd, p + off, (size_t)st.st_size - off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		off += (size_t)r;
-	}
-	close(fd);
-	if (off != (size_t)st.st_size) {
-		free(p);
-		return err_set(errmsg, DOCRAFT_EIO, "%s: short read", path);
-	}
-	*out = p;
-	*len = off;
-	return 0;
-}
-
-static int remove_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	if (remove(p) != 0 && errno != ENOENT)
-		LOG_WARN("cannot remove %s: %s", p, strerror(errno));
-	return 0;
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ---- validation --------------------------------------------------------------- */
-
-static int check_id(const char *id, char *errmsg)
-{
-	size_t n = id != NULL ? strlen(id) : 0;
-	if (n == 0 || n > LISTENER_TABLET_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id must be 1..%d characters",
-			       LISTENER_TABLET_ID_MAX);
-	if (id[0] == '.')
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id '%s' starts with '.'", id);
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return err_set(errmsg, DOCRAFT_EINVAL, "tablet id '%s': only letters, "
-				       "digits, '_', '-' and '.'", id);
-	}
-	return 0;
-}
-
-/* Checks req (see manager_create) and builds its schema into *s (freed
- * here on error). self: this server's address, checked against the peer
- * list of a bootstrapping replica (NULL: not checked). */
-static int check_request(const Docraft__CreateTabletRequest *req, const char *self,
-			 struct schema *s, char *errmsg)
-{
-	int rv;
-	if ((rv = check_id(req->tablet_id, errmsg)) != 0)
-		return rv;
-	if (req->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: raft id 0", req->tablet_id);
-	if (!req->join) {
-		bool found = false;
-		if (req->n_peers == 0)
-			return err_set(errmsg, DOCRAFT_EINVAL,
-				       "tablet %s: a new tablet needs its peers", req->tablet_id);
-		for (size_t i = 0; i < req->n_peers; i++) {
-			const Docraft__Peer *p = req->peers[i];
-			struct sockaddr_in sa;
-			char why[DOCRAFT_ERRMSG_SIZE];
-			const char *id = req->tablet_id;
-			if (p->raft_id == 0)
-				return err_set(errmsg, DOCRAFT_EINVAL,
-					       "tablet %s: peer with raft id 0", id);
-			if (listener_parse_address(p->address, &sa, why) != 0)
-				return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: peer %" PRIu64
-					       ": %s", id, p->raft_id, why);
-			for (size_t j = 0; j < i; j++)
-				if (req->peers[j]->raft_id == p->raft_id)
-					return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: "
-						       "raft id %" PRIu64 " listed twice", id,
-						       p->raft_id);
-			if (p->raft_id != req->raft_id)
-				continue;
-			found = true;
-			if (self != NULL && strcmp(p->address, self) != 0)
-				return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: peer %" PRIu64
-					       " is at %s, this server at %s", id, p->raft_id,
-					       p->address, self);
-		}
-		if (!found)
-			return err_set(errmsg, DOCRAFT_EINVAL,
-				       "tablet %s: raft id %" PRIu64 " is not among the peers",
-				       req->tablet_id, req->raft_id);
-	}
-	if (req->partition_end == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no partition (partition_end "
-			       "unset)", req->tablet_id);
-	if (req->partition_end > 65536 || req->partition_start >= req->partition_end)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad partition [%u, %u)",
-			       req->tablet_id, req->partition_start, req->partition_end);
-	if (strlen(req->table_id) > MANAGER_TABLE_ID_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: table id longer than %d bytes",
-			       req->tablet_id, MANAGER_TABLE_ID_MAX);
-	if (req->schema == NULL)
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: no schema", req->tablet_id);
-	if ((rv = wire_schema_from_pb(req->schema, s, errmsg)) != 0)
-		return err_wrap(errmsg, rv, "tablet %s: schema", req->tablet_id);
-	if (schema_nkeys(s) == 0) {
-		schema_free(s);
-		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: the schema has no key column",
-			       req->tablet_id);
-	}
-	return 0;
 }
 
 /* ---- replicas -------------------------------------------------------------------- */
@@ -340,9 +131,7 @@ static struct replica *lookup(struct manager *m, const char *id)
 
 static struct replica *replica_new(struct manager *m, const char *id)
 {
-	struct replica *r = calloc(1, sizeof *r);
-	if (r == NULL)
-		PANIC("out of memory");
+	struct replica *r = xzalloc(sizeof *r);
 	snprintf(r->id, sizeof r->id, "%s", id);
 	r->dir = path_join(m->tablets_dir, id);
 	r->m = m;
@@ -381,14 +170,14 @@ static int delete_files(struct replica *r)
 	char *meta = path_join(r->dir, MANAGER_META_FILE);
 	int rv = 0;
 	if (unlink(meta) != 0 && errno != ENOENT) {
-		rv = errno_code(errno);
+		rv = fs_errno_code(errno);
 		LOG_ERROR("tablet %s: cannot remove %s: %s", r->id, meta, strerror(errno));
 	}
 	free(meta);
 	if (rv == 0) {
-		fsync_path(r->dir, NULL);
-		remove_tree(r->dir);
-		if (fsync_path(r->m->tablets_dir, errmsg) != 0)
+		fs_fsync_path(r->dir, NULL);
+		fs_remove_tree(r->dir);
+		if (fs_fsync_path(r->m->tablets_dir, errmsg) != 0)
 			LOG_WARN("%s", errmsg);
 	}
 	return rv;
@@ -431,9 +220,7 @@ static void defer_waiters(struct manager *m, struct mgr_waiter *w, int status)
 
 static struct mgr_waiter *waiter_new(manager_delete_cb cb, void *arg)
 {
-	struct mgr_waiter *w = calloc(1, sizeof *w);
-	if (w == NULL)
-		PANIC("out of memory");
+	struct mgr_waiter *w = xzalloc(sizeof *w);
 	w->cb = cb;
 	w->arg = arg;
 	return w;
@@ -552,9 +339,7 @@ static void remove_after(uv_work_t *w, int status)
  * answers its delete waiters. */
 static void start_removal(struct replica *r, struct store *store)
 {
-	struct mgr_job *job = calloc(1, sizeof *job);
-	if (job == NULL)
-		PANIC("out of memory");
+	struct mgr_job *job = xzalloc(sizeof *job);
 	job->r = r;
 	job->store = store;
 	r->state = REPLICA_CLOSING;
@@ -644,9 +429,7 @@ static int open_replica(struct manager *m, struct replica *r,
 		return rv;
 	m->n_open++;
 	if (!req->join) {
-		struct tablet_peer *peers = calloc(req->n_peers, sizeof *peers);
-		if (peers == NULL)
-			PANIC("out of memory");
+		struct tablet_peer *peers = xcalloc(req->n_peers, sizeof *peers);
 		for (size_t i = 0; i < req->n_peers; i++) {
 			peers[i].id = req->peers[i]->raft_id;
 			peers[i].address = req->peers[i]->address;
@@ -693,8 +476,8 @@ static void move_aside(struct manager *m, const char *dir, const char *name)
 		LOG_ERROR("%s has no %s; cannot move it aside to %s: %s (left in place, ignored)",
 			  dir, MANAGER_META_FILE, target, strerror(errno));
 	} else {
-		fsync_path(orphans, NULL);
-		fsync_path(m->tablets_dir, NULL);
+		fs_fsync_path(orphans, NULL);
+		fs_fsync_path(m->tablets_dir, NULL);
 		LOG_WARN("%s has no %s (an interrupted create or delete, or a replica whose "
 			 "%s was lost): moved aside to %s, not deleted; remove it once inspected",
 			 dir, MANAGER_META_FILE, MANAGER_META_FILE, target);
@@ -827,9 +610,7 @@ static void reopen_cb(uv_timer_t *h)
 				 "free-space reserve", r->id, r->reopen_attempts);
 			schedule_reopen(r);
 		} else {
-			struct mgr_job *job = calloc(1, sizeof *job);
-			if (job == NULL)
-				PANIC("out of memory");
+			struct mgr_job *job = xzalloc(sizeof *job);
 			job->r = r;
 			job->reopen = true;
 			job_append(m, job);
@@ -856,12 +637,12 @@ static void load_replica(struct manager *m, const char *name)
 		LOG_WARN("%s: not a tablet directory, ignored", dir);
 		goto out;
 	}
-	rv = read_file(meta, &data, &len, errmsg);
+	rv = fs_read_file(meta, META_MAX_BYTES, &data, &len, errmsg);
 	if (rv == DOCRAFT_ENOTFOUND) {
 		move_aside(m, dir, name);
 		goto out;
 	}
-	if (check_id(name, NULL) != 0) {
+	if (create_check_id(name, NULL) != 0) {
 		LOG_WARN("%s: not a tablet id, ignored", dir);
 		free(data);
 		goto out;
@@ -890,7 +671,7 @@ static void load_replica(struct manager *m, const char *name)
 		req->partition_start = 0;
 		req->partition_end = 65536;
 	}
-	if (check_request(req, NULL, &r->schema, r->errmsg) != 0)
+	if (create_check_request(req, NULL, &r->schema, r->errmsg) != 0)
 		goto failed;
 	r->part_start = req->partition_start;
 	r->part_end = req->partition_end;
@@ -946,7 +727,7 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 	m->log_budget.total_bytes = o->raft_log_memory_bytes;
 	m->log_budget.floor_bytes = TABLET_LOG_FLOOR_BYTES;
 	if (mkdir(m->tablets_dir, 0755) != 0 && errno != EEXIST) {
-		rv = err_set(errmsg, errno_code(errno), "mkdir %s: %s", m->tablets_dir,
+		rv = err_set(errmsg, fs_errno_code(errno), "mkdir %s: %s", m->tablets_dir,
 			     strerror(errno));
 		goto fail;
 	}
@@ -961,14 +742,12 @@ int manager_init(struct manager *m, uv_loop_t *loop, const struct manager_option
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
-			names = realloc(names, cap * sizeof *names);
-			if (names == NULL)
-				PANIC("out of memory");
+			names = xrealloc(names, cap * sizeof *names);
 		}
 		names[n++] = xstrdup(e->d_name);
 	}
 	closedir(d);
-	fsync_path(m->data_dir, NULL);
+	fs_fsync_path(m->data_dir, NULL);
 	uv_timer_init(loop, &m->defer);
 	m->defer.data = m;
 	uv_idle_init(loop, &m->opener);
@@ -1007,15 +786,15 @@ static void create_work(uv_work_t *w)
 		return;
 	}
 	if (mkdir(r->dir, 0755) != 0) {
-		job->status = err_set(job->errmsg, errno_code(errno), "mkdir %s: %s", r->dir,
+		job->status = err_set(job->errmsg, fs_errno_code(errno), "mkdir %s: %s", r->dir,
 				      strerror(errno));
 		return;
 	}
 	meta = path_join(r->dir, MANAGER_META_FILE);
-	rv = manager_write_file(meta, job->packed, job->len, job->errmsg);
+	rv = fs_write_file(meta, job->packed, job->len, job->errmsg);
 	free(meta);
 	if (rv == 0)
-		rv = fsync_path(r->m->tablets_dir, job->errmsg);
+		rv = fs_fsync_path(r->m->tablets_dir, job->errmsg);
 	if (rv == 0) {
 		options_for(r->m, r, &o);
 		rv = tablet_prepare(&o, &job->store, job->errmsg);
@@ -1147,7 +926,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 
 	if (m->closing)
 		return err_set(errmsg, DOCRAFT_ECLOSED, "the tablet server is shutting down");
-	if ((rv = check_id(req->tablet_id, errmsg)) != 0)
+	if ((rv = create_check_id(req->tablet_id, errmsg)) != 0)
 		return rv;
 	if ((r = lookup(m, req->tablet_id)) != NULL) {
 		if (r->state == REPLICA_CLOSING || r->remove_files)
@@ -1177,7 +956,7 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 		}
 		return 0;
 	}
-	if ((rv = check_request(req, m->address, &s, errmsg)) != 0)
+	if ((rv = create_check_request(req, m->address, &s, errmsg)) != 0)
 		return rv;
 	/* Capacity (issue 12), see manager.h: every replica listed counts, the
 	 * ones still being created too (creates run in jobs, so a burst of
@@ -1198,14 +977,10 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 	snprintf(r->table_id, sizeof r->table_id, "%s", req->table_id);
 	r->state = REPLICA_CREATING; /* invisible until open */
 	r->create_waiters = waiter_new(cb, arg);
-	job = calloc(1, sizeof *job);
-	if (job == NULL)
-		PANIC("out of memory");
+	job = xzalloc(sizeof *job);
 	job->r = r;
 	job->len = protobuf_c_message_get_packed_size(&req->base);
-	job->packed = malloc(job->len ? job->len : 1);
-	if (job->packed == NULL)
-		PANIC("out of memory");
+	job->packed = xmalloc(job->len);
 	protobuf_c_message_pack(&req->base, job->packed);
 	job->req = docraft__create_tablet_request__unpack(NULL, job->len, job->packed);
 	if (job->req == NULL)
@@ -1298,73 +1073,6 @@ void manager_foreach(struct manager *m, void (*fn)(void *arg, struct replica *r)
 	for (struct replica *r = m->head; r != NULL; r = r->next)
 		if (visible(r))
 			fn(arg, r);
-}
-
-const char *manager_role_name(enum tablet_role role)
-{
-	switch (role) {
-	case TABLET_FOLLOWER: return "follower";
-	case TABLET_CANDIDATE: return "candidate";
-	case TABLET_LEADER_NOT_READY: return "leader_not_ready";
-	case TABLET_LEADER: return "leader";
-	case TABLET_COPYING: return "copying";
-	case TABLET_FAILED: return "failed";
-	case TABLET_CLOSED: return "closed";
-	}
-	return "failed";
-}
-
-void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena *a)
-{
-	struct tablet_status st;
-
-	docraft__tablet_report__init(out);
-	out->tablet_id = r->id;
-	out->table = r->has_schema ? r->schema.table : (char *)"";
-	out->raft_id = r->raft_id;
-	out->failures = r->open_failures;
-	out->recoveries = r->reopens;
-	if (r->state != REPLICA_OPEN || r->t == NULL) {
-		out->role = (char *)"failed";
-		out->error = r->errmsg;
-		return;
-	}
-	tablet_get_status(r->t, &st);
-	out->role = (char *)manager_role_name(st.role);
-	out->term = st.term;
-	out->leader_raft_id = st.leader_id;
-	out->leader_address = arena_dup(a, st.leader_address, strlen(st.leader_address) + 1);
-	out->applied_index = st.applied_index;
-	out->last_index = st.last_index;
-	out->entries = st.entries;
-	out->writes = st.writes;
-	out->lease_reads = st.lease_reads;
-	out->barrier_reads = st.barrier_reads;
-	out->lease_left_ms = st.lease_left_ms;
-	out->error = arena_dup(a, st.errmsg, strlen(st.errmsg) + 1);
-	out->failures += st.failures;
-	out->recoveries += st.recoveries;
-}
-
-size_t manager_reports(struct manager *m, struct arena *a, Docraft__TabletReport ***out)
-{
-	size_t n = 0, i = 0;
-	struct replica *r;
-	*out = NULL;
-	for (r = m->head; r != NULL; r = r->next)
-		if (visible(r))
-			n++;
-	if (n == 0)
-		return 0;
-	*out = arena_alloc(a, n * sizeof **out);
-	for (r = m->head; r != NULL; r = r->next) {
-		if (!visible(r))
-			continue;
-		(*out)[i] = arena_alloc(a, sizeof ***out);
-		manager_report(r, (*out)[i], a);
-		i++;
-	}
-	return n;
 }
 
 int64_t *manager_list_counter(struct replica *r)

@@ -259,8 +259,4 @@ bool manager_closing(const struct manager *m);
  * that the next start moves aside). Once. */
 void manager_close(struct manager *m, manager_close_cb cb);
 
-/* Writes data to path atomically: path.tmp, fsync, rename, fsync of the
- * directory. DOCRAFT_EIO / DOCRAFT_ENOSPC with errmsg. Blocking; any thread. */
-int manager_write_file(const char *path, const void *data, size_t len, char *errmsg);
-
 #endif

@@ -5,13 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/fs.h"
 #include "common/histogram.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "test.h"
 
 /* ---- err.c ---------------------------------------------------------- */
@@ -732,6 +735,183 @@ TEST(histogram_quantiles)
 	CHECK_EQ_U64(histogram_quantile(&g, 0), 5);
 }
 
+/* ---- fs.h ---------------------------------------------------------------------------- */
+
+/* A fresh directory under /tmp for one test (removed by the test). */
+static void temp_dir(char *path, size_t cap)
+{
+	snprintf(path, cap, "/tmp/docraft-test-common-XXXXXX");
+	CHECK(mkdtemp(path) != NULL);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+TEST(fs_write_then_read_round_trip_leaves_no_tmp)
+{
+	char dir[64], path[128], tmp[160], errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t *data;
+	size_t len;
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/meta.pb", dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	CHECK_OK(fs_write_file(path, "first version", 13, errmsg));
+	CHECK_OK(fs_write_file(path, "hello\0world", 11, errmsg)); /* replaces it */
+	CHECK(!exists(tmp));
+	CHECK_OK(fs_read_file(path, 1024, &data, &len, errmsg));
+	CHECK_EQ_MEM(data, len, "hello\0world", 11);
+	CHECK_EQ_INT(data[len], '\0'); /* NUL past the end */
+	free(data);
+	/* An empty file. */
+	CHECK_OK(fs_write_file(path, "", 0, errmsg));
+	CHECK_OK(fs_read_file(path, 1024, &data, &len, errmsg));
+	CHECK_EQ_INT(len, 0);
+	free(data);
+	fs_remove_tree(dir);
+	CHECK(!exists(dir));
+}
+
+TEST(fs_read_missing_is_notfound_and_max_is_enforced)
+{
+	char dir[64], path[128], errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t *data = (uint8_t *)"x";
+	size_t len = 7;
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/missing", dir);
+	CHECK_EQ_INT(fs_read_file(path, 1024, &data, &len, errmsg), DOCRAFT_ENOTFOUND);
+	CHECK(data == NULL && len == 0);
+	CHECK_MSG(strstr(errmsg, path) != NULL, "%s", errmsg);
+	snprintf(path, sizeof path, "%s/big", dir);
+	CHECK_OK(fs_write_file(path, "0123456789", 10, errmsg));
+	CHECK_EQ_INT(fs_read_file(path, 9, &data, &len, errmsg), DOCRAFT_EIO);
+	CHECK(data == NULL);
+	CHECK_OK(fs_read_file(path, 10, &data, &len, errmsg)); /* exactly max is fine */
+	CHECK_EQ_INT(len, 10);
+	free(data);
+	fs_remove_tree(dir);
+}
+
+TEST(fs_write_into_a_missing_directory_fails_cleanly)
+{
+	char dir[64], path[128], errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/no/such/file", dir);
+	CHECK_EQ_INT(fs_write_file(path, "x", 1, errmsg), DOCRAFT_EIO);
+	CHECK_MSG(strstr(errmsg, "no/such/file.tmp") != NULL, "%s", errmsg);
+	fs_remove_tree(dir);
+}
+
+TEST(fs_mkdir_p_nested_existing_and_errors)
+{
+	char dir[64], path[256], file[128], errmsg[DOCRAFT_ERRMSG_SIZE];
+	char *longpath;
+	struct stat st;
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/a/b/c/d", dir);
+	CHECK_OK(fs_mkdir_p(path, errmsg));
+	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK_OK(fs_mkdir_p(path, errmsg)); /* already there */
+	snprintf(path, sizeof path, "%s/a/b/", dir); /* trailing slash */
+	CHECK_OK(fs_mkdir_p(path, errmsg));
+	/* A file in the way. */
+	snprintf(file, sizeof file, "%s/a/file", dir);
+	CHECK_OK(fs_write_file(file, "x", 1, errmsg));
+	snprintf(path, sizeof path, "%s/a/file/sub", dir);
+	CHECK_EQ_INT(fs_mkdir_p(path, errmsg), DOCRAFT_EIO);
+	CHECK_EQ_INT(fs_mkdir_p("", errmsg), DOCRAFT_EINVAL);
+	longpath = xmalloc(8192);
+	memset(longpath, 'a', 8191);
+	longpath[0] = '/';
+	longpath[8191] = '\0';
+	CHECK_EQ_INT(fs_mkdir_p(longpath, errmsg), DOCRAFT_EINVAL);
+	free(longpath);
+	fs_remove_tree(dir);
+	CHECK(!exists(dir));
+}
+
+TEST(fs_remove_tree_nested_and_missing)
+{
+	char dir[64], path[256], errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/x/y/z", dir);
+	CHECK_OK(fs_mkdir_p(path, errmsg));
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/x%s/f%d", dir, i == 0 ? "" : i == 1 ? "/y" : "/y/z",
+			 i);
+		CHECK_OK(fs_write_file(path, "data", 4, errmsg));
+	}
+	/* A link is removed, not followed. */
+	snprintf(path, sizeof path, "%s/x/link", dir);
+	CHECK(symlink("/tmp", path) == 0);
+	snprintf(path, sizeof path, "%s/x", dir);
+	fs_remove_tree(path);
+	CHECK(!exists(path));
+	CHECK(exists("/tmp"));
+	CHECK(exists(dir));
+	fs_remove_tree(path); /* missing: fine */
+	fs_remove_tree(dir);
+	CHECK(!exists(dir));
+}
+
+TEST(fs_fsync_and_errno_codes)
+{
+	char dir[64], path[128], errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	temp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/f", dir);
+	CHECK_OK(fs_write_file(path, "x", 1, errmsg));
+	CHECK_OK(fs_fsync_path(path, errmsg));
+	CHECK_OK(fs_fsync_path(dir, errmsg));
+	CHECK_OK(fs_fsync_parent(path, errmsg));
+	CHECK_OK(fs_fsync_parent("relative-name", errmsg)); /* "." */
+	snprintf(path, sizeof path, "%s/missing", dir);
+	CHECK_EQ_INT(fs_fsync_path(path, errmsg), DOCRAFT_EIO);
+	CHECK_EQ_INT(fs_errno_code(ENOSPC), DOCRAFT_ENOSPC);
+	CHECK_EQ_INT(fs_errno_code(EDQUOT), DOCRAFT_ENOSPC);
+	CHECK_EQ_INT(fs_errno_code(EACCES), DOCRAFT_EIO);
+	fs_remove_tree(dir);
+}
+
+/* ---- mem.h --------------------------------------------------------------------------- */
+
+TEST(mem_allocations)
+{
+	uint8_t *a = xmalloc(0), *b = xmalloc(0), *z = xzalloc(100), *c = xcalloc(10, 8);
+	char *s, *n;
+
+	CHECK(a != NULL && b != NULL && a != b); /* unique even for 0 bytes */
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ_INT(z[i], 0);
+	for (int i = 0; i < 80; i++)
+		CHECK_EQ_INT(c[i], 0);
+	memcpy(c, "0123456789", 10);
+	c = xrealloc(c, 1 << 20); /* keeps the bytes */
+	CHECK_EQ_MEM(c, 10, "0123456789", 10);
+	c = xrealloc(c, 0);
+	CHECK(c != NULL);
+	s = xstrdup("docraft");
+	CHECK_EQ_STR(s, "docraft");
+	n = xstrndup("docraft", 3);
+	CHECK_EQ_STR(n, "doc");
+	free(n);
+	n = xstrndup("ab", 10); /* stops at the NUL */
+	CHECK_EQ_STR(n, "ab");
+	free(n);
+	free(s);
+	free(a);
+	free(b);
+	free(z);
+	free(c);
+}
+
 TEST_MAIN(T(histogram_quantiles), T(err_set_formats_and_returns_code), T(err_set_truncates_at_errmsg_size),
 	  T(err_null_errmsg_returns_code), T(err_wrap_prefixes), T(err_wrap_truncates_at_errmsg_size),
 	  T(strerror_covers_every_code), T(strerror_out_of_range),
@@ -742,4 +922,8 @@ TEST_MAIN(T(histogram_quantiles), T(err_set_formats_and_returns_code), T(err_set
 	  T(log_parse_levels), T(log_set_level_clamps), T(log_line_with_tablet),
 	  T(log_line_without_tablet), T(log_below_threshold_not_written),
 	  T(log_trailing_newline_and_errno), T(log_truncates_long_lines),
-	  T(log_concurrent_lines_do_not_interleave), T(log_init_reads_env_once))
+	  T(log_concurrent_lines_do_not_interleave), T(log_init_reads_env_once),
+	  T(fs_write_then_read_round_trip_leaves_no_tmp),
+	  T(fs_read_missing_is_notfound_and_max_is_enforced),
+	  T(fs_write_into_a_missing_directory_fails_cleanly), T(fs_mkdir_p_nested_existing_and_errors),
+	  T(fs_remove_tree_nested_and_missing), T(fs_fsync_and_errno_codes), T(mem_allocations))
