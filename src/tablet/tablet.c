@@ -305,11 +305,9 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 		goto err_store;
 	}
 	uv_timer_init(loop, &t->copy_timer);
-	t->copy_timer.data = t;
 	uv_timer_init(loop, &t->log_timer);
-	t->log_timer.data = t;
 	uv_prepare_init(loop, &t->poll);
-	t->poll.data = t;
+	t->copy_timer.data = t->log_timer.data = t->poll.data = t;
 	uv_prepare_start(&t->poll, poll_cb);
 	TLOG(LOG_LVL_INFO, t, "opened: raft id %llu at %s, store applied index %" PRIu64,
 	     (unsigned long long)o->raft_id, t->address, t->st.flushed_index);
@@ -502,9 +500,9 @@ static void close_finished(struct tablet *t, struct store_job *j)
 	free(t);
 }
 
-static void poll_closed(uv_handle_t *h)
+/* The last handle has closed. */
+static void poll_closed(struct tablet *t)
 {
-	struct tablet *t = h->data;
 	tablet_write_answer_done(t);
 	tablet_fail_queued(t, DOCRAFT_ECLOSED);
 	tablet_fsm_close(&t->fsm);
@@ -513,24 +511,24 @@ static void poll_closed(uv_handle_t *h)
 	tablet_recover_job(t, false, false, close_finished);
 }
 
-/* libuv finishes closes in reverse order: chain them so the tablet, which
- * embeds the handles, is freed only after the last one. */
-static void log_timer_closed(uv_handle_t *h)
+/* libuv finishes closes in reverse order: chain them (copy_timer, then
+ * log_timer, then poll) so the tablet, which embeds the handles, is freed
+ * only after the last one. */
+static void handle_closed(uv_handle_t *h)
 {
 	struct tablet *t = h->data;
-	uv_close((uv_handle_t *)&t->poll, poll_closed);
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-	struct tablet *t = h->data;
-	uv_close((uv_handle_t *)&t->log_timer, log_timer_closed);
+	if (h == (uv_handle_t *)&t->copy_timer)
+		uv_close((uv_handle_t *)&t->log_timer, handle_closed);
+	else if (h == (uv_handle_t *)&t->log_timer)
+		uv_close((uv_handle_t *)&t->poll, handle_closed);
+	else
+		poll_closed(t);
 }
 
 void tablet_close_handles(struct tablet *t)
 {
 	PRE(t->life == LIFE_CLOSING);
-	uv_close((uv_handle_t *)&t->copy_timer, timer_closed);
+	uv_close((uv_handle_t *)&t->copy_timer, handle_closed);
 }
 
 void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
@@ -557,7 +555,7 @@ void tablet_close(struct tablet *t, tablet_close_cb cb, void *arg)
 	tablet_life_set(t, LIFE_CLOSING);
 	uv_timer_stop(&t->copy_timer);
 	if (t->store_job != NULL)
-		return; /* its callback finishes the close (job_ended_closing) */
+		return; /* its callback finishes the close (job_take_store) */
 	if (t->copy_req.impl != NULL) {
 		/* A fetch runs: its callback finishes the close. */
 		copy_fetch_cancel(&t->copy_req);

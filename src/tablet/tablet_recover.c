@@ -119,15 +119,32 @@ void tablet_recover_job(struct tablet *t, bool install, bool open, tablet_job_cb
 		PANIC("uv_queue_work: %s", uv_strerror(rv));
 }
 
-/* A job that opened a store ended while the tablet closes: keeps the store
- * for the close to close, and goes on with the close. True if so. */
-static bool job_ended_closing(struct tablet *t, struct store_job *j)
+/* The start of a job's after-callback on the loop: true once the store the
+ * job opened is the tablet's and the fsm's. False if the tablet closes (it
+ * keeps that store for the close to close, and the close goes on), or if
+ * the job or the handover failed: a copy's install then fails the replica,
+ * a recovery attempt schedules the next one. */
+static bool job_take_store(struct tablet *t, struct store_job *j)
 {
-	if (!tablet_closing(t))
-		return false;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
 	t->store = j->opened;
-	tablet_close_handles(t);
-	return true;
+	if (tablet_closing(t)) {
+		tablet_close_handles(t);
+		return false;
+	}
+	if ((rv = j->rv) != 0)
+		snprintf(errmsg, sizeof errmsg, "%s", j->errmsg);
+	else if ((rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) == 0)
+		return true;
+	if (j->install) {
+		tablet_fail(t, rv, errmsg);
+	} else {
+		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
+		     errmsg);
+		tablet_recover_schedule(t);
+	}
+	return false;
 }
 
 /* ---- checkpoint copy -------------------------------------------------------- */
@@ -157,20 +174,9 @@ static void raft_restart_after_copy(struct tablet *t)
 
 static void copy_installed(struct tablet *t, struct store_job *j)
 {
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	uint64_t applied_index = 0;
-	int rv;
-	if (job_ended_closing(t, j))
+	if (!job_take_store(t, j))
 		return;
-	if (j->rv != 0) {
-		tablet_fail(t, j->rv, j->errmsg);
-		return;
-	}
-	t->store = j->opened;
-	if ((rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
-		tablet_fail(t, rv, errmsg);
-		return;
-	}
 	store_applied(t->store, &applied_index, NULL);
 	t->st.copies++;
 	t->st.flushed_index = applied_index;
@@ -256,15 +262,8 @@ static void recovered(struct tablet *t, struct store_job *j)
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	uint64_t flushed = 0;
 	int rv;
-	if (job_ended_closing(t, j))
+	if (!job_take_store(t, j))
 		return;
-	t->store = j->opened;
-	if ((rv = j->rv) != 0 || (rv = tablet_fsm_set_store(&t->fsm, t->store, errmsg)) != 0) {
-		TLOG(LOG_LVL_WARN, t, "recovery attempt %u failed: %s", t->recover_attempts,
-		     j->rv != 0 ? j->errmsg : errmsg);
-		tablet_recover_schedule(t);
-		return;
-	}
 	t->fsm.failed = false;
 	t->fsm.errmsg[0] = '\0';
 	store_applied(t->store, &flushed, NULL);
