@@ -43,7 +43,7 @@ static int check_conditions(struct tablet_fsm *f, const struct entry_request *q,
  * with a runaway clock, c-raft applies it all the same): then it is not
  * adopted, only logged and counted, so this tablet's reads and the times
  * it answers are not dragged ahead. max_ht keeps it: should this replica
- * lead, its writes are still stamped above it (tablet.c, leader ready). */
+ * lead, its writes are still stamped above it (tablet_membership.c, leader ready). */
 static void observe_ht(struct tablet_fsm *f, uint64_t ht)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
