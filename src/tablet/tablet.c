@@ -99,10 +99,12 @@ static const unsigned life_next[] = {
 
 void tablet_life_set(struct tablet *t, enum tablet_life to)
 {
-	ASSERT((size_t)t->life < sizeof life_next / sizeof life_next[0] &&
-	       (life_next[t->life] & BIT(to)) != 0);
-	TLOG(LOG_LVL_DEBUG, t, "%s -> %s", tablet_life_name(t->life), tablet_life_name(to));
+	enum tablet_life from = t->life;
+	ASSERT((size_t)from < sizeof life_next / sizeof life_next[0] &&
+	       (life_next[from] & BIT(to)) != 0);
 	t->life = to;
+	/* After the change: the term is read from raft only while it is alive. */
+	TLOG(LOG_LVL_DEBUG, t, "%s -> %s", tablet_life_name(from), tablet_life_name(to));
 }
 
 /* ---- helpers ------------------------------------------------------------- */

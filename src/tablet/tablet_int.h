@@ -284,7 +284,9 @@ typedef void (*tablet_job_cb)(struct tablet *t, struct store_job *j);
 
 /* DOWN or CLOSING (PRE): takes t->store away (closed on the threadpool),
  * then dir/db.copy replaces dir/db (install) and dir/db is opened (open);
- * done runs on the loop with the outcome (tablet_recover_job_result). */
+ * done runs on the loop with the outcome (struct store_job, private to
+ * tablet_recover.c: copy installs and recoveries read it there; the close's
+ * done ends the close). The job is freed after done returns. */
 void tablet_recover_job(struct tablet *t, bool install, bool open, tablet_job_cb done);
 /* The poll found the store behind raft's snapshot: once a leader is known,
  * the replica goes COPYING and closes its raft instance. */
