@@ -68,6 +68,7 @@ enum tablet_life {
 	LIFE_RAFT_CLOSING,
 	LIFE_RAFT_RELEASING,
 	LIFE_DOWN,
+	/* the closing branch last (tablet_closing) */
 	LIFE_CLOSE_RAFT,
 	LIFE_CLOSE_RELEASING,
 	LIFE_CLOSING,
@@ -165,6 +166,7 @@ struct tablet {
 /* Moves t to state to; ASSERTs that the transition is in the diagram above
  * and logs it at DEBUG. */
 void tablet_life_set(struct tablet *t, enum tablet_life to);
+/* The state's name, for logs. */
 const char *tablet_life_name(enum tablet_life l);
 
 /* raft_init done and raft_closed not yet: raft's memory may be read. */
@@ -201,7 +203,7 @@ static inline bool tablet_disk_error(int status)
 /* Marks the replica FAILED (logged, counted, errmsg kept for the status);
  * a no-op if it is FAILED or CLOSED already. With no raft instance (DOWN)
  * the recovery is scheduled at once; else once raft has been closed by the
- * poll. Never from inside a raft call (callbacks are fine). */
+ * poll (tablet_raft.c schedules it once raft is released). */
 void tablet_fail(struct tablet *t, int code, const char *why);
 /* tablet_fail for a failed Raft log write (status: its raft code). */
 void tablet_disk_failed(struct tablet *t, int status, const char *what);
@@ -216,9 +218,9 @@ void tablet_fail_queued(struct tablet *t, int status);
 /* Registers the store with the copy server, if any (and its member check). */
 int tablet_offer_copies(struct tablet *t, char *errmsg);
 
-/* Closes the loop handles, then the store (a store job), then calls the
- * close callback and frees t. Only once nothing else is running: raft
- * released, no store job, no fetch. */
+/* CLOSING (PRE), once nothing else runs (raft released, no store job, no
+ * fetch): closes the loop handles, fails what is still queued, closes the
+ * store (a store job), then calls the close callback and frees t. */
 void tablet_close_handles(struct tablet *t);
 
 /* ---- tablet_raft.c: the raft instance ----------------------------------- */
