@@ -755,18 +755,12 @@ TEST(restart_replays_only_unflushed)
 
 /* A follower away while the leader's log is truncated past it comes back
  * through a checkpoint copy and ends byte-identical. */
-TEST(follower_catches_up_by_copy)
+/* 20 rounds of 100 writes from client 5 to replica l (ws: 2000 slots): 20+
+ * entries each side of several snapshots (threshold 64, trailing 32), so
+ * the log no longer reaches back to a replica that was closed before. */
+static void write_past_snapshots(int l, struct w *ws)
 {
-	static struct w ws[2000];
 	struct w *list[101];
-	uint64_t idx;
-	cluster_up("tablet-uv-copy");
-	CHECK(run_until(has_leader, NULL, 10000));
-	int l = leader_index();
-	int f = (l + 1) % N;
-	node_close(f);
-	/* 20 rounds of 100 writes: 20+ entries each side of several snapshots
-	 * (threshold 64, trailing 32), so the log no longer reaches back. */
 	for (int round = 0; round < 20; round++) {
 		for (int i = 0; i < 100; i++) {
 			char k[16];
@@ -788,6 +782,28 @@ TEST(follower_catches_up_by_copy)
 		for (int i = 0; i < 100; i++)
 			CHECK_EQ_INT(list[i]->status, 0);
 	}
+}
+
+/* A cluster (tag) whose follower (returned) was closed before the leader
+ * (*leader) wrote past several snapshots (write_past_snapshots). */
+static int cluster_with_lagging_follower(const char *tag, struct w *ws, int *leader)
+{
+	int f;
+	cluster_up(tag);
+	CHECK(run_until(has_leader, NULL, 10000));
+	*leader = leader_index();
+	f = (*leader + 1) % N;
+	node_close(f);
+	write_past_snapshots(*leader, ws);
+	return f;
+}
+
+TEST(follower_catches_up_by_copy)
+{
+	static struct w ws[2000];
+	uint64_t idx;
+	int l;
+	int f = cluster_with_lagging_follower("tablet-uv-copy", ws, &l);
 	struct tablet_status st;
 	tablet_get_status(C.n[l].t, &st);
 	test_note("leader: %" PRIu64 " entries, last index %" PRIu64, st.entries, st.last_index);
@@ -797,6 +813,62 @@ TEST(follower_catches_up_by_copy)
 	tablet_get_status(C.n[f].t, &st);
 	test_note("follower: copies %" PRIu64 ", role %s", st.copies, tablet_role_name(st.role));
 	CHECK(st.copies >= 1);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ_U64(checksum(i), checksum(l));
+	for (int i = 0; i < 2000; i++)
+		batch_free(&ws[i].b);
+	cluster_down();
+}
+
+struct copy_wait {
+	int f;        /* the replica that copies */
+	uint64_t idx; /* the leader's applied index */
+};
+
+static bool is_copying(int f)
+{
+	struct tablet_status st;
+	tablet_get_status(C.n[f].t, &st);
+	return st.role == TABLET_COPYING;
+}
+
+static bool copying_or_caught_up(void *arg)
+{
+	struct copy_wait *cw = arg;
+	return is_copying(cw->f) || applied_on_all(&cw->idx);
+}
+
+/* A replica closed at each step of a checkpoint copy (its raft instance
+ * closing for it, raft_uv being released, the fetch, the install off the
+ * loop: closed 0, 1, 2, 4 ... loop turns after it went COPYING) closes and
+ * calls back (node_close checks); reopened, it copies again and catches up
+ * with the leader's data. */
+TEST(close_during_copy)
+{
+	static struct w ws[2000];
+	struct copy_wait cw;
+	unsigned turns = 0, closes = 0;
+	int l;
+	int f = cluster_with_lagging_follower("tablet-uv-copy-close", ws, &l);
+	cw.f = f;
+	store_applied(tablet_store(C.n[l].t), &cw.idx, NULL);
+	for (;;) {
+		node_open(f, false);
+		CHECK_MSG(run_until(copying_or_caught_up, &cw, 20000), "no copy started");
+		if (!is_copying(f))
+			break; /* an earlier round's copy was installed before its close */
+		for (unsigned k = 0; k < turns; k++)
+			uv_run(&C.loop, UV_RUN_ONCE);
+		if (!is_copying(f))
+			break; /* copied and restarted within the turns */
+		node_close(f);
+		closes++;
+		CHECK(turns < 65536);
+		turns = turns > 0 ? turns * 2 : 1;
+	}
+	test_note("closed %u times while copying; the last after %u loop turns", closes, turns);
+	CHECK(closes >= 1);
+	CHECK_MSG(run_until(applied_on_all, &cw.idx, 20000), "follower did not catch up");
 	for (int i = 0; i < N; i++)
 		CHECK_EQ_U64(checksum(i), checksum(l));
 	for (int i = 0; i < 2000; i++)
@@ -1228,6 +1300,7 @@ TEST(snapshot_by_bytes)
 }
 
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
-	  T(follower_catches_up_by_copy), T(transfer_with_writes_in_flight), T(remove_replica),
+	  T(follower_catches_up_by_copy), T(close_during_copy), T(transfer_with_writes_in_flight),
+	  T(remove_replica),
 	  T(conditional_writes), T(lease_reads), T(segments_are_written),
 	  T(snapshot_by_bytes))
