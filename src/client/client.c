@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "common/log.h"
@@ -221,15 +222,9 @@ void client_seq_acquire(docraft_client *c, struct client_seq *s)
 
 void client_seq_release(docraft_client *c, struct client_seq *s)
 {
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		c->running = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	else
+	if (s->next == NULL)
 		c->running_tail = s->prev;
-	s->prev = s->next = NULL;
+	DLIST_REMOVE(c->running, s);
 }
 
 uint64_t client_min_running(const docraft_client *c)

@@ -39,6 +39,7 @@
 
 #include "client/internal.h"
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "common/log.h"
@@ -414,13 +415,7 @@ void metacache_cancel(struct mc_table *t, struct mc_waiter *w)
 {
 	if (!w->waiting)
 		return;
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		t->waiters = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	w->next = w->prev = NULL;
+	DLIST_REMOVE(t->waiters, w);
 	w->waiting = false;
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/mem.h"
 #include "docdb/condition.h"
 #include "docdb/store_env.h"
@@ -58,14 +59,9 @@ void tablet_write_answer_done(struct tablet *t)
 static void inflight_unlink(struct tablet *t, struct inflight *f)
 {
 	t->n_inflight--;
-	if (f->prev)
-		f->prev->next = f->next;
-	else
-		t->if_head = f->next;
-	if (f->next)
-		f->next->prev = f->prev;
-	else
+	if (f->next == NULL)
 		t->if_tail = f->prev;
+	DLIST_REMOVE(t->if_head, f);
 }
 
 static void apply_cb(struct raft_apply *req, int status, void *result)
