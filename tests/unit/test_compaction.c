@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "docdb/compaction.h"
@@ -575,9 +576,32 @@ TEST(cutoff_persisted_never_lowered)
 	}
 	CHECK_EQ_INT(store_open(cp, NULL, &c, f->errmsg), DOCRAFT_ECORRUPT);
 	CHECK(c == NULL);
+	/* So does one without its newline, or longer than the file can be
+	 * (a well-formed start, padded past 64 bytes): malformed, not unreadable. */
+	{
+		FILE *fp = fopen(path, "w");
+		CHECK(fp != NULL);
+		fputs("history_cutoff_ht=12", fp);
+		fclose(fp);
+	}
+	CHECK_EQ_INT(compaction_cutoff_load(cp, &v, f->errmsg), DOCRAFT_ECORRUPT);
+	CHECK_EQ_U64(v, 0);
+	{
+		FILE *fp = fopen(path, "w");
+		CHECK(fp != NULL);
+		fprintf(fp, "history_cutoff_ht=12\n%80s\n", "");
+		fclose(fp);
+	}
+	CHECK_EQ_INT(compaction_cutoff_load(cp, &v, f->errmsg), DOCRAFT_ECORRUPT);
 	CHECK_OK(compaction_cutoff_save(cp, 77, f->errmsg));
 	CHECK_OK(compaction_cutoff_load(cp, &v, f->errmsg));
 	CHECK_EQ_U64(v, 77);
+	/* Saved through a temporary file that does not stay behind. */
+	{
+		char tmp[420];
+		snprintf(tmp, sizeof tmp, "%s.tmp", path);
+		CHECK(access(tmp, F_OK) != 0);
+	}
 	msgs_close(&m);
 }
 
