@@ -163,6 +163,18 @@ static const uint8_t marker_byte[] = {
 	[VAL_REDIS_SORTED_SET] = VT_REDIS_SORTED_SET,
 };
 
+/* The other way round: the kind of a marker byte; VAL_PRIMITIVE (0) for
+ * every byte that is not one. */
+static const uint8_t marker_kind[256] = {
+	[VT_TOMBSTONE] = VAL_TOMBSTONE,
+	[VT_OBJECT] = VAL_OBJECT,
+	[VT_ARRAY] = VAL_ARRAY,
+	[VT_REDIS_SET] = VAL_REDIS_SET,
+	[VT_REDIS_LIST] = VAL_REDIS_LIST,
+	[VT_REDIS_TS] = VAL_REDIS_TS,
+	[VT_REDIS_SORTED_SET] = VAL_REDIS_SORTED_SET,
+};
+
 void value_append(struct buf *out, const struct docvalue *v)
 {
 	if (v->merge_flags != 0) {
@@ -224,37 +236,15 @@ int value_decode(const uint8_t *p, size_t len, struct docvalue *out)
 	}
 	if (s >= end)
 		return DOCRAFT_ECORRUPT;
-	switch (*s) {
-	case VT_TOMBSTONE:
-		out->kind = VAL_TOMBSTONE;
-		break;
-	case VT_OBJECT:
-		out->kind = VAL_OBJECT;
-		break;
-	case VT_ARRAY:
-		out->kind = VAL_ARRAY;
-		break;
-	case VT_REDIS_SET:
-		out->kind = VAL_REDIS_SET;
-		break;
-	case VT_REDIS_LIST:
-		out->kind = VAL_REDIS_LIST;
-		break;
-	case VT_REDIS_TS:
-		out->kind = VAL_REDIS_TS;
-		break;
-	case VT_REDIS_SORTED_SET:
-		out->kind = VAL_REDIS_SORTED_SET;
-		break;
-	case VT_PACKED_ROW_V1:
+	if (*s == VT_PACKED_ROW_V1) {
 		out->kind = VAL_PACKED_ROW;
 		out->packed = s + 1;
 		out->packed_len = (size_t)(end - s - 1);
 		return 0;
-	default:
-		out->kind = VAL_PRIMITIVE;
-		return value_decode_pv(s, (size_t)(end - s), &out->prim);
 	}
+	out->kind = marker_kind[*s];
+	if (out->kind == VAL_PRIMITIVE)
+		return value_decode_pv(s, (size_t)(end - s), &out->prim);
 	/* A marker is the whole value. */
 	return end - s == 1 ? 0 : DOCRAFT_ECORRUPT;
 }
