@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/err.h"
 #include "cql/parser.h"
 
@@ -321,12 +322,43 @@ static int bind_func(const struct cql_literal *lit, enum col_type t,
 		       shown, f);
 }
 
+/* A string literal as a timestamp, uuid or date (t), in the forms
+ * cql_parse_timestamp, cql_parse_uuid and cql_parse_date take. */
+static int bind_string(const struct cql_literal *lit, enum col_type t, struct pv *out, char *why,
+		       const char *shown)
+{
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	const char *p = lit->v.str.p;
+	size_t len = lit->v.str.len;
+	int64_t us;
+	uint8_t u[16];
+	uint32_t d;
+	int rv;
+
+	switch (t) {
+	case CT_TIMESTAMP:
+		if ((rv = cql_parse_timestamp(p, len, &us, msg)) == 0)
+			*out = pv_timestamp(us);
+		break;
+	case CT_UUID:
+		if ((rv = cql_parse_uuid(p, len, u, msg)) == 0)
+			*out = pv_uuid(u);
+		break;
+	default:
+		PRE(t == CT_DATE);
+		if ((rv = cql_parse_date(p, len, &d, msg)) == 0)
+			*out = pv_uint32(d);
+		break;
+	}
+	return rv == 0 ? 0 : why_set(why, "cannot store %s (%s)", shown, msg);
+}
+
 /* lit → a value of primitive type t; on failure the reason goes to why
  * (DOCRAFT_ERRMSG_SIZE bytes), without the type or column. */
 static int bind_prim(const struct cql_literal *lit, enum col_type t,
 		     const struct cql_bind_env *env, struct pv *out, char *why)
 {
-	char shown[SHOW_MAX + 8], msg[DOCRAFT_ERRMSG_SIZE];
+	char shown[SHOW_MAX + 8];
 	show(lit, shown, sizeof shown);
 	*out = pv_null();
 	switch (lit->kind) {
@@ -411,26 +443,16 @@ static int bind_prim(const struct cql_literal *lit, enum col_type t,
 			*out = pv_timestamp(lit->v.i);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING) {
-			int64_t us;
-			if (cql_parse_timestamp(lit->v.str.p, lit->v.str.len, &us, msg) != 0)
-				return why_set(why, "cannot store %s (%s)", shown, msg);
-			*out = pv_timestamp(us);
-			return 0;
-		}
+		if (lit->kind == CQL_LIT_STRING)
+			return bind_string(lit, t, out, why, shown);
 		break;
 	case CT_UUID:
 		if (lit->kind == CQL_LIT_UUID) {
 			*out = pv_uuid(lit->v.uuid);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING) {
-			uint8_t u[16];
-			if (cql_parse_uuid(lit->v.str.p, lit->v.str.len, u, msg) != 0)
-				return why_set(why, "cannot store %s (%s)", shown, msg);
-			*out = pv_uuid(u);
-			return 0;
-		}
+		if (lit->kind == CQL_LIT_STRING)
+			return bind_string(lit, t, out, why, shown);
 		break;
 	case CT_DATE:
 		if (lit->kind == CQL_LIT_INT) {
@@ -440,13 +462,8 @@ static int bind_prim(const struct cql_literal *lit, enum col_type t,
 			*out = pv_uint32((uint32_t)lit->v.i);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING) {
-			uint32_t d;
-			if (cql_parse_date(lit->v.str.p, lit->v.str.len, &d, msg) != 0)
-				return why_set(why, "cannot store %s (%s)", shown, msg);
-			*out = pv_uint32(d);
-			return 0;
-		}
+		if (lit->kind == CQL_LIT_STRING)
+			return bind_string(lit, t, out, why, shown);
 		break;
 	default:
 		return why_set(why, "cannot store %s (not a primitive type)", shown);

@@ -146,12 +146,6 @@ static bool is_kw(const struct parser *p, const char *w)
 	return tok_is_word(&p->tok, w);
 }
 
-static bool tok_starts_stmt(const struct cql_token *t)
-{
-	return tok_is_word(t, "create") || tok_is_word(t, "drop") || tok_is_word(t, "insert") ||
-	       tok_is_word(t, "update") || tok_is_word(t, "delete") || tok_is_word(t, "select");
-}
-
 /* The position just after a token (its line and column follow its text). */
 static struct cql_pos pos_after(const struct cql_token *t)
 {
@@ -645,8 +639,9 @@ static int parse_order_list(struct parser *p, struct vec *out)
 	}
 }
 
-static int parse_create(struct parser *p, struct cql_create_table *ct)
+static int parse_create(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_create_table *ct = &st->u.create;
 	struct vec cols = {0}, opts = {0}, order = {0};
 	bool got, any_pk = false, pk_may_follow = false;
 	TRY(next(p)); /* CREATE */
@@ -741,8 +736,9 @@ static int parse_create(struct parser *p, struct cql_create_table *ct)
 	return 0;
 }
 
-static int parse_drop(struct parser *p, struct cql_drop_table *d)
+static int parse_drop(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_drop_table *d = &st->u.drop;
 	bool got;
 	TRY(next(p)); /* DROP */
 	TRY(expect_kw(p, "TABLE"));
@@ -781,8 +777,9 @@ static int parse_using(struct parser *p, bool *has_ttl, int64_t *ttl_s, struct c
 	return 0;
 }
 
-static int parse_insert(struct parser *p, struct cql_insert *in)
+static int parse_insert(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_insert *in = &st->u.insert;
 	struct vec cols = {0}, vals = {0};
 	bool got;
 	TRY(next(p)); /* INSERT */
@@ -916,8 +913,9 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 	return 0;
 }
 
-static int parse_update(struct parser *p, struct cql_update *up)
+static int parse_update(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_update *up = &st->u.update;
 	struct vec as = {0};
 	bool got;
 	TRY(next(p)); /* UPDATE */
@@ -954,8 +952,9 @@ static int parse_update(struct parser *p, struct cql_update *up)
 	return 0;
 }
 
-static int parse_delete(struct parser *p, struct cql_delete *d)
+static int parse_delete(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_delete *d = &st->u.del;
 	struct vec targets = {0};
 	bool got;
 	TRY(next(p)); /* DELETE */
@@ -1044,8 +1043,9 @@ static int parse_hybrid_time(struct parser *p, uint64_t *ht, struct cql_pos *at)
 	return 0;
 }
 
-static int parse_select(struct parser *p, struct cql_select *s)
+static int parse_select(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_select *s = &st->u.select;
 	struct vec cols = {0}, order = {0};
 	bool got;
 	TRY(next(p)); /* SELECT */
@@ -1138,37 +1138,46 @@ static const char *after_stmt(const struct cql_stmt *st)
 	}
 }
 
+/* The statements, indexed by kind: the keyword that starts one, its name
+ * in messages (cql_stmt_name) and its rule. */
+static const struct stmt_rule {
+	const char *kw;
+	const char *name;
+	int (*parse)(struct parser *p, struct cql_stmt *st);
+} stmt_rules[] = {
+	[CQL_STMT_CREATE_TABLE] = {"create", "CREATE TABLE", parse_create},
+	[CQL_STMT_DROP_TABLE] = {"drop", "DROP TABLE", parse_drop},
+	[CQL_STMT_INSERT] = {"insert", "INSERT", parse_insert},
+	[CQL_STMT_UPDATE] = {"update", "UPDATE", parse_update},
+	[CQL_STMT_DELETE] = {"delete", "DELETE", parse_delete},
+	[CQL_STMT_SELECT] = {"select", "SELECT", parse_select},
+};
+#define N_STMT_RULES (sizeof stmt_rules / sizeof stmt_rules[0])
+
+/* The rule of the statement token t starts, or NULL. */
+static const struct stmt_rule *stmt_rule(const struct cql_token *t)
+{
+	for (size_t k = 0; k < N_STMT_RULES; k++)
+		if (stmt_rules[k].kw != NULL && tok_is_word(t, stmt_rules[k].kw))
+			return &stmt_rules[k];
+	return NULL;
+}
+
 static int parse_stmt(struct parser *p, struct cql_stmt *st)
 {
 	struct cql_pos start = p->tok.pos;
+	const struct stmt_rule *rule;
 	p->nmarkers = 0;
 	p->depth = 0;
-	if (is_kw(p, "create")) {
-		st->kind = CQL_STMT_CREATE_TABLE;
-		TRY(parse_create(p, &st->u.create));
-	} else if (is_kw(p, "drop")) {
-		st->kind = CQL_STMT_DROP_TABLE;
-		TRY(parse_drop(p, &st->u.drop));
-	} else if (is_kw(p, "insert")) {
-		st->kind = CQL_STMT_INSERT;
-		TRY(parse_insert(p, &st->u.insert));
-	} else if (is_kw(p, "update")) {
-		st->kind = CQL_STMT_UPDATE;
-		TRY(parse_update(p, &st->u.update));
-	} else if (is_kw(p, "delete")) {
-		st->kind = CQL_STMT_DELETE;
-		TRY(parse_delete(p, &st->u.del));
-	} else if (is_kw(p, "select")) {
-		st->kind = CQL_STMT_SELECT;
-		TRY(parse_select(p, &st->u.select));
-	} else {
+	if ((rule = stmt_rule(&p->tok)) == NULL)
 		return fail(p,
 			    "expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT");
-	}
+	st->kind = (enum cql_stmt_kind)(rule - stmt_rules);
+	TRY(rule->parse(p, st));
 	st->pos = span_from(p, &start);
 	st->src = copy_span(p, &st->pos);
 	st->nmarkers = p->nmarkers;
-	if (p->tok.kind != CQL_TOK_SEMI && p->tok.kind != CQL_TOK_EOF && !tok_starts_stmt(&p->tok))
+	if (p->tok.kind != CQL_TOK_SEMI && p->tok.kind != CQL_TOK_EOF && stmt_rule(&p->tok) == NULL)
 		return fail(p, "%s", after_stmt(st));
 	return 0;
 }
@@ -1230,15 +1239,9 @@ void cql_free(struct cql_stmts *out)
 
 const char *cql_stmt_name(enum cql_stmt_kind kind)
 {
-	switch (kind) {
-	case CQL_STMT_CREATE_TABLE: return "CREATE TABLE";
-	case CQL_STMT_DROP_TABLE: return "DROP TABLE";
-	case CQL_STMT_INSERT: return "INSERT";
-	case CQL_STMT_UPDATE: return "UPDATE";
-	case CQL_STMT_DELETE: return "DELETE";
-	case CQL_STMT_SELECT: return "SELECT";
-	default: return "?";
-	}
+	if ((size_t)kind >= N_STMT_RULES || stmt_rules[kind].name == NULL)
+		return "?";
+	return stmt_rules[kind].name;
 }
 
 /* Longest stretch of a source line shown on either side of the error. */
