@@ -378,6 +378,8 @@ static int bind_prim(const struct cql_literal *lit, enum col_type t,
 	default:
 		break;
 	}
+	if (lit->kind == CQL_LIT_STRING && (t == CT_TIMESTAMP || t == CT_UUID || t == CT_DATE))
+		return bind_string(lit, t, out, why, shown);
 	switch (t) {
 	case CT_BOOL:
 		if (lit->kind == CQL_LIT_BOOL) {
@@ -443,16 +445,12 @@ static int bind_prim(const struct cql_literal *lit, enum col_type t,
 			*out = pv_timestamp(lit->v.i);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING)
-			return bind_string(lit, t, out, why, shown);
 		break;
 	case CT_UUID:
 		if (lit->kind == CQL_LIT_UUID) {
 			*out = pv_uuid(lit->v.uuid);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING)
-			return bind_string(lit, t, out, why, shown);
 		break;
 	case CT_DATE:
 		if (lit->kind == CQL_LIT_INT) {
@@ -462,8 +460,6 @@ static int bind_prim(const struct cql_literal *lit, enum col_type t,
 			*out = pv_uint32((uint32_t)lit->v.i);
 			return 0;
 		}
-		if (lit->kind == CQL_LIT_STRING)
-			return bind_string(lit, t, out, why, shown);
 		break;
 	default:
 		return why_set(why, "cannot store %s (not a primitive type)", shown);

@@ -106,6 +106,14 @@ struct vec {
 	size_t cap;
 };
 
+/* Hands vec's elements over to the tree: returns the array (in the
+ * arena), *n its length. */
+static void *vec_take(const struct vec *vec, size_t *n)
+{
+	*n = vec->n;
+	return vec->v;
+}
+
 static void *vec_push(struct parser *p, struct vec *vec, size_t elsize)
 {
 	if (vec->n == vec->cap) {
@@ -290,6 +298,25 @@ static int parse_ident(struct parser *p, const char *what, struct cql_ident *out
 	return next(p);
 }
 
+/* ident { "," ident }, appended to out (of struct cql_ident). */
+static int parse_idents(struct parser *p, const char *what, struct vec *out)
+{
+	bool got;
+	do {
+		TRY(parse_ident(p, what, vec_push(p, out, sizeof(struct cql_ident))));
+		TRY(accept(p, CQL_TOK_COMMA, &got));
+	} while (got);
+	return 0;
+}
+
+/* The ")" that closes a comma-separated list. */
+static int close_list(struct parser *p)
+{
+	if (p->tok.kind != CQL_TOK_RPAREN)
+		return fail(p, "expected ',' or ')'");
+	return next(p);
+}
+
 /* ident [ "." ident ] */
 static int parse_qname(struct parser *p, struct cql_ident *ks, struct cql_ident *table)
 {
@@ -417,13 +444,10 @@ static int parse_func(struct parser *p, struct cql_literal *lit)
 			if (!got)
 				break;
 		}
-		if (p->tok.kind != CQL_TOK_RPAREN)
-			return fail(p, "expected ',' or ')'");
-		TRY(next(p));
+		TRY(close_list(p));
 	}
 	p->depth--;
-	lit->v.func.args = args.v;
-	lit->v.func.nargs = args.n;
+	lit->v.func.args = vec_take(&args, &lit->v.func.nargs);
 	return 0;
 }
 
@@ -594,16 +618,8 @@ static int parse_pk(struct parser *p, struct cql_create_table *ct)
 	TRY(expect(p, CQL_TOK_LPAREN));
 	TRY(accept(p, CQL_TOK_LPAREN, &got));
 	if (got) {
-		for (;;) {
-			TRY(parse_ident(p, "column name",
-					vec_push(p, &hash, sizeof(struct cql_ident))));
-			TRY(accept(p, CQL_TOK_COMMA, &got));
-			if (!got)
-				break;
-		}
-		if (p->tok.kind != CQL_TOK_RPAREN)
-			return fail(p, "expected ',' or ')'");
-		TRY(next(p));
+		TRY(parse_idents(p, "column name", &hash));
+		TRY(close_list(p));
 	} else {
 		TRY(parse_ident(p, "column name", vec_push(p, &hash, sizeof(struct cql_ident))));
 	}
@@ -613,13 +629,9 @@ static int parse_pk(struct parser *p, struct cql_create_table *ct)
 			break;
 		TRY(parse_ident(p, "column name", vec_push(p, &range, sizeof(struct cql_ident))));
 	}
-	if (p->tok.kind != CQL_TOK_RPAREN)
-		return fail(p, "expected ',' or ')'");
-	TRY(next(p));
-	ct->hash = hash.v;
-	ct->nhash = hash.n;
-	ct->range = range.v;
-	ct->nrange = range.n;
+	TRY(close_list(p));
+	ct->hash = vec_take(&hash, &ct->nhash);
+	ct->range = vec_take(&range, &ct->nrange);
 	return 0;
 }
 
@@ -644,7 +656,6 @@ static int parse_create(struct parser *p, struct cql_stmt *st)
 	struct cql_create_table *ct = &st->u.create;
 	struct vec cols = {0}, opts = {0}, order = {0};
 	bool got, any_pk = false, pk_may_follow = false;
-	TRY(next(p)); /* CREATE */
 	TRY(expect_kw(p, "TABLE"));
 	TRY(accept_kw(p, "if", &got));
 	if (got) {
@@ -689,8 +700,7 @@ static int parse_create(struct parser *p, struct cql_stmt *st)
 		return fail(p, pk_may_follow ? "expected ',', ')' or PRIMARY KEY"
 					     : "expected ',' or ')'");
 	TRY(next(p));
-	ct->cols = cols.v;
-	ct->ncols = cols.n;
+	ct->cols = vec_take(&cols, &ct->ncols);
 	TRY(accept_kw(p, "with", &got));
 	while (got) {
 		if (is_kw(p, "clustering")) {
@@ -729,10 +739,8 @@ static int parse_create(struct parser *p, struct cql_stmt *st)
 		}
 		TRY(accept_kw(p, "and", &got));
 	}
-	ct->clustering = order.v;
-	ct->nclustering = order.n;
-	ct->options = opts.v;
-	ct->noptions = opts.n;
+	ct->clustering = vec_take(&order, &ct->nclustering);
+	ct->options = vec_take(&opts, &ct->noptions);
 	return 0;
 }
 
@@ -740,7 +748,6 @@ static int parse_drop(struct parser *p, struct cql_stmt *st)
 {
 	struct cql_drop_table *d = &st->u.drop;
 	bool got;
-	TRY(next(p)); /* DROP */
 	TRY(expect_kw(p, "TABLE"));
 	TRY(accept_kw(p, "if", &got));
 	if (got) {
@@ -782,19 +789,11 @@ static int parse_insert(struct parser *p, struct cql_stmt *st)
 	struct cql_insert *in = &st->u.insert;
 	struct vec cols = {0}, vals = {0};
 	bool got;
-	TRY(next(p)); /* INSERT */
 	TRY(expect_kw(p, "INTO"));
 	TRY(parse_qname(p, &in->keyspace, &in->table));
 	TRY(expect(p, CQL_TOK_LPAREN));
-	for (;;) {
-		TRY(parse_ident(p, "column name", vec_push(p, &cols, sizeof(struct cql_ident))));
-		TRY(accept(p, CQL_TOK_COMMA, &got));
-		if (!got)
-			break;
-	}
-	if (p->tok.kind != CQL_TOK_RPAREN)
-		return fail(p, "expected ',' or ')'");
-	TRY(next(p));
+	TRY(parse_idents(p, "column name", &cols));
+	TRY(close_list(p));
 	TRY(expect_kw(p, "VALUES"));
 	TRY(expect(p, CQL_TOK_LPAREN));
 	for (;;) {
@@ -849,8 +848,19 @@ static int parse_where(struct parser *p, struct cql_cond **out, size_t *n)
 		if (!got)
 			break;
 	}
-	*out = conds.v;
-	*n = conds.n;
+	*out = vec_take(&conds, n);
+	return 0;
+}
+
+/* The column an assignment names again on its right side (`c = c + …`,
+ * `c = […] + c`): it must be as->col; why says so in the error. */
+static int parse_same_column(struct parser *p, struct cql_assign *as, const char *why)
+{
+	struct cql_ident same;
+	struct cql_token at = p->tok;
+	TRY(parse_ident(p, "column name", &same));
+	if (strcmp(same.name, as->col.name) != 0)
+		return fail_at(p, &at.pos, "expected %s (%s)", as->col.name, why);
 	return 0;
 }
 
@@ -872,14 +882,7 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 	if (p->tok.kind == CQL_TOK_IDENT || p->tok.kind == CQL_TOK_QIDENT) {
 		enum cql_tok k = peek(p);
 		if (k == CQL_TOK_PLUS || k == CQL_TOK_MINUS || k == CQL_TOK_CONCAT) {
-			struct cql_ident same;
-			struct cql_token at = p->tok;
-			TRY(parse_ident(p, "column name", &same));
-			if (strcmp(same.name, as->col.name) != 0)
-				return fail_at(p, &at.pos,
-					       "expected %s (`c = c + …` updates the column it "
-					       "names)",
-					       as->col.name);
+			TRY(parse_same_column(p, as, "`c = c + …` updates the column it names"));
 			as->op = k == CQL_TOK_MINUS ? CQL_ASSIGN_REMOVE : CQL_ASSIGN_ADD;
 			as->concat = k == CQL_TOK_CONCAT;
 			as->op_pos = p->tok.pos;
@@ -890,7 +893,6 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 	TRY(parse_term(p, &as->value, true));
 	as->op = CQL_ASSIGN_SET;
 	if (p->tok.kind == CQL_TOK_PLUS) {
-		struct cql_ident same;
 		as->op_pos = p->tok.pos;
 		TRY(next(p));
 		if (p->tok.kind != CQL_TOK_IDENT && p->tok.kind != CQL_TOK_QIDENT)
@@ -899,15 +901,7 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 				    as->col.name);
 		if (p->tok.kind == CQL_TOK_IDENT && is_reserved(&p->tok))
 			return fail(p, "expected %s", as->col.name);
-		{
-			struct cql_token at = p->tok;
-			TRY(parse_ident(p, "column name", &same));
-			if (strcmp(same.name, as->col.name) != 0)
-				return fail_at(p, &at.pos,
-					       "expected %s (`c = […] + c` prepends to the "
-					       "column it names)",
-					       as->col.name);
-		}
+		TRY(parse_same_column(p, as, "`c = […] + c` prepends to the column it names"));
 		as->op = CQL_ASSIGN_PREPEND;
 	}
 	return 0;
@@ -918,7 +912,6 @@ static int parse_update(struct parser *p, struct cql_stmt *st)
 	struct cql_update *up = &st->u.update;
 	struct vec as = {0};
 	bool got;
-	TRY(next(p)); /* UPDATE */
 	TRY(parse_qname(p, &up->keyspace, &up->table));
 	TRY(accept_kw(p, "using", &got));
 	if (got)
@@ -932,8 +925,7 @@ static int parse_update(struct parser *p, struct cql_stmt *st)
 		if (!got)
 			break;
 	}
-	up->assigns = as.v;
-	up->nassigns = as.n;
+	up->assigns = vec_take(&as, &up->nassigns);
 	if (!is_kw(p, "where"))
 		return fail(p, "expected ',' or WHERE");
 	TRY(next(p));
@@ -957,7 +949,6 @@ static int parse_delete(struct parser *p, struct cql_stmt *st)
 	struct cql_delete *d = &st->u.del;
 	struct vec targets = {0};
 	bool got;
-	TRY(next(p)); /* DELETE */
 	if (!is_kw(p, "from")) {
 		for (;;) {
 			struct cql_delete_target *t = vec_push(p, &targets, sizeof *t);
@@ -976,8 +967,7 @@ static int parse_delete(struct parser *p, struct cql_stmt *st)
 			return fail(p, "expected ',' or FROM");
 	}
 	TRY(next(p)); /* FROM */
-	d->targets = targets.v;
-	d->ntargets = targets.n;
+	d->targets = vec_take(&targets, &d->ntargets);
 	TRY(parse_qname(p, &d->keyspace, &d->table));
 	if (is_kw(p, "using"))
 		return fail(p, "USING is not supported in DELETE");
@@ -1048,22 +1038,14 @@ static int parse_select(struct parser *p, struct cql_stmt *st)
 	struct cql_select *s = &st->u.select;
 	struct vec cols = {0}, order = {0};
 	bool got;
-	TRY(next(p)); /* SELECT */
 	TRY(accept(p, CQL_TOK_STAR, &got));
 	s->star = got;
 	if (!got) {
-		for (;;) {
-			TRY(parse_ident(p, "column name or *",
-					vec_push(p, &cols, sizeof(struct cql_ident))));
-			TRY(accept(p, CQL_TOK_COMMA, &got));
-			if (!got)
-				break;
-		}
+		TRY(parse_idents(p, "column name or *", &cols));
 		if (!is_kw(p, "from"))
 			return fail(p, "expected ',' or FROM");
 	}
-	s->cols = cols.v;
-	s->ncols = cols.n;
+	s->cols = vec_take(&cols, &s->ncols);
 	TRY(expect_kw(p, "FROM"));
 	TRY(parse_qname(p, &s->keyspace, &s->table));
 	TRY(accept_kw(p, "where", &got));
@@ -1073,8 +1055,7 @@ static int parse_select(struct parser *p, struct cql_stmt *st)
 	if (got) {
 		TRY(expect_kw(p, "BY"));
 		TRY(parse_order_list(p, &order));
-		s->order_by = order.v;
-		s->norder_by = order.n;
+		s->order_by = vec_take(&order, &s->norder_by);
 	}
 	if (is_kw(p, "limit")) {
 		TRY(next(p));
@@ -1173,6 +1154,7 @@ static int parse_stmt(struct parser *p, struct cql_stmt *st)
 		return fail(p,
 			    "expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT");
 	st->kind = (enum cql_stmt_kind)(rule - stmt_rules);
+	TRY(next(p)); /* the keyword: each rule starts after it */
 	TRY(rule->parse(p, st));
 	st->pos = span_from(p, &start);
 	st->src = copy_span(p, &st->pos);
@@ -1220,8 +1202,7 @@ int cql_parse_n(const char *text, size_t len, struct cql_stmts *out, struct cql_
 		cql_free(out);
 		return rv;
 	}
-	out->v = stmts.v;
-	out->n = stmts.n;
+	out->v = vec_take(&stmts, &out->n);
 	return 0;
 }
 
