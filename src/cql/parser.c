@@ -14,6 +14,15 @@
  * LIMIT, default_time_to_live and hybrid times); names against a schema are
  * bind.h's job (cql_check_stmt, cql_create_schema).
  *
+ * One file (over 1,000 lines, most of them the grammar's rules and this
+ * note): the rules are mutually recursive (a term holds collections and
+ * function calls of terms; every statement uses terms, names and WHERE) and
+ * all work through the same dozen static helpers on struct parser (next,
+ * peek, accept, expect, fail, vec_push, ...). Splitting statements from
+ * terms would turn those helpers and the parser's state into an internal
+ * interface without making either half readable alone; the grammar below
+ * is the map of the file, in its order.
+ *
  * The seeds' quirks: `WHERE a = 1, b = 2` (a comma for AND) is grammar;
  * ‘curly’ quotes delimit strings (lexer.h); `VALUES (user1, …)` gives a bare
  * word literal, which bind.h stores in text columns as written; `//` and
