@@ -21,7 +21,7 @@
  * peek, accept, expect, fail, vec_push, ...). Splitting statements from
  * terms would turn those helpers and the parser's state into an internal
  * interface without making either half readable alone; the grammar below
- * is the map of the file, in its order.
+ * is the map of the file.
  *
  * The seeds' quirks: `WHERE a = 1, b = 2` (a comma for AND) is grammar;
  * ‘curly’ quotes delimit strings (lexer.h); `VALUES (user1, …)` gives a bare

@@ -220,6 +220,23 @@ static bool parse_long(const char *s, long min, long max, long *out)
 	return true;
 }
 
+/* The phases of a run, in order: each runs on every layout before the next
+ * starts. */
+enum phase { P_OPEN, P_INSERT, P_READ_MEM, P_SCAN_MEM, P_FLUSH, P_READ_SST, P_SCAN_SST, P_COUNT };
+
+static int run_phase(struct layout *x, enum phase ph, char *errmsg)
+{
+	switch (ph) {
+	case P_OPEN: return layout_open(x, errmsg);
+	case P_INSERT: return layout_insert(x, errmsg);
+	case P_READ_MEM: return layout_reads(x, M_READ_MEM, errmsg);
+	case P_SCAN_MEM: return layout_scans(x, M_SCAN_MEM, errmsg);
+	case P_FLUSH: return layout_flush(x, errmsg);
+	case P_READ_SST: return layout_reads(x, M_READ_SST, errmsg);
+	default: return layout_scans(x, M_SCAN_SST, errmsg);
+	}
+}
+
 /* One run: the three layouts side by side, phase by phase; the order of the
  * layouts within a phase rotates with the run. */
 static int run_once(const struct opts *o, const struct data *d, const char *base, long run,
@@ -244,20 +261,9 @@ static int run_once(const struct opts *o, const struct data *d, const char *base
 		}
 	}
 	fprintf(stderr, "docdbbench: run %ld/%ld\n", run + 1, o->runs);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_open(&L[order[j]], errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_insert(&L[order[j]], errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_reads(&L[order[j]], M_READ_MEM, errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_scans(&L[order[j]], M_SCAN_MEM, errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_flush(&L[order[j]], errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_reads(&L[order[j]], M_READ_SST, errmsg);
-	for (int j = 0; j < n && rv == 0; j++)
-		rv = layout_scans(&L[order[j]], M_SCAN_SST, errmsg);
+	for (int ph = 0; ph < P_COUNT && rv == 0; ph++)
+		for (int j = 0; j < n && rv == 0; j++)
+			rv = run_phase(&L[order[j]], (enum phase)ph, errmsg);
 out:
 	for (int k = 0; k < K_COUNT; k++) {
 		if (L[k].o == NULL)
