@@ -106,6 +106,7 @@ void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
 	b->root_len = root_len;
 	memset(&b->st[0], 0, sizeof b->st[0]);
 	b->st[0].path_len = root_len;
+	b->nodes[0] = NULL;
 	b->depth = 1;
 	buf_reset(&b->path);
 	buf_append(&b->path, root, root_len);
@@ -170,8 +171,8 @@ static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const si
 {
 	struct docnode *n, *parent = NULL;
 	int rv;
-	if (b->st[d].node != NULL) {
-		*out = b->st[d].node;
+	if (b->nodes[d] != NULL) {
+		*out = b->nodes[d];
 		return 0;
 	}
 	if (d > 0 && (rv = ensure_node(b, d - 1, key, bounds, &parent)) != 0)
@@ -185,7 +186,7 @@ static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const si
 	} else {
 		b->root = n;
 	}
-	b->st[d].node = n;
+	b->nodes[d] = n;
 	*out = n;
 	return 0;
 }
@@ -204,30 +205,17 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 {
 	size_t c;
 	struct docvalue v;
-	struct frame *f;
-	const struct frame *par;
+	struct path_frame *f;
+	const struct path_frame *par;
 	struct docnode *n;
 	int rv;
 
-	/* Pop frames that are not prefixes of this path. */
-	c = 1;
-	while (c < b->depth && c <= nd && b->st[c].path_len == bounds[c] &&
-	       memcmp(key, b->path.data, bounds[c]) == 0)
-		c++;
-	b->depth = c;
-	/* Push inherited frames down to this path's depth. */
-	while (b->depth <= nd) {
-		struct frame *nf = &b->st[b->depth];
-		*nf = b->st[b->depth - 1];
-		nf->path_len = bounds[b->depth];
-		nf->node = NULL;
-		b->depth++;
-	}
-	b->depth = nd + 1;
+	/* Pop frames that are not prefixes of this path, push inherited ones
+	 * (without a node yet) down to its depth. */
+	for (c = path_frames_enter(b->st, &b->depth, &b->path, key, plen, bounds, nd); c <= nd; c++)
+		b->nodes[c] = NULL;
 	f = &b->st[nd];
 	par = nd > 0 ? &b->st[nd - 1] : &b->base;
-	buf_reset(&b->path);
-	buf_append(&b->path, key, plen);
 	b->top_decided = true;
 
 	if (docht_compare(d, par->overwrite) <= 0)

@@ -19,6 +19,7 @@
 #include "common/buf.h"
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
+#include "docdb/pathframe.h"
 #include "docdb/reader.h"
 #include "docdb/schema.h"
 #include "docdb/store.h"
@@ -27,13 +28,6 @@
 
 /* Deepest path below a DocKey a read may name or meet. */
 #define BUILDER_MAX_DEPTH DOCDB_MAX_SUBKEYS
-
-struct frame {
-	size_t path_len;
-	struct docht overwrite;
-	struct ttl_scope exp; /* the explicit TTL inherited by descendants */
-	struct docnode *node;
-};
 
 /* A packed row kept from the root's versions; its payload is in pbytes. */
 struct prow {
@@ -60,8 +54,9 @@ struct builder {
 	int64_t default_ttl_ms;
 	const struct schema *schema; /* packings; NULL: packed rows are an error */
 	size_t root_len;
-	struct frame base; /* context above the root: nothing hidden, no TTL */
-	struct frame st[BUILDER_MAX_DEPTH + 1];
+	struct path_frame base; /* context above the root: nothing hidden, no TTL */
+	struct path_frame st[BUILDER_MAX_DEPTH + 1];
+	struct docnode *nodes[BUILDER_MAX_DEPTH + 1]; /* frame d's node, created lazily */
 	size_t depth;
 	struct buf path; /* path of the last decided entry */
 	bool top_decided;

@@ -263,11 +263,11 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 					     size_t klen, const uint8_t *val, size_t vlen,
 					     const uint8_t **new_val, size_t *new_len)
 {
-	static const struct frame base; /* above the root: nothing hidden, no TTL */
+	static const struct path_frame base; /* above the root: nothing hidden, no TTL */
 	size_t bounds[MAX_DEPTH + 1];
-	size_t dl, plen, nd = 0, c;
-	const struct frame *par;
-	struct frame *f;
+	size_t dl, plen, nd = 0;
+	const struct path_frame *par;
+	struct path_frame *f;
 	struct docht d;
 	struct docvalue v;
 	bool packed_below, fold;
@@ -318,21 +318,9 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 
 	/* builder.c feed/decide: pop the frames that are not prefixes of this
 	 * path, push inherited ones down to its depth. */
-	c = 1;
-	while (c < g->depth && c <= nd && g->st[c].path_len == bounds[c] &&
-	       memcmp(key, g->path.data, bounds[c]) == 0)
-		c++;
-	g->depth = c;
-	while (g->depth <= nd) {
-		g->st[g->depth] = g->st[g->depth - 1];
-		g->st[g->depth].path_len = bounds[g->depth];
-		g->depth++;
-	}
-	g->depth = nd + 1;
+	path_frames_enter(g->st, &g->depth, &g->path, key, plen, bounds, nd);
 	f = &g->st[nd];
 	par = nd > 0 ? &g->st[nd - 1] : &base;
-	buf_reset(&g->path);
-	buf_append(&g->path, key, plen);
 	g->top_decided = true;
 	g->drop_older = true;
 

@@ -15,6 +15,7 @@
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
 #include "docdb/packed.h"
+#include "docdb/pathframe.h"
 #include "docdb/schema.h"
 #include "docdb/store.h"
 #include "docdb/ttl.h"
@@ -22,12 +23,6 @@
 
 /* Deepest path below a DocKey the decider follows. */
 #define COMPACTION_MAX_DEPTH DOCDB_MAX_SUBKEYS
-
-struct frame {
-	size_t path_len;
-	struct docht overwrite; /* newest DocHT <= cutoff at this path or above */
-	struct ttl_scope exp;   /* an explicit TTL inherited by descendants */
-};
 
 struct compaction_gc {
 	uint64_t cutoff;
@@ -42,7 +37,8 @@ struct compaction_gc {
 	bool drop_older;   /* older versions of path may be dropped */
 	bool has_packed;   /* a packed row <= cutoff is kept in this document */
 	struct docht packed_min; /* the oldest of them */
-	struct frame st[COMPACTION_MAX_DEPTH + 1];
+	/* Frames of path (pathframe.h); overwrite: the newest DocHT <= cutoff. */
+	struct path_frame st[COMPACTION_MAX_DEPTH + 1];
 	size_t depth;
 	struct compaction_stats stats;
 	/* Table schema (compaction_gc_set_schema; NULL: none) and the store
