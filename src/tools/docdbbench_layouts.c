@@ -426,6 +426,11 @@ static int raw_open(struct layout *x, char *errmsg)
 	rocksdb_block_based_table_options_t *t;
 	char *err = NULL;
 
+	/* Every handle first: raw_close relies on opts meaning all of them. */
+	x->wo = rocksdb_writeoptions_create();
+	x->ro = rocksdb_readoptions_create();
+	x->sro = rocksdb_readoptions_create();
+	x->wb = rocksdb_writebatch_create();
 	x->opts = rocksdb_options_create();
 	rocksdb_get_options_from_string(base, "avoid_flush_during_shutdown=true", x->opts, &err);
 	rocksdb_options_destroy(base);
@@ -440,12 +445,8 @@ static int raw_open(struct layout *x, char *errmsg)
 	rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
 	rocksdb_options_set_block_based_table_factory(x->opts, t);
 	rocksdb_block_based_options_destroy(t);
-	x->wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_disable_WAL(x->wo, 1);
 	rocksdb_writeoptions_set_sync(x->wo, 0);
-	x->ro = rocksdb_readoptions_create();
-	x->sro = rocksdb_readoptions_create();
-	x->wb = rocksdb_writebatch_create();
 	x->db = rocksdb_open(x->opts, x->dir, &err);
 	if (err != NULL)
 		return raw_err(errmsg, err, "open");
@@ -456,23 +457,17 @@ static int raw_open(struct layout *x, char *errmsg)
 
 static void raw_close(struct layout *x)
 {
+	if (x->opts == NULL)
+		return; /* never opened, or closed: raw_open creates every handle with opts */
 	if (x->db != NULL)
 		rocksdb_close(x->db);
-	if (x->wb != NULL)
-		rocksdb_writebatch_destroy(x->wb);
-	if (x->sro != NULL)
-		rocksdb_readoptions_destroy(x->sro);
-	if (x->ro != NULL)
-		rocksdb_readoptions_destroy(x->ro);
-	if (x->wo != NULL)
-		rocksdb_writeoptions_destroy(x->wo);
-	if (x->opts != NULL)
-		rocksdb_options_destroy(x->opts);
 	x->db = NULL;
-	x->wb = NULL;
-	x->sro = x->ro = NULL;
-	x->wo = NULL;
+	rocksdb_options_destroy(x->opts);
 	x->opts = NULL;
+	rocksdb_writebatch_destroy(x->wb);
+	rocksdb_readoptions_destroy(x->sro);
+	rocksdb_readoptions_destroy(x->ro);
+	rocksdb_writeoptions_destroy(x->wo);
 }
 
 static NOINLINE int raw_insert(struct layout *x, char *errmsg)
