@@ -452,15 +452,10 @@ uint16_t key_hash_components(const struct pv *hashed, size_t n)
 			hash_jenkins64_update(&st, b, 1);
 			break;
 		case PV_INT32:
-			put_be32(b, (uint32_t)v->v.i32);
-			hash_jenkins64_update(&st, b, 4);
-			break;
 		case PV_UINT32:
-			put_be32(b, v->v.u32);
-			hash_jenkins64_update(&st, b, 4);
-			break;
 		case PV_FLOAT:
-			put_be32(b, pv_float_bits(v->v.f));
+			/* BE32 of the bits (a float's made canonical) */
+			put_be32(b, v->type == PV_FLOAT ? pv_float_bits(v->v.f) : v->v.u32);
 			hash_jenkins64_update(&st, b, 4);
 			break;
 		case PV_COLUMN_ID:
@@ -470,15 +465,10 @@ uint16_t key_hash_components(const struct pv *hashed, size_t n)
 			/* fall through: hashed as its int64 */
 		case PV_INT64:
 		case PV_TIMESTAMP:
-			put_be64(b, (uint64_t)v->v.i64);
-			hash_jenkins64_update(&st, b, 8);
-			break;
 		case PV_UINT64:
-			put_be64(b, v->v.u64);
-			hash_jenkins64_update(&st, b, 8);
-			break;
 		case PV_DOUBLE:
-			put_be64(b, pv_double_bits(v->v.d));
+			/* BE64 of the bits (a double's made canonical) */
+			put_be64(b, v->type == PV_DOUBLE ? pv_double_bits(v->v.d) : v->v.u64);
 			hash_jenkins64_update(&st, b, 8);
 			break;
 		case PV_STRING:
