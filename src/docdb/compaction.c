@@ -63,8 +63,8 @@
  * Files. This one decides each entry (compaction_gc_*); compaction_repack.c
  * rewrites a document's newest packed row for a full job (§8.6);
  * compaction_filter.c is the RocksDB glue that runs a decider per job;
- * compaction_history.c keeps the cutoff durable and the read holds below
- * it. compaction_gc.h is what they share. */
+ * compaction_history.c holds the read holds that cap the cutoff and the
+ * cutoff's durable file. compaction_gc.h is what they share. */
 #include "docdb/compaction_gc.h"
 
 #include <stdio.h>

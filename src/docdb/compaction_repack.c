@@ -8,7 +8,7 @@
  * latest schema version, each holding what a read at C shows for that
  * column, with the expiry it has there. Which it is needs the row's column
  * cells, which follow P in key order, so the filter reads the document
- * ahead through an iterator on the live store (compaction_repack). A full job's
+ * ahead through an iterator on the live store (read_ahead). A full job's
  * inputs are every live SST file, so the iterator sees the job's pairs plus
  * the memtables, whose pairs are newer than all of them (writes arrive in
  * hybrid-time order) and stay where they are.
