@@ -793,7 +793,7 @@ TEST(filter_decisions)
 	compaction_gc_free(g);
 	log_set_level(level);
 
-	/* Packed rows (reader.c): not the root's deciding version; they hide
+	/* Packed rows (builder.c): not the root's deciding version; they hide
 	 * nothing, and while one is kept, column tombstones and expired cells
 	 * newer than it stay (as tombstones). */
 	g = compaction_gc_new(C, true, 0);
