@@ -212,7 +212,7 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 
 	/* Pop frames that are not prefixes of this path, push inherited ones
 	 * (without a node yet) down to its depth. */
-	for (c = path_frames_enter(b->st, &b->depth, &b->path, key, plen, bounds, nd); c <= nd; c++)
+	for (c = pathframe_enter(b->st, &b->depth, &b->path, key, plen, bounds, nd); c <= nd; c++)
 		b->nodes[c] = NULL;
 	f = &b->st[nd];
 	par = nd > 0 ? &b->st[nd - 1] : &b->base;

@@ -318,7 +318,7 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 
 	/* builder.c feed/decide: pop the frames that are not prefixes of this
 	 * path, push inherited ones down to its depth. */
-	path_frames_enter(g->st, &g->depth, &g->path, key, plen, bounds, nd);
+	pathframe_enter(g->st, &g->depth, &g->path, key, plen, bounds, nd);
 	f = &g->st[nd];
 	par = nd > 0 ? &g->st[nd - 1] : &base;
 	g->top_decided = true;

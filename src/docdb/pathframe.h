@@ -32,9 +32,8 @@ struct path_frame {
  * of the deepest one left down to depth nd, and makes *path the new path.
  * Returns the first depth pushed (nd + 1 when none was): the caller resets
  * there what is not inherited. */
-static inline size_t path_frames_enter(struct path_frame *st, size_t *depth, struct buf *path,
-				       const uint8_t *key, size_t plen, const size_t *bounds,
-				       size_t nd)
+static inline size_t pathframe_enter(struct path_frame *st, size_t *depth, struct buf *path,
+				     const uint8_t *key, size_t plen, const size_t *bounds, size_t nd)
 {
 	size_t c = 1;
 	while (c < *depth && c <= nd && st[c].path_len == bounds[c] &&

@@ -1425,7 +1425,7 @@ TEST(path_frames)
 	buf_append(&path, "DK", 2);
 	/* DK a b: frames 1 and 2 pushed, copies of frame 0. */
 	st[0].overwrite = (struct docht){7, 0};
-	CHECK_EQ_U64(path_frames_enter(st, &depth, &path, ab, 4, bounds3, 2), 1);
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, ab, 4, bounds3, 2), 1);
 	CHECK_EQ_U64(depth, 3);
 	CHECK_EQ_U64(st[1].path_len, 3);
 	CHECK_EQ_U64(st[2].path_len, 4);
@@ -1435,16 +1435,16 @@ TEST(path_frames)
 	 * by a copy of frame 1. */
 	st[1].overwrite = (struct docht){9, 0};
 	st[2].overwrite = (struct docht){11, 0};
-	CHECK_EQ_U64(path_frames_enter(st, &depth, &path, ac, 4, bounds3, 2), 2);
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, ac, 4, bounds3, 2), 2);
 	CHECK_EQ_U64(st[2].overwrite.ht, 9);
 	/* DK b: frame 1 is no prefix: replaced by a copy of frame 0. */
-	CHECK_EQ_U64(path_frames_enter(st, &depth, &path, b, 3, bounds2, 1), 1);
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 3, bounds2, 1), 1);
 	CHECK_EQ_U64(depth, 2);
 	CHECK_EQ_U64(st[1].overwrite.ht, 7);
 	/* DK b again (a version of the same path): nothing pushed. */
-	CHECK_EQ_U64(path_frames_enter(st, &depth, &path, b, 3, bounds2, 1), 2);
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 3, bounds2, 1), 2);
 	/* DK itself: every frame below the root popped. */
-	CHECK_EQ_U64(path_frames_enter(st, &depth, &path, b, 2, bounds2, 0), 1);
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 2, bounds2, 0), 1);
 	CHECK_EQ_U64(depth, 1);
 	CHECK(path.len == 2);
 	buf_free(&path);
