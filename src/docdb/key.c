@@ -176,10 +176,10 @@ static void unescape(const uint8_t *s, const uint8_t *term, bool desc, uint8_t *
 /* The fixed-width key types (§1.1): their type bytes, ascending and
  * descending (PV_ARRAY_INDEX has no descending form), and the width of the
  * big-endian order key that follows. */
-static const struct fixed_type {
+static const struct fixed_form {
 	uint8_t asc, desc;
 	uint8_t width; /* 4 or 8 */
-} fixed[PV_TYPE_COUNT] = {
+} fixed_form[PV_TYPE_COUNT] = {
 	[PV_INT32] = {KT_INT32, KT_INT32_DESC, 4},
 	[PV_INT64] = {KT_INT64, KT_INT64_DESC, 8},
 	[PV_UINT32] = {KT_UINT32, KT_UINT32_DESC, 4},
@@ -191,11 +191,11 @@ static const struct fixed_type {
 };
 
 /* The other way round: the type of each fixed-width type byte and whether
- * it is the descending one (fixed_byte[t].type 0: not such a byte). */
+ * it is the descending one (type 0: not such a byte). */
 static const struct {
 	uint8_t type;
 	bool desc;
-} fixed_byte[128] = {
+} fixed_type[128] = {
 	[KT_INT32] = {PV_INT32, false},	      [KT_INT32_DESC] = {PV_INT32, true},
 	[KT_INT64] = {PV_INT64, false},	      [KT_INT64_DESC] = {PV_INT64, true},
 	[KT_UINT32] = {PV_UINT32, false},     [KT_UINT32_DESC] = {PV_UINT32, true},
@@ -276,7 +276,7 @@ void key_append_pv(struct buf *out, const struct pv *v)
 	case PV_FLOAT:
 	case PV_DOUBLE:
 	case PV_ARRAY_INDEX: {
-		const struct fixed_type *f = &fixed[v->type];
+		const struct fixed_form *f = &fixed_form[v->type];
 		uint64_t k = order_key(v);
 		PRE(v->type != PV_ARRAY_INDEX || !desc);
 		b[0] = desc ? f->desc : f->asc;
@@ -353,9 +353,9 @@ static int decode_pv(const uint8_t **pp, const uint8_t *end, struct pv *out, str
 	case KT_ARRAY_INDEX: {
 		size_t w;
 		uint64_t k;
-		out->type = fixed_byte[t].type;
-		out->desc = fixed_byte[t].desc;
-		w = fixed[out->type].width;
+		out->type = fixed_type[t].type;
+		out->desc = fixed_type[t].desc;
+		w = fixed_form[out->type].width;
 		if (avail < w)
 			return DOCRAFT_ECORRUPT;
 		k = w == 4 ? be32_load(s) : be64_load(s);
