@@ -196,34 +196,48 @@ static bool uuid_at(const char *p, size_t n)
 	return i == n || !is_ident_char((unsigned char)p[i]);
 }
 
+/* The end of the run of characters from t[i] (of n) that pass is. */
+static size_t skip(const char *t, size_t i, size_t n, bool (*is)(unsigned char))
+{
+	while (i < n && is((unsigned char)t[i]))
+		i++;
+	return i;
+}
+
+/* Consumes a literal of end - lx->off characters. A letter, digit or '_'
+ * right after it glues it to a word: the whole word is consumed and is the
+ * error what (so that it is reported once, as one token). */
+static int end_literal(struct cql_lexer *lx, size_t end, struct cql_token *tok,
+		       struct cql_error *err, const char *what)
+{
+	advance(lx, end - lx->off);
+	if (lx->off < lx->len && is_ident_char((unsigned char)lx->text[lx->off])) {
+		advance(lx, skip(lx->text, lx->off, lx->len, is_ident_char) - lx->off);
+		return lex_error(lx, tok->pos, err, what);
+	}
+	return 0;
+}
+
 static int lex_number(struct cql_lexer *lx, struct cql_token *tok, struct cql_error *err)
 {
 	const char *t = lx->text;
 	size_t i = lx->off, n = lx->len;
 	bool is_float = false;
+	int rv;
 	if (n - i >= 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) {
-		i += 2;
-		while (i < n && is_hex((unsigned char)t[i]))
-			i++;
-		advance(lx, i - lx->off);
-		if (lx->off < n && is_ident_char((unsigned char)t[lx->off])) {
-			while (lx->off < n && is_ident_char((unsigned char)t[lx->off]))
-				advance(lx, 1);
-			return lex_error(lx, tok->pos, err, "malformed blob literal");
-		}
+		if ((rv = end_literal(lx, skip(t, i + 2, n, is_hex), tok, err,
+				      "malformed blob literal")) != 0)
+			return rv;
 		if ((lx->off - tok->pos.offset) % 2 != 0)
 			return lex_error(lx, tok->pos, err,
 					 "blob literal has an odd number of hex digits");
 		tok->kind = CQL_TOK_BLOB;
 		return 0;
 	}
-	while (i < n && is_digit((unsigned char)t[i]))
-		i++;
+	i = skip(t, i, n, is_digit);
 	if (i + 1 < n && t[i] == '.' && is_digit((unsigned char)t[i + 1])) {
 		is_float = true;
-		i++;
-		while (i < n && is_digit((unsigned char)t[i]))
-			i++;
+		i = skip(t, i + 1, n, is_digit);
 	}
 	if (i < n && (t[i] == 'e' || t[i] == 'E')) {
 		size_t j = i + 1;
@@ -231,17 +245,11 @@ static int lex_number(struct cql_lexer *lx, struct cql_token *tok, struct cql_er
 			j++;
 		if (j < n && is_digit((unsigned char)t[j])) {
 			is_float = true;
-			i = j;
-			while (i < n && is_digit((unsigned char)t[i]))
-				i++;
+			i = skip(t, j, n, is_digit);
 		}
 	}
-	advance(lx, i - lx->off);
-	if (lx->off < n && is_ident_char((unsigned char)t[lx->off])) {
-		while (lx->off < n && is_ident_char((unsigned char)t[lx->off]))
-			advance(lx, 1);
-		return lex_error(lx, tok->pos, err, "malformed number");
-	}
+	if ((rv = end_literal(lx, i, tok, err, "malformed number")) != 0)
+		return rv;
 	tok->kind = is_float ? CQL_TOK_FLOAT : CQL_TOK_INT;
 	return 0;
 }

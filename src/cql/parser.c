@@ -14,6 +14,15 @@
  * LIMIT, default_time_to_live and hybrid times); names against a schema are
  * bind.h's job (cql_check_stmt, cql_create_schema).
  *
+ * One file (over 1,000 lines, most of them the grammar's rules and this
+ * note): the rules are mutually recursive (a term holds collections and
+ * function calls of terms; every statement uses terms, names and WHERE) and
+ * all work through the same dozen static helpers on struct parser (next,
+ * peek, accept, expect, fail, vec_push, ...). Splitting statements from
+ * terms would turn those helpers and the parser's state into an internal
+ * interface without making either half readable alone; the grammar below
+ * is the map of the file.
+ *
  * The seeds' quirks: `WHERE a = 1, b = 2` (a comma for AND) is grammar;
  * ‘curly’ quotes delimit strings (lexer.h); `VALUES (user1, …)` gives a bare
  * word literal, which bind.h stores in text columns as written; `//` and
@@ -106,6 +115,14 @@ struct vec {
 	size_t cap;
 };
 
+/* Hands vec's elements over to the tree: returns the array (in the
+ * arena), *n its length. */
+static void *vec_take(const struct vec *vec, size_t *n)
+{
+	*n = vec->n;
+	return vec->v;
+}
+
 static void *vec_push(struct parser *p, struct vec *vec, size_t elsize)
 {
 	if (vec->n == vec->cap) {
@@ -144,12 +161,6 @@ static bool is_reserved(const struct cql_token *t)
 static bool is_kw(const struct parser *p, const char *w)
 {
 	return tok_is_word(&p->tok, w);
-}
-
-static bool tok_starts_stmt(const struct cql_token *t)
-{
-	return tok_is_word(t, "create") || tok_is_word(t, "drop") || tok_is_word(t, "insert") ||
-	       tok_is_word(t, "update") || tok_is_word(t, "delete") || tok_is_word(t, "select");
 }
 
 /* The position just after a token (its line and column follow its text). */
@@ -296,6 +307,25 @@ static int parse_ident(struct parser *p, const char *what, struct cql_ident *out
 	return next(p);
 }
 
+/* ident { "," ident }, appended to out (of struct cql_ident). */
+static int parse_idents(struct parser *p, const char *what, struct vec *out)
+{
+	bool got;
+	do {
+		TRY(parse_ident(p, what, vec_push(p, out, sizeof(struct cql_ident))));
+		TRY(accept(p, CQL_TOK_COMMA, &got));
+	} while (got);
+	return 0;
+}
+
+/* The ")" that closes a comma-separated list. */
+static int close_list(struct parser *p)
+{
+	if (p->tok.kind != CQL_TOK_RPAREN)
+		return fail(p, "expected ',' or ')'");
+	return next(p);
+}
+
 /* ident [ "." ident ] */
 static int parse_qname(struct parser *p, struct cql_ident *ks, struct cql_ident *table)
 {
@@ -423,13 +453,10 @@ static int parse_func(struct parser *p, struct cql_literal *lit)
 			if (!got)
 				break;
 		}
-		if (p->tok.kind != CQL_TOK_RPAREN)
-			return fail(p, "expected ',' or ')'");
-		TRY(next(p));
+		TRY(close_list(p));
 	}
 	p->depth--;
-	lit->v.func.args = args.v;
-	lit->v.func.nargs = args.n;
+	lit->v.func.args = vec_take(&args, &lit->v.func.nargs);
 	return 0;
 }
 
@@ -600,16 +627,8 @@ static int parse_pk(struct parser *p, struct cql_create_table *ct)
 	TRY(expect(p, CQL_TOK_LPAREN));
 	TRY(accept(p, CQL_TOK_LPAREN, &got));
 	if (got) {
-		for (;;) {
-			TRY(parse_ident(p, "column name",
-					vec_push(p, &hash, sizeof(struct cql_ident))));
-			TRY(accept(p, CQL_TOK_COMMA, &got));
-			if (!got)
-				break;
-		}
-		if (p->tok.kind != CQL_TOK_RPAREN)
-			return fail(p, "expected ',' or ')'");
-		TRY(next(p));
+		TRY(parse_idents(p, "column name", &hash));
+		TRY(close_list(p));
 	} else {
 		TRY(parse_ident(p, "column name", vec_push(p, &hash, sizeof(struct cql_ident))));
 	}
@@ -619,13 +638,9 @@ static int parse_pk(struct parser *p, struct cql_create_table *ct)
 			break;
 		TRY(parse_ident(p, "column name", vec_push(p, &range, sizeof(struct cql_ident))));
 	}
-	if (p->tok.kind != CQL_TOK_RPAREN)
-		return fail(p, "expected ',' or ')'");
-	TRY(next(p));
-	ct->hash = hash.v;
-	ct->nhash = hash.n;
-	ct->range = range.v;
-	ct->nrange = range.n;
+	TRY(close_list(p));
+	ct->hash = vec_take(&hash, &ct->nhash);
+	ct->range = vec_take(&range, &ct->nrange);
 	return 0;
 }
 
@@ -645,11 +660,11 @@ static int parse_order_list(struct parser *p, struct vec *out)
 	}
 }
 
-static int parse_create(struct parser *p, struct cql_create_table *ct)
+static int parse_create(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_create_table *ct = &st->u.create;
 	struct vec cols = {0}, opts = {0}, order = {0};
 	bool got, any_pk = false, pk_may_follow = false;
-	TRY(next(p)); /* CREATE */
 	TRY(expect_kw(p, "TABLE"));
 	TRY(accept_kw(p, "if", &got));
 	if (got) {
@@ -694,8 +709,7 @@ static int parse_create(struct parser *p, struct cql_create_table *ct)
 		return fail(p, pk_may_follow ? "expected ',', ')' or PRIMARY KEY"
 					     : "expected ',' or ')'");
 	TRY(next(p));
-	ct->cols = cols.v;
-	ct->ncols = cols.n;
+	ct->cols = vec_take(&cols, &ct->ncols);
 	TRY(accept_kw(p, "with", &got));
 	while (got) {
 		if (is_kw(p, "clustering")) {
@@ -734,17 +748,15 @@ static int parse_create(struct parser *p, struct cql_create_table *ct)
 		}
 		TRY(accept_kw(p, "and", &got));
 	}
-	ct->clustering = order.v;
-	ct->nclustering = order.n;
-	ct->options = opts.v;
-	ct->noptions = opts.n;
+	ct->clustering = vec_take(&order, &ct->nclustering);
+	ct->options = vec_take(&opts, &ct->noptions);
 	return 0;
 }
 
-static int parse_drop(struct parser *p, struct cql_drop_table *d)
+static int parse_drop(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_drop_table *d = &st->u.drop;
 	bool got;
-	TRY(next(p)); /* DROP */
 	TRY(expect_kw(p, "TABLE"));
 	TRY(accept_kw(p, "if", &got));
 	if (got) {
@@ -781,23 +793,16 @@ static int parse_using(struct parser *p, bool *has_ttl, int64_t *ttl_s, struct c
 	return 0;
 }
 
-static int parse_insert(struct parser *p, struct cql_insert *in)
+static int parse_insert(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_insert *in = &st->u.insert;
 	struct vec cols = {0}, vals = {0};
 	bool got;
-	TRY(next(p)); /* INSERT */
 	TRY(expect_kw(p, "INTO"));
 	TRY(parse_qname(p, &in->keyspace, &in->table));
 	TRY(expect(p, CQL_TOK_LPAREN));
-	for (;;) {
-		TRY(parse_ident(p, "column name", vec_push(p, &cols, sizeof(struct cql_ident))));
-		TRY(accept(p, CQL_TOK_COMMA, &got));
-		if (!got)
-			break;
-	}
-	if (p->tok.kind != CQL_TOK_RPAREN)
-		return fail(p, "expected ',' or ')'");
-	TRY(next(p));
+	TRY(parse_idents(p, "column name", &cols));
+	TRY(close_list(p));
 	TRY(expect_kw(p, "VALUES"));
 	TRY(expect(p, CQL_TOK_LPAREN));
 	for (;;) {
@@ -852,8 +857,19 @@ static int parse_where(struct parser *p, struct cql_cond **out, size_t *n)
 		if (!got)
 			break;
 	}
-	*out = conds.v;
-	*n = conds.n;
+	*out = vec_take(&conds, n);
+	return 0;
+}
+
+/* The column an assignment names again on its right side (`c = c + …`,
+ * `c = […] + c`): it must be as->col; why says so in the error. */
+static int parse_same_column(struct parser *p, struct cql_assign *as, const char *why)
+{
+	struct cql_ident same;
+	struct cql_token at = p->tok;
+	TRY(parse_ident(p, "column name", &same));
+	if (strcmp(same.name, as->col.name) != 0)
+		return fail_at(p, &at.pos, "expected %s (%s)", as->col.name, why);
 	return 0;
 }
 
@@ -875,14 +891,7 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 	if (p->tok.kind == CQL_TOK_IDENT || p->tok.kind == CQL_TOK_QIDENT) {
 		enum cql_tok k = peek(p);
 		if (k == CQL_TOK_PLUS || k == CQL_TOK_MINUS || k == CQL_TOK_CONCAT) {
-			struct cql_ident same;
-			struct cql_token at = p->tok;
-			TRY(parse_ident(p, "column name", &same));
-			if (strcmp(same.name, as->col.name) != 0)
-				return fail_at(p, &at.pos,
-					       "expected %s (`c = c + …` updates the column it "
-					       "names)",
-					       as->col.name);
+			TRY(parse_same_column(p, as, "`c = c + …` updates the column it names"));
 			as->op = k == CQL_TOK_MINUS ? CQL_ASSIGN_REMOVE : CQL_ASSIGN_ADD;
 			as->concat = k == CQL_TOK_CONCAT;
 			as->op_pos = p->tok.pos;
@@ -893,7 +902,6 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 	TRY(parse_term(p, &as->value, true));
 	as->op = CQL_ASSIGN_SET;
 	if (p->tok.kind == CQL_TOK_PLUS) {
-		struct cql_ident same;
 		as->op_pos = p->tok.pos;
 		TRY(next(p));
 		if (p->tok.kind != CQL_TOK_IDENT && p->tok.kind != CQL_TOK_QIDENT)
@@ -902,25 +910,17 @@ static int parse_assign(struct parser *p, struct cql_assign *as)
 				    as->col.name);
 		if (p->tok.kind == CQL_TOK_IDENT && is_reserved(&p->tok))
 			return fail(p, "expected %s", as->col.name);
-		{
-			struct cql_token at = p->tok;
-			TRY(parse_ident(p, "column name", &same));
-			if (strcmp(same.name, as->col.name) != 0)
-				return fail_at(p, &at.pos,
-					       "expected %s (`c = […] + c` prepends to the "
-					       "column it names)",
-					       as->col.name);
-		}
+		TRY(parse_same_column(p, as, "`c = […] + c` prepends to the column it names"));
 		as->op = CQL_ASSIGN_PREPEND;
 	}
 	return 0;
 }
 
-static int parse_update(struct parser *p, struct cql_update *up)
+static int parse_update(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_update *up = &st->u.update;
 	struct vec as = {0};
 	bool got;
-	TRY(next(p)); /* UPDATE */
 	TRY(parse_qname(p, &up->keyspace, &up->table));
 	TRY(accept_kw(p, "using", &got));
 	if (got)
@@ -934,8 +934,7 @@ static int parse_update(struct parser *p, struct cql_update *up)
 		if (!got)
 			break;
 	}
-	up->assigns = as.v;
-	up->nassigns = as.n;
+	up->assigns = vec_take(&as, &up->nassigns);
 	if (!is_kw(p, "where"))
 		return fail(p, "expected ',' or WHERE");
 	TRY(next(p));
@@ -954,11 +953,11 @@ static int parse_update(struct parser *p, struct cql_update *up)
 	return 0;
 }
 
-static int parse_delete(struct parser *p, struct cql_delete *d)
+static int parse_delete(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_delete *d = &st->u.del;
 	struct vec targets = {0};
 	bool got;
-	TRY(next(p)); /* DELETE */
 	if (!is_kw(p, "from")) {
 		for (;;) {
 			struct cql_delete_target *t = vec_push(p, &targets, sizeof *t);
@@ -977,8 +976,7 @@ static int parse_delete(struct parser *p, struct cql_delete *d)
 			return fail(p, "expected ',' or FROM");
 	}
 	TRY(next(p)); /* FROM */
-	d->targets = targets.v;
-	d->ntargets = targets.n;
+	d->targets = vec_take(&targets, &d->ntargets);
 	TRY(parse_qname(p, &d->keyspace, &d->table));
 	if (is_kw(p, "using"))
 		return fail(p, "USING is not supported in DELETE");
@@ -1044,26 +1042,19 @@ static int parse_hybrid_time(struct parser *p, uint64_t *ht, struct cql_pos *at)
 	return 0;
 }
 
-static int parse_select(struct parser *p, struct cql_select *s)
+static int parse_select(struct parser *p, struct cql_stmt *st)
 {
+	struct cql_select *s = &st->u.select;
 	struct vec cols = {0}, order = {0};
 	bool got;
-	TRY(next(p)); /* SELECT */
 	TRY(accept(p, CQL_TOK_STAR, &got));
 	s->star = got;
 	if (!got) {
-		for (;;) {
-			TRY(parse_ident(p, "column name or *",
-					vec_push(p, &cols, sizeof(struct cql_ident))));
-			TRY(accept(p, CQL_TOK_COMMA, &got));
-			if (!got)
-				break;
-		}
+		TRY(parse_idents(p, "column name or *", &cols));
 		if (!is_kw(p, "from"))
 			return fail(p, "expected ',' or FROM");
 	}
-	s->cols = cols.v;
-	s->ncols = cols.n;
+	s->cols = vec_take(&cols, &s->ncols);
 	TRY(expect_kw(p, "FROM"));
 	TRY(parse_qname(p, &s->keyspace, &s->table));
 	TRY(accept_kw(p, "where", &got));
@@ -1073,8 +1064,7 @@ static int parse_select(struct parser *p, struct cql_select *s)
 	if (got) {
 		TRY(expect_kw(p, "BY"));
 		TRY(parse_order_list(p, &order));
-		s->order_by = order.v;
-		s->norder_by = order.n;
+		s->order_by = vec_take(&order, &s->norder_by);
 	}
 	if (is_kw(p, "limit")) {
 		TRY(next(p));
@@ -1138,37 +1128,47 @@ static const char *after_stmt(const struct cql_stmt *st)
 	}
 }
 
+/* The statements, indexed by kind: the keyword that starts one, its name
+ * in messages (cql_stmt_name) and its rule. */
+static const struct stmt_rule {
+	const char *kw;
+	const char *name;
+	int (*parse)(struct parser *p, struct cql_stmt *st);
+} stmt_rules[] = {
+	[CQL_STMT_CREATE_TABLE] = {"create", "CREATE TABLE", parse_create},
+	[CQL_STMT_DROP_TABLE] = {"drop", "DROP TABLE", parse_drop},
+	[CQL_STMT_INSERT] = {"insert", "INSERT", parse_insert},
+	[CQL_STMT_UPDATE] = {"update", "UPDATE", parse_update},
+	[CQL_STMT_DELETE] = {"delete", "DELETE", parse_delete},
+	[CQL_STMT_SELECT] = {"select", "SELECT", parse_select},
+};
+#define N_STMT_RULES (sizeof stmt_rules / sizeof stmt_rules[0])
+
+/* The rule of the statement token t starts, or NULL. */
+static const struct stmt_rule *stmt_rule(const struct cql_token *t)
+{
+	for (size_t k = 0; k < N_STMT_RULES; k++)
+		if (stmt_rules[k].kw != NULL && tok_is_word(t, stmt_rules[k].kw))
+			return &stmt_rules[k];
+	return NULL;
+}
+
 static int parse_stmt(struct parser *p, struct cql_stmt *st)
 {
 	struct cql_pos start = p->tok.pos;
+	const struct stmt_rule *rule;
 	p->nmarkers = 0;
 	p->depth = 0;
-	if (is_kw(p, "create")) {
-		st->kind = CQL_STMT_CREATE_TABLE;
-		TRY(parse_create(p, &st->u.create));
-	} else if (is_kw(p, "drop")) {
-		st->kind = CQL_STMT_DROP_TABLE;
-		TRY(parse_drop(p, &st->u.drop));
-	} else if (is_kw(p, "insert")) {
-		st->kind = CQL_STMT_INSERT;
-		TRY(parse_insert(p, &st->u.insert));
-	} else if (is_kw(p, "update")) {
-		st->kind = CQL_STMT_UPDATE;
-		TRY(parse_update(p, &st->u.update));
-	} else if (is_kw(p, "delete")) {
-		st->kind = CQL_STMT_DELETE;
-		TRY(parse_delete(p, &st->u.del));
-	} else if (is_kw(p, "select")) {
-		st->kind = CQL_STMT_SELECT;
-		TRY(parse_select(p, &st->u.select));
-	} else {
+	if ((rule = stmt_rule(&p->tok)) == NULL)
 		return fail(p,
 			    "expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT");
-	}
+	st->kind = (enum cql_stmt_kind)(rule - stmt_rules);
+	TRY(next(p)); /* the keyword: each rule starts after it */
+	TRY(rule->parse(p, st));
 	st->pos = span_from(p, &start);
 	st->src = copy_span(p, &st->pos);
 	st->nmarkers = p->nmarkers;
-	if (p->tok.kind != CQL_TOK_SEMI && p->tok.kind != CQL_TOK_EOF && !tok_starts_stmt(&p->tok))
+	if (p->tok.kind != CQL_TOK_SEMI && p->tok.kind != CQL_TOK_EOF && stmt_rule(&p->tok) == NULL)
 		return fail(p, "%s", after_stmt(st));
 	return 0;
 }
@@ -1211,8 +1211,7 @@ int cql_parse_n(const char *text, size_t len, struct cql_stmts *out, struct cql_
 		cql_free(out);
 		return rv;
 	}
-	out->v = stmts.v;
-	out->n = stmts.n;
+	out->v = vec_take(&stmts, &out->n);
 	return 0;
 }
 
@@ -1230,15 +1229,9 @@ void cql_free(struct cql_stmts *out)
 
 const char *cql_stmt_name(enum cql_stmt_kind kind)
 {
-	switch (kind) {
-	case CQL_STMT_CREATE_TABLE: return "CREATE TABLE";
-	case CQL_STMT_DROP_TABLE: return "DROP TABLE";
-	case CQL_STMT_INSERT: return "INSERT";
-	case CQL_STMT_UPDATE: return "UPDATE";
-	case CQL_STMT_DELETE: return "DELETE";
-	case CQL_STMT_SELECT: return "SELECT";
-	default: return "?";
-	}
+	if ((size_t)kind >= N_STMT_RULES || stmt_rules[kind].name == NULL)
+		return "?";
+	return stmt_rules[kind].name;
 }
 
 /* Longest stretch of a source line shown on either side of the error. */

@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "docdb/key.h"
 #include "docdb/packed.h"
 
@@ -343,16 +344,14 @@ static size_t slot_of(const struct schema_version *sv, int32_t id)
 static int write_packed(struct docwrite *w, const struct schema_version *sv,
 			const struct colval *cols, size_t ncols, int64_t ttl_ms)
 {
-	struct docvalue *vals = calloc(sv->n + 1, sizeof *vals);
-	const struct docvalue **slots = calloc(sv->n + 1, sizeof *slots);
-	bool *separate = calloc(ncols + 1, sizeof *separate);
+	struct docvalue *vals = xcalloc(sv->n + 1, sizeof *vals);
+	const struct docvalue **slots = xcalloc(sv->n + 1, sizeof *slots);
+	bool *separate = xcalloc(ncols + 1, sizeof *separate);
 	struct buf payload = BUF_INIT;
 	struct docvalue row = docvalue_kind(VAL_PACKED_ROW);
 	size_t used = 0;
 	int rv = 0;
 
-	if (vals == NULL || slots == NULL || separate == NULL)
-		PANIC("out of memory");
 	/* Slots in packing order, so that the size limit keeps the leading
 	 * columns whatever order the caller gave them in. */
 	for (size_t i = 0; i < ncols; i++) {

@@ -210,16 +210,12 @@ void pv_format(struct buf *out, const struct pv *v)
 			buf_append(out, "false", 5);
 		return;
 	case PV_INT32:
-		buf_printf(out, "%" PRId32, v->v.i32);
-		return;
 	case PV_INT64:
-		buf_printf(out, "%" PRId64, v->v.i64);
+		buf_printf(out, "%" PRId64, v->type == PV_INT32 ? v->v.i32 : v->v.i64);
 		return;
 	case PV_UINT32:
-		buf_printf(out, "%" PRIu32, v->v.u32);
-		return;
 	case PV_UINT64:
-		buf_printf(out, "%" PRIu64, v->v.u64);
+		buf_printf(out, "%" PRIu64, v->type == PV_UINT32 ? v->v.u32 : v->v.u64);
 		return;
 	case PV_FLOAT:
 		format_double(out, v->v.f, 6, 9);

@@ -41,12 +41,13 @@ cc=${FUZZ_CC:-clang}
 # relative to src/; PROTO, PROTO_RPC: the generated code of docraft.proto,
 # rpc.proto ----
 common="common/arena.c common/buf.c common/check.c common/err.c common/hash16.c common/hlc.c \
-common/log.c common/mem.c net/rpc_limits.c"
+common/log.c common/mem.c common/fs.c net/rpc_limits.c"
 docdb_pure="docdb/varint.c docdb/pv.c docdb/key.c docdb/value.c docdb/packed.c docdb/schema.c \
 docdb/batch.c"
 # condition.c and reader.c reach the store (RocksDB) and the rest of docdb.
-docdb_all="$docdb_pure docdb/condition.c docdb/reader.c docdb/store.c docdb/store_env.c \
-docdb/filter.c docdb/compaction.c docdb/docwrite.c docdb/checksum.c docdb/dump.c"
+docdb_all="$docdb_pure docdb/condition.c docdb/reader.c docdb/builder.c docdb/store.c \
+docdb/store_env.c docdb/filter.c docdb/compaction.c docdb/compaction_repack.c \
+docdb/compaction_filter.c docdb/compaction_history.c docdb/docwrite.c docdb/checksum.c docdb/dump.c"
 case $target in
 rpc_frame)   sources="net/rpc_frame.c common/buf.c common/check.c common/err.c common/mem.c" ;;
 preamble)    sources="net/listener.c $common" ;;

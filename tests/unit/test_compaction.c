@@ -20,10 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "docdb/compaction.h"
 #include "docdb/key.h"
+#include "docdb/pathframe.h"
 #include "docdb/value.h"
 #include "fixture.h"
 
@@ -575,9 +577,32 @@ TEST(cutoff_persisted_never_lowered)
 	}
 	CHECK_EQ_INT(store_open(cp, NULL, &c, f->errmsg), DOCRAFT_ECORRUPT);
 	CHECK(c == NULL);
+	/* So does one without its newline, or longer than the file can be
+	 * (a well-formed start, padded past 64 bytes): malformed, not unreadable. */
+	{
+		FILE *fp = fopen(path, "w");
+		CHECK(fp != NULL);
+		fputs("history_cutoff_ht=12", fp);
+		fclose(fp);
+	}
+	CHECK_EQ_INT(compaction_cutoff_load(cp, &v, f->errmsg), DOCRAFT_ECORRUPT);
+	CHECK_EQ_U64(v, 0);
+	{
+		FILE *fp = fopen(path, "w");
+		CHECK(fp != NULL);
+		fprintf(fp, "history_cutoff_ht=12\n%80s\n", "");
+		fclose(fp);
+	}
+	CHECK_EQ_INT(compaction_cutoff_load(cp, &v, f->errmsg), DOCRAFT_ECORRUPT);
 	CHECK_OK(compaction_cutoff_save(cp, 77, f->errmsg));
 	CHECK_OK(compaction_cutoff_load(cp, &v, f->errmsg));
 	CHECK_EQ_U64(v, 77);
+	/* Saved through a temporary file that does not stay behind. */
+	{
+		char tmp[420];
+		snprintf(tmp, sizeof tmp, "%s.tmp", path);
+		CHECK(access(tmp, F_OK) != 0);
+	}
 	msgs_close(&m);
 }
 
@@ -768,7 +793,7 @@ TEST(filter_decisions)
 	compaction_gc_free(g);
 	log_set_level(level);
 
-	/* Packed rows (reader.c): not the root's deciding version; they hide
+	/* Packed rows (builder.c): not the root's deciding version; they hide
 	 * nothing, and while one is kept, column tombstones and expired cells
 	 * newer than it stay (as tombstones). */
 	g = compaction_gc_new(C, true, 0);
@@ -1383,7 +1408,48 @@ TEST(random_model_packed)
 	random_run(test_seed(), true, 0, 12);
 }
 
+/* The path-frame stack the reader's builder and the GC share
+ * (docdb/pathframe.h): entering a path keeps the frames of its prefixes,
+ * pushes copies of the deepest one kept and takes the new path. */
+TEST(path_frames)
+{
+	/* Paths as plain bytes: a "DocKey" of 2 bytes, subkeys of 1. */
+	const uint8_t ab[] = "DKab", ac[] = "DKac", b[] = "DKb";
+	const size_t bounds3[] = {2, 3, 4}, bounds2[] = {2, 3};
+	struct path_frame st[4];
+	struct buf path = BUF_INIT;
+	size_t depth = 1;
+
+	memset(st, 0, sizeof st);
+	st[0].path_len = 2;
+	buf_append(&path, "DK", 2);
+	/* DK a b: frames 1 and 2 pushed, copies of frame 0. */
+	st[0].overwrite = (struct docht){7, 0};
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, ab, 4, bounds3, 2), 1);
+	CHECK_EQ_U64(depth, 3);
+	CHECK_EQ_U64(st[1].path_len, 3);
+	CHECK_EQ_U64(st[2].path_len, 4);
+	CHECK_EQ_U64(st[2].overwrite.ht, 7);
+	CHECK(path.len == 4 && memcmp(path.data, ab, 4) == 0);
+	/* DK a c: frame 1 (DK a) is a prefix and stays; frame 2 is replaced
+	 * by a copy of frame 1. */
+	st[1].overwrite = (struct docht){9, 0};
+	st[2].overwrite = (struct docht){11, 0};
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, ac, 4, bounds3, 2), 2);
+	CHECK_EQ_U64(st[2].overwrite.ht, 9);
+	/* DK b: frame 1 is no prefix: replaced by a copy of frame 0. */
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 3, bounds2, 1), 1);
+	CHECK_EQ_U64(depth, 2);
+	CHECK_EQ_U64(st[1].overwrite.ht, 7);
+	/* DK b again (a version of the same path): nothing pushed. */
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 3, bounds2, 1), 2);
+	/* DK itself: every frame below the root popped. */
+	CHECK_EQ_U64(pathframe_enter(st, &depth, &path, b, 2, bounds2, 0), 1);
+	CHECK_EQ_U64(depth, 1);
+	CHECK(path.len == 2);
+	buf_free(&path);
+}
 TEST_MAIN(T(msgs_after_t4_and_t5), T(msgs_partial), T(page_views_full), T(page_views_partial),
 	  T(default_ttl), T(cutoff_persisted_never_lowered), T(internal_records_survive),
 	  T(filter_decisions), T(auto_cutoff), T(random_model), T(random_model_default_ttl),
-	  T(random_model_packed))
+	  T(random_model_packed), T(path_frames))

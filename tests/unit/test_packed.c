@@ -1,5 +1,5 @@
 /* Packed rows (docdb-format.md §8; packed.c, the packed INSERT of
- * docwrite.c, the packed-row merge of reader.c, schema versions).
+ * docwrite.c, the packed-row merge of builder.c, schema versions).
  *
  *   bytes          the §8.2 example byte for byte; encode/parse round trip
  *   seeds          the msgs example (seed 000/002) on a packed table: exact

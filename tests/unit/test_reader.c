@@ -362,7 +362,7 @@ TEST(many_versions_of_one_cell)
 	ctx_close();
 }
 
-/* ---- hot rows (reader.c design note) ---------------------------------------- */
+/* ---- hot rows (builder.c design note) --------------------------------------- */
 
 /* k text hash, a int, b text: no collection, so a whole-row read may skip
  * older root versions after the newest packed row (packed build). */
