@@ -58,7 +58,8 @@ while IFS= read -r hit; do
 	line="${rest%%:*}"
 	text="${rest#*:}"
 	from="${file%%/*}"
-	target=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]*)[>"].*/\1/' <<<"$text")
+	[[ "$text" =~ include[[:space:]]*[\<\"]([^\>\"]*)[\>\"] ]] || continue
+	target="${BASH_REMATCH[1]}"
 	if [[ "$text" == *"<"* ]]; then # a library or system header
 		case "$target" in
 		raft.h | raft/*) used=libraft ;;
