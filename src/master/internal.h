@@ -53,12 +53,11 @@ struct master {
 	void *fatal_arg;
 	bool fatal_sent;
 
-	struct listener *l;
+	struct listener *l;     /* the caller's port (master_options) */
 	struct copy_server copy;
 	bool copy_on;
-	struct rpc_server srv;
+	struct rpc_server *srv; /* the caller's RPC server (master_options) */
 	struct rpc_dispatch methods; /* service.c's table on srv */
-	bool srv_on;
 	struct rpc_client cl;
 	bool cl_on;
 	struct tablet *t;

@@ -84,8 +84,10 @@ static void step_master(struct server *s)
 }
 
 /* The signal handlers go first: a second signal while closing has its
- * default effect. */
-static const server_step_fn close_steps[] = {server_step_signals, step_master};
+ * default effect. The RPC server stops before the master (its handlers use
+ * it), the port after it (the catalog tablet leaves it first). */
+static const server_step_fn close_steps[] = {server_step_signals, server_step_rpc, step_master,
+					     server_step_listener};
 
 static void on_fatal(void *arg, const char *why)
 {
@@ -108,7 +110,6 @@ int main(int argc, char **argv)
 	server_parse(&S.proc, &help, &spec, argc, argv);
 	o.address = S.proc.address;
 	o.data_dir = S.proc.data;
-	o.rpc = &S.proc.rpc_opts;
 	if (S.proc.masters[0] != '\0') {
 		o.n_masters = config_split_list(S.proc.masters, masters, MASTER_MAX_MASTERS);
 		if (o.n_masters > MASTER_MAX_MASTERS)
@@ -123,6 +124,12 @@ int main(int argc, char **argv)
 
 	if (server_open(&S.proc, close_steps, sizeof close_steps / sizeof close_steps[0]) != 0)
 		return 1;
+	if (server_listen(&S.proc, S.proc.address) != 0) {
+		server_fail(&S.proc);
+		return server_run(&S.proc);
+	}
+	o.listener = S.proc.l;
+	o.rpc_server = &S.proc.rpc;
 	if (master_open(&S.proc.loop, &o, &S.m, errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
 		server_fail(&S.proc);

@@ -285,6 +285,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	struct master *m;
 	int rv;
 
+	PRE(o->listener != NULL && o->rpc_server != NULL);
 	*out = NULL;
 	if (o->address == NULL || strlen(o->address) > RPC_ADDRESS_MAX ||
 	    listener_parse_address(o->address, &sa, errmsg) != 0 || sa.sin_port == 0)
@@ -318,8 +319,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		return rv;
 	if ((rv = fs_mkdir_p(m->data_dir, errmsg)) != 0)
 		return rv;
-	if ((rv = listener_open(loop, m->address, &m->l, errmsg)) != 0)
-		return rv;
+	m->l = o->listener;
 	if ((rv = copy_server_init(&m->copy, loop, m->l, errmsg)) != 0)
 		return rv;
 	m->copy_on = true;
@@ -353,17 +353,8 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	rpc_client_init(&m->cl, loop);
 	m->cl.data = m;
 	m->cl_on = true;
-	if ((rv = rpc_server_init(&m->srv, loop, m->l, errmsg)) != 0)
-		return rv;
-	m->srv.data = m;
-	m->srv_on = true;
-	if (o->rpc != NULL) {
-		if ((rv = rpc_server_configure(&m->srv, o->rpc, errmsg)) != 0)
-			return rv;
-		listener_set_max_pending(m->l, o->rpc->max_connections,
-					 o->rpc->max_connections_per_ip);
-	}
-	rv = rpc_dispatch_register(&m->methods, &m->srv, methods,
+	m->srv = o->rpc_server;
+	rv = rpc_dispatch_register(&m->methods, m->srv, methods,
 				   sizeof methods / sizeof methods[0], m, &hooks, errmsg);
 	if (rv != 0)
 		return rv;
@@ -375,11 +366,6 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 }
 
 static void close_next(struct master *m);
-
-static void srv_closed(struct rpc_server *srv)
-{
-	close_next(srv->data);
-}
 
 static void tablet_closed(struct tablet *t, void *arg)
 {
@@ -399,11 +385,6 @@ static void copy_closed(struct copy_server *cs)
 	close_next((struct master *)((char *)cs - offsetof(struct master, copy)));
 }
 
-static void listener_closed(void *arg)
-{
-	close_next(arg);
-}
-
 static void poll_closed(uv_handle_t *h)
 {
 	struct master *m = h->data;
@@ -418,11 +399,6 @@ static void close_next(struct master *m)
 	master_close_cb cb;
 	void *arg;
 
-	if (m->srv_on) {
-		m->srv_on = false;
-		rpc_server_close(&m->srv, srv_closed);
-		return;
-	}
 	if (m->t != NULL) {
 		tablet_close(m->t, tablet_closed, m);
 		return;
@@ -435,12 +411,6 @@ static void close_next(struct master *m)
 	if (m->copy_on) {
 		m->copy_on = false;
 		copy_server_close(&m->copy, copy_closed);
-		return;
-	}
-	if (m->l != NULL) {
-		struct listener *l = m->l;
-		m->l = NULL;
-		listener_close(l, listener_closed, m);
 		return;
 	}
 	if (m->poll_open) {
