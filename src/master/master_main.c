@@ -14,7 +14,7 @@
  *
  * The flag parser and everything around the loop are server/skeleton.h's;
  * this file holds the master's flag table and its one part, the master
- * service (which opens its own port and RPC server). */
+ * service, which it puts on the skeleton's port and RPC server. */
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>

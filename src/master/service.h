@@ -1,4 +1,4 @@
-/* The master: its one port, the catalog tablet it shares with the other
+/* The master: on the process's one port (the caller's), the catalog tablet it shares with the other
  * masters, and the RPC handlers of every MASTER_* method.
  *
  *   listener (--address) ── RAFT ──► tablet "sys.catalog" (raft id = 1-based
