@@ -43,7 +43,7 @@
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* ---- client ------------------------------------------------------------------------- */
 

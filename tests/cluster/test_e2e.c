@@ -42,7 +42,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* ---- client ------------------------------------------------------------------------- */
 

@@ -41,7 +41,7 @@
 #include "test.h"
 
 #define NT 1
-#include "harness.h"
+#include "cluster.h"
 
 #define NTAB 300
 #define NKEYS "12000"

@@ -46,7 +46,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "../cluster/harness.h"
+#include "cluster.h"
 
 #define TMPFS_SIZE "64m"
 #define RESERVE_MB "16" /* --min-free-disk-mb; the floor: 3 segments of 1 MiB */

@@ -1,6 +1,6 @@
 /* Floods against real servers (issue 12, bounded resources per peer): one
  * docraft-master and three docraft-tserver processes on 127.0.0.1-3 (the
- * cluster of tests/cluster/harness.h), a table of 3 tablets with 3 replicas,
+ * cluster of tests/lib/cluster.h), a table of 3 tablets with 3 replicas,
  * and a routing client in a thread that writes a row and reads it back, in
  * a loop, for the whole case. From plain sockets bound to other loopback
  * addresses (127.0.0.50..), the case then sends, to tserver 1 and to the
@@ -52,7 +52,7 @@
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 #define FLOOD 1100
 

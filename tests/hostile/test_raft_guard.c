@@ -45,7 +45,7 @@
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 #define TABLE "kv"
 #define NTAB 2

@@ -48,7 +48,7 @@
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "../cluster/harness.h"
+#include "cluster.h"
 
 #define NTAB 4
 #include "kv.h" /* needs NTAB */
