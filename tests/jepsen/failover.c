@@ -261,7 +261,7 @@ static void find_exes(const char *argv0)
 		snprintf(C.master_exe, sizeof C.master_exe, "%s/../../src/master/docraft-master",
 			 self);
 		snprintf(C.tserver_exe, sizeof C.tserver_exe,
-			 "%s/../../src/tablet/docraft-tserver", self);
+			 "%s/../../src/tserver/docraft-tserver", self);
 	}
 	if (O.master_bin != NULL)
 		snprintf(C.master_exe, sizeof C.master_exe, "%s", O.master_bin);

@@ -11,7 +11,7 @@
 #       [--port-base P|auto] [--label TEXT] [--keep]
 #
 # Environment: DOCRAFT_BUILD, the meson build directory whose binaries run
-# (default <repo>/build: src/master/docraft-master, src/tablet/docraft-tserver,
+# (default <repo>/build: src/master/docraft-master, src/tserver/docraft-tserver,
 # src/tools/docraft, tests/jepsen/docraft-jepsen{,-check,-report},
 # tests/jepsen/libdocraft_skew.so); DOCRAFT_LOCAL (default
 # <repo>/deploy/docraft-local).

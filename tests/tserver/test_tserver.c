@@ -179,7 +179,7 @@ static void find_exe(void)
 		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
 		CHECK(r > 0);
 		self[r] = '\0';
-		snprintf(C.exe, sizeof C.exe, "%s/../../src/tablet/docraft-tserver", dirname(self));
+		snprintf(C.exe, sizeof C.exe, "%s/../../src/tserver/docraft-tserver", dirname(self));
 	}
 	CHECK_MSG(access(C.exe, X_OK) == 0, "docraft-tserver not found at %s (set TSERVER)",
 		  C.exe);
