@@ -143,19 +143,27 @@ static int log_count(int k, const char *needle)
 	return n;
 }
 
+struct log_wait {
+	int k, before;
+	const char *needle, *what;
+};
+
+/* For wait_for: every server is up (else the case fails at once) and
+ * tserver w->k's log has more than w->before lines with w->needle. */
+static bool log_grew(void *arg)
+{
+	struct log_wait *w = arg;
+	check_all_up(w->what);
+	return log_count(w->k, w->needle) > w->before;
+}
+
 /* Waits until tserver k's log has more than `before` lines with needle,
  * failing at once if any server process exits meanwhile. */
 static void wait_log(int k, const char *needle, int before, const char *what)
 {
-	uint64_t end = proc_now_ms() + 10000;
-	for (;;) {
-		check_all_up(what);
-		if (log_count(k, needle) > before)
-			return;
-		CHECK_MSG(proc_now_ms() < end, "%s: no '%s' in tserver %d's log within 10 s", what,
-			  needle, k + 1);
-		sleep_ms(50);
-	}
+	struct log_wait w = {k, before, needle, what};
+	CHECK_MSG(wait_for(log_grew, &w, 10000), "%s: no '%s' in tserver %d's log within 10 s",
+		  what, needle, k + 1);
 }
 
 /* Sends msg on a fresh connection claiming id/address from src_ip and

@@ -193,10 +193,12 @@ int live_tservers(void)
 	return live;
 }
 
-static bool all_live(void *live)
+bool all_tservers_live(void *live)
 {
-	*(int *)live = live_tservers();
-	return *(int *)live >= C.nt;
+	int n = live_tservers();
+	if (live != NULL)
+		*(int *)live = n;
+	return n >= C.nt;
 }
 
 void cluster_start(const char *tag, int nt)
@@ -234,7 +236,7 @@ void cluster_start(const char *tag, int nt)
 		tserver_start(k);
 	}
 	int live = 0;
-	CHECK_MSG(wait_for(all_live, &live, 20000), "only %d live tservers after 20 s:\n%s", live,
+	CHECK_MSG(wait_for(all_tservers_live, &live, 20000), "only %d live tservers after 20 s:\n%s", live,
 		  C.out);
 	test_note("cluster up: master %s, tservers on port %d", C.maddr, pt);
 }

@@ -93,6 +93,10 @@ int cluster_cli(int timeout_ms, const char *const *args);
 /* Live tservers according to `docraft tservers`, -1 if the CLI failed. */
 int live_tservers(void);
 
+/* For wait_for: the master lists all C.nt tservers live; the count goes to
+ * *(int *)live unless live is NULL. */
+bool all_tservers_live(void *live);
+
 /* How many times needle occurs in s. */
 int count_substr(const char *s, const char *needle);
 
