@@ -16,10 +16,11 @@ werror=false
 [ "${CI:-}" = "true" ] && werror=true
 
 # The sanitizer build runs the suites of the in-process layers (one per
-# folder of tests/; 'checker': the failover suite's history checkers), less
-# their real-process tests (suite 'process'): build just those programs (the
-# servers, tools and benchmarks are not run there).
-ASAN_SUITES=(common docdb cql net rpc raft tablet client master tools checker)
+# folder of tests/; lib: the shared test helpers; checker: the failover
+# suite's history checkers), less their real-process tests (suite
+# 'process'): build just those programs (the servers, tools and benchmarks
+# are not run there).
+ASAN_SUITES=(lib common docdb cql net rpc raft tablet client master tools checker)
 docraft_build build -Dwerror=$werror
 docraft_configure build-asan -Db_sanitize=address,undefined -Dwerror=$werror
 # shellcheck disable=SC2046 # one target per word

@@ -65,24 +65,10 @@ static void on_fatal_signal(int sig)
 	proc_die_of_signal(sig, C.active ? C.base : NULL);
 }
 
-/* The program from $env_name, else rel under the build dir (this program is
- * <build>/tests/<folder>/<name>). */
 static void find_exe(char *out, size_t cap, const char *env_name, const char *rel)
 {
-	const char *env = getenv(env_name);
-	if (env != NULL && *env != '\0') {
-		snprintf(out, cap, "%s", env);
-	} else {
-		char self[2048];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		snprintf(out, cap, "%s/../../%s", self, rel);
-	}
-	CHECK_MSG(access(out, X_OK) == 0, "%s not found at %s (set %s)", rel, out, env_name);
+	CHECK_MSG(proc_find_exe(out, cap, env_name, rel) == 0, "%s not found at %s (set %s)", rel,
+		  out, env_name);
 }
 
 int cluster_cli(int timeout_ms, const char *const *args)

@@ -76,6 +76,12 @@ void proc_kill_all_from_signal(void);
  * (fork + exec rm -rf: async-signal-safe), then dies of sig. */
 void proc_die_of_signal(int sig, const char *dir);
 
+/* The program of a test: $env_name when set and not empty (meson sets it),
+ * else rel (e.g. "src/master/docraft-master") under the build dir, taken as
+ * two levels above this program (<build>/tests/<folder>/<name>); the path
+ * goes into out. 0 if it is executable, else -1 (out names the path tried). */
+int proc_find_exe(char *out, size_t cap, const char *env_name, const char *rel);
+
 /* Milliseconds of a monotonic clock. */
 uint64_t proc_now_ms(void);
 

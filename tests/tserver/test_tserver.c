@@ -39,7 +39,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -171,18 +170,8 @@ static void on_fatal_signal(int sig)
 
 static void find_exe(void)
 {
-	const char *env = getenv("TSERVER");
-	if (env != NULL && *env != '\0') {
-		snprintf(C.exe, sizeof C.exe, "%s", env);
-	} else {
-		char self[4096];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		snprintf(C.exe, sizeof C.exe, "%s/../../src/tserver/docraft-tserver", dirname(self));
-	}
-	CHECK_MSG(access(C.exe, X_OK) == 0, "docraft-tserver not found at %s (set TSERVER)",
-		  C.exe);
+	CHECK_MSG(proc_find_exe(C.exe, sizeof C.exe, "TSERVER", "src/tserver/docraft-tserver") == 0,
+		  "docraft-tserver not found at %s (set TSERVER)", C.exe);
 }
 
 /* Starts node k and waits for its "listening" line. */
