@@ -23,6 +23,8 @@ werror=false
 ASAN_SUITES=(lib common docdb cql net rpc raft tablet client master tools checker)
 docraft_build build -Dwerror=$werror
 docraft_configure build-asan -Db_sanitize=address,undefined -Dwerror=$werror
+# Regenerate first when a meson.build changed, so the targets below are current.
+ninja -C build-asan build.ninja >/dev/null
 # shellcheck disable=SC2046 # one target per word
 ninja -C build-asan $(docraft_suite_targets build-asan --no-suite process "${ASAN_SUITES[@]}") >/dev/null
 

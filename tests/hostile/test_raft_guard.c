@@ -94,25 +94,36 @@ static bool status_of(const char *tablet, int k, struct replica *out)
 	return ok;
 }
 
+struct led_tablet {
+	const char *tablet;
+	struct replica *rep;
+	int leader;
+};
+
+/* For wait_for: all three replicas of l->tablet answer and one of them
+ * (l->leader) reports itself leader. */
+static bool replicas_answer_with_leader(void *arg)
+{
+	struct led_tablet *l = arg;
+	int answered = 0;
+	l->leader = -1;
+	for (int k = 0; k < NT; k++)
+		if (status_of(l->tablet, k, &l->rep[k])) {
+			answered++;
+			if (l->rep[k].leader)
+				l->leader = k;
+		}
+	return answered == NT && l->leader >= 0;
+}
+
 /* Polls until one replica of tablet reports itself leader and all three
  * answer; rep[0..2] by tserver; returns the leader's tserver index. */
 static int replicas_with_leader(const char *tablet, struct replica rep[NT], int timeout_ms)
 {
-	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		int leader = -1, answered = 0;
-		for (int k = 0; k < NT; k++)
-			if (status_of(tablet, k, &rep[k])) {
-				answered++;
-				if (rep[k].leader)
-					leader = k;
-			}
-		if (answered == NT && leader >= 0)
-			return leader;
-		CHECK_MSG(proc_now_ms() < end, "tablet %s: no leader reported within %d ms",
-			  tablet, timeout_ms);
-		sleep_ms(200);
-	}
+	struct led_tablet l = {tablet, rep, -1};
+	CHECK_MSG(wait_for(replicas_answer_with_leader, &l, timeout_ms),
+		  "tablet %s: no leader reported within %d ms", tablet, timeout_ms);
+	return l.leader;
 }
 
 /* Every server process is still running. */
