@@ -64,6 +64,7 @@
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
 #include "test.h"
+#include "wait.h"
 
 /* The longest loop turn a case allows (the tserver's loop-lag probe). The
  * probe also counts time the process was not scheduled at all (a loaded
@@ -1624,6 +1625,13 @@ TEST(memtable_budget_and_delete_off_the_loop)
 	cluster_down();
 }
 
+/* For wait_for: nothing is at path any more (stat fails). */
+static bool path_gone(void *path)
+{
+	struct stat st;
+	return stat(path, &st) != 0;
+}
+
 TEST(heartbeats_to_a_fake_master)
 {
 	Docraft__Instruction ins = DOCRAFT__INSTRUCTION__INIT;
@@ -1674,15 +1682,10 @@ TEST(heartbeats_to_a_fake_master)
 	master_instruct(&M[1], &ins);
 	master_wait_report(&M[1], "hb-0-00000001", true, 10000);
 	snprintf(path, sizeof path, "%s/tablets/hb-0-00000001", C.n[0].dir);
-	{
-		/* The files go on the threadpool after the replica left the reports. */
-		uint64_t end = proc_now_ms() + 10000;
-		while (stat(path, &st) == 0) {
-			CHECK_MSG(proc_now_ms() < end, "%s still exists", path);
-			usleep(50000);
-		}
-		CHECK_EQ_INT(errno, ENOENT);
-	}
+	/* The files go on the threadpool after the replica left the reports. */
+	CHECK_MSG(wait_for(path_gone, path, 10000), "%s still exists", path);
+	CHECK_EQ_INT(stat(path, &st), -1);
+	CHECK_EQ_INT(errno, ENOENT);
 
 	/* Leadership moves back to the first master: its hint is followed. */
 	M[0].hint = NULL;
