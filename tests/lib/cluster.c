@@ -189,15 +189,8 @@ bool all_tservers_live(void *live)
 
 void cluster_start(const char *tag, int nt)
 {
-	static bool registered;
 	cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	CHECK(nt >= 1 && nt <= CLUSTER_MAX_TSERVERS);
 	C.nt = nt;
 	memset(&C.m, 0, sizeof C.m);

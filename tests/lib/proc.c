@@ -49,6 +49,18 @@ int proc_find_exe(char *out, size_t cap, const char *env_name, const char *rel)
 	return access(out, X_OK) == 0 ? 0 : -1;
 }
 
+void proc_on_exit(void (*at_exit_fn)(void), void (*on_signal)(int))
+{
+	static bool registered;
+	if (registered)
+		return;
+	atexit(at_exit_fn);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGHUP, on_signal);
+	registered = true;
+}
+
 static void at_exit(void)
 {
 	proc_kill_all();

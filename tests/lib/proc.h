@@ -67,6 +67,12 @@ void proc_kill(struct proc *p);
  * many there were. */
 int proc_kill_all(void);
 
+/* Once per program (one harness; later calls do nothing): registers
+ * at_exit with atexit and on_signal for SIGTERM (a meson timeout), SIGINT
+ * and SIGHUP, so a harness cleans up (children, temp dirs) however the test
+ * ends. */
+void proc_on_exit(void (*at_exit)(void), void (*on_signal)(int));
+
 /* Async-signal-safe: SIGKILLs every child's process group still listed,
  * without reaping (for a signal handler that is about to end the process). */
 void proc_kill_all_from_signal(void);

@@ -887,15 +887,8 @@ static void wait_same_dump(int k, int l, int timeout_ms)
 
 static void cluster_up(const char *tag, bool start)
 {
-	static bool registered;
 	cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	memset(C.n, 0, sizeof C.n);
 	memset(C.extra, 0, sizeof C.extra);
 	find_exe();
