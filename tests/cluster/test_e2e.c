@@ -42,7 +42,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* ---- client ------------------------------------------------------------------------- */
 
@@ -215,6 +215,32 @@ TEST(seeds_through_the_cli)
 	cluster_down();
 }
 
+struct moved {
+	const struct tablet *before;
+	int n, moved;
+};
+
+/* Every tablet has a leader and at least one of them is not the one it had
+ * in m->before (the master's view, from heartbeats). */
+static bool leaders_moved(void *arg)
+{
+	struct moved *m = arg;
+	struct tablet now[16];
+	int n = tablets_of("msgs", now, 16);
+	m->moved = 0;
+	if (n != 8)
+		return false;
+	for (int k = 0; k < n; k++) {
+		if (strchr(now[k].leader, ':') == NULL)
+			return false;
+		for (int j = 0; j < m->n; j++)
+			if (strcmp(m->before[j].id, now[k].id) == 0 &&
+			    strcmp(m->before[j].leader, now[k].leader) != 0)
+				m->moved++;
+	}
+	return m->moved > 0;
+}
+
 TEST(step_down_while_writing)
 {
 	struct tablet t[16];
@@ -238,16 +264,10 @@ TEST(step_down_while_writing)
 	}
 	test_note("1000 writes, max write latency %" PRIu64 " ms", max_ms);
 	/* Leaders reach the master with heartbeats (every 1 s). */
-	sleep_ms(2500);
-	struct tablet t2[16];
-	int n2 = tablets_with_leaders("msgs", t2, 16, 8, 15000);
-	int moved = 0;
-	for (int k = 0; k < n2; k++)
-		for (int j = 0; j < n; j++)
-			if (strcmp(t[j].id, t2[k].id) == 0 && strcmp(t[j].leader, t2[k].leader) != 0)
-				moved++;
-	test_note("%d of %d tablet leaders moved", moved, n);
-	CHECK_MSG(moved > 0, "no leader moved after step-down of every tablet:\n%s", C.out);
+	struct moved m = {t, n, 0};
+	CHECK_MSG(wait_for(leaders_moved, &m, 15000),
+		  "no leader moved after step-down of every tablet:\n%s", C.out);
+	test_note("%d of %d tablet leaders moved", m.moved, n);
 	for (int i = 0; i < 1000; i++)
 		check_row(i);
 	cluster_down();
@@ -294,6 +314,13 @@ TEST(tserver_killed)
 	cluster_down();
 }
 
+/* For wait_for: `docraft tables` lists the table msgs. */
+static bool msgs_listed(void *unused)
+{
+	(void)unused;
+	return CLI(10000, "tables") == 0 && strstr(C.out, "CREATE TABLE msgs (") != NULL;
+}
+
 TEST(master_restarted)
 {
 	cluster_up("e2e-master");
@@ -319,15 +346,8 @@ TEST(master_restarted)
 		check_row(i);
 	test_note("200 writes with the master down, max latency %" PRIu64 " ms", max_ms);
 	master_start();
-	uint64_t end = proc_now_ms() + 20000;
-	for (;;) {
-		int rv = CLI(10000, "tables");
-		if (rv == 0 && strstr(C.out, "CREATE TABLE msgs (") != NULL)
-			break;
-		CHECK_MSG(proc_now_ms() < end, "after the restart, `docraft tables` (%d):\n%s", rv,
-			  C.out);
-		sleep_ms(200);
-	}
+	CHECK_MSG(wait_for(msgs_listed, NULL, 20000), "after the restart, `docraft tables`:\n%s",
+		  C.out);
 	write_row(400);
 	check_row(400);
 	/* A CLI write through the restarted master too. */

@@ -50,7 +50,7 @@
 
 #include <uv.h>
 
-#include "../raft/proc.h"
+#include "proc.h"
 #include "common/buf.h"
 #include "rpc/rpc.h"
 #include "docraft.pb-c.h"

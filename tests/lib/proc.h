@@ -67,6 +67,12 @@ void proc_kill(struct proc *p);
  * many there were. */
 int proc_kill_all(void);
 
+/* Once per program (one harness; later calls do nothing): registers
+ * at_exit with atexit and on_signal for SIGTERM (a meson timeout), SIGINT
+ * and SIGHUP, so a harness cleans up (children, temp dirs) however the test
+ * ends. */
+void proc_on_exit(void (*at_exit)(void), void (*on_signal)(int));
+
 /* Async-signal-safe: SIGKILLs every child's process group still listed,
  * without reaping (for a signal handler that is about to end the process). */
 void proc_kill_all_from_signal(void);
@@ -75,6 +81,12 @@ void proc_kill_all_from_signal(void);
  * SIGHUP): proc_kill_all_from_signal, then removes dir when it is not NULL
  * (fork + exec rm -rf: async-signal-safe), then dies of sig. */
 void proc_die_of_signal(int sig, const char *dir);
+
+/* The program of a test: $env_name when set and not empty (meson sets it),
+ * else rel (e.g. "src/master/docraft-master") under the build dir, taken as
+ * two levels above this program (<build>/tests/<folder>/<name>); the path
+ * goes into out. 0 if it is executable, else -1 (out names the path tried). */
+int proc_find_exe(char *out, size_t cap, const char *env_name, const char *rel);
 
 /* Milliseconds of a monotonic clock. */
 uint64_t proc_now_ms(void);

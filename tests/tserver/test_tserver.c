@@ -39,7 +39,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -65,6 +64,7 @@
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
 #include "test.h"
+#include "wait.h"
 
 /* The longest loop turn a case allows (the tserver's loop-lag probe). The
  * probe also counts time the process was not scheduled at all (a loaded
@@ -171,18 +171,8 @@ static void on_fatal_signal(int sig)
 
 static void find_exe(void)
 {
-	const char *env = getenv("TSERVER");
-	if (env != NULL && *env != '\0') {
-		snprintf(C.exe, sizeof C.exe, "%s", env);
-	} else {
-		char self[4096];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		snprintf(C.exe, sizeof C.exe, "%s/../../src/tserver/docraft-tserver", dirname(self));
-	}
-	CHECK_MSG(access(C.exe, X_OK) == 0, "docraft-tserver not found at %s (set TSERVER)",
-		  C.exe);
+	CHECK_MSG(proc_find_exe(C.exe, sizeof C.exe, "TSERVER", "src/tserver/docraft-tserver") == 0,
+		  "docraft-tserver not found at %s (set TSERVER)", C.exe);
 }
 
 /* Starts node k and waits for its "listening" line. */
@@ -897,15 +887,8 @@ static void wait_same_dump(int k, int l, int timeout_ms)
 
 static void cluster_up(const char *tag, bool start)
 {
-	static bool registered;
 	cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	memset(C.n, 0, sizeof C.n);
 	memset(C.extra, 0, sizeof C.extra);
 	find_exe();
@@ -1635,6 +1618,13 @@ TEST(memtable_budget_and_delete_off_the_loop)
 	cluster_down();
 }
 
+/* For wait_for: nothing is at path any more (stat fails). */
+static bool path_gone(void *path)
+{
+	struct stat st;
+	return stat(path, &st) != 0;
+}
+
 TEST(heartbeats_to_a_fake_master)
 {
 	Docraft__Instruction ins = DOCRAFT__INSTRUCTION__INIT;
@@ -1685,15 +1675,10 @@ TEST(heartbeats_to_a_fake_master)
 	master_instruct(&M[1], &ins);
 	master_wait_report(&M[1], "hb-0-00000001", true, 10000);
 	snprintf(path, sizeof path, "%s/tablets/hb-0-00000001", C.n[0].dir);
-	{
-		/* The files go on the threadpool after the replica left the reports. */
-		uint64_t end = proc_now_ms() + 10000;
-		while (stat(path, &st) == 0) {
-			CHECK_MSG(proc_now_ms() < end, "%s still exists", path);
-			usleep(50000);
-		}
-		CHECK_EQ_INT(errno, ENOENT);
-	}
+	/* The files go on the threadpool after the replica left the reports. */
+	CHECK_MSG(wait_for(path_gone, path, 10000), "%s still exists", path);
+	CHECK_EQ_INT(stat(path, &st), -1);
+	CHECK_EQ_INT(errno, ENOENT);
 
 	/* Leadership moves back to the first master: its hint is followed. */
 	M[0].hint = NULL;

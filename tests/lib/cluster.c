@@ -1,55 +1,23 @@
-/* The real-process cluster of the end-to-end tests (test_e2e, test_checksum):
- * a master and NT tservers on 127.0.0.1..NT (free ports), the docraft CLI
- * run as a child, cleanup at exit and on fatal signals. Included by one .c
- * file per test program (all helpers are static inline: a program uses what
- * it needs). Needs docraft/docraft.h, proc.h and test.h included first. */
-#ifndef DOCRAFT_TESTS_CLUSTER_HARNESS_H
-#define DOCRAFT_TESTS_CLUSTER_HARNESS_H
+/* The real-process cluster of the tests. See cluster.h.
+ *
+ * Design: one global cluster C, because a failed CHECK longjmps out of the
+ * case with the processes still running: the next cluster_up, the atexit
+ * handler and the fatal-signal handlers must all find them. Children are
+ * spawned with proc.h (own process group, SIGKILL when the test dies), so
+ * nothing outlives the test program even when cleanup never runs. */
+#include "cluster.h"
 
-#ifndef NT
-#define NT 3 /* tservers; a test may define fewer before including this */
-#endif
-#define OUT_CAP (1u << 18)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-struct server {
-	struct proc p;
-	char addr[32];
-	char dir[300];
-	char log[320];
-	bool up;
-};
+struct cluster C;
 
-static struct {
-	bool active;
-	char base[256];
-	char master_exe[4096];
-	char tserver_exe[4096];
-	char cli_exe[4096];
-	char maddr[32];
-	struct server m;
-	struct server t[NT];
-	docraft_client *client;
-	struct proc cli;
-	char out[OUT_CAP];
-	size_t out_len;
-	/* Extra flags of every tserver_start (NULL-terminated; set before
-	 * cluster_up). */
-	const char *tserver_args[9];
-	/* Extra flags of master_start, the same way. */
-	const char *master_args[5];
-} C;
-
-/* ---- helpers ------------------------------------------------------------------------ */
-
-static inline void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-
-static inline void tail_log(const char *path)
+static void tail_log(const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char lines[20][1024];
@@ -66,7 +34,7 @@ static inline void tail_log(const char *path)
 	}
 }
 
-static inline void cleanup(bool failed)
+static void cleanup(bool failed)
 {
 	if (C.client != NULL) {
 		docraft_client_close(C.client);
@@ -77,47 +45,33 @@ static inline void cleanup(bool failed)
 	proc_kill_all();
 	if (failed) {
 		tail_log(C.m.log);
-		for (int k = 0; k < NT; k++)
+		for (int k = 0; k < C.nt; k++)
 			tail_log(C.t[k].log);
 	}
 	C.m.up = false;
-	for (int k = 0; k < NT; k++)
+	for (int k = 0; k < C.nt; k++)
 		C.t[k].up = false;
 	test_tmpdir_remove(C.base);
 	C.active = false;
 }
 
-static inline void cleanup_at_exit(void)
+static void cleanup_at_exit(void)
 {
 	cleanup(true);
 }
 
-static inline void on_fatal_signal(int sig)
+static void on_fatal_signal(int sig)
 {
 	proc_die_of_signal(sig, C.active ? C.base : NULL);
 }
 
-static inline void find_exe(char *out, size_t cap, const char *env_name, const char *rel)
+static void find_exe(char *out, size_t cap, const char *env_name, const char *rel)
 {
-	const char *env = getenv(env_name);
-	if (env != NULL && *env != '\0') {
-		snprintf(out, cap, "%s", env);
-	} else {
-		char self[2048];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		snprintf(out, cap, "%s/../../%s", self, rel);
-	}
-	CHECK_MSG(access(out, X_OK) == 0, "%s not found at %s (set %s)", rel, out, env_name);
+	CHECK_MSG(proc_find_exe(out, cap, env_name, rel) == 0, "%s not found at %s (set %s)", rel,
+		  out, env_name);
 }
 
-/* Runs the CLI with --masters and args (NULL-terminated); its stdout goes
- * into C.out. Returns its exit status (-1: killed/timed out). */
-static inline int cli_v(int timeout_ms, const char *const *args)
+int cluster_cli(int timeout_ms, const char *const *args)
 {
 	char *argv[32];
 	char line[8192];
@@ -166,9 +120,7 @@ static inline int cli_v(int timeout_ms, const char *const *args)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-#define CLI(timeout_ms, ...) cli_v((timeout_ms), (const char *const[]){__VA_ARGS__, NULL})
-
-static inline int count_substr(const char *s, const char *needle)
+int count_substr(const char *s, const char *needle)
 {
 	int n = 0;
 	size_t l = strlen(needle);
@@ -179,7 +131,8 @@ static inline int count_substr(const char *s, const char *needle)
 
 /* ---- processes ---------------------------------------------------------------------- */
 
-static inline void master_start(void)
+/* The flags below are those of tests/lib/cluster.sh too. */
+void master_start(void)
 {
 	char line[512], want[128];
 	char *argv[12] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
@@ -194,7 +147,7 @@ static inline void master_start(void)
 	CHECK_MSG(strstr(line, want) != NULL, "master: unexpected first line: %s", line);
 }
 
-static inline void tserver_start(int k)
+void tserver_start(int k)
 {
 	struct server *s = &C.t[k];
 	char line[512];
@@ -210,8 +163,7 @@ static inline void tserver_start(int k)
 		  "tserver %d: unexpected first line: %s", k + 1, line);
 }
 
-/* Live tservers according to `docraft tservers`. */
-static inline int live_tservers(void)
+int live_tservers(void)
 {
 	int live = 0;
 	if (CLI(5000, "tservers") != 0)
@@ -227,17 +179,20 @@ static inline int live_tservers(void)
 	return live;
 }
 
-static inline void cluster_up(const char *tag)
+bool all_tservers_live(void *live)
 {
-	static bool registered;
+	int n = live_tservers();
+	if (live != NULL)
+		*(int *)live = n;
+	return n >= C.nt;
+}
+
+void cluster_start(const char *tag, int nt)
+{
 	cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
+	CHECK(nt >= 1 && nt <= CLUSTER_MAX_TSERVERS);
+	C.nt = nt;
 	memset(&C.m, 0, sizeof C.m);
 	memset(C.t, 0, sizeof C.t);
 	find_exe(C.master_exe, sizeof C.master_exe, "MASTER", "src/master/docraft-master");
@@ -245,37 +200,34 @@ static inline void cluster_up(const char *tag)
 	find_exe(C.cli_exe, sizeof C.cli_exe, "DOCRAFT", "src/tools/docraft");
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
-	int pt = proc_free_port(NT, -1);
+	int pt = proc_free_port(nt, -1);
 	int pm = proc_free_port(1, pt);
 	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
 	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
 	snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
 	snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
 	master_start();
-	for (int k = 0; k < NT; k++) {
+	for (int k = 0; k < nt; k++) {
 		struct server *s = &C.t[k];
 		snprintf(s->addr, sizeof s->addr, "127.0.0.%d:%d", k + 1, pt);
 		snprintf(s->dir, sizeof s->dir, "%s/ts%d", C.base, k + 1);
 		snprintf(s->log, sizeof s->log, "%s/ts%d.log", C.base, k + 1);
 		tserver_start(k);
 	}
-	uint64_t end = proc_now_ms() + 20000;
-	int live;
-	while ((live = live_tservers()) < NT) {
-		CHECK_MSG(proc_now_ms() < end, "only %d live tservers after 20 s:\n%s", live, C.out);
-		sleep_ms(200);
-	}
+	int live = 0;
+	CHECK_MSG(wait_for(all_tservers_live, &live, 20000), "only %d live tservers after 20 s:\n%s", live,
+		  C.out);
 	test_note("cluster up: master %s, tservers on port %d", C.maddr, pt);
 }
 
-static inline void cluster_down(void)
+void cluster_down(void)
 {
 	int st = 0;
 	if (C.client != NULL) {
 		docraft_client_close(C.client);
 		C.client = NULL;
 	}
-	for (int k = 0; k < NT; k++)
+	for (int k = 0; k < C.nt; k++)
 		if (C.t[k].up) {
 			proc_signal(&C.t[k].p, SIGTERM);
 			if (!proc_wait(&C.t[k].p, 15000, &st))
@@ -293,14 +245,7 @@ static inline void cluster_down(void)
 
 /* ---- tablets ------------------------------------------------------------------------ */
 
-struct tablet {
-	char id[80];
-	char leader[40];
-};
-
-/* Parses `docraft tablets <table>` into t (at most cap); returns the count,
- * or -1 if the command failed. */
-static inline int tablets_of(const char *table, struct tablet *t, int cap)
+int tablets_of(const char *table, struct tablet *t, int cap)
 {
 	int n = 0;
 	if (CLI(10000, "tablets", table) != 0)
@@ -319,22 +264,28 @@ static inline int tablets_of(const char *table, struct tablet *t, int cap)
 	return n;
 }
 
-/* Polls until every tablet of table has a leader; returns the count. */
-static inline int tablets_with_leaders(const char *table, struct tablet *t, int cap, int want,
-				int timeout_ms)
+struct led {
+	const char *table;
+	struct tablet *t;
+	int cap, want, n;
+};
+
+static bool all_led(void *arg)
 {
-	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		int n = tablets_of(table, t, cap), ok = n == want;
-		for (int i = 0; ok && i < n; i++)
-			if (strchr(t[i].leader, ':') == NULL)
-				ok = 0;
-		if (ok)
-			return n;
-		CHECK_MSG(proc_now_ms() < end, "table %s: %d tablets, leaders missing:\n%s", table,
-			  n, C.out);
-		sleep_ms(200);
-	}
+	struct led *w = arg;
+	w->n = tablets_of(w->table, w->t, w->cap);
+	if (w->n != w->want)
+		return false;
+	for (int i = 0; i < w->n; i++)
+		if (strchr(w->t[i].leader, ':') == NULL)
+			return false;
+	return true;
 }
 
-#endif
+int tablets_with_leaders(const char *table, struct tablet *t, int cap, int want, int timeout_ms)
+{
+	struct led w = {table, t, cap, want, 0};
+	CHECK_MSG(wait_for(all_led, &w, timeout_ms), "table %s: %d tablets, leaders missing:\n%s",
+		  table, w.n, C.out);
+	return w.n;
+}

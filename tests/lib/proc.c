@@ -30,6 +30,37 @@ uint64_t proc_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+int proc_find_exe(char *out, size_t cap, const char *env_name, const char *rel)
+{
+	const char *env = getenv(env_name);
+	if (env != NULL && *env != '\0') {
+		snprintf(out, cap, "%s", env);
+	} else {
+		char self[4096];
+		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (r <= 0)
+			return -1;
+		self[r] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		snprintf(out, cap, "%s/../../%s", self, rel);
+	}
+	return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+void proc_on_exit(void (*at_exit_fn)(void), void (*on_signal)(int))
+{
+	static bool registered;
+	if (registered)
+		return;
+	atexit(at_exit_fn);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGHUP, on_signal);
+	registered = true;
+}
+
 static void at_exit(void)
 {
 	proc_kill_all();
