@@ -57,6 +57,7 @@
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "test.h"
+#include "loop.h"
 
 #define NM 3            /* master slots */
 #define NF 3            /* fake tservers */
@@ -149,68 +150,10 @@ static void res_free(struct res *r)
 
 /* ---- driving the loop ------------------------------------------------------------------------ */
 
-struct waiter {
-	bool (*pred)(void *);
-	void *arg;
-	bool expired;
-};
-
-static void waiter_check(uv_handle_t *h)
-{
-	struct waiter *w = h->data;
-	if (w->expired || w->pred(w->arg))
-		uv_stop(h->loop);
-}
-
-static void waiter_prepare_cb(uv_prepare_t *p)
-{
-	waiter_check((uv_handle_t *)p);
-}
-
-static void waiter_check_cb(uv_check_t *c)
-{
-	waiter_check((uv_handle_t *)c);
-}
-
-static void waiter_guard_cb(uv_timer_t *t)
-{
-	struct waiter *w = t->data;
-	w->expired = true;
-	uv_stop(t->loop);
-}
-
-static void count_close_cb(uv_handle_t *h)
-{
-	(*(int *)h->data)--;
-}
-
-/* Runs the loop until pred(arg) or timeout_ms; returns pred(arg). */
+/* loop_run_until on the test's loop. */
 static bool run_until(bool (*pred)(void *), void *arg, uint64_t timeout_ms)
 {
-	struct waiter w = {pred, arg, false};
-	uv_timer_t guard;
-	uv_prepare_t prep;
-	uv_check_t check;
-	int open = 3;
-	bool ok;
-
-	uv_timer_init(&C.loop, &guard);
-	uv_prepare_init(&C.loop, &prep);
-	uv_check_init(&C.loop, &check);
-	guard.data = prep.data = check.data = &w;
-	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
-	uv_prepare_start(&prep, waiter_prepare_cb);
-	uv_check_start(&check, waiter_check_cb);
-	while (!pred(arg) && !w.expired)
-		uv_run(&C.loop, UV_RUN_DEFAULT);
-	ok = pred(arg);
-	guard.data = prep.data = check.data = &open;
-	uv_close((uv_handle_t *)&guard, count_close_cb);
-	uv_close((uv_handle_t *)&prep, count_close_cb);
-	uv_close((uv_handle_t *)&check, count_close_cb);
-	while (open > 0)
-		uv_run(&C.loop, UV_RUN_NOWAIT);
-	return ok;
+	return loop_run_until(&C.loop, pred, arg, timeout_ms);
 }
 
 static bool never(void *arg)

@@ -27,6 +27,7 @@
 #include "rpc/dispatch.h"
 #include "rpc/rpc.h"
 #include "test.h"
+#include "loop.h"
 
 /* Test methods (60000.. is reserved for tests in proto/rpc.proto). */
 enum {
@@ -192,78 +193,6 @@ static const struct rpc_dispatch_hooks hooks = {
 
 /* ---- driving the loop ---- */
 
-struct waiter {
-	bool (*pred)(void *);
-	void *arg;
-	bool expired;
-};
-
-/* Stops the loop once the condition holds: checked before and after every
- * poll, so a close callback (run after the check phase) does not leave the
- * loop blocked in the poll that follows it. */
-static void waiter_check(uv_handle_t *h)
-{
-	struct waiter *w = h->data;
-	if (w->expired || w->pred(w->arg))
-		uv_stop(h->loop);
-}
-
-static void waiter_prepare_cb(uv_prepare_t *p)
-{
-	waiter_check((uv_handle_t *)p);
-}
-
-static void waiter_check_cb(uv_check_t *c)
-{
-	waiter_check((uv_handle_t *)c);
-}
-
-static void waiter_guard_cb(uv_timer_t *t)
-{
-	struct waiter *w = t->data;
-	w->expired = true;
-	uv_stop(t->loop);
-}
-
-static void count_close_cb(uv_handle_t *h)
-{
-	(*(int *)h->data)--;
-}
-
-/* Runs loop until pred(arg) or timeout_ms; returns pred(arg). */
-static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms)
-{
-	struct waiter w = {pred, arg, false};
-	uv_timer_t guard;
-	uv_prepare_t prep;
-	uv_check_t check;
-	int open = 3;
-	bool ok;
-
-	uv_timer_init(loop, &guard);
-	uv_prepare_init(loop, &prep);
-	uv_check_init(loop, &check);
-	guard.data = prep.data = check.data = &w;
-	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
-	uv_prepare_start(&prep, waiter_prepare_cb);
-	uv_check_start(&check, waiter_check_cb);
-	while (!pred(arg) && !w.expired)
-		uv_run(loop, UV_RUN_DEFAULT);
-	ok = pred(arg);
-	guard.data = prep.data = check.data = &open;
-	uv_close((uv_handle_t *)&guard, count_close_cb);
-	uv_close((uv_handle_t *)&prep, count_close_cb);
-	uv_close((uv_handle_t *)&check, count_close_cb);
-	while (open > 0)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool is_true(void *p)
-{
-	return *(bool *)p;
-}
-
 /* ---- server, client and calls ---- */
 
 static void server_closed_cb(struct rpc_server *srv)
@@ -310,11 +239,11 @@ static void fix_start(struct fix *f)
 static void fix_stop(struct fix *f)
 {
 	rpc_client_close(&f->cl, client_closed_cb);
-	CHECK(run_until(&f->loop, is_true, &f->cl_closed, 5000));
+	CHECK(loop_run_until(&f->loop, loop_flag_is_set, &f->cl_closed, 5000));
 	rpc_server_close(&f->srv, server_closed_cb);
-	CHECK(run_until(&f->loop, is_true, &f->srv_closed, 5000));
+	CHECK(loop_run_until(&f->loop, loop_flag_is_set, &f->srv_closed, 5000));
 	listener_close(f->l, listener_closed_cb, f);
-	CHECK(run_until(&f->loop, is_true, &f->l_closed, 5000));
+	CHECK(loop_run_until(&f->loop, loop_flag_is_set, &f->l_closed, 5000));
 	CHECK_EQ_INT(uv_loop_close(&f->loop), 0);
 }
 
@@ -363,7 +292,7 @@ static void call(struct fix *f, uint16_t method, const void *p, size_t n, struct
 {
 	f->log[0] = '\0';
 	start(f, method, p, n, x);
-	CHECK_MSG(run_until(&f->loop, result_done, x, 10000), "method %u not answered", method);
+	CHECK_MSG(loop_run_until(&f->loop, result_done, x, 10000), "method %u not answered", method);
 }
 
 /* The same with a ReadRequest for tablet_id, table and read_ht. */
@@ -539,14 +468,14 @@ TEST(handler_keeps_request)
 	rq.tablet_id = (char *)"kept";
 	rq.read_ht = 10;
 	start(&f, M_KEEP, b, docraft__read_request__pack(&rq, b), &x);
-	CHECK(run_until(&f.loop, kept, &f, 5000));
+	CHECK(loop_run_until(&f.loop, kept, &f, 5000));
 	CHECK_EQ_STR(f.log, "handler ");
 	CHECK(!x.done);
 	CHECK_EQ_STR(f.kept->tablet_id, "kept");
 	resp.read_ht = f.kept->read_ht * 2;
 	rpc_reply_message(f.kept_call, &resp.base);
 	protobuf_c_message_free_unpacked(&f.kept->base, NULL);
-	CHECK(run_until(&f.loop, result_done, &x, 5000));
+	CHECK(loop_run_until(&f.loop, result_done, &x, 5000));
 	CHECK_EQ_U64(reply_read_ht(&x), 20);
 	buf_free(&x.reply);
 	fix_stop(&f);

@@ -44,6 +44,7 @@
 #include "tablet/copy_proto.h"
 #include "tablet/remote_copy.h"
 #include "test.h"
+#include "loop.h"
 
 #define BASE_US UINT64_C(1700000000000000)
 #define MIB (1024u * 1024)
@@ -55,40 +56,10 @@ static void guard_cb(uv_timer_t *t)
 	*(bool *)t->data = true;
 }
 
-static void flag_close_cb(uv_handle_t *h)
-{
-	*(bool *)h->data = true;
-}
-
 static void start_loop(uv_loop_t *loop)
 {
 	signal(SIGPIPE, SIG_IGN); /* listener.h */
 	CHECK_OK(uv_loop_init(loop));
-}
-
-/* Runs loop until pred(arg) or timeout_ms; returns pred(arg). */
-static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms)
-{
-	uv_timer_t guard;
-	bool expired = false, closed = false;
-	bool ok;
-
-	uv_timer_init(loop, &guard);
-	guard.data = &expired;
-	uv_timer_start(&guard, guard_cb, timeout_ms, 0);
-	while (!pred(arg) && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	ok = pred(arg);
-	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, flag_close_cb);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool is_true(void *p)
-{
-	return *(bool *)p;
 }
 
 static bool never(void *p)
@@ -110,7 +81,7 @@ static int finish_loop(uv_loop_t *loop)
 	while (uv_loop_alive(loop) && !expired)
 		uv_run(loop, UV_RUN_ONCE);
 	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, flag_close_cb);
+	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
 	while (!closed)
 		uv_run(loop, UV_RUN_NOWAIT);
 	return uv_loop_close(loop);
@@ -295,9 +266,9 @@ static void node_close(uv_loop_t *loop, struct node *n)
 {
 	if (!n->cs_closing)
 		node_close_server(n);
-	CHECK(run_until(loop, is_true, &n->cs_closed, 10000));
+	CHECK(loop_run_until(loop, loop_flag_is_set, &n->cs_closed, 10000));
 	listener_close(n->l, listener_closed_cb, &n->l_closed);
-	CHECK(run_until(loop, is_true, &n->l_closed, 5000));
+	CHECK(loop_run_until(loop, loop_flag_is_set, &n->l_closed, 5000));
 }
 
 static bool server_idle(void *p)
@@ -355,7 +326,7 @@ static void expect_fetch_error(uv_loop_t *loop, struct copy_fetch *req, struct r
 {
 	char tmp[400];
 
-	CHECK(run_until(loop, fetched, r, 20000));
+	CHECK(loop_run_until(loop, fetched, r, 20000));
 	CHECK_EQ_INT(r->calls, 1);
 	CHECK_MSG(r->status == code, "status %d (%s), want %d", r->status, r->errmsg, code);
 	CHECK_MSG(strstr(r->errmsg, want) != NULL, "message \"%s\" lacks \"%s\"", r->errmsg,
@@ -464,8 +435,8 @@ TEST(copies_store_with_memtable)
 	hp.r = &r;
 	uv_timer_start(&hp.timer, heap_probe_cb, 1, 1);
 	fetch_start(&loop, listener_address(n2.l), "t1", dest, &req, &r);
-	CHECK(run_until(&loop, fetched, &r, 60000));
-	uv_close((uv_handle_t *)&hp.timer, flag_close_cb);
+	CHECK(loop_run_until(&loop, fetched, &r, 60000));
+	uv_close((uv_handle_t *)&hp.timer, loop_flag_close_cb);
 	hp.timer.data = &closed;
 	CHECK_OK_MSG(r.status, r.errmsg);
 	CHECK_EQ_U64(r.index, src.index);
@@ -479,7 +450,7 @@ TEST(copies_store_with_memtable)
 	CHECK(req.stats.files >= 4); /* several SST files, MANIFEST, CURRENT, OPTIONS */
 	CHECK_EQ_U64(req.stats.buffer_size, COPY_BUFFER_SIZE);
 	CHECK(req.stats.max_buffered <= COPY_BUFFER_SIZE);
-	CHECK(run_until(&loop, server_idle, &n2.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n2.cs, 5000));
 	copy_server_get_stats(&n2.cs, &st);
 	test_note("source: sent %" PRIu64 " files, %" PRIu64 " bytes; buffer %zu, most held %zu",
 		  st.files_sent, st.bytes_sent, st.buffer_size, st.max_held);
@@ -514,11 +485,11 @@ TEST(copies_store_with_memtable)
 	CHECK_OK_MSG(copy_server_register(&n1.cs, "t1", copy.s, errmsg), errmsg);
 	req2.buffer_size = COPY_BUFFER_MIN;
 	fetch_start(&loop, listener_address(n1.l), "t1", dest2, &req2, &r);
-	CHECK(run_until(&loop, fetched, &r, 60000));
+	CHECK(loop_run_until(&loop, fetched, &r, 60000));
 	CHECK_OK_MSG(r.status, r.errmsg);
 	CHECK_EQ_U64(r.index, src.index);
 	CHECK(req2.stats.max_buffered <= COPY_BUFFER_MIN);
-	CHECK(run_until(&loop, server_idle, &n1.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n1.cs, 5000));
 	copy_server_get_stats(&n1.cs, &st);
 	CHECK(st.max_held <= 64 * 1024);
 	check_copy(dest2, &src);
@@ -551,7 +522,7 @@ TEST(unknown_tablet)
 	node_open(&loop, &n, "127.0.0.2");
 	fetch_start(&loop, listener_address(n.l), "nope", dest, &req, &r);
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_ENOTFOUND, "tablet nope is not hosted");
-	CHECK(run_until(&loop, server_idle, &n.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 5000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_U64(st.started, 1);
 	CHECK_EQ_U64(st.failed, 1);
@@ -587,7 +558,7 @@ TEST(sync_errors_call_no_callback)
 				errmsg),
 		     DOCRAFT_EINVAL);
 	CHECK(strstr(errmsg, "buffer") != NULL);
-	CHECK(!run_until(&loop, never, NULL, 100));
+	CHECK(!loop_run_until(&loop, never, NULL, 100));
 	CHECK_EQ_INT(r.calls, 0);
 	CHECK(!uv_loop_alive(&loop));
 	CHECK_OK(finish_loop(&loop));
@@ -611,7 +582,7 @@ TEST(refused)
 	CHECK_OK_MSG(listener_open(&loop, "127.0.0.3:0", &l, errmsg), errmsg);
 	snprintf(address, sizeof address, "%s", listener_address(l));
 	listener_close(l, listener_closed_cb, &closed);
-	CHECK(run_until(&loop, is_true, &closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
 	fetch_start(&loop, address, "t1", dest, &req, &r);
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_EUNAVAILABLE, "connect");
 	CHECK_OK(finish_loop(&loop));
@@ -685,7 +656,7 @@ TEST(idle_timeout)
 	CHECK_EQ_INT(fk.calls, 1);
 	fake_release(&fk);
 	listener_close(l, listener_closed_cb, &closed);
-	CHECK(run_until(&loop, is_true, &closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
 	CHECK_OK(finish_loop(&loop));
 	test_tmpdir_remove(dir);
 }
@@ -831,7 +802,7 @@ static void expect_bad_stream(const struct buf *bytes, bool close_after, int cod
 	expect_fetch_error(&loop, &req, &r, dest, code, want);
 	fake_release(&fk);
 	listener_close(l, listener_closed_cb, &closed);
-	CHECK(run_until(&loop, is_true, &closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
 	CHECK_OK(finish_loop(&loop));
 	CHECK_EQ_INT(count_entries(dir, ""), 2); /* "." and ".." */
 	test_tmpdir_remove(dir);
@@ -1022,7 +993,7 @@ TEST(too_many_transfers)
 		snprintf(dest[i], sizeof dest[i], "%s/copy%d", dir, i);
 		fetch_start(&loop, listener_address(n.l), "t1", dest[i], &req[i], &r[i]);
 	}
-	CHECK(run_until(&loop, two_fetched, r, 30000));
+	CHECK(loop_run_until(&loop, two_fetched, r, 30000));
 	/* One of them got through, the other was told to come back later. */
 	CHECK_MSG((r[0].status == 0) != (r[1].status == 0), "statuses %d (%s), %d (%s)",
 		  r[0].status, r[0].errmsg, r[1].status, r[1].errmsg);
@@ -1035,7 +1006,7 @@ TEST(too_many_transfers)
 			CHECK(!exists(dest[i]));
 		}
 	}
-	CHECK(run_until(&loop, server_idle, &n.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 5000));
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);
@@ -1074,15 +1045,15 @@ static void unregister_case(bool mid_stream)
 	req.buffer_size = 64 * 1024;
 	fetch_start(&loop, listener_address(n.l), "t1", dest, &req, &r);
 	if (mid_stream)
-		CHECK(run_until(&loop, has_bytes, &req, 30000));
+		CHECK(loop_run_until(&loop, has_bytes, &req, 30000));
 	else
-		CHECK(run_until(&loop, server_started, &n.cs, 30000));
+		CHECK(loop_run_until(&loop, server_started, &n.cs, 30000));
 	CHECK_EQ_INT(r.calls, 0);
 	/* After unregister returns the store is ours to close. */
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_ECLOSED, "tablet t1 unregistered");
-	CHECK(run_until(&loop, server_idle, &n.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 5000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_U64(st.failed, 1);
 	CHECK_EQ_U64(st.completed, 0);
@@ -1119,7 +1090,7 @@ TEST(source_closes_mid_stream)
 	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
 	req.buffer_size = 64 * 1024;
 	fetch_start(&loop, listener_address(n.l), "t1", dest, &req, &r);
-	CHECK(run_until(&loop, has_bytes, &req, 30000));
+	CHECK(loop_run_until(&loop, has_bytes, &req, 30000));
 	node_close_server(&n);
 	store_close(src.s); /* close returned: the store is no longer used */
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_ECLOSED, "closing");
@@ -1215,7 +1186,7 @@ static void raw_open(uv_loop_t *loop, struct raw *c, const char *address, bool n
 static void raw_close(uv_loop_t *loop, struct raw *c)
 {
 	uv_close((uv_handle_t *)&c->tcp, raw_close_cb);
-	CHECK(run_until(loop, is_true, &c->closed, 5000));
+	CHECK(loop_run_until(loop, loop_flag_is_set, &c->closed, 5000));
 }
 
 /* The end of a raw-peer case: t1 unregistered, the source store closed, the
@@ -1246,15 +1217,15 @@ static void raw_case(bool mid_stream)
 	node_open(&loop, &n, "127.0.0.2");
 	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
 	raw_open(&loop, c, listener_address(n.l), false);
-	CHECK(run_until(&loop, raw_connected, c, 5000));
+	CHECK(loop_run_until(&loop, raw_connected, c, 5000));
 	CHECK(c->connected);
 	if (mid_stream)
-		CHECK(run_until(&loop, raw_has_1mib, c, 30000));
+		CHECK(loop_run_until(&loop, raw_has_1mib, c, 30000));
 	else
-		CHECK(run_until(&loop, server_started, &n.cs, 5000));
+		CHECK(loop_run_until(&loop, server_started, &n.cs, 5000));
 	raw_close(&loop, c);
 	/* The source notices, aborts and removes its checkpoint. */
-	CHECK(run_until(&loop, server_idle, &n.cs, 10000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 10000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_U64(st.started, 1);
 	CHECK_EQ_U64(st.failed, 1);
@@ -1309,7 +1280,7 @@ TEST(copy_slots_kept_for_members)
 
 	/* A non-member takes the shared slot and stalls in it. */
 	raw_open(&loop, c, listener_address(n.l), true);
-	CHECK(run_until(&loop, server_started, &n.cs, 5000));
+	CHECK(loop_run_until(&loop, server_started, &n.cs, 5000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_INT(st.active_others, 1);
 
@@ -1322,7 +1293,7 @@ TEST(copy_slots_kept_for_members)
 	member = true;
 	snprintf(dest[1], sizeof dest[1], "%s/copy1", dir);
 	fetch_start(&loop, listener_address(n.l), "t1", dest[1], &req[1], &r[1]);
-	CHECK(run_until(&loop, fetched, &r[1], 30000));
+	CHECK(loop_run_until(&loop, fetched, &r[1], 30000));
 	CHECK_MSG(r[1].status == 0, "member copy: %s", r[1].errmsg);
 	check_copy(dest[1], &src);
 	copy_server_get_stats(&n.cs, &st);
@@ -1330,7 +1301,7 @@ TEST(copy_slots_kept_for_members)
 	CHECK_EQ_INT(st.active_others, 1); /* the stalled one is still there */
 
 	raw_close(&loop, c);
-	CHECK(run_until(&loop, server_idle, &n.cs, 10000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 10000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_INT(st.active_others, 0);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
@@ -1357,8 +1328,8 @@ TEST(source_times_out_stalled_destination)
 	CHECK_OK_MSG(copy_server_set_options(&n.cs, &so, errmsg), errmsg);
 	CHECK_OK_MSG(copy_server_register(&n.cs, "t1", src.s, errmsg), errmsg);
 	raw_open(&loop, c, listener_address(n.l), true);
-	CHECK(run_until(&loop, server_started, &n.cs, 5000));
-	CHECK(run_until(&loop, server_idle, &n.cs, 30000));
+	CHECK(loop_run_until(&loop, server_started, &n.cs, 5000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 30000));
 	copy_server_get_stats(&n.cs, &st);
 	CHECK_EQ_U64(st.failed, 1);
 	CHECK_EQ_U64(st.completed, 0);
@@ -1386,12 +1357,12 @@ static void cancel_case(bool mid_stream)
 	req.buffer_size = 64 * 1024;
 	fetch_start(&loop, listener_address(n.l), "t1", dest, &req, &r);
 	if (mid_stream)
-		CHECK(run_until(&loop, has_bytes, &req, 30000));
+		CHECK(loop_run_until(&loop, has_bytes, &req, 30000));
 	copy_fetch_cancel(&req);
 	copy_fetch_cancel(&req); /* already failing: no-op */
 	CHECK_EQ_INT(r.calls, 0); /* never synchronous */
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_ECLOSED, "cancelled");
-	CHECK(run_until(&loop, server_idle, &n.cs, 10000));
+	CHECK(loop_run_until(&loop, server_idle, &n.cs, 10000));
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);

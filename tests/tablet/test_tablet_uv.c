@@ -30,6 +30,7 @@
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
 #include "test.h"
+#include "loop.h"
 
 #define N 3
 
@@ -179,17 +180,10 @@ static void cluster_down(void)
 	test_tmpdir_remove(C.base);
 }
 
-/* Runs the loop until pred() or about timeout_ms of loop time passes. */
-static bool run_until(bool (*pred)(void *), void *arg, unsigned timeout_ms)
+/* loop_run_until on the test's loop. */
+static bool run_until(bool (*pred)(void *), void *arg, uint64_t timeout_ms)
 {
-	uint64_t end = uv_now(&C.loop) + timeout_ms;
-	while (!pred(arg)) {
-		if (uv_now(&C.loop) > end)
-			return false;
-		uv_run(&C.loop, UV_RUN_ONCE);
-		uv_update_time(&C.loop);
-	}
-	return true;
+	return loop_run_until(&C.loop, pred, arg, timeout_ms);
 }
 
 static int leader_index(void)
