@@ -172,6 +172,9 @@ import socket, sys
 for port in map(int, sys.argv[1:]):
     for ip in ("127.0.0.1", "127.0.0.2", "127.0.0.3"):
         s = socket.socket()
+        # as the servers bind: a connection of an earlier run in TIME_WAIT
+        # does not make the port busy
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((ip, port))
         except OSError:
