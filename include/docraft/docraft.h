@@ -448,8 +448,10 @@ DOCRAFT_API bool docraft_cql_complete(const char *text);
  *              replicas, leaders
  *   tables     every table with its schema as CQL
  *   tablets    the table's tablets: partition, replicas, leader
- *   step_down  asks the tablet's leader to step down (to_address NULL: any
- *              up-to-date voter takes over)
+ *   step_down  asks the tablet's leader to step down: any up-to-date voter
+ *              takes over (step_down_to: the replica at address to,
+ *              "ip:port", which must be one of the tablet's; EINVAL
+ *              otherwise)
  *   dump       the DocDB dump of one replica of the tablet: the leader's,
  *              or replica's ("ip:port") when given */
 DOCRAFT_API int docraft_admin_tservers(docraft_client *c, const docraft_printer *p);
@@ -458,6 +460,8 @@ DOCRAFT_API int docraft_admin_tablets(docraft_client *c, const char *table,
 				      const docraft_printer *p);
 DOCRAFT_API int docraft_admin_step_down(docraft_client *c, const char *tablet_id,
 					const docraft_printer *p);
+DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id,
+					   const char *to, const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
 /* Replica checksums of every tablet of table (docs/cluster.md, "Replica

@@ -283,11 +283,16 @@ int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_pr
 }
 
 /* The name of the table holding tablet_id, into out (malloc'd). */
-static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
+/* The table holding tablet_id (*out, malloc'd); with replica not NULL,
+ * also the raft id of the tablet's replica at that address (*raft_id). */
+static int find_tablet(docraft_client *c, const char *tablet_id, const char *replica,
+		       char **out, uint64_t *raft_id)
 {
 	Docraft__ListTablesResponse *tables;
 	int rv;
 	*out = NULL;
+	if (raft_id != NULL)
+		*raft_id = 0;
 	if ((rv = list_tables(c, &tables)) != 0)
 		return rv;
 	/* Ids are <table>-<i>-<suffix>: a table whose name prefixes the id
@@ -307,14 +312,26 @@ static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
 				}
 				break;
 			}
-			for (size_t j = 0; j < resp->n_tablets; j++)
-				if (strcmp(resp->tablets[j]->tablet_id, tablet_id) == 0)
-					*out = xstrdup(name);
+			for (size_t j = 0; j < resp->n_tablets; j++) {
+				const Docraft__TabletLocation *loc = resp->tablets[j];
+				if (strcmp(loc->tablet_id, tablet_id) != 0)
+					continue;
+				*out = xstrdup(name);
+				for (size_t k = 0; replica != NULL && k < loc->n_replicas; k++)
+					if (strcmp(loc->replicas[k]->address, replica) == 0)
+						*raft_id = loc->replicas[k]->raft_id;
+			}
 			docraft__get_table_response__free_unpacked(resp, NULL);
 		}
 	docraft__list_tables_response__free_unpacked(tables, NULL);
 	if (rv == 0 && *out == NULL)
 		rv = client_error(DOCRAFT_ENOTFOUND, "no tablet %s in any table", tablet_id);
+	if (rv == 0 && replica != NULL && *raft_id == 0) {
+		rv = client_error(DOCRAFT_EINVAL, "tablet %s has no replica at %s", tablet_id,
+				  replica);
+		free(*out);
+		*out = NULL;
+	}
 	return rv;
 }
 
@@ -329,7 +346,7 @@ static int call_tablet(docraft_client *c, const char *tablet_id, const char *rep
 
 	if (c == NULL || tablet_id == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
+	if ((rv = find_tablet(c, tablet_id, NULL, &table, NULL)) != 0)
 		return rv;
 	rv = client_tablet_call(c, table, tablet_id, replica, method, msg, tablet_id_field, reply);
 	free(table);
@@ -338,13 +355,29 @@ static int call_tablet(docraft_client *c, const char *tablet_id, const char *rep
 
 int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docraft_printer *p)
 {
+	return docraft_admin_step_down_to(c, tablet_id, NULL, p);
+}
+
+int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id, const char *to,
+			       const docraft_printer *p)
+{
 	Docraft__StepDownRequest req = DOCRAFT__STEP_DOWN_REQUEST__INIT;
 	struct buf reply = BUF_INIT, b = BUF_INIT;
-	int rv = call_tablet(c, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN, &req.base,
-			     &req.tablet_id, &reply);
+	char *table;
+	int rv;
 
+	if (c == NULL || tablet_id == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = find_tablet(c, tablet_id, to, &table, &req.to_raft_id)) != 0)
+		return rv;
+	rv = client_tablet_call(c, table, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN,
+				&req.base, &req.tablet_id, &reply);
+	free(table);
 	if (rv == 0) {
-		buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
+		if (to != NULL)
+			buf_printf(&b, "tablet %s: the leader handed over to %s\n", tablet_id, to);
+		else
+			buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
 		out(p, &b);
 	}
 	buf_free(&reply);

@@ -156,8 +156,16 @@ enum rpc_dispatch_req svc_step_down(void *ctx, struct rpc_call *call, void *req,
 {
 	const Docraft__StepDownRequest *rq = req;
 	struct replica *r = obj;
-	struct svc_op *op = svc_op_new(ctx, OP_STEP_DOWN, call, r->id);
+	struct svc_op *op;
 
+	if (rq->to_raft_id != 0 && rq->to_raft_id == r->raft_id) {
+		/* Handing over to the leader itself (the caller's view of the
+		 * leader was stale): done, as asked. */
+		Docraft__StepDownResponse resp = DOCRAFT__STEP_DOWN_RESPONSE__INIT;
+		rpc_reply_message(call, &resp.base);
+		return RPC_DISPATCH_FREE;
+	}
+	op = svc_op_new(ctx, OP_STEP_DOWN, call, r->id);
 	op->raft_id = r->raft_id;
 	op->to_raft_id = rq->to_raft_id;
 	op->r = r;

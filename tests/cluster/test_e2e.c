@@ -9,6 +9,9 @@
  *                           the seed layout
  *   step_down_while_writing 1000 client writes, every tablet's leader asked to
  *                           step down after 200; no write fails, all read back
+ *   step_down_to_each_replica `docraft step-down <tablet> <addr>` hands the
+ *                           leadership to each tserver in turn; an address
+ *                           that is no replica is refused
  *   tserver_killed          SIGKILL of a tserver leading tablets while writing;
  *                           every write succeeds (max latency printed)
  *   master_restarted        the master stopped: writes and reads keep working
@@ -273,6 +276,47 @@ TEST(step_down_while_writing)
 	cluster_down();
 }
 
+struct leads {
+	const char *tablet;
+	const char *addr;
+};
+
+static bool leads_now(void *arg)
+{
+	struct leads *l = arg;
+	struct tablet t[16];
+	int n = tablets_of("msgs", t, 16);
+	for (int i = 0; i < n; i++)
+		if (strcmp(t[i].id, l->tablet) == 0)
+			return strcmp(t[i].leader, l->addr) == 0;
+	return false;
+}
+
+/* docraft step-down <tablet> <addr> hands the leadership to that replica,
+ * whatever the configuration order (C-Raft's own pick of "any up-to-date
+ * voter" is not), also when it already leads; an address that is no
+ * replica of the tablet is refused. */
+TEST(step_down_to_each_replica)
+{
+	struct tablet t[16];
+	cluster_up("e2e-stepdown-to");
+	client_open();
+	create_msgs();
+	tablets_with_leaders("msgs", t, 16, 8, 15000);
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < NT; k++) {
+			struct leads l = {t[0].id, C.t[k].addr};
+			int rv = CLI(15000, "step-down", t[0].id, C.t[k].addr);
+			CHECK_MSG(rv == 0, "docraft step-down %s %s exited %d:\n%s", t[0].id,
+				  C.t[k].addr, rv, C.out);
+			CHECK_MSG(wait_for(leads_now, &l, 15000), "%s does not lead %s", l.addr,
+				  l.tablet);
+		}
+	CHECK(CLI(15000, "step-down", t[0].id, "127.0.0.9:1") != 0); /* no replica there */
+	test_note("tablet %s led by each of %d tservers in turn, twice", t[0].id, NT);
+	cluster_down();
+}
+
 TEST(tserver_killed)
 {
 	struct tablet t[16];
@@ -500,5 +544,6 @@ TEST(conditional_writes)
 	cluster_down();
 }
 
-TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(tserver_killed),
+TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(step_down_to_each_replica),
+	  T(tserver_killed),
 	  T(master_restarted), T(conditional_writes))

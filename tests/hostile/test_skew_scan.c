@@ -148,7 +148,7 @@ static int64_t scan_value(const char *k)
 }
 
 /* Moves leaders until tserver FAST leads some tablet other than 0 and not
- * tablet 0; returns that tablet (bounded; step-down picks any voter). */
+ * tablet 0; returns that tablet (bounded). */
 static int arrange_leaders(void)
 {
 	struct tablet tb[NTAB];
@@ -166,7 +166,10 @@ static int arrange_leaders(void)
 			return mine;
 		}
 		CHECK_MSG(proc_now_ms() < end, "could not arrange the leaders");
-		CHECK_EQ_INT(CLI(10000, "step-down", first_mine ? tb[0].id : tb[1].id), 0);
+		if (first_mine) /* to any other voter */
+			CHECK_EQ_INT(CLI(10000, "step-down", tb[0].id), 0);
+		else /* tablet 1 is not the fast tserver's yet: hand it over */
+			CHECK_EQ_INT(CLI(10000, "step-down", tb[1].id, C.t[FAST].addr), 0);
 		sleep_ms(500); /* the master learns leaders from heartbeats */
 	}
 }
