@@ -82,7 +82,7 @@ start() { # name, then the command
 
 start master "$BIN/src/master/docraft-master" --address "$MASTER" --data "$HOME_DIR/master"
 for i in 1 2 3; do
-	start "ts$i" "$BIN/src/tablet/docraft-tserver" --address "${TSERVERS[$((i - 1))]}" \
+	start "ts$i" "$BIN/src/tserver/docraft-tserver" --address "${TSERVERS[$((i - 1))]}" \
 		--data "$HOME_DIR/ts$i" --masters "$MASTER"
 done
 

@@ -103,7 +103,7 @@ OUT=$(cd "$OUT" && pwd)
 
 docraft_ensure_packages etcd-server etcd-client redis-server redis-tools \
 	libcurl4-openssl-dev libhiredis-dev
-TARGETS=(src/tools/docraft src/master/docraft-master src/tablet/docraft-tserver)
+TARGETS=(src/tools/docraft src/master/docraft-master src/tserver/docraft-tserver)
 echo "bench-peers: building $BIN/ (release): ${TARGETS[*]} ..."
 if [ ! -f "$BIN/build.ninja" ]; then
 	meson setup "$BIN" --buildtype=release >/dev/null || die "meson setup $BIN failed"
@@ -172,6 +172,9 @@ import socket, sys
 for port in map(int, sys.argv[1:]):
     for ip in ("127.0.0.1", "127.0.0.2", "127.0.0.3"):
         s = socket.socket()
+        # as the servers bind: a connection of an earlier run in TIME_WAIT
+        # does not make the port busy
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((ip, port))
         except OSError:
@@ -235,7 +238,7 @@ if has docraft; then
 		start docraft-master "$REPO/$BIN/src/master/docraft-master" --address "$MASTERS" \
 			--data "$WORK/docraft/master" --replication-factor 3
 		for i in 1 2 3; do
-			start "docraft-ts$i" "$REPO/$BIN/src/tablet/docraft-tserver" \
+			start "docraft-ts$i" "$REPO/$BIN/src/tserver/docraft-tserver" \
 				--address "127.0.0.$i:$((DOCRAFT_MPORT + 2000))" --data "$WORK/docraft/ts$i" \
 				--masters "$MASTERS"
 		done

@@ -39,7 +39,7 @@ master=127.0.0.1:$((port + 1))
 "$build/src/master/docraft-master" --address "$master" --data "$base/m" >"$base/m.out" 2>"$base/m.log" &
 pids+=($!)
 for i in 1 2 3; do
-	"$build/src/tablet/docraft-tserver" --address "127.0.0.$i:$port" --data "$base/t$i" \
+	"$build/src/tserver/docraft-tserver" --address "127.0.0.$i:$port" --data "$base/t$i" \
 		--masters "$master" --raft-segment-mb "$segment" --block-cache-mb "$cache" \
 		--memstore-mb "$memstore" --raft-log-memory-mb "$raftlog" >"$base/t$i.out" 2>"$base/t$i.log" &
 	pids+=($!)

@@ -51,6 +51,16 @@
  * that keep a value copy its bytes. Allocation failure aborts the process
  * (as everywhere in docraft).
  *
+ * Signals: SIGPIPE must be ignored by a program that links libdocraft
+ * (signal(SIGPIPE, SIG_IGN) before docraft_client_open). The library
+ * writes to its connections with plain write(2) (libuv), and writing to a
+ * connection the server has closed (a server stopping, crashing, or
+ * closing an idle connection) raises SIGPIPE, whose default action ends
+ * the whole process. The library itself neither ignores nor blocks any
+ * signal, in the caller's threads or in its own. With SIGPIPE ignored,
+ * the write fails with EPIPE instead and the request is retried like
+ * after any transport error.
+ *
  * Every exported function carries DOCRAFT_API; the library is built with
  * -fvisibility=hidden. */
 #ifndef DOCRAFT_DOCRAFT_H
@@ -417,7 +427,7 @@ typedef struct docraft_printer {
 
 /* Runs the CQL statements of text (docraft shell's subset: CREATE/DROP
  * TABLE, INSERT, UPDATE, DELETE, SELECT ... [AS OF <hybrid time>]; the
- * grammar is in src/tools/cql/parser.c, the mapping to operations in
+ * grammar is in src/cql/parser.c, the mapping to operations in
  * src/client/cql.c) in order and prints SELECT results as cqlsh does. The
  * whole text is parsed first (a syntax error runs nothing); execution stops
  * at the first failing statement. Errors are printed to p->err, pointing
@@ -438,8 +448,10 @@ DOCRAFT_API bool docraft_cql_complete(const char *text);
  *              replicas, leaders
  *   tables     every table with its schema as CQL
  *   tablets    the table's tablets: partition, replicas, leader
- *   step_down  asks the tablet's leader to step down (to_address NULL: any
- *              up-to-date voter takes over)
+ *   step_down  asks the tablet's leader to step down: any up-to-date voter
+ *              takes over (step_down_to: the replica at address to,
+ *              "ip:port", which must be one of the tablet's; EINVAL
+ *              otherwise)
  *   dump       the DocDB dump of one replica of the tablet: the leader's,
  *              or replica's ("ip:port") when given */
 DOCRAFT_API int docraft_admin_tservers(docraft_client *c, const docraft_printer *p);
@@ -448,6 +460,8 @@ DOCRAFT_API int docraft_admin_tablets(docraft_client *c, const char *table,
 				      const docraft_printer *p);
 DOCRAFT_API int docraft_admin_step_down(docraft_client *c, const char *tablet_id,
 					const docraft_printer *p);
+DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id,
+					   const char *to, const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
 /* Replica checksums of every tablet of table (docs/cluster.md, "Replica

@@ -38,22 +38,31 @@ docraft_build() {
 	ninja -C "$1" >/dev/null
 }
 
-# docraft_suite_targets DIR SUITE...: the ninja targets the tests of those
-# suites run: their programs and what they depend on (e.g. a tool a test
-# runs). DIR must be configured.
+# docraft_suite_targets DIR [--no-suite X]... SUITE...: the ninja targets
+# the tests of those suites run (as `meson test --suite SUITE... --no-suite
+# X...` selects them): their programs and what they depend on (e.g. a tool a
+# test runs). DIR must be configured.
 docraft_suite_targets() {
 	local dir=$1
 	shift
 	python3 - "$dir" "$@" <<'PY'
 import json, os, subprocess, sys
-d, suites = sys.argv[1], ["docraft:" + s for s in sys.argv[2:]]
+d, args = sys.argv[1], sys.argv[2:]
+suites, skip = [], []
+while args:
+    if args[0] == "--no-suite":
+        skip.append("docraft:" + args[1])
+        args = args[2:]
+    else:
+        suites.append("docraft:" + args[0])
+        args = args[1:]
 intro = lambda what: json.loads(subprocess.run(["meson", "introspect", d, what],
                                                check=True, capture_output=True).stdout)
 files = {t["id"]: t["filename"] for t in intro("--targets")}
 root = os.path.abspath(d)
 out = set()
 for t in intro("--tests"):
-    if not any(s in suites for s in t["suite"]):
+    if not any(s in suites for s in t["suite"]) or any(s in skip for s in t["suite"]):
         continue
     for dep in t.get("depends", []):
         for f in files.get(dep, []):

@@ -15,6 +15,7 @@
 #include "client/internal.h"
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "rpc.pb-c.h"
 
 static void out(const docraft_printer *p, struct buf *b)
@@ -33,18 +34,14 @@ static void table_init(struct table *t, size_t ncols, const char *const *header)
 {
 	t->ncols = ncols;
 	t->nrows = 0;
-	t->cells = calloc(ncols, sizeof *t->cells);
-	if (t->cells == NULL)
-		PANIC("out of memory");
+	t->cells = xcalloc(ncols, sizeof *t->cells);
 	for (size_t j = 0; j < ncols; j++)
-		t->cells[j] = strdup(header[j]);
+		t->cells[j] = xstrdup(header[j]);
 }
 
 static void table_row(struct table *t, char **row)
 {
-	char **cells = realloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
-	if (cells == NULL)
-		PANIC("out of memory");
+	char **cells = xrealloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
 	t->cells = cells;
 	t->nrows++;
 	memcpy(&t->cells[t->nrows * t->ncols], row, t->ncols * sizeof *row);
@@ -52,10 +49,8 @@ static void table_row(struct table *t, char **row)
 
 static void table_print(struct table *t, const docraft_printer *p)
 {
-	size_t *w = calloc(t->ncols, sizeof *w);
+	size_t *w = xcalloc(t->ncols, sizeof *w);
 	struct buf b = BUF_INIT;
-	if (w == NULL)
-		PANIC("out of memory");
 	for (size_t i = 0; i <= t->nrows; i++)
 		for (size_t j = 0; j < t->ncols; j++) {
 			size_t n = strlen(t->cells[i * t->ncols + j]);
@@ -92,6 +87,22 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
+/* The answer of a blocking call: rv its status, reply its bytes (freed
+ * here), unpacked as a message of desc (the caller frees it). NULL with
+ * *rv the error otherwise ("<method> answer does not decode"). */
+static ProtobufCMessage *answer(int *rv, struct buf *reply, const ProtobufCMessageDescriptor *desc,
+			       const char *method)
+{
+	ProtobufCMessage *m = NULL;
+	if (*rv == 0) {
+		m = protobuf_c_message_unpack(desc, NULL, reply->len, reply->data);
+		if (m == NULL)
+			*rv = client_error(DOCRAFT_ECORRUPT, "%s answer does not decode", method);
+	}
+	buf_free(reply);
+	return m;
+}
+
 int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
 {
 	static const char *const header[] = {"UUID", "ADDRESS", "LIVE", "HEARTBEAT",
@@ -104,15 +115,11 @@ int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
 
 	if (c == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
-				     &reply)) != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	resp = docraft__list_tservers_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base, &reply);
+	resp = (Docraft__ListTServersResponse *)answer(
+		&rv, &reply, &docraft__list_tservers_response__descriptor, "ListTServers");
 	if (resp == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "ListTServers answer does not decode");
+		return rv;
 	table_init(&t, 6, header);
 	for (size_t i = 0; i < resp->n_tservers; i++) {
 		const Docraft__TServerInfo *ts = resp->tservers[i];
@@ -185,16 +192,11 @@ static int list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
 	Docraft__ListTablesRequest req = DOCRAFT__LIST_TABLES_REQUEST__INIT;
 	struct buf reply = BUF_INIT;
 	int rv;
-	*out = NULL;
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base,
-				     &reply)) != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	*out = docraft__list_tables_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base, &reply);
+	*out = (Docraft__ListTablesResponse *)answer(
+		&rv, &reply, &docraft__list_tables_response__descriptor, "ListTables");
 	if (*out == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "ListTables answer does not decode");
+		return rv;
 	return 0;
 }
 
@@ -232,17 +234,12 @@ static int get_table(docraft_client *c, const char *table, Docraft__GetTableResp
 	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
 	struct buf reply = BUF_INIT;
 	int rv;
-	*out = NULL;
 	req.name = (char *)table;
-	if ((rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply)) !=
-	    0) {
-		buf_free(&reply);
-		return rv;
-	}
-	*out = docraft__get_table_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply);
+	*out = (Docraft__GetTableResponse *)answer(
+		&rv, &reply, &docraft__get_table_response__descriptor, "GetTable");
 	if (*out == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "GetTable answer does not decode");
+		return rv;
 	qsort((*out)->tablets, (*out)->n_tablets, sizeof *(*out)->tablets, by_start);
 	return 0;
 }
@@ -286,11 +283,16 @@ int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_pr
 }
 
 /* The name of the table holding tablet_id, into out (malloc'd). */
-static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
+/* The table holding tablet_id (*out, malloc'd); with replica not NULL,
+ * also the raft id of the tablet's replica at that address (*raft_id). */
+static int find_tablet(docraft_client *c, const char *tablet_id, const char *replica,
+		       char **out, uint64_t *raft_id)
 {
 	Docraft__ListTablesResponse *tables;
 	int rv;
 	*out = NULL;
+	if (raft_id != NULL)
+		*raft_id = 0;
 	if ((rv = list_tables(c, &tables)) != 0)
 		return rv;
 	/* Ids are <table>-<i>-<suffix>: a table whose name prefixes the id
@@ -310,18 +312,54 @@ static int table_of_tablet(docraft_client *c, const char *tablet_id, char **out)
 				}
 				break;
 			}
-			for (size_t j = 0; j < resp->n_tablets; j++)
-				if (strcmp(resp->tablets[j]->tablet_id, tablet_id) == 0)
-					*out = strdup(name);
+			for (size_t j = 0; j < resp->n_tablets; j++) {
+				const Docraft__TabletLocation *loc = resp->tablets[j];
+				if (strcmp(loc->tablet_id, tablet_id) != 0)
+					continue;
+				*out = xstrdup(name);
+				for (size_t k = 0; replica != NULL && k < loc->n_replicas; k++)
+					if (strcmp(loc->replicas[k]->address, replica) == 0)
+						*raft_id = loc->replicas[k]->raft_id;
+			}
 			docraft__get_table_response__free_unpacked(resp, NULL);
 		}
 	docraft__list_tables_response__free_unpacked(tables, NULL);
 	if (rv == 0 && *out == NULL)
 		rv = client_error(DOCRAFT_ENOTFOUND, "no tablet %s in any table", tablet_id);
+	if (rv == 0 && replica != NULL && *raft_id == 0) {
+		rv = client_error(DOCRAFT_EINVAL, "tablet %s has no replica at %s", tablet_id,
+				  replica);
+		free(*out);
+		*out = NULL;
+	}
+	return rv;
+}
+
+/* Calls method on tablet_id, of whichever table holds it (on replica when
+ * not NULL, else on its leader); the answer is appended to reply. */
+static int call_tablet(docraft_client *c, const char *tablet_id, const char *replica,
+		       uint16_t method, ProtobufCMessage *msg, char **tablet_id_field,
+		       struct buf *reply)
+{
+	char *table;
+	int rv;
+
+	if (c == NULL || tablet_id == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = find_tablet(c, tablet_id, NULL, &table, NULL)) != 0)
+		return rv;
+	rv = client_tablet_call(c, table, tablet_id, replica, method, msg, tablet_id_field, reply);
+	free(table);
 	return rv;
 }
 
 int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docraft_printer *p)
+{
+	return docraft_admin_step_down_to(c, tablet_id, NULL, p);
+}
+
+int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id, const char *to,
+			       const docraft_printer *p)
 {
 	Docraft__StepDownRequest req = DOCRAFT__STEP_DOWN_REQUEST__INIT;
 	struct buf reply = BUF_INIT, b = BUF_INIT;
@@ -330,15 +368,18 @@ int docraft_admin_step_down(docraft_client *c, const char *tablet_id, const docr
 
 	if (c == NULL || tablet_id == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
+	if ((rv = find_tablet(c, tablet_id, to, &table, &req.to_raft_id)) != 0)
 		return rv;
 	rv = client_tablet_call(c, table, tablet_id, NULL, DOCRAFT__METHOD__TSERVER_STEP_DOWN,
 				&req.base, &req.tablet_id, &reply);
+	free(table);
 	if (rv == 0) {
-		buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
+		if (to != NULL)
+			buf_printf(&b, "tablet %s: the leader handed over to %s\n", tablet_id, to);
+		else
+			buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
 		out(p, &b);
 	}
-	free(table);
 	buf_free(&reply);
 	buf_free(&b);
 	return rv;
@@ -350,24 +391,13 @@ int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *rep
 	Docraft__DumpTabletRequest req = DOCRAFT__DUMP_TABLET_REQUEST__INIT;
 	Docraft__DumpTabletResponse *resp;
 	struct buf reply = BUF_INIT, b = BUF_INIT;
-	char *table;
-	int rv;
+	int rv = call_tablet(c, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET, &req.base,
+			     &req.tablet_id, &reply);
 
-	if (c == NULL || tablet_id == NULL)
-		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = table_of_tablet(c, tablet_id, &table)) != 0)
-		return rv;
-	rv = client_tablet_call(c, table, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET,
-				&req.base, &req.tablet_id, &reply);
-	free(table);
-	if (rv != 0) {
-		buf_free(&reply);
-		return rv;
-	}
-	resp = docraft__dump_tablet_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
+	resp = (Docraft__DumpTabletResponse *)answer(
+		&rv, &reply, &docraft__dump_tablet_response__descriptor, "DumpTablet");
 	if (resp == NULL)
-		return client_error(DOCRAFT_ECORRUPT, "DumpTablet answer does not decode");
+		return rv;
 	buf_printf(&b, "%s", resp->text);
 	if (b.len > 0 && b.data[b.len - 1] != '\n')
 		buf_push(&b, '\n');
@@ -462,14 +492,12 @@ static bool checksum_tablet(docraft_client *c, const char *table,
 			    char *unavail, size_t unavail_size)
 {
 	size_t n = loc->n_replicas, ref = n;
-	size_t *order = calloc(n + 1, sizeof *order);
-	struct ck_answer *ans = calloc(n + 1, sizeof *ans);
+	size_t *order = xcalloc(n + 1, sizeof *order);
+	struct ck_answer *ans = xcalloc(n + 1, sizeof *ans);
 	uint64_t at = 0;
 	bool agree = true;
 	size_t m = 0;
 
-	if (order == NULL || ans == NULL)
-		PANIC("out of memory");
 	/* The leader as the master knows it first, then the others in order. */
 	for (size_t k = 0; k < n; k++)
 		if (loc->leader_raft_id != 0 && loc->replicas[k]->raft_id == loc->leader_raft_id)

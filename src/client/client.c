@@ -1,6 +1,6 @@
 /* libdocraft: the client object, its loop and thread, its timers, jobs,
- * sequence numbers and blocking calls. The requests themselves (write,
- * get, scan, tables) are in requests.c.
+ * sequence numbers and blocking calls. The requests themselves are in
+ * requests.c (get, tablet calls), write.c, scan.c and tables.c.
  *
  * Design note.
  *
@@ -47,17 +47,11 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/log.h"
-#include "raft/listener.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
+#include "net/listener.h"
 
 /* ---- per-thread error message ---- */
 
@@ -161,9 +155,7 @@ void ctimer_start(docraft_client *c, struct ctimer *t, uint64_t due)
 	} else {
 		if (c->heap_len == c->heap_cap) {
 			size_t cap = c->heap_cap ? 2 * c->heap_cap : 64;
-			struct ctimer **h = realloc(c->heap, cap * sizeof *h);
-			if (h == NULL)
-				PANIC("out of memory");
+			struct ctimer **h = xrealloc(c->heap, cap * sizeof *h);
 			c->heap = h;
 			c->heap_cap = cap;
 		}
@@ -230,15 +222,9 @@ void client_seq_acquire(docraft_client *c, struct client_seq *s)
 
 void client_seq_release(docraft_client *c, struct client_seq *s)
 {
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		c->running = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	else
+	if (s->next == NULL)
 		c->running_tail = s->prev;
-	s->prev = s->next = NULL;
+	DLIST_REMOVE(c->running, s);
 }
 
 uint64_t client_min_running(const docraft_client *c)
@@ -450,14 +436,9 @@ static void close_timer_fire(struct ctimer *t)
 
 void docraft_client_options_init(docraft_client_options *o)
 {
-	memset(o, 0, sizeof *o);
-	o->timeout_ms = 10000;
-	o->rpc_timeout_ms = 2000;
-	o->backoff_min_ms = 20;
-	o->backoff_max_ms = 1000;
-	o->num_tablets = 0;
-	o->replication_factor = 0;
-	o->loop = NULL;
+	/* num_tablets and replication_factor 0: the master's defaults; no loop. */
+	*o = (docraft_client_options){.timeout_ms = 10000, .rpc_timeout_ms = 2000,
+				      .backoff_min_ms = 20, .backoff_max_ms = 1000};
 }
 
 static int parse_masters(docraft_client *c, const char *masters, char *errmsg)

@@ -3,7 +3,7 @@
  *
  * Design note.
  *
- * The text is parsed whole first (tools/cql/parser.h): a syntax error runs
+ * The text is parsed whole first (cql/parser.h): a syntax error runs
  * nothing. Each statement then runs in order and the first failure stops
  * the rest. Statements become public API calls, so the shell exercises
  * exactly what programs use:
@@ -39,10 +39,10 @@
 #include <string.h>
 
 #include "client/internal.h"
-#include "common/check.h"
 #include "common/err.h"
-#include "tools/cql/bind.h"
-#include "tools/cql/parser.h"
+#include "common/mem.h"
+#include "cql/bind.h"
+#include "cql/parser.h"
 
 #define SELECT_PAGE 1000
 
@@ -96,14 +96,14 @@ static int no_keyspace(const docraft_printer *p, const char *text, const struct 
 
 static docraft_value value_of(const struct pv *v, enum col_type t)
 {
-	return convert_from_pv(v, t);
+	return values_from_pv(v, t);
 }
 
 static docraft_value *values_of(struct arena *a, const struct pv *v, size_t n, enum col_type t)
 {
 	docraft_value *out = arena_alloc(a, (n ? n : 1) * sizeof *out);
 	for (size_t i = 0; i < n; i++)
-		out[i] = convert_from_pv(&v[i], t);
+		out[i] = values_from_pv(&v[i], t);
 	return out;
 }
 
@@ -322,11 +322,11 @@ static int exec_update(const struct cql_update *up, const struct schema *s, stru
 						     values_of(a, cv.keys, cv.n, et), cv.n, &op);
 			break;
 		case CQL_ASSIGN_ELEM: {
-			docraft_value k = convert_from_pv(&mkey, et);
+			docraft_value k = values_from_pv(&mkey, et);
 			if (cv.value.type == PV_NULL) {
 				rv = docraft_op_map_remove(key, nk, col->name, &k, 1, &op);
 			} else {
-				docraft_value v = convert_from_pv(&cv.value, vt);
+				docraft_value v = values_from_pv(&cv.value, vt);
 				rv = docraft_op_map_put(key, nk, col->name, &k, &v, 1, &op);
 			}
 			break;
@@ -377,7 +377,7 @@ static int exec_delete(const struct cql_delete *d, const struct schema *s, struc
 			docraft_value k;
 			if ((rv = cql_bind_map_key(&t->key, col, NULL, a, &mk, err)) != 0)
 				return rv;
-			k = convert_from_pv(&mk, (enum col_type)col->elem_type);
+			k = values_from_pv(&mk, (enum col_type)col->elem_type);
 			rv = docraft_op_map_remove(key, nk, col->name, &k, 1, &op);
 			rv = oplist_add(ops, rv, op);
 		} else {
@@ -410,7 +410,7 @@ static bool cond_holds(const struct bound_cond *bc, const struct schema *s,
 	int cmp;
 	if (v.type == DOCRAFT_TYPE_NULL)
 		return false;
-	x = convert_to_pv(&v, t);
+	x = values_to_pv(&v, t);
 	if (bc->rel == CQL_REL_IN) {
 		for (size_t i = 0; i < bc->n_in; i++)
 			if (pv_compare(&x, &bc->in[i]) == 0)
@@ -457,9 +457,7 @@ static void format_cell(struct buf *b, const docraft_result *r, size_t row, size
 		if (n < sizeof tmp) {
 			buf_append(b, tmp, n);
 		} else {
-			char *big = malloc(n + 1);
-			if (big == NULL)
-				PANIC("out of memory");
+			char *big = xmalloc(n + 1);
 			docraft_value_format(&cell->v, false, big, n + 1);
 			buf_append(b, big, n);
 			free(big);
@@ -491,12 +489,10 @@ static void format_cell(struct buf *b, const docraft_result *r, size_t row, size
 static void print_table(const docraft_printer *p, const size_t *cols, size_t ncols,
 			const char *const *names, const struct picked *rows, size_t nrows)
 {
-	struct buf *cells = calloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
-	size_t *width = calloc(ncols ? ncols : 1, sizeof *width);
+	struct buf *cells = xcalloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
+	size_t *width = xcalloc(ncols ? ncols : 1, sizeof *width);
 	struct buf out = BUF_INIT;
 
-	if (cells == NULL || width == NULL)
-		PANIC("out of memory");
 	for (size_t j = 0; j < ncols; j++) {
 		buf_printf(&cells[j], "%s", names[j]);
 		width[j] = text_width(names[j], strlen(names[j]));
@@ -624,7 +620,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			n_eq++;
 	for (size_t k = 0; k < nk; k++)
 		if (eq[k] != SIZE_MAX)
-			keyv[k] = convert_from_pv(&conds[eq[k]].value, (enum col_type)s->cols[k].type);
+			keyv[k] = values_from_pv(&conds[eq[k]].value, (enum col_type)s->cols[k].type);
 
 	if (n_hash_eq == s->n_hash && n_eq == s->n_range) {
 		/* A point read. */
@@ -632,9 +628,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 		rv = docraft_get(c, s->table, keyv, nk, sel->has_as_of ? sel->as_of : 0, &r);
 		if (rv != 0)
 			return report_at(p, text, &sel->table, rv);
-		results = calloc(1, sizeof *results);
-		if (results == NULL)
-			PANIC("out of memory");
+		results = xcalloc(1, sizeof *results);
 		results[nresults++] = r;
 	} else {
 		docraft_scan_spec spec;
@@ -648,13 +642,13 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			spec.range_eq = keyv + s->n_hash;
 			spec.n_eq = n_eq;
 			if (bk < nk && lo[bk] != SIZE_MAX) {
-				lower = convert_from_pv(&conds[lo[bk]].value,
+				lower = values_from_pv(&conds[lo[bk]].value,
 							(enum col_type)s->cols[bk].type);
 				spec.lower = &lower;
 				spec.lower_incl = conds[lo[bk]].rel == CQL_REL_GE;
 			}
 			if (bk < nk && hi[bk] != SIZE_MAX && conds[hi[bk]].rel != CQL_REL_IN) {
-				upper = convert_from_pv(&conds[hi[bk]].value,
+				upper = values_from_pv(&conds[hi[bk]].value,
 							(enum col_type)s->cols[bk].type);
 				spec.upper = &upper;
 				spec.upper_incl = conds[hi[bk]].rel == CQL_REL_LE;
@@ -687,9 +681,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			if (rv != 0)
 				break;
 			r = next;
-			results = realloc(results, (nresults + 1) * sizeof *results);
-			if (results == NULL)
-				PANIC("out of memory");
+			results = xrealloc(results, (nresults + 1) * sizeof *results);
 			results[nresults++] = r;
 			for (size_t i = 0; i < r->nrows && !full; i++) {
 				bool ok = true;
@@ -699,9 +691,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 					continue;
 				if (nrows == caprows) {
 					caprows = caprows ? 2 * caprows : 64;
-					rows = realloc(rows, caprows * sizeof *rows);
-					if (rows == NULL)
-						PANIC("out of memory");
+					rows = xrealloc(rows, caprows * sizeof *rows);
 				}
 				rows[nrows].r = r;
 				rows[nrows++].row = i;
@@ -723,9 +713,7 @@ static int exec_select(docraft_client *c, const char *text, const struct cql_sel
 			ok = cond_holds(&conds[j], s, results[0], i);
 		if (!ok)
 			continue;
-		rows = realloc(rows, (nrows + 1) * sizeof *rows);
-		if (rows == NULL)
-			PANIC("out of memory");
+		rows = xrealloc(rows, (nrows + 1) * sizeof *rows);
 		rows[nrows].r = results[0];
 		rows[nrows++].row = i;
 	}
@@ -805,9 +793,7 @@ static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt 
 			rv = report(p, text, &err, rv);
 		goto out;
 	}
-	ops = calloc(1, sizeof *ops);
-	if (ops == NULL)
-		PANIC("out of memory");
+	ops = xcalloc(1, sizeof *ops);
 	err.message[0] = '\0';
 	if (st->kind == CQL_STMT_INSERT)
 		rv = exec_insert(&st->u.insert, &s, ops, &a, &err);

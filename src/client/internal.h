@@ -1,6 +1,6 @@
 /* libdocraft internals shared by the files of src/client: the client
- * object, its timers, jobs (one per public request) and the conversions
- * between public values and the wire's Datums.
+ * object, its timers, jobs (one per public request), results and ops
+ * (values and their conversions are values.h's).
  *
  * Threading: everything here belongs to the client's loop thread, except
  * what is marked "any thread" (the submission queue, under mu). */
@@ -15,9 +15,10 @@
 
 #include "client/ctimer.h"
 #include "client/metacache.h"
+#include "client/values.h"
 #include "common/arena.h"
 #include "common/buf.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
@@ -128,29 +129,6 @@ int client_tablet_call(docraft_client *c, const char *table, const char *tablet_
 		       const char *replica, uint16_t method, ProtobufCMessage *msg,
 		       char **tablet_id_field, struct buf *reply);
 
-/* ---- values <-> wire ---- */
-
-/* Converts v for a column (or element) of type t into d (arrays and bytes
- * in a) and the pv the server will decode from it (for hashing). NULL is
- * accepted only when allow_null. DOCRAFT_EINVAL + errmsg naming what. */
-int convert_value(const docraft_value *v, enum col_type t, bool allow_null, const char *what,
-		  struct arena *a, Docraft__Datum *d, struct pv *pv, char *errmsg);
-/* A received Datum of column type t as a value (bytes copied into a). */
-int convert_datum(const Docraft__Datum *d, enum col_type t, const char *what, struct arena *a,
-		  docraft_value *out, char *errmsg);
-/* A value of column type t as a pv (for comparisons); strings borrowed. */
-struct pv convert_to_pv(const docraft_value *v, enum col_type t);
-/* A pv (as the CQL binder makes them) as a value; strings borrowed. */
-docraft_value convert_from_pv(const struct pv *v, enum col_type t);
-
-/* struct schema <-> Docraft__TableSchema (the same rules as rpc/wire.c,
- * kept here so that libdocraft does not link the DocDB writer). */
-int convert_schema_from_pb(const Docraft__TableSchema *pb, struct schema *out, char *errmsg);
-void convert_schema_to_pb(const struct schema *s, Docraft__TableSchema *pb, struct arena *a);
-/* "map<text, int>" / "int" ... → types; 0 = unknown. */
-int convert_parse_type(const char *s, enum col_type *t, enum col_type *elem,
-		       enum col_type *value);
-
 /* ---- results ---- */
 
 struct docraft_schema {
@@ -182,7 +160,7 @@ struct scan_state {
 	uint64_t read_ht;
 	uint64_t limit;
 	uint32_t page_size;
-	/* Read restart (requests.c, "scan"): a scan of the whole table at a
+	/* Read restart (scan.c): a scan of the whole table at a
 	 * read time it did not get from the caller; origin: the partition
 	 * start of the tablet whose leader chose read_ht. */
 	bool restartable;

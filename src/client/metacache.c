@@ -39,25 +39,12 @@
 
 #include "client/internal.h"
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/log.h"
+#include "rpc/wire.h"
 #include "rpc.pb-c.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s ? s : "");
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 bool status_retryable(int status)
 {
@@ -74,6 +61,19 @@ bool status_retryable(int status)
 	default:
 		return false;
 	}
+}
+
+int status_final(const docraft_client *c, const struct rpc_result *res, const char *what,
+		 const char *target, char *msg, size_t size, const char **why)
+{
+	snprintf(msg, size, "%s%s: %s", what, target,
+		 res->message[0] ? res->message : docraft_strerror(res->status));
+	*why = msg;
+	if (res->status == DOCRAFT_ECLOSED && c->closing) {
+		*why = "the client is closing";
+		return DOCRAFT_ECLOSED;
+	}
+	return status_retryable(res->status) ? 0 : res->status;
 }
 
 /* ---- tables ---- */
@@ -246,7 +246,7 @@ int metacache_install(struct mc_table *t, const Docraft__GetTableResponse *resp,
 			     expect);
 		goto fail;
 	}
-	if ((rv = convert_schema_from_pb(resp->schema, &s, errmsg)) != 0) {
+	if ((rv = wire_schema_from_pb(resp->schema, &s, errmsg)) != 0) {
 		rv = err_wrap(errmsg, DOCRAFT_ECORRUPT, "table %s", t->name);
 		goto fail;
 	}
@@ -415,13 +415,7 @@ void metacache_cancel(struct mc_table *t, struct mc_waiter *w)
 {
 	if (!w->waiting)
 		return;
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		t->waiters = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	w->next = w->prev = NULL;
+	DLIST_REMOVE(t->waiters, w);
 	w->waiting = false;
 }
 
@@ -479,6 +473,8 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	struct mcall *m = req->data;
 	docraft_client *c = m->c;
 	uint64_t now = client_now(c);
+	const char *why;
+	int final;
 
 	if (res->status == DOCRAFT_OK) {
 		snprintf(c->master_leader, sizeof c->master_leader, "%s", m->target);
@@ -487,14 +483,9 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	}
 	m->last_status = res->status;
 	m->failures++;
-	snprintf(m->last_msg, sizeof m->last_msg, "master %s: %s", m->target,
-		 res->message[0] ? res->message : docraft_strerror(res->status));
-	if (res->status == DOCRAFT_ECLOSED && c->closing) {
-		mcall_deliver(m, DOCRAFT_ECLOSED, "the client is closing", NULL, 0);
-		return;
-	}
-	if (!status_retryable(res->status)) {
-		mcall_deliver(m, res->status, m->last_msg, NULL, 0);
+	final = status_final(c, res, "master ", m->target, m->last_msg, sizeof m->last_msg, &why);
+	if (final != 0) {
+		mcall_deliver(m, final, why, NULL, 0);
 		return;
 	}
 	if (strcmp(c->master_leader, m->target) == 0)
@@ -558,18 +549,13 @@ static void mcall_send(struct mcall *m)
 void mcall_start(struct mcall *m, docraft_client *c, uint16_t method, const ProtobufCMessage *msg,
 		 uint64_t deadline, mcall_cb cb)
 {
-	void *data = m->data;
-	memset(m, 0, sizeof *m);
-	m->data = data;
-	m->c = c;
-	m->method = method;
+	/* All else zero; data is the caller's. */
+	*m = (struct mcall){.data = m->data, .c = c, .method = method, .deadline = deadline,
+			    .cb = cb, .backoff_ms = c->opts.backoff_min_ms,
+			    .last_status = DOCRAFT_ETIMEDOUT};
 	m->len = protobuf_c_message_get_packed_size(msg);
 	m->payload = xcalloc(1, m->len ? m->len : 1);
 	protobuf_c_message_pack(msg, m->payload);
-	m->deadline = deadline;
-	m->cb = cb;
-	m->backoff_ms = c->opts.backoff_min_ms;
-	m->last_status = DOCRAFT_ETIMEDOUT;
 	snprintf(m->last_msg, sizeof m->last_msg, "the deadline passed before any attempt");
 	ctimer_init(&m->timer, mcall_timer);
 	if (c->master_leader[0] != '\0') {

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "client/ctimer.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
@@ -201,5 +201,13 @@ void mcall_start(struct mcall *m, docraft_client *c, uint16_t method, const Prot
 /* Whether a status from a server or the transport is worth a retry
  * elsewhere or later (else it is the request's final answer). */
 bool status_retryable(int status);
+
+/* A failed attempt (res->status not OK) of a call to target: writes its
+ * message "<what><target>: <reason>" into msg (size bytes: the call's
+ * last message), and returns 0 when the call may try again, else its
+ * final status with *why the message to deliver with it (msg itself, or
+ * "the client is closing"). */
+int status_final(const docraft_client *c, const struct rpc_result *res, const char *what,
+		 const char *target, char *msg, size_t size, const char **why);
 
 #endif

@@ -1,267 +1,20 @@
-/* The plain objects of the public API: values, row operations, schema
- * builders and results. Nothing here talks to the network; client.c turns
- * ops into WriteRequests with a table's schema, and results out of
- * ReadResponses and ScanResponses.
+/* The plain objects of the public API: row operations, schema builders and
+ * results (values are values.c's). Nothing here talks to the network;
+ * write.c turns ops into WriteRequests with a table's schema, and results
+ * come out of ReadResponses and ScanResponses.
  *
  * Memory: an op, a schema builder or a result owns an arena holding every
  * byte it was given or decoded; values handed out point into it. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/internal.h"
-#include "common/check.h"
+#include "client/values.h"
 #include "common/err.h"
-
-/* ---- values ---- */
-
-docraft_value docraft_value_null(void)
-{
-	docraft_value v;
-	memset(&v, 0, sizeof v);
-	v.type = DOCRAFT_TYPE_NULL;
-	return v;
-}
-
-docraft_value docraft_value_bool(bool b)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_BOOL;
-	v.v.b = b;
-	return v;
-}
-
-docraft_value docraft_value_int(int64_t i)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_INT;
-	v.v.i = i;
-	return v;
-}
-
-docraft_value docraft_value_float(float f)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_FLOAT;
-	v.v.f = f;
-	return v;
-}
-
-docraft_value docraft_value_double(double d)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_DOUBLE;
-	v.v.d = d;
-	return v;
-}
-
-docraft_value docraft_value_text(const char *s)
-{
-	return docraft_value_textn(s, s != NULL ? strlen(s) : 0);
-}
-
-docraft_value docraft_value_textn(const char *s, size_t len)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_TEXT;
-	v.v.s.p = s != NULL ? s : "";
-	v.v.s.len = s != NULL ? len : 0;
-	return v;
-}
-
-docraft_value docraft_value_blob(const void *p, size_t len)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_BLOB;
-	v.v.s.p = p != NULL ? p : "";
-	v.v.s.len = p != NULL ? len : 0;
-	return v;
-}
-
-docraft_value docraft_value_timestamp(int64_t micros)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_TIMESTAMP;
-	v.v.i = micros;
-	return v;
-}
-
-docraft_value docraft_value_uuid(const uint8_t uuid[16])
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_UUID;
-	memcpy(v.v.uuid, uuid, 16);
-	return v;
-}
-
-docraft_value docraft_value_date(uint32_t cql_date)
-{
-	docraft_value v = docraft_value_null();
-	v.type = DOCRAFT_TYPE_DATE;
-	v.v.date = cql_date;
-	return v;
-}
-
-/* Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm). */
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era, yoe, doy, mp;
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	yoe = z - era * 146097;
-	yoe = (yoe - yoe / 1460 + yoe / 36524 - yoe / 146096) / 365;
-	doy = (z - era * 146097) - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
-	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
-}
-
-static void format_double(struct buf *b, double d)
-{
-	char tmp[40];
-	if (d != d) {
-		buf_printf(b, "NaN");
-		return;
-	}
-	if (d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
-		buf_printf(b, "%sInfinity", d < 0 ? "-" : "");
-		return;
-	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(tmp, sizeof tmp, "%.*g", prec, d);
-		if (strtod(tmp, NULL) == d)
-			break;
-	}
-	buf_printf(b, "%s", tmp);
-}
-
-static void format_value(struct buf *b, const docraft_value *v, bool quoted)
-{
-	switch (v->type) {
-	case DOCRAFT_TYPE_NULL:
-		buf_printf(b, "null");
-		break;
-	case DOCRAFT_TYPE_BOOL:
-		buf_printf(b, "%s", v->v.b ? "True" : "False");
-		break;
-	case DOCRAFT_TYPE_INT:
-		buf_printf(b, "%" PRId64, v->v.i);
-		break;
-	case DOCRAFT_TYPE_FLOAT: {
-		/* The shortest text that reads back as the same float. */
-		char tmp[40];
-		float f = v->v.f;
-		if (f != f || f > 3.4028235e38f || f < -3.4028235e38f) {
-			format_double(b, f);
-			break;
-		}
-		for (int prec = 1; prec <= 9; prec++) {
-			snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
-			if (strtof(tmp, NULL) == f)
-				break;
-		}
-		buf_printf(b, "%s", tmp);
-		break;
-	}
-	case DOCRAFT_TYPE_DOUBLE:
-		format_double(b, v->v.d);
-		break;
-	case DOCRAFT_TYPE_TEXT:
-		if (quoted)
-			buf_push(b, '\'');
-		for (size_t i = 0; i < v->v.s.len; i++) {
-			if (quoted && v->v.s.p[i] == '\'')
-				buf_push(b, '\'');
-			buf_push(b, (uint8_t)v->v.s.p[i]);
-		}
-		if (quoted)
-			buf_push(b, '\'');
-		break;
-	case DOCRAFT_TYPE_BLOB:
-		buf_printf(b, "0x");
-		for (size_t i = 0; i < v->v.s.len; i++)
-			buf_printf(b, "%02x", (unsigned char)v->v.s.p[i]);
-		break;
-	case DOCRAFT_TYPE_TIMESTAMP: {
-		int64_t us = v->v.i, secs = us / 1000000, frac = us % 1000000, days, rem, y;
-		unsigned mo, d;
-		if (frac < 0) {
-			frac += 1000000;
-			secs--;
-		}
-		days = secs / 86400;
-		rem = secs % 86400;
-		if (rem < 0) {
-			rem += 86400;
-			days--;
-		}
-		civil_from_days(days, &y, &mo, &d);
-		if (quoted)
-			buf_push(b, '\'');
-		buf_printf(b, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d.%06d+0000", y, mo, d,
-			   (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)frac);
-		if (quoted)
-			buf_push(b, '\'');
-		break;
-	}
-	case DOCRAFT_TYPE_UUID: {
-		const uint8_t *u = v->v.uuid;
-		for (int i = 0; i < 16; i++) {
-			if (i == 4 || i == 6 || i == 8 || i == 10)
-				buf_push(b, '-');
-			buf_printf(b, "%02x", u[i]);
-		}
-		break;
-	}
-	case DOCRAFT_TYPE_DATE: {
-		int64_t y;
-		unsigned mo, d;
-		civil_from_days((int64_t)v->v.date - (INT64_C(1) << 31), &y, &mo, &d);
-		if (quoted)
-			buf_push(b, '\'');
-		buf_printf(b, "%04" PRId64 "-%02u-%02u", y, mo, d);
-		if (quoted)
-			buf_push(b, '\'');
-		break;
-	}
-	default:
-		buf_printf(b, "?");
-		break;
-	}
-}
-
-size_t docraft_value_format(const docraft_value *v, bool quoted, char *out, size_t size)
-{
-	struct buf b = BUF_INIT;
-	size_t n;
-	format_value(&b, v, quoted);
-	n = b.len;
-	if (size > 0) {
-		size_t k = n < size - 1 ? n : size - 1;
-		if (k > 0)
-			memcpy(out, b.data, k);
-		out[k] = '\0';
-	}
-	buf_free(&b);
-	return n;
-}
+#include "common/mem.h"
 
 /* ---- ops ---- */
-
-static docraft_value *copy_values(struct arena *a, const docraft_value *v, size_t n)
-{
-	docraft_value *out = arena_alloc(a, (n ? n : 1) * sizeof *out);
-	for (size_t i = 0; i < n; i++) {
-		out[i] = v[i];
-		if (v[i].type == DOCRAFT_TYPE_TEXT || v[i].type == DOCRAFT_TYPE_BLOB)
-			out[i].v.s.p = v[i].v.s.len > 0 ? arena_dup(a, v[i].v.s.p, v[i].v.s.len)
-							: "";
-	}
-	return out;
-}
 
 static int op_new(int kind, const docraft_value *key, size_t nkey, docraft_op **out)
 {
@@ -272,12 +25,10 @@ static int op_new(int kind, const docraft_value *key, size_t nkey, docraft_op **
 	if (key == NULL || nkey == 0 || nkey > CLIENT_MAX_VALUES)
 		return client_error(DOCRAFT_EINVAL, "an op needs its primary key (1..%d values)",
 				    CLIENT_MAX_VALUES);
-	op = calloc(1, sizeof *op);
-	if (op == NULL)
-		PANIC("out of memory");
+	op = xcalloc(1, sizeof *op);
 	arena_init(&op->arena);
 	op->kind = kind;
-	op->key = copy_values(&op->arena, key, nkey);
+	op->key = values_copy(&op->arena, key, nkey);
 	op->nkey = nkey;
 	op->ttl_ms = -1;
 	*out = op;
@@ -326,8 +77,8 @@ static int op_elems(int kind, const docraft_value *key, size_t nkey, const char 
 		return rv;
 	c = op_add_col(*out, column);
 	c->is_collection = true;
-	c->keys = copy_values(&(*out)->arena, keys, n);
-	c->vals = vals != NULL ? copy_values(&(*out)->arena, vals, n) : NULL;
+	c->keys = values_copy(&(*out)->arena, keys, n);
+	c->vals = vals != NULL ? values_copy(&(*out)->arena, vals, n) : NULL;
 	c->n = n;
 	return 0;
 }
@@ -429,7 +180,7 @@ int docraft_op_column(docraft_op *op, const char *column, const docraft_value *v
 	if (op->ncols >= CLIENT_MAX_VALUES)
 		return client_error(DOCRAFT_EINVAL, "too many columns");
 	c = op_add_col(op, column);
-	c->value = copy_values(&op->arena, v, 1)[0];
+	c->value = values_copy(&op->arena, v, 1)[0];
 	return 0;
 }
 
@@ -450,8 +201,8 @@ int docraft_op_collection(docraft_op *op, const char *column, const docraft_valu
 		return client_error(DOCRAFT_EINVAL, "bad element list");
 	c = op_add_col(op, column);
 	c->is_collection = true;
-	c->keys = copy_values(&op->arena, keys, n);
-	c->vals = vals != NULL ? copy_values(&op->arena, vals, n) : NULL;
+	c->keys = values_copy(&op->arena, keys, n);
+	c->vals = vals != NULL ? values_copy(&op->arena, vals, n) : NULL;
 	c->n = n;
 	return 0;
 }
@@ -478,7 +229,7 @@ int docraft_op_if(docraft_op *op, const char *column, const docraft_value *expec
 	memset(c, 0, sizeof *c);
 	c->name = arena_dup(&op->arena, column, strlen(column) + 1);
 	c->has_value = expected != NULL && expected->type != DOCRAFT_TYPE_NULL;
-	c->value = c->has_value ? copy_values(&op->arena, expected, 1)[0] : docraft_value_null();
+	c->value = c->has_value ? values_copy(&op->arena, expected, 1)[0] : docraft_value_null();
 	return 0;
 }
 
@@ -507,9 +258,7 @@ int docraft_schema_new(const char *table, docraft_schema **out, char *errmsg)
 	if (out == NULL || table == NULL)
 		return err_set(errmsg, DOCRAFT_EINVAL, "NULL argument");
 	*out = NULL;
-	s = calloc(1, sizeof *s);
-	if (s == NULL)
-		PANIC("out of memory");
+	s = xcalloc(1, sizeof *s);
 	if ((rv = schema_init(&s->s, table, errmsg)) != 0) {
 		free(s);
 		return rv;
@@ -534,7 +283,7 @@ int docraft_schema_add_column(docraft_schema *s, const char *name, int kind, con
 	default:
 		return err_set(errmsg, DOCRAFT_EINVAL, "column %s: unknown kind %d", name, kind);
 	}
-	if (convert_parse_type(type, &t, &elem, &value) != 0)
+	if (values_parse_type(type, &t, &elem, &value) != 0)
 		return err_set(errmsg, DOCRAFT_EINVAL, "column %s: unknown type '%s'", name, type);
 	return schema_add_column(&s->s, name, k, t, elem, value, desc, errmsg);
 }
@@ -563,9 +312,7 @@ void docraft_schema_free(docraft_schema *s)
 
 docraft_result *result_new(const struct schema *s)
 {
-	docraft_result *r = calloc(1, sizeof *r);
-	if (r == NULL)
-		PANIC("out of memory");
+	docraft_result *r = xcalloc(1, sizeof *r);
 	arena_init(&r->arena);
 	r->ncols = s->ncols;
 	r->nkeys = schema_nkeys(s);
@@ -603,9 +350,7 @@ int result_add_row(docraft_result *r, const Docraft__Row *row, char *errmsg)
 			       row->n_key, r->nkeys);
 	if (r->nrows == r->caprows) {
 		size_t cap = r->caprows ? 2 * r->caprows : 16;
-		struct result_cell *c = realloc(r->cells, cap * r->ncols * sizeof *c);
-		if (c == NULL)
-			PANIC("out of memory");
+		struct result_cell *c = xrealloc(r->cells, cap * r->ncols * sizeof *c);
 		r->cells = c;
 		r->caprows = cap;
 	}
@@ -615,7 +360,7 @@ int result_add_row(docraft_result *r, const Docraft__Row *row, char *errmsg)
 		char what[SCHEMA_MAX_NAME + 32];
 		snprintf(what, sizeof what, "key column '%s'", r->cols[i].name);
 		cells[i].present = true;
-		if ((rv = convert_datum(row->key[i], (enum col_type)r->cols[i].type, what, &r->arena,
+		if ((rv = values_from_datum(row->key[i], (enum col_type)r->cols[i].type, what, &r->arena,
 					&cells[i].v, errmsg)) != 0)
 			return rv;
 	}
@@ -636,7 +381,7 @@ int result_add_row(docraft_result *r, const Docraft__Row *row, char *errmsg)
 		cell->present = true;
 		snprintf(what, sizeof what, "column '%s'", col->name);
 		if (!col_type_is_collection((enum col_type)col->type)) {
-			if ((rv = convert_datum(cr->value, (enum col_type)col->type, what, &r->arena,
+			if ((rv = values_from_datum(cr->value, (enum col_type)col->type, what, &r->arena,
 						&cell->v, errmsg)) != 0)
 				return rv;
 			continue;
@@ -648,14 +393,14 @@ int result_add_row(docraft_result *r, const Docraft__Row *row, char *errmsg)
 		cell->keys = arena_alloc(&r->arena, (cr->n_keys ? cr->n_keys : 1) *
 							    sizeof *cell->keys);
 		for (size_t e = 0; e < cr->n_keys; e++)
-			if ((rv = convert_datum(cr->keys[e], (enum col_type)col->elem_type, what,
+			if ((rv = values_from_datum(cr->keys[e], (enum col_type)col->elem_type, what,
 						&r->arena, &cell->keys[e], errmsg)) != 0)
 				return rv;
 		if (col->type == CT_MAP) {
 			cell->vals = arena_alloc(&r->arena, (cr->n_values ? cr->n_values : 1) *
 								    sizeof *cell->vals);
 			for (size_t e = 0; e < cr->n_values; e++)
-				if ((rv = convert_datum(cr->values[e], (enum col_type)col->value_type,
+				if ((rv = values_from_datum(cr->values[e], (enum col_type)col->value_type,
 							what, &r->arena, &cell->vals[e], errmsg)) != 0)
 					return rv;
 		}

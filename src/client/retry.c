@@ -345,6 +345,8 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	docraft_client *c = t->c;
 	uint64_t now = client_now(c);
 	struct mc_tablet *tb;
+	const char *why;
+	int final;
 
 	if (res->status == DOCRAFT_OK) {
 		if (t->replica == NULL && (tb = find_tablet(t)) != NULL &&
@@ -361,16 +363,11 @@ static void on_reply(struct rpc_call_req *req, const struct rpc_result *res)
 		return;
 	}
 	t->last_status = res->status;
-	snprintf(t->last_msg, sizeof t->last_msg, "%s: %s", t->target,
-		 res->message[0] ? res->message : docraft_strerror(res->status));
-	if (res->status == DOCRAFT_ECLOSED && c->closing) {
-		deliver(t, DOCRAFT_ECLOSED, "the client is closing", NULL, 0);
-		return;
-	}
-	if (!status_retryable(res->status)) {
-		if (res->status == DOCRAFT_ETABLENOTFOUND)
+	final = status_final(c, res, "", t->target, t->last_msg, sizeof t->last_msg, &why);
+	if (final != 0) {
+		if (final == DOCRAFT_ETABLENOTFOUND)
 			metacache_forget(&c->mc, t->table->name);
-		deliver(t, res->status, t->last_msg, NULL, 0);
+		deliver(t, final, why, NULL, 0);
 		return;
 	}
 	if (now >= t->deadline) {
@@ -490,19 +487,11 @@ void tcall_init(struct tcall *t, docraft_client *c, struct mc_table *table, uint
 		uint16_t method, ProtobufCMessage *msg, char **tablet_id_field, uint64_t deadline,
 		tcall_cb cb)
 {
-	void *data = t->data;
-	memset(t, 0, sizeof *t);
-	t->data = data;
-	t->c = c;
-	t->table = table;
-	t->route = route;
-	t->method = method;
-	t->msg = msg;
-	t->tablet_id_field = tablet_id_field;
-	t->deadline = deadline;
-	t->cb = cb;
-	t->backoff_ms = c->opts.backoff_min_ms;
-	t->last_status = DOCRAFT_ETIMEDOUT;
+	/* All else zero; data is the owner's. */
+	*t = (struct tcall){.data = t->data, .c = c, .table = table, .route = route,
+			    .method = method, .msg = msg, .tablet_id_field = tablet_id_field,
+			    .deadline = deadline, .cb = cb, .backoff_ms = c->opts.backoff_min_ms,
+			    .last_status = DOCRAFT_ETIMEDOUT};
 	snprintf(t->last_msg, sizeof t->last_msg, "the deadline passed before any attempt");
 	ctimer_init(&t->timer, timer_fired);
 	t->waiter.cb = refreshed;
@@ -598,16 +587,10 @@ static void tload_loaded(struct mc_waiter *w, int status, const char *errmsg)
 void tload_start(struct tload *l, docraft_client *c, struct mc_table *table, bool force,
 		 uint64_t deadline, tload_cb cb)
 {
-	void *data = l->data;
-	memset(l, 0, sizeof *l);
-	l->data = data;
-	l->c = c;
-	l->table = table;
-	l->force = force;
-	l->deadline = deadline;
-	l->cb = cb;
-	l->final = -1;
-	l->backoff_ms = c->opts.backoff_min_ms;
+	/* All else zero; data is the owner's. */
+	*l = (struct tload){.data = l->data, .c = c, .table = table, .force = force,
+			    .deadline = deadline, .cb = cb, .final = -1,
+			    .backoff_ms = c->opts.backoff_min_ms};
 	snprintf(l->final_msg, sizeof l->final_msg, "table %s: no master answered in time",
 		 table->name);
 	ctimer_init(&l->timer, tload_timer);

@@ -15,7 +15,7 @@
 
 #include "client/ctimer.h"
 #include "client/metacache.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 
 /* NOT_LEADER redirects followed at once, without a refresh or a backoff
  * (then: an election is probably under way, so back off and refresh). */

@@ -46,65 +46,56 @@ static void fnv_be32(uint64_t *h, uint32_t v)
 
 /* ---- VAL and COL -------------------------------------------------------- */
 
+/* Each type's tag byte (the key encoding's ascending type byte); 0: none
+ * (PV_BOOL's tag is its value, 'T' or 'F'). */
+static const uint8_t val_tag[PV_TYPE_COUNT] = {
+	[PV_NULL] = '$',	 [PV_INT32] = 'H',    [PV_INT64] = 'I',
+	[PV_UINT32] = 'O',	 [PV_UINT64] = 'U',   [PV_FLOAT] = 'C',
+	[PV_DOUBLE] = 'D',	 [PV_STRING] = 'S',   [PV_TIMESTAMP] = 's',
+	[PV_UUID] = '_',	 [PV_COLUMN_ID] = 'K', [PV_SYSTEM_COLUMN_ID] = 'J',
+	[PV_ARRAY_INDEX] = '[',
+};
+
+/* The tag, then the payload: integers of every width as BE64 (int32
+ * sign-extended), floats as their bits, strings length-prefixed. An
+ * unknown type hashes as NULL. */
 static void hash_val(uint64_t *h, const struct pv *v)
 {
-	switch (v->type) {
-	case PV_BOOL:
+	if (v->type == PV_BOOL) {
 		fnv_byte(h, v->v.b ? 'T' : 'F');
-		break;
+		return;
+	}
+	if (v->type >= PV_TYPE_COUNT || v->type == PV_NULL) {
+		fnv_byte(h, '$');
+		return;
+	}
+	fnv_byte(h, val_tag[v->type]);
+	switch (v->type) {
 	case PV_INT32:
-		fnv_byte(h, 'H');
 		fnv_be64(h, (uint64_t)(int64_t)v->v.i32);
 		break;
-	case PV_INT64:
-		fnv_byte(h, 'I');
-		fnv_be64(h, (uint64_t)v->v.i64);
-		break;
 	case PV_UINT32:
-		fnv_byte(h, 'O');
 		fnv_be64(h, v->v.u32);
 		break;
 	case PV_UINT64:
-		fnv_byte(h, 'U');
 		fnv_be64(h, v->v.u64);
 		break;
 	case PV_FLOAT:
-		fnv_byte(h, 'C');
 		fnv_be32(h, pv_float_bits(v->v.f));
 		break;
 	case PV_DOUBLE:
-		fnv_byte(h, 'D');
 		fnv_be64(h, pv_double_bits(v->v.d));
 		break;
 	case PV_STRING:
-		fnv_byte(h, 'S');
 		fnv_be64(h, v->v.s.len);
 		if (v->v.s.len > 0)
 			fnv_bytes(h, v->v.s.p, v->v.s.len);
 		break;
-	case PV_TIMESTAMP:
-		fnv_byte(h, 's');
-		fnv_be64(h, (uint64_t)v->v.i64);
-		break;
 	case PV_UUID:
-		fnv_byte(h, '_');
 		fnv_bytes(h, v->v.uuid, sizeof v->v.uuid);
 		break;
-	case PV_COLUMN_ID:
-		fnv_byte(h, 'K');
+	default: /* PV_INT64, PV_TIMESTAMP, the column ids, PV_ARRAY_INDEX */
 		fnv_be64(h, (uint64_t)v->v.i64);
-		break;
-	case PV_SYSTEM_COLUMN_ID:
-		fnv_byte(h, 'J');
-		fnv_be64(h, (uint64_t)v->v.i64);
-		break;
-	case PV_ARRAY_INDEX:
-		fnv_byte(h, '[');
-		fnv_be64(h, (uint64_t)v->v.i64);
-		break;
-	case PV_NULL:
-	default:
-		fnv_byte(h, '$');
 		break;
 	}
 }

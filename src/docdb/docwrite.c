@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/err.h"
+#include "common/mem.h"
 #include "docdb/key.h"
 #include "docdb/packed.h"
 
@@ -343,16 +344,14 @@ static size_t slot_of(const struct schema_version *sv, int32_t id)
 static int write_packed(struct docwrite *w, const struct schema_version *sv,
 			const struct colval *cols, size_t ncols, int64_t ttl_ms)
 {
-	struct docvalue *vals = calloc(sv->n + 1, sizeof *vals);
-	const struct docvalue **slots = calloc(sv->n + 1, sizeof *slots);
-	bool *separate = calloc(ncols + 1, sizeof *separate);
+	struct docvalue *vals = xcalloc(sv->n + 1, sizeof *vals);
+	const struct docvalue **slots = xcalloc(sv->n + 1, sizeof *slots);
+	bool *separate = xcalloc(ncols + 1, sizeof *separate);
 	struct buf payload = BUF_INIT;
 	struct docvalue row = docvalue_kind(VAL_PACKED_ROW);
 	size_t used = 0;
 	int rv = 0;
 
-	if (vals == NULL || slots == NULL || separate == NULL)
-		PANIC("out of memory");
 	/* Slots in packing order, so that the size limit keeps the leading
 	 * columns whatever order the caller gave them in. */
 	for (size_t i = 0; i < ncols; i++) {
@@ -512,57 +511,59 @@ static int remove_elements(struct docwrite *w, const struct column *c, const str
 	return 0;
 }
 
-int docwrite_map_put(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
-		     const struct pv *mkeys, const struct pv *mvals, size_t n, int64_t ttl_ms)
+/* Adds n elements (map keys with their values, or set elements with vals
+ * NULL) to collection column col of type ct: all or nothing. */
+static int collection_add(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
+			  enum col_type ct, const struct pv *keys, const struct pv *vals, size_t n,
+			  int64_t ttl_ms)
 {
 	struct mark m = mark_of(w);
 	int rv;
+	const struct column *c = collection_op(w, key, nkey, col, ct, keys, vals, n, ttl_ms, &rv);
+	if (c == NULL)
+		return rv;
+	if ((rv = put_elements(w, c, keys, vals, n, ttl_ms, false)) != 0)
+		return rollback(w, m, rv);
+	return 0;
+}
+
+/* Removes n map keys or set elements from collection column col of type ct. */
+static int collection_remove(struct docwrite *w, const struct pv *key, size_t nkey,
+			     const char *col, enum col_type ct, const struct pv *keys, size_t n)
+{
+	int rv;
+	const struct column *c =
+		collection_op(w, key, nkey, col, ct, keys, NULL, n, DOCWRITE_NO_TTL, &rv);
+	if (c == NULL)
+		return rv;
+	return remove_elements(w, c, keys, n);
+}
+
+int docwrite_map_put(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
+		     const struct pv *mkeys, const struct pv *mvals, size_t n, int64_t ttl_ms)
+{
 	if (n > 0 && mvals == NULL)
 		return err_set(w->errmsg, DOCRAFT_EINVAL, "map '%s': keys given without values",
 			       col ? col : "?");
-	const struct column *c =
-		collection_op(w, key, nkey, col, CT_MAP, mkeys, mvals, n, ttl_ms, &rv);
-	if (c == NULL)
-		return rv;
-	if ((rv = put_elements(w, c, mkeys, mvals, n, ttl_ms, false)) != 0)
-		return rollback(w, m, rv);
-	return 0;
+	return collection_add(w, key, nkey, col, CT_MAP, mkeys, mvals, n, ttl_ms);
 }
 
 int docwrite_map_remove(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
 			const struct pv *mkeys, size_t n)
 {
-	int rv;
-	const struct column *c =
-		collection_op(w, key, nkey, col, CT_MAP, mkeys, NULL, n, DOCWRITE_NO_TTL, &rv);
-	if (c == NULL)
-		return rv;
-	return remove_elements(w, c, mkeys, n);
+	return collection_remove(w, key, nkey, col, CT_MAP, mkeys, n);
 }
 
 int docwrite_set_add(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
 		     const struct pv *elems, size_t n, int64_t ttl_ms)
 {
-	struct mark m = mark_of(w);
-	int rv;
-	const struct column *c =
-		collection_op(w, key, nkey, col, CT_SET, elems, NULL, n, ttl_ms, &rv);
-	if (c == NULL)
-		return rv;
-	if ((rv = put_elements(w, c, elems, NULL, n, ttl_ms, false)) != 0)
-		return rollback(w, m, rv);
-	return 0;
+	return collection_add(w, key, nkey, col, CT_SET, elems, NULL, n, ttl_ms);
 }
 
 int docwrite_set_remove(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,
 			const struct pv *elems, size_t n)
 {
-	int rv;
-	const struct column *c =
-		collection_op(w, key, nkey, col, CT_SET, elems, NULL, n, DOCWRITE_NO_TTL, &rv);
-	if (c == NULL)
-		return rv;
-	return remove_elements(w, c, elems, n);
+	return collection_remove(w, key, nkey, col, CT_SET, elems, n);
 }
 
 static int list_extend(struct docwrite *w, const struct pv *key, size_t nkey, const char *col,

@@ -173,6 +173,87 @@ static void unescape(const uint8_t *s, const uint8_t *term, bool desc, uint8_t *
 	}
 }
 
+/* The fixed-width key types (§1.1): their type bytes, ascending and
+ * descending (PV_ARRAY_INDEX has no descending form), and the width of the
+ * big-endian order key that follows. */
+static const struct fixed_form {
+	uint8_t asc, desc;
+	uint8_t width; /* 4 or 8 */
+} fixed_form[PV_TYPE_COUNT] = {
+	[PV_INT32] = {KT_INT32, KT_INT32_DESC, 4},
+	[PV_INT64] = {KT_INT64, KT_INT64_DESC, 8},
+	[PV_UINT32] = {KT_UINT32, KT_UINT32_DESC, 4},
+	[PV_UINT64] = {KT_UINT64, KT_UINT64_DESC, 8},
+	[PV_FLOAT] = {KT_FLOAT, KT_FLOAT_DESC, 4},
+	[PV_DOUBLE] = {KT_DOUBLE, KT_DOUBLE_DESC, 8},
+	[PV_TIMESTAMP] = {KT_TIMESTAMP, KT_TIMESTAMP_DESC, 8},
+	[PV_ARRAY_INDEX] = {KT_ARRAY_INDEX, 0, 8},
+};
+
+/* The other way round: the type of each fixed-width type byte and whether
+ * it is the descending one (type 0: not such a byte). */
+static const struct {
+	uint8_t type;
+	bool desc;
+} fixed_type[128] = {
+	[KT_INT32] = {PV_INT32, false},	      [KT_INT32_DESC] = {PV_INT32, true},
+	[KT_INT64] = {PV_INT64, false},	      [KT_INT64_DESC] = {PV_INT64, true},
+	[KT_UINT32] = {PV_UINT32, false},     [KT_UINT32_DESC] = {PV_UINT32, true},
+	[KT_UINT64] = {PV_UINT64, false},     [KT_UINT64_DESC] = {PV_UINT64, true},
+	[KT_FLOAT] = {PV_FLOAT, false},	      [KT_FLOAT_DESC] = {PV_FLOAT, true},
+	[KT_DOUBLE] = {PV_DOUBLE, false},     [KT_DOUBLE_DESC] = {PV_DOUBLE, true},
+	[KT_TIMESTAMP] = {PV_TIMESTAMP, false}, [KT_TIMESTAMP_DESC] = {PV_TIMESTAMP, true},
+	[KT_ARRAY_INDEX] = {PV_ARRAY_INDEX, false},
+};
+
+/* The ascending order key of a fixed-width value: a signed integer's bits
+ * with the sign bit flipped, an unsigned one's as they are, float_key or
+ * double_key of a float or double. A descending key is its complement. */
+static uint64_t order_key(const struct pv *v)
+{
+	switch (v->type) {
+	case PV_INT32:
+		return (uint32_t)v->v.i32 ^ SIGN32;
+	case PV_UINT32:
+		return v->v.u32;
+	case PV_FLOAT:
+		return float_key(v->v.f);
+	case PV_UINT64:
+		return v->v.u64;
+	case PV_DOUBLE:
+		return double_key(v->v.d);
+	default: /* PV_INT64, PV_TIMESTAMP, PV_ARRAY_INDEX */
+		return (uint64_t)v->v.i64 ^ SIGN64;
+	}
+}
+
+/* order_key inverted into v (of a fixed-width type): false for a float or
+ * double key other than the canonical one of its value (a NaN other than
+ * the canonical one). */
+static bool order_unkey(struct pv *v, uint64_t k)
+{
+	switch (v->type) {
+	case PV_INT32:
+		v->v.i32 = (int32_t)((uint32_t)k ^ SIGN32);
+		return true;
+	case PV_UINT32:
+		v->v.u32 = (uint32_t)k;
+		return true;
+	case PV_FLOAT:
+		v->v.f = float_unkey((uint32_t)k);
+		return float_key(v->v.f) == (uint32_t)k;
+	case PV_UINT64:
+		v->v.u64 = k;
+		return true;
+	case PV_DOUBLE:
+		v->v.d = double_unkey(k);
+		return double_key(v->v.d) == k;
+	default: /* PV_INT64, PV_TIMESTAMP, PV_ARRAY_INDEX */
+		v->v.i64 = (int64_t)(k ^ SIGN64);
+		return true;
+	}
+}
+
 void key_append_pv(struct buf *out, const struct pv *v)
 {
 	const bool desc = v->desc;
@@ -187,46 +268,25 @@ void key_append_pv(struct buf *out, const struct pv *v)
 		else
 			buf_push(out, desc ? KT_FALSE_DESC : KT_FALSE);
 		return;
-	case PV_INT32: {
-		uint32_t x = (uint32_t)v->v.i32;
-		b[0] = desc ? KT_INT32_DESC : KT_INT32;
-		put_be32(b + 1, (desc ? ~x : x) ^ SIGN32);
-		buf_append(out, b, 5);
-		return;
-	}
+	case PV_INT32:
 	case PV_INT64:
-	case PV_TIMESTAMP: {
-		uint64_t x = (uint64_t)v->v.i64;
-		if (v->type == PV_INT64)
-			b[0] = desc ? KT_INT64_DESC : KT_INT64;
-		else
-			b[0] = desc ? KT_TIMESTAMP_DESC : KT_TIMESTAMP;
-		put_be64(b + 1, (desc ? ~x : x) ^ SIGN64);
-		buf_append(out, b, 9);
-		return;
-	}
+	case PV_TIMESTAMP:
 	case PV_UINT32:
-		b[0] = desc ? KT_UINT32_DESC : KT_UINT32;
-		put_be32(b + 1, desc ? ~v->v.u32 : v->v.u32);
-		buf_append(out, b, 5);
-		return;
 	case PV_UINT64:
-		b[0] = desc ? KT_UINT64_DESC : KT_UINT64;
-		put_be64(b + 1, desc ? ~v->v.u64 : v->v.u64);
-		buf_append(out, b, 9);
-		return;
-	case PV_FLOAT: {
-		uint32_t k = float_key(v->v.f);
-		b[0] = desc ? KT_FLOAT_DESC : KT_FLOAT;
-		put_be32(b + 1, desc ? ~k : k);
-		buf_append(out, b, 5);
-		return;
-	}
-	case PV_DOUBLE: {
-		uint64_t k = double_key(v->v.d);
-		b[0] = desc ? KT_DOUBLE_DESC : KT_DOUBLE;
-		put_be64(b + 1, desc ? ~k : k);
-		buf_append(out, b, 9);
+	case PV_FLOAT:
+	case PV_DOUBLE:
+	case PV_ARRAY_INDEX: {
+		const struct fixed_form *f = &fixed_form[v->type];
+		uint64_t k = order_key(v);
+		PRE(v->type != PV_ARRAY_INDEX || !desc);
+		b[0] = desc ? f->desc : f->asc;
+		if (desc)
+			k = ~k;
+		if (f->width == 4)
+			put_be32(b + 1, (uint32_t)k);
+		else
+			put_be64(b + 1, k);
+		buf_append(out, b, 1 + (size_t)f->width);
 		return;
 	}
 	case PV_STRING:
@@ -245,12 +305,6 @@ void key_append_pv(struct buf *out, const struct pv *v)
 		PRE(!desc);
 		buf_push(out, v->type == PV_COLUMN_ID ? KT_COLUMN_ID : KT_SYSTEM_COLUMN_ID);
 		svarint_append(out, v->v.i64);
-		return;
-	case PV_ARRAY_INDEX:
-		PRE(!desc);
-		b[0] = KT_ARRAY_INDEX;
-		put_be64(b + 1, (uint64_t)v->v.i64 ^ SIGN64);
-		buf_append(out, b, 9);
 		return;
 	}
 	PANIC("bad pv type %u", v->type);
@@ -283,78 +337,33 @@ static int decode_pv(const uint8_t **pp, const uint8_t *end, struct pv *out, str
 		out->v.b = t == KT_TRUE || t == KT_TRUE_DESC;
 		break;
 	case KT_INT32:
-	case KT_INT32_DESC: {
-		uint32_t x;
-		if (avail < 4)
-			return DOCRAFT_ECORRUPT;
-		x = be32_load(s) ^ SIGN32;
-		out->type = PV_INT32;
-		out->desc = t == KT_INT32_DESC;
-		out->v.i32 = (int32_t)(out->desc ? ~x : x);
-		s += 4;
-		break;
-	}
+	case KT_INT32_DESC:
 	case KT_INT64:
 	case KT_INT64_DESC:
+	case KT_UINT32:
+	case KT_UINT32_DESC:
+	case KT_UINT64:
+	case KT_UINT64_DESC:
+	case KT_FLOAT:
+	case KT_FLOAT_DESC:
+	case KT_DOUBLE:
+	case KT_DOUBLE_DESC:
 	case KT_TIMESTAMP:
 	case KT_TIMESTAMP_DESC:
 	case KT_ARRAY_INDEX: {
-		uint64_t x;
-		if (avail < 8)
-			return DOCRAFT_ECORRUPT;
-		x = be64_load(s) ^ SIGN64;
-		out->type = t == KT_ARRAY_INDEX                      ? PV_ARRAY_INDEX
-			    : t == KT_INT64 || t == KT_INT64_DESC ? PV_INT64
-								  : PV_TIMESTAMP;
-		out->desc = t == KT_INT64_DESC || t == KT_TIMESTAMP_DESC;
-		out->v.i64 = (int64_t)(out->desc ? ~x : x);
-		s += 8;
-		break;
-	}
-	case KT_UINT32:
-	case KT_UINT32_DESC:
-		if (avail < 4)
-			return DOCRAFT_ECORRUPT;
-		out->type = PV_UINT32;
-		out->desc = t == KT_UINT32_DESC;
-		out->v.u32 = out->desc ? ~be32_load(s) : be32_load(s);
-		s += 4;
-		break;
-	case KT_UINT64:
-	case KT_UINT64_DESC:
-		if (avail < 8)
-			return DOCRAFT_ECORRUPT;
-		out->type = PV_UINT64;
-		out->desc = t == KT_UINT64_DESC;
-		out->v.u64 = out->desc ? ~be64_load(s) : be64_load(s);
-		s += 8;
-		break;
-	case KT_FLOAT:
-	case KT_FLOAT_DESC: {
-		uint32_t k;
-		if (avail < 4)
-			return DOCRAFT_ECORRUPT;
-		out->type = PV_FLOAT;
-		out->desc = t == KT_FLOAT_DESC;
-		k = out->desc ? ~be32_load(s) : be32_load(s);
-		out->v.f = float_unkey(k);
-		if (float_key(out->v.f) != k)
-			return DOCRAFT_ECORRUPT; /* a NaN other than the canonical one */
-		s += 4;
-		break;
-	}
-	case KT_DOUBLE:
-	case KT_DOUBLE_DESC: {
+		size_t w;
 		uint64_t k;
-		if (avail < 8)
+		out->type = fixed_type[t].type;
+		out->desc = fixed_type[t].desc;
+		w = fixed_form[out->type].width;
+		if (avail < w)
 			return DOCRAFT_ECORRUPT;
-		out->type = PV_DOUBLE;
-		out->desc = t == KT_DOUBLE_DESC;
-		k = out->desc ? ~be64_load(s) : be64_load(s);
-		out->v.d = double_unkey(k);
-		if (double_key(out->v.d) != k)
-			return DOCRAFT_ECORRUPT; /* a NaN other than the canonical one */
-		s += 8;
+		k = w == 4 ? be32_load(s) : be64_load(s);
+		if (out->desc)
+			k = w == 4 ? (uint32_t)~k : ~k;
+		if (!order_unkey(out, k))
+			return DOCRAFT_ECORRUPT;
+		s += w;
 		break;
 	}
 	case KT_STRING:
@@ -443,15 +452,10 @@ uint16_t key_hash_components(const struct pv *hashed, size_t n)
 			hash_jenkins64_update(&st, b, 1);
 			break;
 		case PV_INT32:
-			put_be32(b, (uint32_t)v->v.i32);
-			hash_jenkins64_update(&st, b, 4);
-			break;
 		case PV_UINT32:
-			put_be32(b, v->v.u32);
-			hash_jenkins64_update(&st, b, 4);
-			break;
 		case PV_FLOAT:
-			put_be32(b, pv_float_bits(v->v.f));
+			/* BE32 of the bits (a float's made canonical) */
+			put_be32(b, v->type == PV_FLOAT ? pv_float_bits(v->v.f) : v->v.u32);
 			hash_jenkins64_update(&st, b, 4);
 			break;
 		case PV_COLUMN_ID:
@@ -461,15 +465,10 @@ uint16_t key_hash_components(const struct pv *hashed, size_t n)
 			/* fall through: hashed as its int64 */
 		case PV_INT64:
 		case PV_TIMESTAMP:
-			put_be64(b, (uint64_t)v->v.i64);
-			hash_jenkins64_update(&st, b, 8);
-			break;
 		case PV_UINT64:
-			put_be64(b, v->v.u64);
-			hash_jenkins64_update(&st, b, 8);
-			break;
 		case PV_DOUBLE:
-			put_be64(b, pv_double_bits(v->v.d));
+			/* BE64 of the bits (a double's made canonical) */
+			put_be64(b, v->type == PV_DOUBLE ? pv_double_bits(v->v.d) : v->v.u64);
 			hash_jenkins64_update(&st, b, 8);
 			break;
 		case PV_STRING:

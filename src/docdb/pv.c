@@ -7,18 +7,15 @@
 
 #include "common/check.h"
 
+/* Version 1 uuids: the comparable form's first 8 bytes are timestamp high,
+ * mid, low, i.e. these bytes of the uuid. */
+static const uint8_t v1_order[8] = {6, 7, 4, 5, 0, 1, 2, 3};
+
 void uuid_to_comparable(const uint8_t u[16], uint8_t out[16])
 {
 	if ((u[6] & 0xF0) == 0x10) {
-		/* Version 1: timestamp high, mid, low. */
-		out[0] = u[6];
-		out[1] = u[7];
-		out[2] = u[4];
-		out[3] = u[5];
-		out[4] = u[0];
-		out[5] = u[1];
-		out[6] = u[2];
-		out[7] = u[3];
+		for (int i = 0; i < 8; i++)
+			out[i] = u[v1_order[i]];
 	} else {
 		/* Version nibble first, then bytes 0..5, then the low nibble
 		 * of byte 6 and byte 7. */
@@ -33,14 +30,8 @@ void uuid_to_comparable(const uint8_t u[16], uint8_t out[16])
 void uuid_from_comparable(const uint8_t c[16], uint8_t out[16])
 {
 	if ((c[0] & 0xF0) == 0x10) {
-		out[0] = c[4];
-		out[1] = c[5];
-		out[2] = c[6];
-		out[3] = c[7];
-		out[4] = c[2];
-		out[5] = c[3];
-		out[6] = c[0];
-		out[7] = c[1];
+		for (int i = 0; i < 8; i++)
+			out[v1_order[i]] = c[i];
 	} else {
 		uint64_t r = be64_load(c);
 		uint64_t m = ((r >> 12) & UINT64_C(0xFFFFFFFFFFFF)) << 16 | (r >> 60) << 12 |
@@ -219,16 +210,12 @@ void pv_format(struct buf *out, const struct pv *v)
 			buf_append(out, "false", 5);
 		return;
 	case PV_INT32:
-		buf_printf(out, "%" PRId32, v->v.i32);
-		return;
 	case PV_INT64:
-		buf_printf(out, "%" PRId64, v->v.i64);
+		buf_printf(out, "%" PRId64, v->type == PV_INT32 ? v->v.i32 : v->v.i64);
 		return;
 	case PV_UINT32:
-		buf_printf(out, "%" PRIu32, v->v.u32);
-		return;
 	case PV_UINT64:
-		buf_printf(out, "%" PRIu64, v->v.u64);
+		buf_printf(out, "%" PRIu64, v->type == PV_UINT32 ? v->v.u32 : v->v.u64);
 		return;
 	case PV_FLOAT:
 		format_double(out, v->v.f, 6, 9);

@@ -1,149 +1,31 @@
-/* Rebuilding documents from versions (docdb-format.md §6.2).
+/* Reads: point reads of documents and rows, scans and their paging
+ * (docdb-format.md §6.2).
  *
- * Design. Every read is a stream of (key, value) pairs in key order fed to a
- * builder. Key order gives two facts the builder relies on: all versions of
- * one path arrive together, newest first ('#' DocHT sorts newest first), and
- * a path arrives before its descendants ('#' sorts below every subkey type).
- * The builder keeps a stack of frames, one per path component of the last
- * decided entry:
- *
- *   frame[d].overwrite  the newest write time at this path or above: any
- *                       entry at or below it with an older DocHT is hidden
- *   frame[d].exp        an explicit TTL inherited by descendants
- *   frame[d].node       the document node, created lazily
- *
- * For each pair: skip it if it is newer than the read time, or an older
- * version of the path just decided; pop the frames that are not prefixes of
- * its path, push inherited frames down to its depth, and decide it: hidden
- * (older than an ancestor's overwrite), absent (tombstone or expired), or a
- * node (primitive or container marker). Ancestors of a node are created as
- * implicit objects; implicit objects left without children are pruned at
- * the end, which is how a CQL row or collection with nothing live vanishes.
+ * Design. Every read is a stream of (key, value) pairs in key order fed to
+ * the document builder (builder.c, whose design note says how versions,
+ * TTLs, packed rows and hot rows are decided). This file chooses what to
+ * feed it and where the iterator goes: the read-time checks against the
+ * history cutoff, point reads of a document or a sub-document, rows of a
+ * table, and scans with their paging state.
  *
  * A sub-document read feeds the builder the versions of each ancestor path
- * first (they may hide or expire the sub-document), then the subtree.
- *
- * Packed rows (§6.2 steps 1 and 3, §8). A packed row at the DocKey is read
- * as what the INSERT it replaces would have written at its DocHT: the
- * liveness column ('$' with the row's TTL) and each column of its schema
- * version (its value with its own TTL, else the row's; a NULL slot is a
- * column tombstone). It is not an overwrite of the whole row: it hides only
- * older versions of those paths, never newer cells and never other columns
- * or collections. So the root's versions are walked past packed rows (they
- * are kept, newest first) down to the newest other entry, which decides the
- * root as before (a row tombstone hides every older packed row and cell).
- * When the first column entry arrives, the kept rows become "virtual cells",
- * one per path, from the newest row that has it, sorted by path; each is fed
- * through the same decision as a stored pair just before the stored pairs
- * of its path or of later paths, or dropped when the path's newest stored
- * version is newer. A packed row in a read that has no schema (so no
- * packings) is an error.
- *
- * Hot rows (many versions within the history retention). Reading must not
- * cost one step per version:
- *   - older versions of a decided path are ignored by feed(); after a few in
- *     a row, feed_prefix seeks past all of them (path + '#'+1);
- *   - versions newer than the read time likewise: after a few of one path,
- *     a seek to path '#' DocHT(read_ht, max write id), its newest version
- *     at or below the read time (reads in the past, AS OF);
- *   - only the newest visible packed row is kept when it is of the table's
- *     current schema version: it then has a slot for every live column, so
- *     an older packed row would add no cell (make_vcells);
- *   - point reads (get_doc) go further: when that packed row has no TTL,
- *     the table no default TTL and no collection column, older root entries
- *     (packed rows, a row tombstone, a marker) cannot change the result
- *     either: a tombstone or marker only hides older cells, and every live
- *     column's older cells are hidden by the packed row anyway. So the rest
- *     of the root's versions are skipped with one seek. Whether the row
- *     really holds nothing but the liveness column and scalar columns is
- *     checked as its subkeys are fed; a row that holds anything else is
- *     read again without the shortcut (reread). */
-#include "docdb/ttl.h"
+ * first (they may hide or expire the sub-document), then the subtree. A
+ * whole-row point read lets the builder skip the root's older versions
+ * (builder.c, "Hot rows") and reads the row again without that shortcut
+ * when the builder says it did not hold (b.reread). */
 #include "docdb/reader.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"
 #include "common/err.h"
 #include "common/hlc.h"
+#include "common/mem.h"
+#include "docdb/builder.h"
 #include "docdb/docwrite.h"
-#include "docdb/packed.h"
 
-#define MAX_DEPTH DOCDB_MAX_SUBKEYS
-
-static _Atomic uint64_t keys_fed;
-static _Atomic bool shortcuts = true;
-
-uint64_t reader_keys_fed(void)
-{
-	return keys_fed;
-}
-
-void reader_set_shortcuts(bool on)
-{
-	shortcuts = on;
-}
-
-struct frame {
-	size_t path_len;
-	struct docht overwrite;
-	bool has_exp;
-	int64_t exp_ttl_ms;
-	uint64_t exp_from;
-	struct docnode *node;
-};
-
-/* A packed row kept from the root's versions; its payload is in pbytes. */
-struct prow {
-	struct docht d;
-	bool has_ttl;
-	int64_t ttl_ms;
-	size_t off, len;
-};
-
-/* One column (or the liveness) of a packed row, to be fed as a stored pair
- * with the subkey sub at DocHT d. */
-#define VSUB_MAX 11 /* 'K' + svarint */
-struct vcell {
-	struct docht d;
-	struct docvalue v;
-	uint8_t sub[VSUB_MAX];
-	uint8_t sub_len;
-};
-
-struct builder {
-	struct arena *a;
-	char *errmsg;
-	uint64_t read_ht;
-	int64_t default_ttl_ms;
-	const struct schema *schema; /* packings; NULL: packed rows are an error */
-	size_t root_len;
-	struct frame base; /* context above the root: nothing hidden, no TTL */
-	struct frame st[MAX_DEPTH + 1];
-	size_t depth;
-	struct buf path; /* path of the last decided entry */
-	bool top_decided;
-	struct docnode *root;
-	/* Packed rows of the current document (see the design note). */
-	struct prow *prows;
-	size_t nprows, prows_cap;
-	struct buf pbytes;
-	struct vcell *vcells;
-	size_t nvcells, vnext, vcells_cap;
-	bool vready; /* prows turned into vcells */
-	struct buf vkey; /* scratch: a virtual cell's subkey or key */
-	/* Hot rows (see the design note). */
-	bool ignored;      /* the last key fed was an older version of a decided path */
-	size_t newer_plen; /* ... was newer than the read: its path length, else 0 */
-	bool newest_full;  /* the kept packed row is of the current schema version */
-	bool root_skip_ok; /* get_doc: may skip older root versions after it */
-	bool skip_root;    /* feed asks feed_prefix to seek past the root's versions */
-	bool root_skipped; /* ... and it did: subkeys must be scalar columns */
-	bool reread;       /* they were not: read again without the shortcut */
-	struct buf seek;   /* scratch: a seek target */
-};
+#define MAX_DEPTH BUILDER_MAX_DEPTH
 
 const struct docnode *docnode_child(const struct docnode *n, const struct pv *key)
 {
@@ -153,585 +35,6 @@ const struct docnode *docnode_child(const struct docnode *n, const struct pv *ke
 		if (c->key.type == key->type && pv_compare(&c->key, key) == 0)
 			return c;
 	return NULL;
-}
-
-static void builder_init(struct builder *b, struct arena *a, uint64_t read_ht,
-			 int64_t default_ttl_ms, const struct schema *schema, char *errmsg)
-{
-	memset(b, 0, sizeof *b);
-	b->a = a;
-	b->errmsg = errmsg;
-	b->read_ht = read_ht;
-	b->default_ttl_ms = default_ttl_ms;
-	b->schema = schema;
-	buf_init(&b->path);
-	buf_init(&b->pbytes);
-	buf_init(&b->vkey);
-	buf_init(&b->seek);
-}
-
-static void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
-{
-	b->root_len = root_len;
-	memset(&b->st[0], 0, sizeof b->st[0]);
-	b->st[0].path_len = root_len;
-	b->depth = 1;
-	buf_reset(&b->path);
-	buf_append(&b->path, root, root_len);
-	b->top_decided = false;
-	b->root = NULL;
-	b->nprows = 0;
-	buf_reset(&b->pbytes);
-	b->nvcells = 0;
-	b->vnext = 0;
-	b->vready = false;
-	b->ignored = false;
-	b->newest_full = false;
-	b->skip_root = false;
-	b->root_skipped = false;
-	b->reread = false;
-}
-
-static void builder_free(struct builder *b)
-{
-	buf_free(&b->path);
-	buf_free(&b->pbytes);
-	buf_free(&b->vkey);
-	buf_free(&b->seek);
-	free(b->prows);
-	free(b->vcells);
-}
-
-static int corrupt(struct builder *b, const char *what)
-{
-	return err_set(b->errmsg, DOCRAFT_ECORRUPT, "corrupt DocDB entry: %s", what);
-}
-
-static struct docnode *new_node(struct builder *b)
-{
-	struct docnode *n = arena_alloc(b->a, sizeof *n);
-	memset(n, 0, sizeof *n);
-	n->kind = VAL_OBJECT;
-	return n;
-}
-
-static void append_child(struct docnode *parent, struct docnode *n)
-{
-	n->parent_ = parent;
-	if (parent->last_ != NULL)
-		parent->last_->next = n;
-	else
-		parent->children = n;
-	parent->last_ = n;
-	parent->n_children++;
-	if (parent->kind == VAL_PRIMITIVE) {
-		/* A newer child under a primitive turns it into an object. */
-		parent->kind = VAL_OBJECT;
-		parent->has_marker = false;
-		parent->value = pv_null();
-	}
-}
-
-/* The node of frame d, creating it and its missing ancestors. key/bounds
- * describe the entry being decided, whose path has these frames as prefixes. */
-static int ensure_node(struct builder *b, size_t d, const uint8_t *key, const size_t *bounds,
-		       struct docnode **out)
-{
-	struct docnode *n, *parent = NULL;
-	int rv;
-	if (b->st[d].node != NULL) {
-		*out = b->st[d].node;
-		return 0;
-	}
-	if (d > 0 && (rv = ensure_node(b, d - 1, key, bounds, &parent)) != 0)
-		return rv;
-	n = new_node(b);
-	if (d > 0) {
-		const uint8_t *p = key + bounds[d - 1];
-		if (key_decode_pv(&p, key + bounds[d], &n->key, b->a) != 0)
-			return corrupt(b, "bad subkey");
-		append_child(parent, n);
-	} else {
-		b->root = n;
-	}
-	b->st[d].node = n;
-	*out = n;
-	return 0;
-}
-
-static bool expired(const struct builder *b, bool has_exp, int64_t ttl_ms, uint64_t from,
-		    uint64_t write_ht)
-{
-	return ttl_expired(b->read_ht, b->default_ttl_ms, has_exp, ttl_ms, from, write_ht);
-}
-
-/* Decides one entry: key[0..plen) is its path, bounds[0..nd] the ends of
- * its components (bounds[0] = the root). dv is its value, or NULL to decode
- * val/vlen (only once it is known not to be hidden). */
-static int decide(struct builder *b, const uint8_t *key, size_t plen, const size_t *bounds,
-		  size_t nd, struct docht d, const struct docvalue *dv, const uint8_t *val,
-		  size_t vlen)
-{
-	size_t c;
-	struct docvalue v;
-	struct frame *f;
-	const struct frame *par;
-	struct docnode *n;
-	int rv;
-
-	/* Pop frames that are not prefixes of this path. */
-	c = 1;
-	while (c < b->depth && c <= nd && b->st[c].path_len == bounds[c] &&
-	       memcmp(key, b->path.data, bounds[c]) == 0)
-		c++;
-	b->depth = c;
-	/* Push inherited frames down to this path's depth. */
-	while (b->depth <= nd) {
-		struct frame *nf = &b->st[b->depth];
-		*nf = b->st[b->depth - 1];
-		nf->path_len = bounds[b->depth];
-		nf->node = NULL;
-		b->depth++;
-	}
-	b->depth = nd + 1;
-	f = &b->st[nd];
-	par = nd > 0 ? &b->st[nd - 1] : &b->base;
-	buf_reset(&b->path);
-	buf_append(&b->path, key, plen);
-	b->top_decided = true;
-
-	if (docht_compare(d, par->overwrite) <= 0)
-		return 0; /* hidden by a newer write above it */
-	if (dv != NULL)
-		v = *dv;
-	else if (value_decode(val, vlen, &v) != 0)
-		return corrupt(b, "bad value");
-
-	f->overwrite = d;
-	f->has_exp = par->has_exp;
-	f->exp_ttl_ms = par->exp_ttl_ms;
-	f->exp_from = par->exp_from;
-	if (v.has_ttl) {
-		f->has_exp = true;
-		f->exp_ttl_ms = v.ttl_ms;
-		f->exp_from = d.ht;
-	}
-	if (v.kind == VAL_TOMBSTONE || expired(b, f->has_exp, f->exp_ttl_ms, f->exp_from, d.ht))
-		return 0;
-	if (v.kind == VAL_PACKED_ROW)
-		return corrupt(b, "packed row below the DocKey");
-
-	if ((rv = ensure_node(b, nd, key, bounds, &n)) != 0)
-		return rv;
-	n->write_time = d;
-	n->has_ttl = f->has_exp;
-	n->ttl_ms = f->exp_ttl_ms;
-	n->ttl_from = f->exp_from;
-	if (v.kind == VAL_PRIMITIVE) {
-		n->kind = VAL_PRIMITIVE;
-		n->value = v.prim;
-		if (v.prim.type == PV_STRING)
-			n->value.v.s.p = arena_dup(b->a, v.prim.v.s.p, v.prim.v.s.len);
-	} else {
-		n->kind = v.kind;
-		n->has_marker = true;
-	}
-	return 0;
-}
-
-/* Keeps a packed row met among the root's versions (newer than every root
- * entry decided so far, since none is). */
-static void keep_packed(struct builder *b, struct docht d, const struct docvalue *v)
-{
-	struct prow *r;
-	if (b->nprows == b->prows_cap) {
-		b->prows_cap = b->prows_cap ? 2 * b->prows_cap : 4;
-		r = realloc(b->prows, b->prows_cap * sizeof *r);
-		if (r == NULL)
-			PANIC("out of memory");
-		b->prows = r;
-	}
-	r = &b->prows[b->nprows++];
-	r->d = d;
-	r->has_ttl = v->has_ttl;
-	r->ttl_ms = v->ttl_ms;
-	r->off = b->pbytes.len;
-	r->len = v->packed_len;
-	buf_append(&b->pbytes, v->packed, v->packed_len);
-}
-
-static struct vcell *new_vcell(struct builder *b, struct docht d, const struct pv *sub)
-{
-	struct vcell *vc;
-	if (b->nvcells == b->vcells_cap) {
-		b->vcells_cap = b->vcells_cap ? 2 * b->vcells_cap : 16;
-		vc = realloc(b->vcells, b->vcells_cap * sizeof *vc);
-		if (vc == NULL)
-			PANIC("out of memory");
-		b->vcells = vc;
-	}
-	vc = &b->vcells[b->nvcells++];
-	memset(vc, 0, sizeof *vc);
-	vc->d = d;
-	buf_reset(&b->vkey);
-	key_append_pv(&b->vkey, sub);
-	PRE(b->vkey.len <= VSUB_MAX);
-	memcpy(vc->sub, b->vkey.data, b->vkey.len);
-	vc->sub_len = (uint8_t)b->vkey.len;
-	return vc;
-}
-
-static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-	int c = memcmp(a, b, an < bn ? an : bn);
-	if (c != 0)
-		return c;
-	return an < bn ? -1 : an > bn;
-}
-
-static int cmp_vcell(const void *x, const void *y)
-{
-	const struct vcell *a = x, *b = y;
-	return cmp_bytes(a->sub, a->sub_len, b->sub, b->sub_len);
-}
-
-static bool has_vcell(struct builder *b, const struct pv *sub)
-{
-	buf_reset(&b->vkey);
-	key_append_pv(&b->vkey, sub);
-	for (size_t i = 0; i < b->nvcells; i++)
-		if (cmp_bytes(b->vcells[i].sub, b->vcells[i].sub_len, b->vkey.data, b->vkey.len) == 0)
-			return true;
-	return false;
-}
-
-/* Turns the kept packed rows into virtual cells (newest row first: a path
- * takes its cell from the newest row that has it). */
-static int make_vcells(struct builder *b)
-{
-	b->vready = true;
-	if (b->nprows == 0)
-		return 0;
-	if (b->schema == NULL)
-		return err_set(b->errmsg, DOCRAFT_EINVAL,
-			       "a packed row needs its table's schema to be read "
-			       "(reader_get_table_doc)");
-	for (size_t i = 0; i < b->nprows; i++) {
-		const struct prow *r = &b->prows[i];
-		const struct schema_version *sv;
-		struct packed_row pr;
-		struct pv live = pv_liveness();
-		struct vcell *vc;
-		int rv;
-		if ((rv = packed_parse_schema(b->pbytes.data + r->off, r->len, b->schema, &pr, &sv,
-					      b->errmsg)) != 0)
-			return rv;
-		if (i == 0) {
-			vc = new_vcell(b, r->d, &live);
-			vc->v = docvalue_of(pv_null());
-			vc->v.has_ttl = r->has_ttl;
-			vc->v.ttl_ms = r->ttl_ms;
-		}
-		for (size_t k = 0; k < sv->n; k++) {
-			struct pv sub = pv_column(sv->ids[k]);
-			struct docvalue v;
-			bool is_null;
-			if (schema_id_dropped(b->schema, sv->ids[k]) || (i > 0 && has_vcell(b, &sub)))
-				continue;
-			if (packed_column(&pr, k, &v, &is_null) != 0)
-				return corrupt(b, "bad column in a packed row");
-			if (is_null) {
-				v = docvalue_kind(VAL_TOMBSTONE);
-			} else if (!v.has_ttl && r->has_ttl) {
-				v.has_ttl = true; /* the row's TTL, unless its own */
-				v.ttl_ms = r->ttl_ms;
-			}
-			vc = new_vcell(b, r->d, &sub);
-			vc->v = v;
-		}
-	}
-	qsort(b->vcells, b->nvcells, sizeof *b->vcells, cmp_vcell);
-	return 0;
-}
-
-static int feed_vcell(struct builder *b, const struct vcell *vc)
-{
-	size_t bounds[2] = {b->root_len, b->root_len + vc->sub_len};
-	buf_reset(&b->vkey);
-	buf_append(&b->vkey, b->path.data, b->root_len);
-	buf_append(&b->vkey, vc->sub, vc->sub_len);
-	return decide(b, b->vkey.data, b->vkey.len, bounds, 1, vc->d, &vc->v, NULL, 0);
-}
-
-/* Feeds the virtual cells due before a stored entry whose first subkey is
- * sub (nd: its depth, d: its DocHT): those of earlier paths, and the one
- * of its own path when newer than it (deeper entries: always). A virtual
- * cell older than the newest stored version of its path is dropped. sub ==
- * NULL: the document ends, feed them all. */
-static int feed_vcells(struct builder *b, const uint8_t *sub, size_t sub_len, size_t nd,
-		       struct docht d)
-{
-	int rv;
-	for (; b->vnext < b->nvcells; b->vnext++) {
-		const struct vcell *vc = &b->vcells[b->vnext];
-		int c = sub ? cmp_bytes(vc->sub, vc->sub_len, sub, sub_len) : -1;
-		if (c > 0)
-			break;
-		if (c == 0 && nd == 1 && docht_compare(vc->d, d) <= 0)
-			continue;
-		if ((rv = feed_vcell(b, vc)) != 0)
-			return rv;
-	}
-	return 0;
-}
-
-static bool has_collection(const struct schema *s)
-{
-	for (size_t i = 0; i < s->ncols; i++)
-		if (col_type_is_collection((enum col_type)s->cols[i].type))
-			return true;
-	return false;
-}
-
-/* The newest visible packed row was just kept (v): whether it covers every
- * live column, and whether the rest of the root may be skipped. */
-static int note_newest_packed(struct builder *b, const struct docvalue *v)
-{
-	const struct schema_version *sv;
-	struct packed_row pr;
-	if (b->schema == NULL)
-		return 0; /* make_vcells reports it */
-	if (packed_parse_schema(v->packed, v->packed_len, b->schema, &pr, &sv, NULL) != 0)
-		return 0; /* make_vcells reports it */
-	b->newest_full = shortcuts && sv->version == b->schema->version;
-	if (b->root_skip_ok && b->newest_full && !v->has_ttl && b->default_ttl_ms == 0 &&
-	    !has_collection(b->schema)) {
-		b->skip_root = true;
-		b->root_skipped = true;
-	}
-	return 0;
-}
-
-/* Whether the subkey at p (n bytes) is the liveness column or a column of
- * a scalar type (a dropped one included: its cells are ignored). */
-static bool scalar_column(struct builder *b, const uint8_t *p, size_t n)
-{
-	const uint8_t *q = p;
-	struct pv k;
-	const struct column *c;
-	if (key_decode_pv(&q, p + n, &k, b->a) != 0)
-		return false;
-	if (k.type == PV_SYSTEM_COLUMN_ID)
-		return k.v.i64 == LIVENESS_COLUMN_ID;
-	if (k.type != PV_COLUMN_ID || b->schema == NULL)
-		return false;
-	c = schema_find_id(b->schema, (int32_t)k.v.i64);
-	return c == NULL || !col_type_is_collection((enum col_type)c->type);
-}
-
-static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_t *val,
-		size_t vlen)
-{
-	size_t bounds[MAX_DEPTH + 1];
-	size_t plen, nd = 0;
-	struct docht d;
-	struct docvalue v;
-	int rv;
-
-	b->ignored = false;
-	b->newer_plen = 0;
-	keys_fed++;
-	if (key_split_ht(key, klen, &plen, &d) != 0)
-		return corrupt(b, "bad hybrid time suffix");
-	if (d.ht > b->read_ht) {
-		b->newer_plen = plen;
-		return 0;
-	}
-	if (b->top_decided && plen == b->path.len && memcmp(key, b->path.data, plen) == 0) {
-		b->ignored = true;
-		return 0; /* an older version of a decided path */
-	}
-	if (plen < b->root_len || memcmp(key, b->path.data, b->root_len) != 0)
-		return corrupt(b, "key outside the document");
-
-	if (plen == b->root_len && !b->vready) {
-		/* A root entry is never hidden: decode it now, to keep packed
-		 * rows and walk on to older root versions. */
-		if (value_decode(val, vlen, &v) != 0)
-			return corrupt(b, "bad value");
-		if (v.kind == VAL_PACKED_ROW) {
-			if (b->nprows > 0 && b->newest_full)
-				return 0; /* adds no cell: see the design note */
-			keep_packed(b, d, &v);
-			if (b->nprows == 1 && (rv = note_newest_packed(b, &v)) != 0)
-				return rv;
-			return 0;
-		}
-		bounds[0] = b->root_len;
-		return decide(b, key, plen, bounds, 0, d, &v, NULL, 0);
-	}
-
-	bounds[0] = b->root_len;
-	for (const uint8_t *p = key + b->root_len, *end = key + plen; p < end;) {
-		if (nd == MAX_DEPTH)
-			return corrupt(b, "document nested too deeply");
-		if (key_skip_pv(&p, end) != 0)
-			return corrupt(b, "bad subkey");
-		bounds[++nd] = (size_t)(p - key);
-	}
-	if (nd > 0 && b->root_skipped && !scalar_column(b, key + bounds[0], bounds[1] - bounds[0])) {
-		b->reread = true;
-		return 0;
-	}
-	if (nd > 0) {
-		if (!b->vready && (rv = make_vcells(b)) != 0)
-			return rv;
-		if (b->vnext < b->nvcells) {
-			if ((rv = feed_vcells(b, key + bounds[0], bounds[1] - bounds[0], nd, d)) != 0)
-				return rv;
-			if (b->top_decided && plen == b->path.len &&
-			    memcmp(key, b->path.data, plen) == 0)
-				return 0; /* older than the packed row's cell */
-		}
-	}
-	return decide(b, key, plen, bounds, nd, d, NULL, val, vlen);
-}
-
-/* Drops implicit containers without children; returns n or NULL. */
-static struct docnode *prune(struct docnode *n)
-{
-	struct docnode **link = &n->children;
-	n->n_children = 0;
-	n->last_ = NULL;
-	while (*link != NULL) {
-		struct docnode *c = prune(*link);
-		if (c == NULL) {
-			*link = (*link)->next;
-			continue;
-		}
-		n->n_children++;
-		n->last_ = c;
-		if (!n->has_marker && n->kind != VAL_PRIMITIVE &&
-		    docht_compare(c->write_time, n->write_time) > 0)
-			n->write_time = c->write_time;
-		link = &c->next;
-	}
-	if (n->kind != VAL_PRIMITIVE && !n->has_marker && n->n_children == 0)
-		return NULL;
-	return n;
-}
-
-static int builder_finish(struct builder *b, struct docnode **out)
-{
-	int rv;
-	*out = NULL;
-	if (!b->vready && (rv = make_vcells(b)) != 0)
-		return rv;
-	if ((rv = feed_vcells(b, NULL, 0, 0, (struct docht){0, 0})) != 0)
-		return rv;
-	*out = b->root != NULL ? prune(b->root) : NULL;
-	return 0;
-}
-
-/* Drops the cells of dropped columns from a row's root (their packed slots
- * never make it there); returns root, or NULL when nothing is left. */
-static struct docnode *drop_dropped(const struct schema *s, struct docnode *root)
-{
-	struct docnode **link;
-	if (root == NULL || s == NULL || !schema_has_dropped(s) || root->kind == VAL_PRIMITIVE)
-		return root;
-	root->n_children = 0;
-	root->last_ = NULL;
-	if (!root->has_marker)
-		memset(&root->write_time, 0, sizeof root->write_time);
-	for (link = &root->children; *link != NULL;) {
-		struct docnode *c = *link;
-		if (c->key.type == PV_COLUMN_ID && c->key.v.i64 >= INT32_MIN &&
-		    c->key.v.i64 <= INT32_MAX && schema_id_dropped(s, (int32_t)c->key.v.i64)) {
-			*link = c->next;
-			continue;
-		}
-		root->n_children++;
-		root->last_ = c;
-		if (!root->has_marker && docht_compare(c->write_time, root->write_time) > 0)
-			root->write_time = c->write_time;
-		link = &c->next;
-	}
-	if (!root->has_marker && root->n_children == 0)
-		return NULL;
-	return root;
-}
-
-/* Seeks past every version of the path key[0..plen) (path '#' ...). */
-static void seek_past_versions(struct builder *b, struct store_iter *it, const uint8_t *key,
-			       size_t plen)
-{
-	buf_reset(&b->seek);
-	buf_append(&b->seek, key, plen);
-	buf_push(&b->seek, KT_HYBRID_TIME + 1);
-	store_iter_seek(it, b->seek.data, b->seek.len);
-}
-
-/* Older versions of a decided path stepped over before seeking past the
- * rest (a seek costs a few steps). */
-#define IGNORED_STEPS 4
-
-/* Feeds every pair whose key starts with prefix (exact_path: whose path is
- * exactly prefix, i.e. prefix '#' ...), starting at the iterator position.
- * Stops early, with b->reread set, when a get_doc shortcut proved wrong. */
-static int feed_prefix(struct builder *b, struct store_iter *it, const uint8_t *prefix,
-		       size_t plen, bool exact_path)
-{
-	unsigned ignored = 0, newer = 0;
-	while (store_iter_valid(it)) {
-		size_t klen, vlen;
-		const uint8_t *k = store_iter_key(it, &klen);
-		const uint8_t *v;
-		int rv;
-		if (klen < plen || memcmp(k, prefix, plen) != 0)
-			break;
-		if (exact_path && (klen == plen || k[plen] != KT_HYBRID_TIME))
-			break;
-		v = store_iter_value(it, &vlen);
-		if ((rv = feed(b, k, klen, v, vlen)) != 0)
-			return rv;
-		if (b->reread)
-			return 0;
-		if (b->skip_root) {
-			b->skip_root = false;
-			seek_past_versions(b, it, k, b->root_len);
-			continue;
-		}
-		if (b->ignored && shortcuts && ++ignored >= IGNORED_STEPS) {
-			ignored = 0;
-			seek_past_versions(b, it, k, b->path.len);
-			continue;
-		}
-		if (!b->ignored)
-			ignored = 0;
-		if (b->newer_plen != 0 && shortcuts) {
-			/* b->seek holds the path of the previous newer version. */
-			if (newer > 0 && b->seek.len == b->newer_plen &&
-			    memcmp(b->seek.data, k, b->newer_plen) == 0) {
-				newer++;
-			} else {
-				buf_reset(&b->seek);
-				buf_append(&b->seek, k, b->newer_plen);
-				newer = 1;
-			}
-			if (newer >= IGNORED_STEPS) {
-				newer = 0;
-				buf_push(&b->seek, KT_HYBRID_TIME);
-				docht_append(&b->seek, (struct docht){b->read_ht, UINT32_MAX});
-				store_iter_seek(it, b->seek.data, b->seek.len);
-				continue;
-			}
-		} else {
-			newer = 0;
-		}
-		store_iter_next(it);
-	}
-	return store_iter_status(it, b->errmsg);
 }
 
 static int check_read_time(struct store *s, uint64_t read_ht, char *errmsg)
@@ -788,7 +91,7 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 		for (size_t i = 0; i <= nsub; i++) {
 			bool last = i == nsub;
 			store_iter_seek(it, path.data, path.len);
-			if ((rv = feed_prefix(&b, it, path.data, path.len, !last)) != 0)
+			if ((rv = builder_feed_prefix(&b, it, path.data, path.len, !last)) != 0)
 				goto out;
 			if (!last)
 				key_append_pv(&path, &subkeys[i]);
@@ -799,7 +102,7 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 	}
 	if ((rv = builder_finish(&b, &root)) != 0)
 		goto out;
-	n = drop_dropped(schema, root);
+	n = builder_drop_dropped(schema, root);
 	for (size_t i = 0; i < nsub && n != NULL; i++)
 		n = docnode_child(n, &subkeys[i]);
 	*out = n;
@@ -1021,15 +324,15 @@ static int build_row(struct builder *b, struct store_iter *it, struct buf *cur,
 	int rv;
 	dl = dockey_prefix_len(k, klen);
 	if (dl == 0)
-		return corrupt(b, "key without a DocKey");
+		return builder_corrupt(b, "key without a DocKey");
 	buf_reset(cur);
 	buf_append(cur, k, dl);
 	builder_start(b, cur->data, cur->len);
-	if ((rv = feed_prefix(b, it, cur->data, cur->len, false)) != 0)
+	if ((rv = builder_feed_prefix(b, it, cur->data, cur->len, false)) != 0)
 		return rv;
 	if ((rv = builder_finish(b, root)) != 0)
 		return rv;
-	*root = drop_dropped(b->schema, *root);
+	*root = builder_drop_dropped(b->schema, *root);
 	return 0;
 }
 
@@ -1090,7 +393,7 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 			size_t klen, dl;
 			const uint8_t *k = store_iter_key(it, &klen);
 			if ((dl = dockey_prefix_len(k, klen)) == 0) {
-				rv = corrupt(&b, "key without a DocKey");
+				rv = builder_corrupt(&b, "key without a DocKey");
 				goto out;
 			}
 			buf_reset(&cur);
@@ -1103,14 +406,7 @@ int reader_scan(struct store *s, const struct schema *schema, const struct scan_
 			store_iter_seek_for_prev(it, cur.data, cur.len);
 		if (!row_exists(root))
 			continue;
-		if (n == cap) {
-			struct row *grown;
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(out, cap * sizeof *out);
-			if (grown == NULL)
-				PANIC("out of memory");
-			out = grown;
-		}
+		out = xgrow(out, &cap, n + 1, sizeof *out, 16);
 		if ((rv = decode_row(schema, &cur, root, a, &out[n], errmsg)) != 0)
 			goto out;
 		n++;

@@ -6,22 +6,7 @@
 
 #include "common/check.h"
 #include "common/err.h"
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
+#include "common/mem.h"
 
 int schema_init(struct schema *s, const char *table, char *errmsg)
 {
@@ -70,10 +55,8 @@ void schema_copy(struct schema *dst, const struct schema *src)
 /* Appends a new version, a copy of the current one's columns. */
 static void push_version(struct schema *s)
 {
-	struct schema_version *v = realloc(s->versions, (s->nversions + 1) * sizeof *v);
+	struct schema_version *v = xrealloc(s->versions, (s->nversions + 1) * sizeof *v);
 	const struct schema_version *last;
-	if (v == NULL)
-		PANIC("out of memory");
 	s->versions = v;
 	last = s->nversions > 0 ? &v[s->nversions - 1] : NULL;
 	v = &v[s->nversions++];
@@ -203,9 +186,7 @@ int schema_add_column(struct schema *s, const char *name, enum col_kind kind, en
 	if (desc && kind != COL_RANGE)
 		return err_set(errmsg, DOCRAFT_EINVAL, "only range columns can be DESC ('%s')", name);
 
-	c = realloc(s->cols, (s->ncols + 1) * sizeof *c);
-	if (c == NULL)
-		PANIC("out of memory");
+	c = xrealloc(s->cols, (s->ncols + 1) * sizeof *c);
 	s->cols = c;
 	c = &s->cols[s->ncols++];
 	memset(c, 0, sizeof *c);
@@ -222,9 +203,7 @@ int schema_add_column(struct schema *s, const char *name, enum col_kind kind, en
 		s->n_range++;
 	if (kind == COL_REGULAR && !col_type_is_collection(type) && s->nversions > 0) {
 		struct schema_version *v = &s->versions[s->nversions - 1];
-		int32_t *ids = realloc(v->ids, (v->n + 1) * sizeof *ids);
-		if (ids == NULL)
-			PANIC("out of memory");
+		int32_t *ids = xrealloc(v->ids, (v->n + 1) * sizeof *ids);
 		ids[v->n++] = c->id;
 		v->ids = ids;
 	}

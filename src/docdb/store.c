@@ -29,6 +29,7 @@
 #include "common/err.h"
 #include "common/hlc.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/batch.h"
 #include "docdb/compaction.h"
 #include "docdb/filter.h"
@@ -112,14 +113,6 @@ static int rocks_err(char *errmsg, char *err, const char *path, const char *op)
 	err_set(errmsg, code, "store %s: %s: %s", path, op, err);
 	rocksdb_free(err);
 	return code;
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n);
-	if (p == NULL)
-		PANIC("out of memory allocating %zu bytes", n);
-	return p;
 }
 
 void store_options_default(struct store_options *o)
@@ -238,14 +231,8 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 		store_options_default(&def);
 		opts = &def;
 	}
-	s = calloc(1, sizeof *s);
-	if (s == NULL)
-		return err_set(errmsg, DOCRAFT_ENOMEM, "store %s: out of memory", path);
-	s->path = strdup(path);
-	if (s->path == NULL) {
-		free(s);
-		return err_set(errmsg, DOCRAFT_ENOMEM, "store %s: out of memory", path);
-	}
+	s = xzalloc(sizeof *s);
+	s->path = xstrdup(path);
 	buf_init(&s->key);
 	buf_init(&s->marker);
 	pthread_mutex_init(&s->mu, NULL);

@@ -44,6 +44,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/store.h"
 
 #define MIB ((size_t)1 << 20)
@@ -108,9 +109,7 @@ int store_env_create(const struct store_env_options *opts, struct store_env **ou
 		store_env_options_default(&def);
 		opts = &def;
 	}
-	e = calloc(1, sizeof *e);
-	if (e == NULL)
-		return err_set(errmsg, DOCRAFT_ENOMEM, "store environment: out of memory");
+	e = xzalloc(sizeof *e);
 	e->cache_bytes = opts->block_cache_bytes ? opts->block_cache_bytes : DEFAULT_CACHE_BYTES;
 	e->budget = opts->write_buffer_bytes ? opts->write_buffer_bytes : DEFAULT_BUDGET_BYTES;
 	e->store_wbs = opts->store_write_buffer_size;
@@ -211,9 +210,7 @@ static size_t set_bytes(struct store_env_member *m, size_t bytes)
 
 struct store_env_member *store_env_join(struct store_env *e, struct store *s)
 {
-	struct store_env_member *m = calloc(1, sizeof *m);
-	if (m == NULL)
-		PANIC("out of memory");
+	struct store_env_member *m = xzalloc(sizeof *m);
 	m->e = e;
 	m->s = s;
 	atomic_init(&m->bytes, 0);

@@ -28,4 +28,29 @@ static inline bool ttl_expired(uint64_t at, int64_t default_ttl_ms, bool has_exp
 	return ht_physical(at) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
 }
 
+/* The explicit TTL in force at a document path, inherited by what lies
+ * below it (set false: none, the table default applies). */
+struct ttl_scope {
+	bool set;
+	int64_t ttl_ms;
+	uint64_t from; /* the hybrid time it counts from */
+};
+
+/* The scope below a value written at ht: the value's own TTL (has_ttl,
+ * ttl_ms) counting from ht if it has one, else the parent's. */
+static inline struct ttl_scope ttl_scope_below(struct ttl_scope parent, bool has_ttl,
+					       int64_t ttl_ms, uint64_t ht)
+{
+	if (!has_ttl)
+		return parent;
+	return (struct ttl_scope){.set = true, .ttl_ms = ttl_ms, .from = ht};
+}
+
+/* ttl_expired for a value written at write_ht under scope s. */
+static inline bool ttl_scope_expired(uint64_t at, int64_t default_ttl_ms,
+				     const struct ttl_scope *s, uint64_t write_ht)
+{
+	return ttl_expired(at, default_ttl_ms, s->set, s->ttl_ms, s->from, write_ht);
+}
+
 #endif

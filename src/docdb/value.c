@@ -22,6 +22,22 @@ enum {
 	VT_UUID = '_',
 };
 
+/* The value type byte of each fixed-width type (the key-only ones are
+ * stored as int64, value_append_pv). */
+static const uint8_t fixed_byte[PV_TYPE_COUNT] = {
+	[PV_INT32] = VT_INT32,	       [PV_UINT32] = VT_UINT32,	 [PV_FLOAT] = VT_FLOAT,
+	[PV_INT64] = VT_INT64,	       [PV_TIMESTAMP] = VT_TIMESTAMP, [PV_UINT64] = VT_UINT64,
+	[PV_DOUBLE] = VT_DOUBLE,       [PV_COLUMN_ID] = VT_INT64,  [PV_SYSTEM_COLUMN_ID] = VT_INT64,
+	[PV_ARRAY_INDEX] = VT_INT64,
+};
+
+/* The other way round, for the bytes that start a fixed-width value. */
+static const uint8_t fixed_type[128] = {
+	[VT_INT32] = PV_INT32,	       [VT_UINT32] = PV_UINT32,	 [VT_FLOAT] = PV_FLOAT,
+	[VT_INT64] = PV_INT64,	       [VT_TIMESTAMP] = PV_TIMESTAMP, [VT_UINT64] = PV_UINT64,
+	[VT_DOUBLE] = PV_DOUBLE,
+};
+
 void value_append_pv(struct buf *out, const struct pv *v)
 {
 	uint8_t b[17];
@@ -33,16 +49,12 @@ void value_append_pv(struct buf *out, const struct pv *v)
 		buf_push(out, v->v.b ? VT_TRUE : VT_FALSE);
 		return;
 	case PV_INT32:
-		buf_push(out, VT_INT32);
-		buf_append_be32(out, (uint32_t)v->v.i32);
-		return;
 	case PV_UINT32:
-		buf_push(out, VT_UINT32);
-		buf_append_be32(out, v->v.u32);
-		return;
 	case PV_FLOAT:
-		buf_push(out, VT_FLOAT);
-		buf_append_be32(out, pv_float_bits(v->v.f));
+		/* BE32 of the bits: an int32's two's complement, a float's IEEE
+		 * bits made canonical. */
+		buf_push(out, fixed_byte[v->type]);
+		buf_append_be32(out, v->type == PV_FLOAT ? pv_float_bits(v->v.f) : v->v.u32);
 		return;
 	case PV_COLUMN_ID:
 	case PV_SYSTEM_COLUMN_ID:
@@ -50,20 +62,11 @@ void value_append_pv(struct buf *out, const struct pv *v)
 		PRE(!"a key-only pv type has no value encoding");
 		/* fall through: stored as an int64 */
 	case PV_INT64:
-		buf_push(out, VT_INT64);
-		buf_append_be64(out, (uint64_t)v->v.i64);
-		return;
 	case PV_TIMESTAMP:
-		buf_push(out, VT_TIMESTAMP);
-		buf_append_be64(out, (uint64_t)v->v.i64);
-		return;
 	case PV_UINT64:
-		buf_push(out, VT_UINT64);
-		buf_append_be64(out, v->v.u64);
-		return;
 	case PV_DOUBLE:
-		buf_push(out, VT_DOUBLE);
-		buf_append_be64(out, pv_double_bits(v->v.d));
+		buf_push(out, fixed_byte[v->type]);
+		buf_append_be64(out, v->type == PV_DOUBLE ? pv_double_bits(v->v.d) : v->v.u64);
 		return;
 	case PV_STRING:
 		buf_reserve(out, 1 + v->v.s.len);
@@ -83,10 +86,6 @@ int value_decode_pv(const uint8_t *p, size_t len, struct pv *out)
 {
 	const uint8_t *s = p + 1;
 	size_t n;
-	float f;
-	double d;
-	uint32_t u32;
-	uint64_t u64;
 	if (len == 0)
 		return DOCRAFT_ECORRUPT;
 	n = len - 1;
@@ -105,18 +104,8 @@ int value_decode_pv(const uint8_t *p, size_t len, struct pv *out)
 	case VT_FLOAT:
 		if (n != 4)
 			return DOCRAFT_ECORRUPT;
-		u32 = be32_load(s);
-		if (p[0] == VT_INT32) {
-			out->type = PV_INT32;
-			out->v.i32 = (int32_t)u32;
-		} else if (p[0] == VT_UINT32) {
-			out->type = PV_UINT32;
-			out->v.u32 = u32;
-		} else {
-			out->type = PV_FLOAT;
-			memcpy(&f, &u32, sizeof f);
-			out->v.f = f;
-		}
+		out->type = fixed_type[p[0]];
+		out->v.u32 = be32_load(s); /* the bits of the int32, uint32 or float */
 		return 0;
 	case VT_INT64:
 	case VT_TIMESTAMP:
@@ -124,18 +113,8 @@ int value_decode_pv(const uint8_t *p, size_t len, struct pv *out)
 	case VT_DOUBLE:
 		if (n != 8)
 			return DOCRAFT_ECORRUPT;
-		u64 = be64_load(s);
-		if (p[0] == VT_INT64 || p[0] == VT_TIMESTAMP) {
-			out->type = p[0] == VT_INT64 ? PV_INT64 : PV_TIMESTAMP;
-			out->v.i64 = (int64_t)u64;
-		} else if (p[0] == VT_UINT64) {
-			out->type = PV_UINT64;
-			out->v.u64 = u64;
-		} else {
-			out->type = PV_DOUBLE;
-			memcpy(&d, &u64, sizeof d);
-			out->v.d = d;
-		}
+		out->type = fixed_type[p[0]];
+		out->v.u64 = be64_load(s); /* the bits of the int64, uint64 or double */
 		return 0;
 	case VT_STRING:
 		out->type = PV_STRING;
@@ -161,6 +140,18 @@ static const uint8_t marker_byte[] = {
 	[VAL_REDIS_LIST] = VT_REDIS_LIST,
 	[VAL_REDIS_TS] = VT_REDIS_TS,
 	[VAL_REDIS_SORTED_SET] = VT_REDIS_SORTED_SET,
+};
+
+/* The other way round: the kind of a marker byte; VAL_PRIMITIVE (0) for
+ * every byte that is not one. */
+static const uint8_t marker_kind[256] = {
+	[VT_TOMBSTONE] = VAL_TOMBSTONE,
+	[VT_OBJECT] = VAL_OBJECT,
+	[VT_ARRAY] = VAL_ARRAY,
+	[VT_REDIS_SET] = VAL_REDIS_SET,
+	[VT_REDIS_LIST] = VAL_REDIS_LIST,
+	[VT_REDIS_TS] = VAL_REDIS_TS,
+	[VT_REDIS_SORTED_SET] = VAL_REDIS_SORTED_SET,
 };
 
 void value_append(struct buf *out, const struct docvalue *v)
@@ -224,37 +215,15 @@ int value_decode(const uint8_t *p, size_t len, struct docvalue *out)
 	}
 	if (s >= end)
 		return DOCRAFT_ECORRUPT;
-	switch (*s) {
-	case VT_TOMBSTONE:
-		out->kind = VAL_TOMBSTONE;
-		break;
-	case VT_OBJECT:
-		out->kind = VAL_OBJECT;
-		break;
-	case VT_ARRAY:
-		out->kind = VAL_ARRAY;
-		break;
-	case VT_REDIS_SET:
-		out->kind = VAL_REDIS_SET;
-		break;
-	case VT_REDIS_LIST:
-		out->kind = VAL_REDIS_LIST;
-		break;
-	case VT_REDIS_TS:
-		out->kind = VAL_REDIS_TS;
-		break;
-	case VT_REDIS_SORTED_SET:
-		out->kind = VAL_REDIS_SORTED_SET;
-		break;
-	case VT_PACKED_ROW_V1:
+	if (*s == VT_PACKED_ROW_V1) {
 		out->kind = VAL_PACKED_ROW;
 		out->packed = s + 1;
 		out->packed_len = (size_t)(end - s - 1);
 		return 0;
-	default:
-		out->kind = VAL_PRIMITIVE;
-		return value_decode_pv(s, (size_t)(end - s), &out->prim);
 	}
+	out->kind = marker_kind[*s];
+	if (out->kind == VAL_PRIMITIVE)
+		return value_decode_pv(s, (size_t)(end - s), &out->prim);
 	/* A marker is the whole value. */
 	return end - s == 1 ? 0 : DOCRAFT_ECORRUPT;
 }

@@ -27,6 +27,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/docwrite.h"
 #include "docdb/key.h"
 #include "docdb/reader.h"
@@ -39,22 +40,6 @@
 #define DDL_DROP "drop"
 #define STATE_RUNNING "running"
 #define STATE_DELETED "deleted"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
-static void *xrealloc(void *p, size_t size)
-{
-	p = realloc(p, size ? size : 1);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
 
 /* ---- sorted indexes -------------------------------------------------------------------------- */
 
@@ -341,8 +326,56 @@ static struct subdoc object(const struct pv *keys, const struct subdoc *children
 	return d;
 }
 
-static int write_tablet(struct docwrite *w, struct buf *dk, const struct cat_tablet *tb,
-			const char *state)
+/* One catalog change appended to a batch: the docwrite over it and the
+ * DocKey being written. change_end restores the batch if the change
+ * failed, so a caller's batch holds whole changes only. */
+struct change {
+	struct docwrite w;
+	struct buf dk;
+	struct batch *b;
+	size_t len;     /* the batch before the change */
+	uint32_t count;
+};
+
+static void change_begin(struct change *ch, struct batch *b)
+{
+	docwrite_init(&ch->w, NULL, b, NULL);
+	buf_init(&ch->dk);
+	ch->b = b;
+	ch->len = b->data.len;
+	ch->count = b->count;
+}
+
+/* Ends the change; rv its outcome: on error the batch is restored and
+ * errmsg gets the reason. Returns rv. */
+static int change_end(struct change *ch, int rv, char *errmsg)
+{
+	if (rv != 0) {
+		ch->b->data.len = ch->len;
+		ch->b->count = ch->count;
+		err_set(errmsg, rv, "catalog write: %s", ch->w.errmsg);
+	}
+	docwrite_free(&ch->w);
+	buf_free(&ch->dk);
+	return rv;
+}
+
+/* Writes the document (kind, name) whole, replacing any older version. */
+static int put_doc(struct change *ch, const char *kind, const char *name,
+		   const struct subdoc *doc)
+{
+	doc_key(&ch->dk, kind, name);
+	return docwrite_insert_subdoc(&ch->w, ch->dk.data, ch->dk.len, NULL, 0, doc);
+}
+
+/* Deletes the document (kind, name). */
+static int delete_doc(struct change *ch, const char *kind, const char *name)
+{
+	doc_key(&ch->dk, kind, name);
+	return docwrite_delete_path(&ch->w, ch->dk.data, ch->dk.len, NULL, 0);
+}
+
+static int write_tablet(struct change *ch, const struct cat_tablet *tb, const char *state)
 {
 	struct pv rkeys[PLACEMENT_MAX_RF];
 	struct subdoc rdocs[PLACEMENT_MAX_RF];
@@ -368,83 +401,51 @@ static int write_tablet(struct docwrite *w, struct buf *dk, const struct cat_tab
 	children[3] = leaf(pv_str(state));
 	children[4] = object(rkeys, rdocs, tb->n_replicas);
 	doc = object(keys, children, 5);
-	doc_key(dk, KIND_TABLET, tb->id);
-	return docwrite_insert_subdoc(w, dk->data, dk->len, NULL, 0, &doc);
-}
-
-/* Runs fn's appends on a docwrite over b; on error the batch is restored
- * and errmsg gets the reason. */
-static int finish(struct docwrite *w, struct batch *b, size_t len, uint32_t count, int rv,
-		  char *errmsg)
-{
-	if (rv != 0) {
-		b->data.len = len;
-		b->count = count;
-		err_set(errmsg, rv, "catalog write: %s", w->errmsg);
-	}
-	docwrite_free(w);
-	return rv;
+	return put_doc(ch, KIND_TABLET, tb->id, &doc);
 }
 
 int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg)
 {
-	struct docwrite w;
-	struct buf dk = BUF_INIT;
-	size_t len = b->data.len;
-	uint32_t count = b->count;
 	struct pv keys[4] = {pv_str("schema"), pv_str("rf"), pv_str("tablets"), pv_str("id")};
 	struct subdoc children[4];
 	struct subdoc doc;
+	struct change ch;
 	int rv;
 
-	docwrite_init(&w, NULL, b, NULL);
+	change_begin(&ch, b);
 	children[0] = leaf(pv_strn(t->schema_pb, t->schema_len));
 	children[1] = leaf(pv_uint32(t->rf));
 	children[2] = leaf(pv_uint32((uint32_t)t->n_tablets));
 	children[3] = leaf(pv_str(t->id));
 	doc = object(keys, children, t->id[0] != '\0' ? 4 : 3);
-	doc_key(&dk, KIND_TABLE, t->name);
-	rv = docwrite_insert_subdoc(&w, dk.data, dk.len, NULL, 0, &doc);
+	rv = put_doc(&ch, KIND_TABLE, t->name, &doc);
 	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++)
-		rv = write_tablet(&w, &dk, t->tablets[i], STATE_RUNNING);
-	buf_free(&dk);
-	return finish(&w, b, len, count, rv, errmsg);
+		rv = write_tablet(&ch, t->tablets[i], STATE_RUNNING);
+	return change_end(&ch, rv, errmsg);
 }
 
 int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg)
 {
-	struct docwrite w;
-	struct buf dk = BUF_INIT;
-	size_t len = b->data.len;
-	uint32_t count = b->count;
 	struct pv state = pv_str("state");
 	struct docvalue deleted = docvalue_of(pv_str(STATE_DELETED));
+	struct change ch;
 	int rv;
 
-	docwrite_init(&w, NULL, b, NULL);
-	doc_key(&dk, KIND_TABLE, t->name);
-	rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
+	change_begin(&ch, b);
+	rv = delete_doc(&ch, KIND_TABLE, t->name);
 	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++) {
-		doc_key(&dk, KIND_TABLET, t->tablets[i]->id);
-		rv = docwrite_put_path(&w, dk.data, dk.len, &state, 1, &deleted);
+		doc_key(&ch.dk, KIND_TABLET, t->tablets[i]->id);
+		rv = docwrite_put_path(&ch.w, ch.dk.data, ch.dk.len, &state, 1, &deleted);
 	}
-	buf_free(&dk);
-	return finish(&w, b, len, count, rv, errmsg);
+	return change_end(&ch, rv, errmsg);
 }
 
 int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg)
 {
-	struct docwrite w;
-	struct buf dk = BUF_INIT;
-	size_t len = b->data.len;
-	uint32_t count = b->count;
-	int rv;
+	struct change ch;
 
-	docwrite_init(&w, NULL, b, NULL);
-	doc_key(&dk, KIND_TABLET, tb->id);
-	rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
-	buf_free(&dk);
-	return finish(&w, b, len, count, rv, errmsg);
+	change_begin(&ch, b);
+	return change_end(&ch, delete_doc(&ch, KIND_TABLET, tb->id), errmsg);
 }
 
 /* ---- DDL request ids ------------------------------------------------------------------------- */
@@ -479,25 +480,18 @@ void catalog_put_ddl(struct catalog *c, const struct cat_ddl *d)
 
 int catalog_write_ddl(struct batch *b, const struct cat_ddl *d, char *errmsg)
 {
-	struct docwrite w;
-	struct buf dk = BUF_INIT;
-	size_t len = b->data.len;
-	uint32_t count = b->count;
 	struct pv keys[4] = {pv_str("seq"), pv_str("op"), pv_str("table"), pv_str("at_ms")};
 	struct subdoc children[4];
 	struct subdoc doc;
-	int rv;
+	struct change ch;
 
-	docwrite_init(&w, NULL, b, NULL);
+	change_begin(&ch, b);
 	children[0] = leaf(pv_uint64(d->seq));
 	children[1] = leaf(pv_str(d->op == CAT_DDL_CREATE ? DDL_CREATE : DDL_DROP));
 	children[2] = leaf(pv_str(d->table));
 	children[3] = leaf(pv_uint64(d->at_ms));
 	doc = object(keys, children, 4);
-	doc_key(&dk, KIND_DDL, d->client);
-	rv = docwrite_insert_subdoc(&w, dk.data, dk.len, NULL, 0, &doc);
-	buf_free(&dk);
-	return finish(&w, b, len, count, rv, errmsg);
+	return change_end(&ch, put_doc(&ch, KIND_DDL, d->client, &doc), errmsg);
 }
 
 int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char *errmsg)
@@ -507,19 +501,14 @@ int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char 
 	if (now_ms < CATALOG_DDL_TTL_MS)
 		return 0;
 	for (size_t i = 0; i < c->n_ddl && purged < CATALOG_DDL_PURGE_MAX;) {
-		struct docwrite w;
-		struct buf dk = BUF_INIT;
-		size_t len = b->data.len;
-		uint32_t count = b->count;
+		struct change ch;
 		if (c->ddl[i]->at_ms >= now_ms - CATALOG_DDL_TTL_MS) {
 			i++;
 			continue;
 		}
-		docwrite_init(&w, NULL, b, NULL);
-		doc_key(&dk, KIND_DDL, c->ddl[i]->client);
-		rv = docwrite_delete_path(&w, dk.data, dk.len, NULL, 0);
-		buf_free(&dk);
-		if ((rv = finish(&w, b, len, count, rv, errmsg)) != 0)
+		change_begin(&ch, b);
+		rv = change_end(&ch, delete_doc(&ch, KIND_DDL, c->ddl[i]->client), errmsg);
+		if (rv != 0)
 			return rv;
 		free(c->ddl[i]);
 		ddl_idx_erase(c, i);
@@ -536,13 +525,26 @@ static const struct docnode *child(const struct docnode *n, const char *key)
 	return docnode_child(n, &k);
 }
 
+/* The primitive value of type at key; NULL (errmsg set) when it is missing
+ * or of another type. */
+static const struct docnode *primitive(const struct docnode *n, const char *key,
+				       enum pv_type type, const char *what, char *errmsg)
+{
+	const struct docnode *c = child(n, key);
+	if (c != NULL && c->kind == VAL_PRIMITIVE && c->value.type == type)
+		return c;
+	err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what, key);
+	return NULL;
+}
+
 /* The string at key (1..cap-1 bytes, no NUL) into out. */
 static int get_str(const struct docnode *n, const char *key, char *out, size_t cap,
 		   const char *what, char *errmsg)
 {
-	const struct docnode *c = child(n, key);
-	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_STRING ||
-	    c->value.v.s.len == 0 || c->value.v.s.len >= cap ||
+	const struct docnode *c = primitive(n, key, PV_STRING, what, errmsg);
+	if (c == NULL)
+		return DOCRAFT_ECORRUPT;
+	if (c->value.v.s.len == 0 || c->value.v.s.len >= cap ||
 	    memchr(c->value.v.s.p, '\0', c->value.v.s.len) != NULL)
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
 			       key);
@@ -554,23 +556,19 @@ static int get_str(const struct docnode *n, const char *key, char *out, size_t c
 static int get_u32(const struct docnode *n, const char *key, uint32_t *out, const char *what,
 		   char *errmsg)
 {
-	const struct docnode *c = child(n, key);
-	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_UINT32)
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
-			       key);
-	*out = c->value.v.u32;
-	return 0;
+	const struct docnode *c = primitive(n, key, PV_UINT32, what, errmsg);
+	if (c != NULL)
+		*out = c->value.v.u32;
+	return c != NULL ? 0 : DOCRAFT_ECORRUPT;
 }
 
 static int get_u64(const struct docnode *n, const char *key, uint64_t *out, const char *what,
 		   char *errmsg)
 {
-	const struct docnode *c = child(n, key);
-	if (c == NULL || c->kind != VAL_PRIMITIVE || c->value.type != PV_UINT64)
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing '%s'", what,
-			       key);
-	*out = c->value.v.u64;
-	return 0;
+	const struct docnode *c = primitive(n, key, PV_UINT64, what, errmsg);
+	if (c != NULL)
+		*out = c->value.v.u64;
+	return c != NULL ? 0 : DOCRAFT_ECORRUPT;
 }
 
 static int load_ddl(struct catalog *c, const char *client, const struct docnode *doc,
@@ -607,16 +605,15 @@ static int load_ddl(struct catalog *c, const char *client, const struct docnode 
 static int load_table(struct catalog *c, const char *name, const struct docnode *doc,
 		      char *errmsg)
 {
-	const struct docnode *s = child(doc, "schema");
+	const struct docnode *s;
 	struct cat_table *t;
 	uint32_t rf, n;
 	char what[CATALOG_MAX_TABLET_ID + 16];
 	int rv;
 
 	snprintf(what, sizeof what, "table %s", name);
-	if (s == NULL || s->kind != VAL_PRIMITIVE || s->value.type != PV_STRING)
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad or missing 'schema'",
-			       what);
+	if ((s = primitive(doc, "schema", PV_STRING, what, errmsg)) == NULL)
+		return DOCRAFT_ECORRUPT;
 	if ((rv = get_u32(doc, "rf", &rf, what, errmsg)) != 0 ||
 	    (rv = get_u32(doc, "tablets", &n, what, errmsg)) != 0)
 		return rv;

@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/batch.h"
 #include "docdb/store.h"
 #include "docraft.pb-c.h"

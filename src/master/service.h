@@ -1,4 +1,4 @@
-/* The master: its one port, the catalog tablet it shares with the other
+/* The master: on the process's one port (the caller's), the catalog tablet it shares with the other
  * masters, and the RPC handlers of every MASTER_* method.
  *
  *   listener (--address) ── RAFT ──► tablet "sys.catalog" (raft id = 1-based
@@ -54,9 +54,14 @@ struct master_options {
 	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
 	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
-	/* Connection and request limits of the RPC server, max_connections
-	 * also the port's accept-stage cap (common/rpc.h); NULL: defaults. */
-	const struct rpc_server_options *rpc;
+	/* The process's port and its RPC server, opened and configured by the
+	 * caller on loop, bound to address (server/skeleton.h server_listen,
+	 * with the peer limits). The master puts the catalog tablet's Raft,
+	 * checkpoint copies and its MASTER_* methods on them and never closes
+	 * them: the caller closes the RPC server before master_close and the
+	 * port after master_close has called back. Both required. */
+	struct listener *listener;
+	struct rpc_server *rpc_server;
 	/* Called once if the catalog tablet fails (TABLET_FAILED): the master
 	 * cannot serve any more; the owner should close it and exit non-zero.
 	 * May be NULL. */
@@ -68,8 +73,8 @@ void master_options_default(struct master_options *o);
 
 struct master;
 
-/* Opens the port, the catalog tablet (bootstrapped on first start with
- * every master as a voter, in --masters order) and the RPC service, on
+/* On the caller's port (o->listener): opens the catalog tablet (bootstrapped on first start with
+ * every master as a voter, in --masters order) and registers the MASTER_* methods on o->rpc_server, on
  * loop. Strings are copied. Errors (*out may still be set): DOCRAFT_EINVAL
  * for bad options (address not in masters, duplicates, more than
  * MASTER_MAX_MASTERS, a bad address), DOCRAFT_EIO for a port that cannot

@@ -28,9 +28,11 @@
 #include <sys/socket.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "common/mem.h"
+#include "net/listener.h"
 
 struct conn;
 
@@ -49,6 +51,7 @@ struct tp {
 	struct conn *conns; /* connect requests not completed yet */
 	listener_peer_check_cb check; /* given to the listener on listen */
 	void *check_arg;
+	raft_uv_accept_cb accept_cb; /* raft_uv's, set by listen */
 };
 
 struct conn {
@@ -64,14 +67,6 @@ struct conn {
 	uint8_t preamble[LISTENER_PREAMBLE_MAX];
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = calloc(1, n);
-	if (p == NULL)
-		PANIC("out of memory (%zu bytes)", n);
-	return p;
-}
-
 static void free_handle(uv_handle_t *h)
 {
 	raft_free(h);
@@ -79,14 +74,7 @@ static void free_handle(uv_handle_t *h)
 
 static void unlink_conn(struct conn *c)
 {
-	struct tp *tp = c->tp;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		tp->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	c->prev = c->next = NULL;
+	DLIST_REMOVE(c->tp->conns, c);
 }
 
 static void maybe_closed(struct tp *tp)
@@ -202,7 +190,7 @@ static int tp_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 		snprintf(t->errmsg, sizeof t->errmsg, "%s", errmsg);
 		return RAFT_NOCONNECTION;
 	}
-	c = xmalloc(sizeof *c);
+	c = xzalloc(sizeof *c);
 	c->tp = tp;
 	c->req = req;
 	req->cb = cb;
@@ -234,10 +222,7 @@ static int tp_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 		free(c);
 		return RAFT_NOCONNECTION;
 	}
-	c->next = tp->conns;
-	if (tp->conns != NULL)
-		tp->conns->prev = c;
-	tp->conns = c;
+	DLIST_PUSH(tp->conns, c);
 	return 0;
 }
 
@@ -269,13 +254,22 @@ static int tp_init(struct raft_uv_transport *t, raft_id id, const char *address)
 	return 0;
 }
 
+/* The listener's accept callback for this tablet: hands the stream to raft_uv. */
+static void on_accept(void *owner, uint64_t id, const char *address, uv_stream_t *stream)
+{
+	struct raft_uv_transport *t = owner;
+	struct tp *tp = t->impl;
+	tp->accept_cb(t, id, address, stream);
+}
+
 static int tp_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	struct tp *tp = t->impl;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	PRE(!tp->closing && !tp->registered);
-	if (listener_register(tp->l, tp->tablet_id, t, cb, errmsg) != 0) {
+	tp->accept_cb = cb;
+	if (listener_register(tp->l, tp->tablet_id, t, on_accept, errmsg) != 0) {
 		snprintf(t->errmsg, sizeof t->errmsg, "%s", errmsg);
 		return RAFT_BUSY;
 	}
@@ -321,6 +315,8 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
 	size_t n;
 
 	PRE(t != NULL && l != NULL);
+	/* raft_uv frees the streams it owns with raft_free. */
+	listener_set_stream_allocator(raft_malloc, raft_free);
 	n = tablet_id != NULL ? strnlen(tablet_id, LISTENER_TABLET_ID_MAX + 1) : 0;
 	if (n == 0 || n > LISTENER_TABLET_ID_MAX)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet id of %zu bytes (1..%d)", n,
@@ -329,7 +325,7 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
 		if (tablet_id[i] < 0x21 || tablet_id[i] > 0x7e)
 			return err_set(errmsg, DOCRAFT_EINVAL, "tablet id with byte 0x%02x",
 				       (unsigned char)tablet_id[i]);
-	tp = xmalloc(sizeof *tp);
+	tp = xzalloc(sizeof *tp);
 	tp->t = t;
 	tp->l = l;
 	memcpy(tp->tablet_id, tablet_id, n + 1);

@@ -48,7 +48,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
-#include "raft/listener.h"
+#include "net/listener.h"
 
 /* Fills t's methods and t->impl for replica tablet_id (1..64 printable
  * ASCII bytes, copied) served through l; t->data is not touched. On failure

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/condition.h"
 #include "tablet/entry.h"
 
@@ -42,7 +43,7 @@ static int check_conditions(struct tablet_fsm *f, const struct entry_request *q,
  * with a runaway clock, c-raft applies it all the same): then it is not
  * adopted, only logged and counted, so this tablet's reads and the times
  * it answers are not dragged ahead. max_ht keeps it: should this replica
- * lead, its writes are still stamped above it (tablet.c, leader ready). */
+ * lead, its writes are still stamped above it (tablet_membership.c, leader ready). */
 static void observe_ht(struct tablet_fsm *f, uint64_t ht)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -59,9 +60,7 @@ static void refuse(struct tablet_fsm *f, const struct entry_request *q)
 {
 	if (f->nrefused == f->refused_cap) {
 		f->refused_cap = f->refused_cap ? f->refused_cap * 2 : 4;
-		f->refused = realloc(f->refused, f->refused_cap * sizeof *f->refused);
-		if (f->refused == NULL)
-			PANIC("out of memory");
+		f->refused = xrealloc(f->refused, f->refused_cap * sizeof *f->refused);
 	}
 	memcpy(f->refused[f->nrefused].client_id, q->client_id, ENTRY_CLIENT_ID_LEN);
 	f->refused[f->nrefused].seq = q->seq;
@@ -141,9 +140,7 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 		if (status != 0)
 			continue; /* a condition was false: nothing of it applies */
 		if (np == cap) {
-			struct store_part *grown = malloc(cap * 2 * sizeof *grown);
-			if (grown == NULL)
-				PANIC("out of memory");
+			struct store_part *grown = xmalloc(cap * 2 * sizeof *grown);
 			memcpy(grown, pp, np * sizeof *pp);
 			if (pp != parts)
 				free(pp);
@@ -282,19 +279,16 @@ int tablet_fsm_init(struct tablet_fsm *f, const char *id, struct store *s, struc
 		    char *errmsg)
 {
 	uint64_t ht;
-	memset(f, 0, sizeof *f);
-	f->id = id;
-	f->store = s;
-	f->hlc = hlc;
+	*f = (struct tablet_fsm){
+		.fsm = {.version = 3, .data = f, .apply = apply, .snapshot = snapshot,
+			.restore = restore, .snapshot_finalize = snapshot_finalize,
+			.snapshot_async = snapshot_async},
+		.id = id,
+		.store = s,
+		.hlc = hlc,
+	};
 	retry_init(&f->retry);
 	retry_changes_init(&f->changes);
-	f->fsm.version = 3;
-	f->fsm.data = f;
-	f->fsm.apply = apply;
-	f->fsm.snapshot = snapshot;
-	f->fsm.restore = restore;
-	f->fsm.snapshot_finalize = snapshot_finalize;
-	f->fsm.snapshot_async = snapshot_async;
 	store_applied(s, NULL, &ht);
 	observe_ht(f, ht);
 	return retry_load(&f->retry, s, errmsg);

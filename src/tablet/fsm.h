@@ -60,7 +60,7 @@ struct tablet_fsm {
 	bool snapshot_busy;
 	uint64_t log_bytes;      /* bytes of the entries applied (or skipped) since the
 				    last snapshot started: what raft holds beyond its
-				    trailing entries (tablet.c, "Raft log memory") */
+				    trailing entries (tablet_raft.c, "Raft log memory") */
 	uint64_t log_entries;    /* ... and their number */
 	uint64_t snapshot_pending; /* store index of the snapshot being taken */
 	uint64_t snapshot_index;   /* ... of the last one raft finished with */

@@ -18,7 +18,9 @@
  * (copy_crc32c excepted). Signals: as for listener.h, the process must
  * ignore SIGPIPE.
  *
- * Wire format and design notes: top of remote_copy.c. */
+ * Wire format and design notes: at the top of copy_proto.c (the stream),
+ * copy_link.c (what both ends share), copy_source.c (copy_server_*) and
+ * copy_dest.c (copy_fetch). */
 #ifndef DOCRAFT_TABLET_REMOTE_COPY_H
 #define DOCRAFT_TABLET_REMOTE_COPY_H
 
@@ -61,7 +63,7 @@ struct store;
  * per-file integrity check of the wire format. Any thread. */
 uint32_t copy_crc32c(uint32_t crc, const void *p, size_t n);
 
-/* ---- the stream's framing (wire format: top of remote_copy.c) ---- */
+/* ---- the stream's framing (wire format: top of copy_proto.c) ---- */
 
 /* Longest file name and error message a frame carries. */
 #define COPY_NAME_MAX 255

@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/hlc.h"
+#include "common/mem.h"
 
 /* ---- treaps ---- */
 
@@ -140,22 +141,6 @@ struct retry_client {
 	uint64_t watermark; /* that entry's largest drop point */
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n);
-	if (q == NULL)
-		PANIC("out of memory");
-	return q;
-}
-
-static void *xcalloc(size_t n)
-{
-	void *p = calloc(1, n);
-	if (p == NULL)
-		PANIC("out of memory");
-	return p;
-}
-
 void retry_init(struct retry_table *t)
 {
 	memset(t, 0, sizeof *t);
@@ -254,14 +239,10 @@ static void remove_slot(struct retry_table *t, size_t i)
 
 static void unlink_client(struct retry_table *t, struct retry_client *c)
 {
-	if (c->older != NULL)
-		c->older->newer = c->newer;
-	else if (t->oldest == c)
-		t->oldest = c->newer;
-	if (c->newer != NULL)
-		c->newer->older = c->older;
-	else if (t->newest == c)
-		t->newest = c->older;
+	if (c->older == NULL && t->oldest != c)
+		return; /* a new client: on no list yet */
+	*(c->older != NULL ? &c->older->newer : &t->oldest) = c->newer;
+	*(c->newer != NULL ? &c->newer->older : &t->newest) = c->older;
 	c->older = c->newer = NULL;
 }
 
@@ -269,10 +250,7 @@ static void link_newest(struct retry_table *t, struct retry_client *c)
 {
 	c->older = t->newest;
 	c->newer = NULL;
-	if (t->newest != NULL)
-		t->newest->newer = c;
-	else
-		t->oldest = c;
+	*(t->newest != NULL ? &t->newest->newer : &t->oldest) = c;
 	t->newest = c;
 }
 
@@ -283,7 +261,7 @@ static struct retry_client *get(struct retry_table *t, const uint8_t id[ENTRY_CL
 		return c;
 	if ((t->nclients + 1) * 2 > t->nslots) {
 		size_t n = t->nslots ? t->nslots * 2 : 64;
-		struct retry_client **s = xcalloc(n * sizeof *s);
+		struct retry_client **s = xcalloc(n, sizeof *s);
 		for (size_t i = 0; i < t->nslots; i++)
 			if (t->slots[i] != NULL)
 				insert_slot(s, n, t->slots[i]);
@@ -291,7 +269,7 @@ static struct retry_client *get(struct retry_table *t, const uint8_t id[ENTRY_CL
 		t->slots = s;
 		t->nslots = n;
 	}
-	c = xcalloc(sizeof *c);
+	c = xzalloc(sizeof *c);
 	memcpy(c->id, id, ENTRY_CLIENT_ID_LEN);
 	insert_slot(t->slots, t->nslots, c);
 	t->nclients++;
@@ -403,7 +381,7 @@ static void hold(struct retry_table *t, struct retry_client *c, uint64_t key, bo
 		k->count++;
 		return;
 	}
-	k = xcalloc(sizeof *k);
+	k = xzalloc(sizeof *k);
 	k->n.key = key;
 	k->n.prio = mix(key ^ t->seed);
 	k->count = 1;
@@ -417,7 +395,7 @@ static void hold(struct retry_table *t, struct retry_client *c, uint64_t key, bo
 static void add_seq(struct retry_table *t, struct retry_client *c, uint64_t seq, uint64_t ht,
 		    uint8_t outcome, uint64_t key, bool stored)
 {
-	struct record *r = xcalloc(sizeof *r);
+	struct record *r = xzalloc(sizeof *r);
 	PRE(held(c, seq) == NULL);
 	r->n.key = seq;
 	r->n.prio = mix(seq ^ ~t->seed);

@@ -102,8 +102,8 @@ struct diskspace;
  * replicas (it never reads its log back from disk: every entry since the
  * last snapshot, plus the trailing ones, stays in memory). Each replica's
  * share is max(floor_bytes, total_bytes / replicas), read at every check,
- * so it follows the count as replicas come and go (tablet.c, "Raft log
- * memory"). Owned by whoever hosts the replicas (the manager); read and
+ * so it follows the count as replicas come and go (tablet_raft.c, "Raft
+ * log memory"). Owned by whoever hosts the replicas (the manager); read and
  * written on the loop thread only. */
 struct tablet_log_budget {
 	uint64_t total_bytes;
@@ -162,7 +162,7 @@ struct tablet_options {
 #define TABLET_SEGMENT_BYTES (8u << 20)
 
 /* Backoff of a failed replica's recovery attempts: the first delay, doubled
- * up to the last (tablet.c's recovery, manager.c's reopen of a replica that
+ * up to the last (tablet_recover.c's recovery, manager.c's reopen of a replica that
  * failed to open). */
 #define TABLET_RECOVER_FIRST_MS 250u
 #define TABLET_RECOVER_MAX_MS 8000u
@@ -311,7 +311,7 @@ struct tablet_status {
 	uint64_t lease_barriers;  /* barriers proposed only to renew the lease */
 	uint64_t lease_left_ms;   /* lease left now (0: none) */
 	uint64_t failures;        /* times this replica went FAILED (disk errors, ...) */
-	uint64_t recoveries;      /* times it recovered from FAILED (tablet.c) */
+	uint64_t recoveries;      /* times it recovered from FAILED (tablet_recover.c) */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED; after a recovery, why it last
 					   * failed ("" if it never did) */
 };

@@ -3,7 +3,7 @@
  *   docraft [--masters a,b,c] [--timeout ms] shell
  *   docraft [--masters a,b,c] -e "stmt; stmt"
  *   docraft [--masters a,b,c] tservers | tables | tablets <table>
- *   docraft [--masters a,b,c] step-down <tablet>
+ *   docraft [--masters a,b,c] step-down <tablet> [<to ip:port>]
  *   docraft [--masters a,b,c] dump <tablet> [<replica ip:port>]
  *   docraft [--masters a,b,c] bench [options]   (src/tools/bench/bench.c)
  *   docraft [--masters a,b,c] checksum <table>
@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		"  tservers              list the tablet servers\n"
 		"  tables                list the tables (as CREATE TABLE statements)\n"
 		"  tablets <table>       a table's tablets: partitions, replicas, leaders\n"
-		"  step-down <tablet>    ask a tablet's leader to step down\n"
+		"  step-down <tablet> [addr]  ask a tablet's leader to step down (to the\n"
+		"                        replica at addr, ip:port, when given)\n"
 		"  dump <tablet> [addr]  the DocDB dump of the leader's replica (or of the\n"
 		"                        replica at addr, ip:port)\n"
 		"  bench [options]       YCSB-style benchmark of docraft, etcd or Redis\n"
@@ -223,7 +224,7 @@ int main(int argc, char **argv)
 			  (strcmp(cmd, "tservers") == 0 && nargs == 0) ||
 			  (strcmp(cmd, "tables") == 0 && nargs == 0) ||
 			  (strcmp(cmd, "tablets") == 0 && nargs == 1) ||
-			  (strcmp(cmd, "step-down") == 0 && nargs == 1) ||
+			  (strcmp(cmd, "step-down") == 0 && (nargs == 1 || nargs == 2)) ||
 			  (strcmp(cmd, "dump") == 0 && (nargs == 1 || nargs == 2)) ||
 			  (strcmp(cmd, "checksum") == 0 && nargs == 1);
 		if (!ok) {
@@ -250,7 +251,8 @@ int main(int argc, char **argv)
 		if ((rv = docraft_admin_tablets(c, argv[i], &printer)) != 0)
 			status = fail(argv[i], rv);
 	} else if (strcmp(cmd, "step-down") == 0) {
-		if ((rv = docraft_admin_step_down(c, argv[i], &printer)) != 0)
+		if ((rv = docraft_admin_step_down_to(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL,
+						     &printer)) != 0)
 			status = fail(argv[i], rv);
 	} else if (strcmp(cmd, "checksum") == 0) {
 		if ((rv = docraft_admin_checksum(c, argv[i], &printer)) != 0)

@@ -27,9 +27,10 @@
 
 #include "common/histogram.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "docdb/batch.h"
 #include "docdb/key.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "tablet/tablet.h"
 
 #define NODES 3
@@ -226,7 +227,7 @@ static int node_main(int index, const struct opts *o, int out_fd)
 		fprintf(stderr, "raftbench: %s\n", errmsg);
 		return 1;
 	}
-	n.w = calloc((size_t)(o->tablets * o->writers), sizeof *n.w);
+	n.w = xcalloc((size_t)(o->tablets * o->writers), sizeof *n.w);
 	for (int i = 0; i < o->tablets; i++) {
 		struct tablet_options to;
 		struct tablet_peer peers[NODES];

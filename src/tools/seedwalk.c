@@ -12,7 +12,6 @@
  * time as the next Raft index. Hybrid times are fixed (seconds after
  * 2026-01-01T00:00:00Z) so the output is reproducible. */
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/fs.h"
 #include "common/hlc.h"
 #include "docdb/batch.h"
 #include "docdb/docwrite.h"
@@ -648,16 +648,6 @@ out:
 
 /* ---- main ----------------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	if (remove(path) != 0)
-		fprintf(stderr, PROG ": cannot remove %s: %s\n", path, strerror(errno));
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -744,7 +734,7 @@ int main(int argc, char **argv)
 	}
 
 	if (keep == NULL)
-		nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		fs_remove_tree(root); /* what cannot go is logged and left */
 	else if (rc == 0)
 		printf("\nstores kept in %s\n", keep);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -7,12 +7,12 @@
 
 #include "common/arena.h"
 #include "docdb/key.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
 #include "test.h"
-#include "tools/cql/bind.h"
-#include "tools/cql/parser.h"
+#include "cql/bind.h"
+#include "cql/parser.h"
 
 uint8_t *fake_pack(const ProtobufCMessage *msg, size_t *len)
 {

@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/schema.h"
 #include "docraft.pb-c.h"
 

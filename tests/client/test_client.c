@@ -571,17 +571,27 @@ static Docraft__Row *msgs_row(struct row_buf *b, const char *user, int id, const
 	return &b->row;
 }
 
-static void set_read_reply(const char *user, int id)
+/* The read answer: the row (user, id), or with bad_id one whose msg_id is
+ * a text (no int column takes). */
+static void set_read_reply_of(const char *user, int id, bool bad_id)
 {
 	struct row_buf b;
+	Docraft__Datum text;
 	Docraft__ReadResponse resp = DOCRAFT__READ_RESPONSE__INIT;
 	resp.found = 1;
 	resp.row = msgs_row(&b, user, id, "msg1");
+	if (bad_id)
+		resp.row->key[1] = dtext(&text, "ten");
 	resp.read_ht = 777;
 	fake_lock(&F);
 	free(F.read_reply);
 	F.read_reply = fake_pack(&resp.base, &F.read_reply_len);
 	fake_unlock(&F);
+}
+
+static void set_read_reply(const char *user, int id)
+{
+	set_read_reply_of(user, id, false);
 }
 
 static void add_scan_page(const char *user, int id, const char *paging, uint64_t read_ht)
@@ -642,6 +652,22 @@ TEST(get_row)
 	fake_unlock(&F);
 	/* A key of the wrong length is refused before sending. */
 	CHECK_EQ_INT(docraft_get(c, "msgs", key, 1, 0, &r), DOCRAFT_EINVAL);
+	CHECK(r == NULL);
+	/* An answer that does not decode, or whose values do not fit the
+	 * table's columns: DOCRAFT_ECORRUPT. */
+	fake_lock(&F);
+	free(F.read_reply);
+	F.read_reply = malloc(2);
+	memcpy(F.read_reply, "\x0a\x05", 2); /* a field of 5 bytes, none there */
+	F.read_reply_len = 2;
+	fake_unlock(&F);
+	CHECK_EQ_INT(docraft_get(c, "msgs", key, 2, 0, &r), DOCRAFT_ECORRUPT);
+	CHECK_EQ_STR(docraft_errmsg(), "ReadResponse does not decode");
+	CHECK(r == NULL);
+	set_read_reply_of("user1", 10, true);
+	CHECK_EQ_INT(docraft_get(c, "msgs", key, 2, 0, &r), DOCRAFT_ECORRUPT);
+	CHECK_EQ_STR(docraft_errmsg(),
+		     "key column 'msg_id': the server sent a value that is not int");
 	CHECK(r == NULL);
 	docraft_client_close(c);
 	stop();

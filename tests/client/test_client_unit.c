@@ -235,22 +235,22 @@ TEST(values_format_like_cqlsh)
 TEST(type_names_parse)
 {
 	enum col_type t, e, v;
-	CHECK_OK(convert_parse_type("int", &t, &e, &v));
+	CHECK_OK(values_parse_type("int", &t, &e, &v));
 	CHECK_EQ_INT(t, CT_INT32);
-	CHECK_OK(convert_parse_type(" map< text ,bigint > ", &t, &e, &v));
+	CHECK_OK(values_parse_type(" map< text ,bigint > ", &t, &e, &v));
 	CHECK_EQ_INT(t, CT_MAP);
 	CHECK_EQ_INT(e, CT_TEXT);
 	CHECK_EQ_INT(v, CT_INT64);
-	CHECK_OK(convert_parse_type("LIST<timestamp>", &t, &e, &v));
+	CHECK_OK(values_parse_type("LIST<timestamp>", &t, &e, &v));
 	CHECK_EQ_INT(t, CT_LIST);
 	CHECK_EQ_INT(e, CT_TIMESTAMP);
-	CHECK_OK(convert_parse_type("set<uuid>", &t, &e, &v));
+	CHECK_OK(values_parse_type("set<uuid>", &t, &e, &v));
 	CHECK_EQ_INT(t, CT_SET);
-	CHECK_EQ_INT(convert_parse_type("map<text>", &t, &e, &v), DOCRAFT_EINVAL);
-	CHECK_EQ_INT(convert_parse_type("set<map<int, int>>", &t, &e, &v), DOCRAFT_EINVAL);
-	CHECK_EQ_INT(convert_parse_type("jsonb", &t, &e, &v), DOCRAFT_EINVAL);
-	CHECK_EQ_INT(convert_parse_type("", &t, &e, &v), DOCRAFT_EINVAL);
-	CHECK_EQ_INT(convert_parse_type("list<int", &t, &e, &v), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(values_parse_type("map<text>", &t, &e, &v), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(values_parse_type("set<map<int, int>>", &t, &e, &v), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(values_parse_type("jsonb", &t, &e, &v), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(values_parse_type("", &t, &e, &v), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(values_parse_type("list<int", &t, &e, &v), DOCRAFT_EINVAL);
 }
 
 TEST(schema_builder)
@@ -274,20 +274,10 @@ TEST(schema_builder)
 	CHECK(s->s.cols[1].desc);
 	CHECK_EQ_INT(s->s.cols[2].type, CT_SET);
 	CHECK_EQ_INT(s->s.default_ttl_ms, 5000);
-	{
-		/* To the wire and back. */
-		struct arena a = ARENA_INIT;
-		Docraft__TableSchema pb;
-		struct schema back;
-		convert_schema_to_pb(&s->s, &pb, &a);
-		CHECK_OK_MSG(convert_schema_from_pb(&pb, &back, errmsg), errmsg);
-		CHECK_EQ_INT(back.ncols, 3);
-		CHECK_EQ_INT(back.n_hash, 1);
-		CHECK_EQ_INT(back.n_range, 1);
-		CHECK_EQ_INT(back.cols[2].elem_type, CT_TEXT);
-		schema_free(&back);
-		arena_free(&a);
-	}
+	/* The wire form is rpc/wire.c's (tests/rpc/test_wire.c). */
+	CHECK_EQ_INT(s->s.n_hash, 1);
+	CHECK_EQ_INT(s->s.n_range, 1);
+	CHECK_EQ_INT(s->s.cols[2].elem_type, CT_TEXT);
 	docraft_schema_free(s);
 }
 
@@ -362,51 +352,117 @@ TEST(conversion_matches_server)
 	struct arena a = ARENA_INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		Docraft__Datum d;
+		Docraft__Datum *d;
 		struct pv mine, theirs;
 		docraft_value back;
-		CHECK_OK_MSG(convert_value(&cases[i].v, cases[i].t, false, "c", &a, &d, &mine,
+		CHECK_OK_MSG(values_to_datum(&cases[i].v, cases[i].t, false, "c", &a, &d, &mine,
 					   errmsg),
 			     errmsg);
-		CHECK_OK_MSG(wire_datum_to_pv(&d, cases[i].t, "c", &theirs, errmsg), errmsg);
+		CHECK_OK_MSG(wire_datum_to_pv(d, cases[i].t, "c", &theirs, errmsg), errmsg);
 		CHECK_EQ_INT(mine.type, theirs.type);
 		CHECK(pv_equal(&mine, &theirs));
 		CHECK_EQ_INT(key_hash_components(&mine, 1), key_hash_components(&theirs, 1));
-		CHECK_OK(convert_datum(&d, cases[i].t, "c", &a, &back, errmsg));
+		CHECK_OK(values_from_datum(d, cases[i].t, "c", &a, &back, errmsg));
 		{
-			struct pv again = convert_to_pv(&back, cases[i].t);
+			struct pv again = values_to_pv(&back, cases[i].t);
 			CHECK(pv_equal(&again, &mine));
 		}
 	}
 	/* Mismatches and ranges. */
 	{
-		Docraft__Datum d;
+		Docraft__Datum *d;
 		struct pv pv;
 		docraft_value v = docraft_value_int(200);
-		CHECK_EQ_INT(convert_value(&v, CT_INT8, false, "column 'b'", &a, &d, &pv, errmsg),
+		CHECK_EQ_INT(values_to_datum(&v, CT_INT8, false, "column 'b'", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
 		CHECK_EQ_STR(errmsg, "column 'b': 200 out of range for tinyint");
 		v = docraft_value_int(INT64_C(1) << 33);
-		CHECK_EQ_INT(convert_value(&v, CT_INT32, false, "c", &a, &d, &pv, errmsg),
+		CHECK_EQ_INT(values_to_datum(&v, CT_INT32, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
 		v = docraft_value_textn("\xff", 1);
-		CHECK_EQ_INT(convert_value(&v, CT_TEXT, false, "c", &a, &d, &pv, errmsg),
+		CHECK_EQ_INT(values_to_datum(&v, CT_TEXT, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
 		CHECK(strstr(errmsg, "UTF-8") != NULL);
 		v = docraft_value_text("x");
-		CHECK_EQ_INT(convert_value(&v, CT_BLOB, false, "c", &a, &d, &pv, errmsg),
+		CHECK_EQ_INT(values_to_datum(&v, CT_BLOB, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
 		CHECK_EQ_STR(errmsg, "c is blob: cannot store a text value");
 		v = docraft_value_null();
-		CHECK_EQ_INT(convert_value(&v, CT_TEXT, false, "c", &a, &d, &pv, errmsg),
+		CHECK_EQ_INT(values_to_datum(&v, CT_TEXT, false, "c", &a, &d, &pv, errmsg),
 			     DOCRAFT_EINVAL);
-		CHECK_OK(convert_value(&v, CT_TEXT, true, "c", &a, &d, &pv, errmsg));
-		CHECK_EQ_INT(d.v_case, DOCRAFT__DATUM__V_NULL);
+		CHECK_OK(values_to_datum(&v, CT_TEXT, true, "c", &a, &d, &pv, errmsg));
+		CHECK_EQ_INT(d->v_case, DOCRAFT__DATUM__V_NULL);
+		v = docraft_value_text("x");
+		CHECK_EQ_INT(values_to_datum(&v, CT_LIST, false, "c", &a, &d, &pv, errmsg),
+			     DOCRAFT_EINVAL);
+		CHECK_EQ_STR(errmsg, "c: not a primitive column");
+	}
+	/* What the server sent that does not fit its column: ECORRUPT. */
+	{
+		Docraft__Datum d;
+		docraft_value v;
+		struct pv text = pv_str("x");
+		wire_pv_to_datum(&text, &d);
+		CHECK_EQ_INT(values_from_datum(&d, CT_INT32, "column 'n'", &a, &v, errmsg),
+			     DOCRAFT_ECORRUPT);
+		CHECK_EQ_STR(errmsg, "column 'n': the server sent a value that is not int");
+		CHECK_EQ_INT(values_from_datum(&d, CT_MAP, "column 'm'", &a, &v, errmsg),
+			     DOCRAFT_ECORRUPT);
+		CHECK_EQ_STR(errmsg, "column 'm': not a primitive column");
+		CHECK_OK(values_from_datum(NULL, CT_MAP, "column 'm'", &a, &v, errmsg));
+		CHECK_EQ_INT(v.type, DOCRAFT_TYPE_NULL);
+		/* Bytes are copied: the value outlives the message. */
+		CHECK_OK(values_from_datum(&d, CT_BLOB, "c", &a, &v, errmsg));
+		CHECK_EQ_INT(v.type, DOCRAFT_TYPE_BLOB);
+		CHECK((const void *)v.v.s.p != (const void *)text.v.s.p);
+		CHECK_EQ_MEM(v.v.s.p, v.v.s.len, "x", 1);
 	}
 	arena_free(&a);
+}
+
+static void scan_cb_unused(docraft_req *req)
+{
+	(void)req;
+	CHECK(!"called");
+}
+
+/* The four scan calls check their arguments before any job exists
+ * (scan.c: scan_call); no master is asked. */
+TEST(scan_calls_check_arguments)
+{
+	docraft_client *c;
+	docraft_req req;
+	docraft_result *r = (docraft_result *)&req; /* not a result: must become NULL */
+	docraft_scan_spec spec;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	memset(&spec, 0, sizeof spec);
+	CHECK_OK_MSG(docraft_client_open("127.0.0.1:1", NULL, &c, errmsg), errmsg);
+	CHECK_EQ_INT(docraft_scan(NULL, "t", &spec, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(docraft_scan(c, "t", &spec, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan(c, NULL, &spec, &r), DOCRAFT_EINVAL);
+	CHECK(r == NULL);
+	spec.n_hash = 1; /* and no hash_key */
+	CHECK_EQ_INT(docraft_scan(c, "t", &spec, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "bad scan spec");
+	CHECK_EQ_INT(docraft_scan_async(c, &req, "t", &spec, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_async(c, &req, "t", &spec, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "bad scan spec");
+	r = (docraft_result *)&req;
+	CHECK_EQ_INT(docraft_scan_resume(c, NULL, 0, &r), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "nothing to resume: the result has no more rows");
+	CHECK(r == NULL);
+	CHECK_EQ_INT(docraft_scan_resume(c, NULL, 0, NULL), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_resume_async(c, NULL, NULL, 0, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "NULL argument");
+	CHECK_EQ_INT(docraft_scan_resume_async(c, &req, NULL, 0, scan_cb_unused), DOCRAFT_EINVAL);
+	CHECK_EQ_STR(docraft_errmsg(), "nothing to resume: the result has no more rows");
+	docraft_client_close(c);
 }
 
 TEST_MAIN(T(metacache_lookup_by_hash), T(metacache_refuses_bad_answers),
 	  T(metacache_targets_and_down_marks), T(status_classes), T(values_format_like_cqlsh),
 	  T(type_names_parse), T(schema_builder), T(ops_validate_arguments),
-	  T(cql_statement_complete), T(conversion_matches_server))
+	  T(cql_statement_complete), T(conversion_matches_server), T(scan_calls_check_arguments))

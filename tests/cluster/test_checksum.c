@@ -37,13 +37,13 @@
 #include <uv.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft/docraft.h"
 #include "proc.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* ---- client ------------------------------------------------------------------------- */
 
@@ -157,6 +157,24 @@ static void run_checksum(docraft_client *c, struct ck_run *r)
 		}
 		r->n++;
 	}
+}
+
+/* For wait_for: a checksum run of C.client into *r succeeds. */
+static bool clean_run(void *r)
+{
+	run_checksum(C.client, r);
+	return ((struct ck_run *)r)->rv == 0;
+}
+
+/* For wait_for: a checksum run succeeds and names a leader for every tablet. */
+static bool clean_led_run(void *arg)
+{
+	struct ck_run *r = arg;
+	int leaders = 0;
+	run_checksum(C.client, r);
+	for (int i = 0; i < r->n; i++)
+		leaders += strcmp(r->l[i].role, "leader") == 0;
+	return r->rv == 0 && leaders == NTAB;
 }
 
 static void dump_run(const struct ck_run *r)
@@ -307,17 +325,7 @@ TEST(replicas_agree)
 		write_row(i);
 	/* The master learns leaders from heartbeats: wait until the checksum's
 	 * leader lines match (a fresh table may still be electing). */
-	uint64_t end = proc_now_ms() + 15000;
-	for (;;) {
-		run_checksum(C.client, &before);
-		int leaders = 0;
-		for (int i = 0; i < before.n; i++)
-			leaders += strcmp(before.l[i].role, "leader") == 0;
-		if (before.rv == 0 && leaders == NTAB)
-			break;
-		CHECK_MSG(proc_now_ms() < end, "no clean checksum run within 15 s");
-		sleep_ms(300);
-	}
+	CHECK_MSG(wait_for(clean_led_run, &before, 15000), "no clean checksum run within 15 s");
 	dump_run(&before);
 	CHECK_EQ_U64(check_agree(&before), (uint64_t)nrows);
 
@@ -449,14 +457,7 @@ TEST(stopped_replica)
 	CHECK_EQ_INT(tablets_with_leaders(TABLE, t, 8, NTAB, 15000), NTAB);
 	for (int i = 0; i < nrows; i++)
 		write_row(i);
-	uint64_t end = proc_now_ms() + 15000;
-	for (;;) {
-		run_checksum(C.client, &r);
-		if (r.rv == 0)
-			break;
-		CHECK_MSG(proc_now_ms() < end, "no clean checksum run within 15 s");
-		sleep_ms(300);
-	}
+	CHECK_MSG(wait_for(clean_run, &r, 15000), "no clean checksum run within 15 s");
 	CHECK_EQ_U64(check_agree(&r), (uint64_t)nrows);
 
 	/* The victim: the tserver leading the fewest tablets (a follower of
@@ -506,14 +507,7 @@ TEST(stopped_replica)
 		  "docraft checksum with a stopped replica exited %d:\n%s", rv, C.out);
 
 	CHECK_OK(proc_signal(&C.t[victim].p, SIGCONT));
-	end = proc_now_ms() + 30000;
-	for (;;) {
-		run_checksum(C.client, &r);
-		if (r.rv == 0)
-			break;
-		CHECK_MSG(proc_now_ms() < end, "replicas do not agree 30 s after SIGCONT");
-		sleep_ms(500);
-	}
+	CHECK_MSG(wait_for(clean_run, &r, 30000), "replicas do not agree 30 s after SIGCONT");
 	dump_run(&r);
 	CHECK_EQ_U64(check_agree(&r), (uint64_t)nrows);
 

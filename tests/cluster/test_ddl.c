@@ -31,7 +31,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* The CLI's stderr of its last run (<tmp>/cli.log), where errors go. */
 static const char *cli_errors(void)

@@ -9,6 +9,9 @@
  *                           the seed layout
  *   step_down_while_writing 1000 client writes, every tablet's leader asked to
  *                           step down after 200; no write fails, all read back
+ *   step_down_to_each_replica `docraft step-down <tablet> <addr>` hands the
+ *                           leadership to each tserver in turn; an address
+ *                           that is no replica is refused
  *   tserver_killed          SIGKILL of a tserver leading tablets while writing;
  *                           every write succeeds (max latency printed)
  *   master_restarted        the master stopped: writes and reads keep working
@@ -42,7 +45,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 /* ---- client ------------------------------------------------------------------------- */
 
@@ -215,6 +218,32 @@ TEST(seeds_through_the_cli)
 	cluster_down();
 }
 
+struct moved {
+	const struct tablet *before;
+	int n, moved;
+};
+
+/* Every tablet has a leader and at least one of them is not the one it had
+ * in m->before (the master's view, from heartbeats). */
+static bool leaders_moved(void *arg)
+{
+	struct moved *m = arg;
+	struct tablet now[16];
+	int n = tablets_of("msgs", now, 16);
+	m->moved = 0;
+	if (n != 8)
+		return false;
+	for (int k = 0; k < n; k++) {
+		if (strchr(now[k].leader, ':') == NULL)
+			return false;
+		for (int j = 0; j < m->n; j++)
+			if (strcmp(m->before[j].id, now[k].id) == 0 &&
+			    strcmp(m->before[j].leader, now[k].leader) != 0)
+				m->moved++;
+	}
+	return m->moved > 0;
+}
+
 TEST(step_down_while_writing)
 {
 	struct tablet t[16];
@@ -238,18 +267,53 @@ TEST(step_down_while_writing)
 	}
 	test_note("1000 writes, max write latency %" PRIu64 " ms", max_ms);
 	/* Leaders reach the master with heartbeats (every 1 s). */
-	sleep_ms(2500);
-	struct tablet t2[16];
-	int n2 = tablets_with_leaders("msgs", t2, 16, 8, 15000);
-	int moved = 0;
-	for (int k = 0; k < n2; k++)
-		for (int j = 0; j < n; j++)
-			if (strcmp(t[j].id, t2[k].id) == 0 && strcmp(t[j].leader, t2[k].leader) != 0)
-				moved++;
-	test_note("%d of %d tablet leaders moved", moved, n);
-	CHECK_MSG(moved > 0, "no leader moved after step-down of every tablet:\n%s", C.out);
+	struct moved m = {t, n, 0};
+	CHECK_MSG(wait_for(leaders_moved, &m, 15000),
+		  "no leader moved after step-down of every tablet:\n%s", C.out);
+	test_note("%d of %d tablet leaders moved", m.moved, n);
 	for (int i = 0; i < 1000; i++)
 		check_row(i);
+	cluster_down();
+}
+
+struct leads {
+	const char *tablet;
+	const char *addr;
+};
+
+static bool leads_now(void *arg)
+{
+	struct leads *l = arg;
+	struct tablet t[16];
+	int n = tablets_of("msgs", t, 16);
+	for (int i = 0; i < n; i++)
+		if (strcmp(t[i].id, l->tablet) == 0)
+			return strcmp(t[i].leader, l->addr) == 0;
+	return false;
+}
+
+/* docraft step-down <tablet> <addr> hands the leadership to that replica,
+ * whatever the configuration order (C-Raft's own pick of "any up-to-date
+ * voter" is not), also when it already leads; an address that is no
+ * replica of the tablet is refused. */
+TEST(step_down_to_each_replica)
+{
+	struct tablet t[16];
+	cluster_up("e2e-stepdown-to");
+	client_open();
+	create_msgs();
+	tablets_with_leaders("msgs", t, 16, 8, 15000);
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < NT; k++) {
+			struct leads l = {t[0].id, C.t[k].addr};
+			int rv = CLI(15000, "step-down", t[0].id, C.t[k].addr);
+			CHECK_MSG(rv == 0, "docraft step-down %s %s exited %d:\n%s", t[0].id,
+				  C.t[k].addr, rv, C.out);
+			CHECK_MSG(wait_for(leads_now, &l, 15000), "%s does not lead %s", l.addr,
+				  l.tablet);
+		}
+	CHECK(CLI(15000, "step-down", t[0].id, "127.0.0.9:1") != 0); /* no replica there */
+	test_note("tablet %s led by each of %d tservers in turn, twice", t[0].id, NT);
 	cluster_down();
 }
 
@@ -294,6 +358,13 @@ TEST(tserver_killed)
 	cluster_down();
 }
 
+/* For wait_for: `docraft tables` lists the table msgs. */
+static bool msgs_listed(void *unused)
+{
+	(void)unused;
+	return CLI(10000, "tables") == 0 && strstr(C.out, "CREATE TABLE msgs (") != NULL;
+}
+
 TEST(master_restarted)
 {
 	cluster_up("e2e-master");
@@ -319,15 +390,8 @@ TEST(master_restarted)
 		check_row(i);
 	test_note("200 writes with the master down, max latency %" PRIu64 " ms", max_ms);
 	master_start();
-	uint64_t end = proc_now_ms() + 20000;
-	for (;;) {
-		int rv = CLI(10000, "tables");
-		if (rv == 0 && strstr(C.out, "CREATE TABLE msgs (") != NULL)
-			break;
-		CHECK_MSG(proc_now_ms() < end, "after the restart, `docraft tables` (%d):\n%s", rv,
-			  C.out);
-		sleep_ms(200);
-	}
+	CHECK_MSG(wait_for(msgs_listed, NULL, 20000), "after the restart, `docraft tables`:\n%s",
+		  C.out);
 	write_row(400);
 	check_row(400);
 	/* A CLI write through the restarted master too. */
@@ -480,5 +544,6 @@ TEST(conditional_writes)
 	cluster_down();
 }
 
-TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(tserver_killed),
+TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(step_down_to_each_replica),
+	  T(tserver_killed),
 	  T(master_restarted), T(conditional_writes))

@@ -41,7 +41,7 @@
 #include "test.h"
 
 #define NT 1
-#include "harness.h"
+#include "cluster.h"
 
 #define NTAB 300
 #define NKEYS "12000"
@@ -159,6 +159,12 @@ TEST(many_replicas)
 
 #define REFUSED "as many as its open-file and AIO limits allow"
 
+/* For wait_for: tserver 1's log tells of a refused create. */
+static bool create_refused(void *count)
+{
+	return log_has(C.t[0].log, REFUSED, count);
+}
+
 TEST(capacity)
 {
 	int refused = 0;
@@ -170,11 +176,7 @@ TEST(capacity)
 	 * table cannot become whole here): only what the tserver does counts. */
 	(void)CLI(20000, "--timeout", "5000", "--tablets", "6", "--rf", "1", "-e",
 		  "CREATE TABLE capped (k int PRIMARY KEY, v text);");
-	uint64_t end = proc_now_ms() + 30000;
-	while (!log_has(C.t[0].log, REFUSED, &refused)) {
-		CHECK_MSG(proc_now_ms() < end, "no create refused in 30 s");
-		sleep_ms(200);
-	}
+	CHECK_MSG(wait_for(create_refused, &refused, 30000), "no create refused in 30 s");
 	CHECK_MSG(alive(&C.t[0]), "the tserver died");
 	int opened = 0;
 	log_has(C.t[0].log, " opened: raft id", &opened);

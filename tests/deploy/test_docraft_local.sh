@@ -91,15 +91,9 @@ expect_state() { # node state
 	[ "$got" = "$2" ] || fail "$1 is '$got', expected '$2'"
 }
 
-# wait_until SECONDS CMD...: polls CMD every 0.2 s.
-wait_until() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$SECONDS" -ge "$end" ] && return 1
-		sleep 0.2
-	done
-}
+# wait_for TIMEOUT_MS CMD...: polls CMD until it succeeds (tests/lib/wait.sh).
+# shellcheck source=../lib/wait.sh
+. "$REPO/tests/lib/wait.sh"
 
 # has_line PATTERN CMD...: CMD succeeds and prints a line matching the glob
 # PATTERN (no pipe into grep -q: under pipefail, an early exit of grep would
@@ -199,7 +193,7 @@ p1_pause_resume() {
 p1_restart_t2() {
 	tool restart t2 || return 1
 	expect_state t2 up || return 1
-	wait_until 10 is_live t2 || fail "t2 not live at the master after restart"
+	wait_for 10000 is_live t2 || fail "t2 not live at the master after restart"
 }
 
 p1_start_idempotent() {
@@ -227,7 +221,7 @@ p1_skew() {
 	# A whole-table scan reads every tablet at the first tablet's read time:
 	# rows written by a leader whose clock runs ahead show up once the other
 	# clocks pass their time (no read restart for clock uncertainty yet).
-	wait_until 5 rows_are 12 || expect_rows 12
+	wait_for 5000 rows_are 12 || expect_rows 12
 }
 
 rows_are() { [ "$(row_count)" = "$1" ]; }
@@ -315,7 +309,7 @@ p2_isolate_leader() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	echo "write with $LEADER isolated took $ms ms"
 	[ "$ms" -le 12000 ] || fail "the write took $ms ms" || return 1
-	wait_until 10 leader_moved || fail "the master still names $LEADER as the leader"
+	wait_for 10000 leader_moved || fail "the master still names $LEADER as the leader"
 	echo "new leader: $(tool leader kv)"
 }
 

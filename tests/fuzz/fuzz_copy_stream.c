@@ -1,5 +1,6 @@
 /* libFuzzer target: the remote-copy stream a destination reads from the
- * source server (copy_frame_decode, src/tablet/remote_copy.c).
+ * source server (copy_frame_decode, src/tablet/copy_proto.c), against the
+ * encoders the source writes it with.
  *
  * Input: the bytes after the COPY preamble. Frames are decoded in turn as
  * the fetcher does (a D frame's payload is skipped). Checks, beyond "no
@@ -7,45 +8,46 @@
  *  - a decoded header never claims more bytes than it was given, and
  *    decoding it from any shorter prefix asks for more bytes (0), never
  *    decodes something else or fails;
- *  - every frame but X (whose message is sanitized) re-encodes to exactly
- *    its bytes; names are valid (1..255 printable bytes, no '/', not . or
- *    ..), data lengths 1..COPY_CHUNK_MAX, error codes known;
+ *  - every frame but X (whose message is sanitized) re-encodes, with the
+ *    source's encoders (copy_proto.h), to exactly its bytes; names are
+ *    valid (1..255 printable bytes, no '/', not . or ..), data lengths
+ *    1..COPY_CHUNK_MAX, error codes known;
  *  - errors come with a message. */
 #include "fuzz.h"
 
 #include "docraft/error.h"
+#include "tablet/copy_proto.h"
 #include "tablet/remote_copy.h"
 
+/* The frame as the source writes it (copy_proto.h's encoders). */
 static void encode(struct buf *b, const struct copy_frame *f)
 {
-	size_t n;
-	buf_push(b, f->type);
+	uint8_t hdr[COPY_HDR_MAX > COPY_ERROR_FRAME_MAX ? COPY_HDR_MAX : COPY_ERROR_FRAME_MAX];
+	size_t n = 0;
+
 	switch (f->type) {
+	case 'K':
+		hdr[0] = 'K';
+		n = 1;
+		break;
 	case 'F':
-		n = strlen(f->name);
-		buf_append_be16(b, (uint16_t)n);
-		buf_append(b, f->name, n);
-		buf_append_be64(b, f->size);
+		n = copy_proto_encode_file(hdr, f->name, f->size);
 		break;
 	case 'D':
-		buf_append_be32(b, f->len);
+		n = copy_proto_encode_data(hdr, f->len);
 		break;
 	case 'C':
-		buf_append_be32(b, f->crc);
+		n = copy_proto_encode_crc(hdr, f->crc);
 		break;
 	case 'E':
-		buf_append_be32(b, f->nfiles);
-		buf_append_be64(b, f->total);
-		buf_append_be64(b, f->applied_index);
-		buf_append_be64(b, f->applied_ht);
+		n = copy_proto_encode_end(hdr, f->nfiles, f->total, f->applied_index,
+					  f->applied_ht);
 		break;
 	case 'X':
-		n = strlen(f->msg);
-		buf_push(b, (uint8_t)f->code);
-		buf_append_be16(b, (uint16_t)n);
-		buf_append(b, f->msg, n);
+		n = copy_proto_encode_error(hdr, f->code, f->msg);
 		break;
 	}
+	buf_append(b, hdr, n);
 }
 
 static void check_frame(const struct copy_frame *f, const uint8_t *p, size_t n)

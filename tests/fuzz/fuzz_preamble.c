@@ -1,5 +1,5 @@
 /* libFuzzer target: the connection preamble (listener_preamble_parse,
- * src/raft/listener.c), the first bytes any peer sends to a server's port.
+ * src/net/listener.c), the first bytes any peer sends to a server's port.
  *
  * Input: the byte stream of a new connection. Checks, beyond "no crash,
  * no leak, no UB":
@@ -10,7 +10,7 @@
  *    the bytes it was read from. */
 #include "fuzz.h"
 
-#include "raft/listener.h"
+#include "net/listener.h"
 
 static bool same(const struct listener_preamble *a, const struct listener_preamble *b)
 {

@@ -1,4 +1,4 @@
-/* libFuzzer target: the RPC frame decoder (src/common/rpc_frame.c).
+/* libFuzzer target: the RPC frame decoder (src/net/rpc_frame.c).
  *
  * Input: byte 0 picks the maximum frame size (0: the 16 MiB default, else
  * 64 + 16 * byte, so "too big" is reachable with small inputs), byte 1
@@ -13,7 +13,7 @@
  * Built and run by tests/fuzz/run.sh (clang -fsanitize=fuzzer). */
 #include "fuzz.h"
 
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 
 struct seen {
 	struct rpc_frame *f;

@@ -10,7 +10,7 @@
  *
  * After protobuf-c's unpack, the checks and conversions the services run:
  *  - WriteRequest: wire_apply_ops into a docwrite batch and wire_conditions,
- *    as on_write does (src/tablet/service.c); what they accept must be what
+ *    as on_write does (src/tserver/service.c); what they accept must be what
  *    every replica accepts: the batch passes batch_validate, the blob
  *    condition_validate, and the Raft entry made of them decodes
  *    (entry_open / entry_next) to the same bytes;
@@ -32,7 +32,7 @@
 #include "docdb/reader.h"
 #include "docraft.pb-c.h"
 #include "docraft/error.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "rpc/wire.h"
 #include "tablet/entry.h"

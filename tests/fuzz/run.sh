@@ -41,21 +41,22 @@ cc=${FUZZ_CC:-clang}
 # relative to src/; PROTO, PROTO_RPC: the generated code of docraft.proto,
 # rpc.proto ----
 common="common/arena.c common/buf.c common/check.c common/err.c common/hash16.c common/hlc.c \
-common/log.c common/rpc_limits.c"
+common/log.c common/mem.c common/fs.c net/rpc_limits.c"
 docdb_pure="docdb/varint.c docdb/pv.c docdb/key.c docdb/value.c docdb/packed.c docdb/schema.c \
 docdb/batch.c"
 # condition.c and reader.c reach the store (RocksDB) and the rest of docdb.
-docdb_all="$docdb_pure docdb/condition.c docdb/reader.c docdb/store.c docdb/store_env.c \
-docdb/filter.c docdb/compaction.c docdb/docwrite.c docdb/checksum.c docdb/dump.c"
+docdb_all="$docdb_pure docdb/condition.c docdb/reader.c docdb/builder.c docdb/store.c \
+docdb/store_env.c docdb/filter.c docdb/compaction.c docdb/compaction_repack.c \
+docdb/compaction_filter.c docdb/compaction_history.c docdb/docwrite.c docdb/checksum.c docdb/dump.c"
 case $target in
-rpc_frame)   sources="common/rpc_frame.c common/buf.c common/check.c" ;;
-preamble)    sources="raft/listener.c $common" ;;
-rpc_request) sources="rpc/wire.c raft/listener.c tablet/entry.c $docdb_all $common PROTO PROTO_RPC" ;;
+rpc_frame)   sources="net/rpc_frame.c common/buf.c common/check.c common/err.c common/mem.c" ;;
+preamble)    sources="net/listener.c $common" ;;
+rpc_request) sources="rpc/wire.c net/listener.c tablet/entry.c $docdb_all $common PROTO PROTO_RPC" ;;
 entry)       sources="tablet/entry.c $docdb_all $common" ;;
 docdb_key)   sources="$docdb_pure $common" ;;
 docdb_value) sources="$docdb_pure $common" ;;
 paging)      sources="$docdb_all $common" ;;
-copy_stream) sources="tablet/remote_copy.c raft/listener.c $docdb_all $common" ;;
+copy_stream) sources="tablet/copy_proto.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2

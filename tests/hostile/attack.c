@@ -56,12 +56,12 @@
 
 #include "client/internal.h"
 #include "common/buf.h"
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 #include "docdb/key.h"
 #include "docdb/pv.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raftwire.h"
 #include "rpc.pb-c.h"
 

@@ -1,8 +1,8 @@
 /* The table of the hostile tests: kv (k text primary key, v int) in NTAB
  * tablets (the includer defines NTAB), RF 3, through the routing client
- * C.client of ../cluster/harness.h, and what they check at the end of a
+ * C.client of ../lib/cluster.h, and what they check at the end of a
  * case. Static inline helpers for one .c file per test program; needs
- * docdb/key.h, docraft/docraft.h, proc.h, test.h and harness.h first. */
+ * docdb/key.h, docraft/docraft.h, proc.h, test.h and cluster.h first. */
 #ifndef DOCRAFT_TESTS_HOSTILE_KV_H
 #define DOCRAFT_TESTS_HOSTILE_KV_H
 

@@ -12,7 +12,7 @@
 
 #include <raft.h>
 
-#include "raft/listener.h"
+#include "net/listener.h"
 
 static uint8_t *put64(uint8_t *p, uint64_t v)
 {

@@ -1,7 +1,7 @@
 /* raft_uv 0.15's wire format, encoded by hand, for tests that play a hostile
  * Raft peer from a plain socket (tests/hostile/).
  *
- * After docraft's RAFT preamble (src/raft/listener.h) a connection carries
+ * After docraft's RAFT preamble (src/net/listener.h) a connection carries
  * raft_uv messages back to back (canonical/raft v0.15.0 src/uv_encoding.c,
  * src/uv_recv.c), every integer little endian:
  *

@@ -46,7 +46,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "../cluster/harness.h"
+#include "cluster.h"
 
 #define TMPFS_SIZE "64m"
 #define RESERVE_MB "16" /* --min-free-disk-mb; the floor: 3 segments of 1 MiB */
@@ -120,6 +120,19 @@ static void note_failures(void)
 				break;
 			}
 	fclose(f);
+}
+
+/* For wait_for: `docraft checksum disk` exits 0 (the replicas agree). */
+static bool checksums_agree(void *unused)
+{
+	(void)unused;
+	return CLI(20000, "checksum", "disk") == 0;
+}
+
+/* For wait_for: the replicas agree and tserver 1 logged a recovery. */
+static bool recovered_and_agree(void *unused)
+{
+	return checksums_agree(unused) && log_count(C.t[0].log, "recovered after") > 0;
 }
 
 /* Step 1: the directory without meta.pb is in tablets.orphan/, whole. */
@@ -301,16 +314,9 @@ static void disk_full_then_freed(const char *memstore_mb)
 		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());
 		acked[k] = 1;
 	}
-	end = proc_now_ms() + RECOVER_MS;
-	for (;;) {
-		rv = CLI(20000, "checksum", "disk");
-		if (rv == 0 && log_count(C.t[0].log, "recovered after") > 0)
-			break;
-		if (proc_now_ms() >= end)
-			note_failures();
-		CHECK_MSG(proc_now_ms() < end, "tserver 1 did not recover in %d ms:\n%s",
-			  RECOVER_MS, C.out);
-		sleep_ms(500);
+	if (!wait_for(recovered_and_agree, NULL, RECOVER_MS)) {
+		note_failures();
+		CHECK_MSG(false, "tserver 1 did not recover in %d ms:\n%s", RECOVER_MS, C.out);
 	}
 	note_failures();
 	test_note("recovered: %d recoveries in tserver 1's log; checksums agree",
@@ -360,7 +366,10 @@ TEST(reserve_refuses_writes)
 		if (strcmp(t[0].leader, C.t[0].addr) == 0)
 			break;
 		CHECK_MSG(proc_now_ms() < end, "tserver 1 does not lead the tablet");
-		CHECK_EQ_INT(CLI(10000, "step-down", t[0].id), 0);
+		/* to tserver 1 by name: C-Raft's own pick of "any up-to-date
+		 * voter" goes by configuration order and can bounce between
+		 * the other two forever */
+		CHECK_EQ_INT(CLI(10000, "step-down", t[0].id, C.t[0].addr), 0);
 	}
 	for (; k < 20; k++) {
 		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());
@@ -407,16 +416,26 @@ TEST(reserve_refuses_writes)
 	memset(acked, 0, sizeof acked);
 }
 
+struct log_want {
+	const char *needle;
+	int want;
+};
+
+/* For wait_for: tserver 1's log has w->want lines with w->needle. */
+static bool log_has_lines(void *arg)
+{
+	struct log_want *w = arg;
+	return log_count(C.t[0].log, w->needle) >= w->want;
+}
+
 /* Polls until tserver 1's log has `want` lines with needle. */
 static void wait_log(const char *needle, int want, int timeout_ms)
 {
-	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
-	while (log_count(C.t[0].log, needle) < want) {
-		if (proc_now_ms() >= end)
-			note_failures();
-		CHECK_MSG(proc_now_ms() < end, "tserver 1's log: %d of %d '%s' in %d ms",
+	struct log_want w = {needle, want};
+	if (!wait_for(log_has_lines, &w, timeout_ms)) {
+		note_failures();
+		CHECK_MSG(false, "tserver 1's log: %d of %d '%s' in %d ms",
 			  log_count(C.t[0].log, needle), want, needle, timeout_ms);
-		sleep_ms(200);
 	}
 }
 
@@ -426,7 +445,6 @@ TEST(reopen_after_full_start)
 	char err[DOCRAFT_ERRMSG_SIZE], cmd[1024], path[600];
 	docraft_client_options o;
 	int k = 0, rv, st = 0;
-	uint64_t end;
 
 	C.tserver_args[0] = "--raft-segment-mb";
 	C.tserver_args[1] = "1";
@@ -482,10 +500,8 @@ TEST(reopen_after_full_start)
 	snprintf(path, sizeof path, "%s/ballast", small);
 	CHECK_MSG(unlink(path) == 0, "%s: %s", path, strerror(errno));
 	wait_log("replica reopened after", 3, RECOVER_MS);
-	for (end = proc_now_ms() + RECOVER_MS; (rv = CLI(20000, "checksum", "disk")) != 0;
-	     sleep_ms(500))
-		CHECK_MSG(proc_now_ms() < end, "checksums do not agree in %d ms:\n%s", RECOVER_MS,
-			  C.out);
+	CHECK_MSG(wait_for(checksums_agree, NULL, RECOVER_MS), "checksums do not agree in %d ms:\n%s",
+		  RECOVER_MS, C.out);
 	note_failures();
 	for (int i = 0; i < 20; i++, k++) {
 		CHECK_MSG((rv = write_row(k)) == 0, "row %d: %d %s", k, rv, docraft_errmsg());

@@ -1,6 +1,6 @@
 /* Floods against real servers (issue 12, bounded resources per peer): one
  * docraft-master and three docraft-tserver processes on 127.0.0.1-3 (the
- * cluster of tests/cluster/harness.h), a table of 3 tablets with 3 replicas,
+ * cluster of tests/lib/cluster.h), a table of 3 tablets with 3 replicas,
  * and a routing client in a thread that writes a row and reads it back, in
  * a loop, for the whole case. From plain sockets bound to other loopback
  * addresses (127.0.0.50..), the case then sends, to tserver 1 and to the
@@ -44,15 +44,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/rpc_frame.h"
+#include "net/rpc_frame.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
 #include "proc.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 #define FLOOD 1100
 
@@ -291,6 +291,18 @@ static void flood(int *fds, const char *src, const char *dst, bool preamble)
 
 /* ---- the case ---- */
 
+struct progress {
+	struct workload *w;
+	int ok_want;
+};
+
+/* For wait_for: the workload reached p->ok_want rows, or failed. */
+static bool progressed_or_failed(void *arg)
+{
+	struct progress *p = arg;
+	return atomic_load(&p->w->ok) >= p->ok_want || atomic_load(&p->w->failed) != 0;
+}
+
 TEST(floods_while_serving)
 {
 	static int fds[FLOOD];
@@ -435,12 +447,8 @@ TEST(floods_while_serving)
 	/* The client kept working through all of it, and works on. */
 	all_up();
 	ok_before = atomic_load(&w.ok);
-	{
-		uint64_t end = proc_now_ms() + 20000;
-		while (atomic_load(&w.ok) < ok_before + 5 && atomic_load(&w.failed) == 0 &&
-		       proc_now_ms() < end)
-			sleep_ms(50);
-	}
+	struct progress p = {&w, ok_before + 5};
+	(void)wait_for(progressed_or_failed, &p, 20000); /* the checks below tell */
 	close_all(fds, 20); /* the slow readers */
 	atomic_store(&w.stop, true);
 	pthread_join(w.th, NULL);

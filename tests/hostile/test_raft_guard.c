@@ -38,14 +38,14 @@
 #include <raft.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft/docraft.h"
 #include "proc.h"
 #include "raftwire.h"
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 #define TABLE "kv"
 #define NTAB 2
@@ -94,25 +94,36 @@ static bool status_of(const char *tablet, int k, struct replica *out)
 	return ok;
 }
 
+struct led_tablet {
+	const char *tablet;
+	struct replica *rep;
+	int leader;
+};
+
+/* For wait_for: all three replicas of l->tablet answer and one of them
+ * (l->leader) reports itself leader. */
+static bool replicas_answer_with_leader(void *arg)
+{
+	struct led_tablet *l = arg;
+	int answered = 0;
+	l->leader = -1;
+	for (int k = 0; k < NT; k++)
+		if (status_of(l->tablet, k, &l->rep[k])) {
+			answered++;
+			if (l->rep[k].leader)
+				l->leader = k;
+		}
+	return answered == NT && l->leader >= 0;
+}
+
 /* Polls until one replica of tablet reports itself leader and all three
  * answer; rep[0..2] by tserver; returns the leader's tserver index. */
 static int replicas_with_leader(const char *tablet, struct replica rep[NT], int timeout_ms)
 {
-	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		int leader = -1, answered = 0;
-		for (int k = 0; k < NT; k++)
-			if (status_of(tablet, k, &rep[k])) {
-				answered++;
-				if (rep[k].leader)
-					leader = k;
-			}
-		if (answered == NT && leader >= 0)
-			return leader;
-		CHECK_MSG(proc_now_ms() < end, "tablet %s: no leader reported within %d ms",
-			  tablet, timeout_ms);
-		sleep_ms(200);
-	}
+	struct led_tablet l = {tablet, rep, -1};
+	CHECK_MSG(wait_for(replicas_answer_with_leader, &l, timeout_ms),
+		  "tablet %s: no leader reported within %d ms", tablet, timeout_ms);
+	return l.leader;
 }
 
 /* Every server process is still running. */
@@ -143,19 +154,27 @@ static int log_count(int k, const char *needle)
 	return n;
 }
 
+struct log_wait {
+	int k, before;
+	const char *needle, *what;
+};
+
+/* For wait_for: every server is up (else the case fails at once) and
+ * tserver w->k's log has more than w->before lines with w->needle. */
+static bool log_grew(void *arg)
+{
+	struct log_wait *w = arg;
+	check_all_up(w->what);
+	return log_count(w->k, w->needle) > w->before;
+}
+
 /* Waits until tserver k's log has more than `before` lines with needle,
  * failing at once if any server process exits meanwhile. */
 static void wait_log(int k, const char *needle, int before, const char *what)
 {
-	uint64_t end = proc_now_ms() + 10000;
-	for (;;) {
-		check_all_up(what);
-		if (log_count(k, needle) > before)
-			return;
-		CHECK_MSG(proc_now_ms() < end, "%s: no '%s' in tserver %d's log within 10 s", what,
-			  needle, k + 1);
-		sleep_ms(50);
-	}
+	struct log_wait w = {k, before, needle, what};
+	CHECK_MSG(wait_for(log_grew, &w, 10000), "%s: no '%s' in tserver %d's log within 10 s",
+		  what, needle, k + 1);
 }
 
 /* Sends msg on a fresh connection claiming id/address from src_ip and

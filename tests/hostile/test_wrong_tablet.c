@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docdb/key.h"
 #include "docraft.pb-c.h"
 #include "docraft/docraft.h"
@@ -48,7 +48,7 @@
 #include "rpc.pb-c.h"
 #include "test.h"
 
-#include "../cluster/harness.h"
+#include "cluster.h"
 
 #define NTAB 4
 #include "kv.h" /* needs NTAB */
@@ -411,6 +411,16 @@ static bool tablet_gone(const char *id)
 	return true;
 }
 
+/* For wait_for: no tserver has a directory for any of the NTAB tablets. */
+static bool tablets_gone(void *tablets)
+{
+	const struct tablet *t = tablets;
+	for (int i = 0; i < NTAB; i++)
+		if (!tablet_gone(t[i].id))
+			return false;
+	return true;
+}
+
 TEST(dropped_table_does_not_take_stale_writes)
 {
 	char k[32], err[DOCRAFT_ERRMSG_SIZE];
@@ -439,13 +449,7 @@ TEST(dropped_table_does_not_take_stale_writes)
 
 	put(k, 2); /* client A, stale: acknowledged */
 
-	end = proc_now_ms() + 60000;
-	for (int i = 0; i < NTAB; i++)
-		while (!tablet_gone(old[i].id)) {
-			CHECK_MSG(proc_now_ms() < end, "tablet %s of the dropped table still on disk",
-				  old[i].id);
-			sleep_ms(200);
-		}
+	CHECK_MSG(wait_for(tablets_gone, old, 60000), "a tablet of the dropped table still on disk");
 	docraft_value key = docraft_value_text(k);
 	docraft_result *r = NULL;
 	CHECK_OK_MSG(docraft_get(b, "kv", &key, 1, 0, &r), docraft_errmsg());

@@ -255,13 +255,13 @@ static void find_exes(const char *argv0)
 				 O.bin_dir);
 		snprintf(C.tserver_exe, sizeof C.tserver_exe, "%s/docraft-tserver", O.bin_dir);
 		if (access(C.tserver_exe, X_OK) != 0)
-			snprintf(C.tserver_exe, sizeof C.tserver_exe, "%s/tablet/docraft-tserver",
+			snprintf(C.tserver_exe, sizeof C.tserver_exe, "%s/tserver/docraft-tserver",
 				 O.bin_dir);
 	} else {
 		snprintf(C.master_exe, sizeof C.master_exe, "%s/../../src/master/docraft-master",
 			 self);
 		snprintf(C.tserver_exe, sizeof C.tserver_exe,
-			 "%s/../../src/tablet/docraft-tserver", self);
+			 "%s/../../src/tserver/docraft-tserver", self);
 	}
 	if (O.master_bin != NULL)
 		snprintf(C.master_exe, sizeof C.master_exe, "%s", O.master_bin);

@@ -11,7 +11,7 @@
 #       [--port-base P|auto] [--label TEXT] [--keep]
 #
 # Environment: DOCRAFT_BUILD, the meson build directory whose binaries run
-# (default <repo>/build: src/master/docraft-master, src/tablet/docraft-tserver,
+# (default <repo>/build: src/master/docraft-master, src/tserver/docraft-tserver,
 # src/tools/docraft, tests/jepsen/docraft-jepsen{,-check,-report},
 # tests/jepsen/libdocraft_skew.so); DOCRAFT_LOCAL (default
 # <repo>/deploy/docraft-local).
@@ -41,6 +41,8 @@ set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$REPO/tests/jepsen
+# shellcheck source=../lib/wait.sh
+. "$REPO/tests/lib/wait.sh"
 : "${DOCRAFT_BUILD:=$REPO/build}"
 : "${DOCRAFT_LOCAL:=$REPO/deploy/docraft-local}"
 DOCRAFT_BUILD=$(cd "$DOCRAFT_BUILD" 2>/dev/null && pwd) || {
@@ -266,18 +268,15 @@ heal_all() {
 	dl start >>"$OUT/cluster.err" 2>&1
 }
 
+all_led() { # 0 when every table of the run has a tablet leader
+	local t
+	for t in "${TABLES[@]}"; do
+		dl leader "$t" 2>/dev/null | grep -q '^t[0-9]' || return 1
+	done
+}
 # 0 once every table of the run has a tablet leader (up to SEC seconds).
 wait_leaders() { # SEC
-	local end=$((SECONDS + $1)) t ok
-	while :; do
-		ok=1
-		for t in "${TABLES[@]}"; do
-			dl leader "$t" 2>/dev/null | grep -q '^t[0-9]' || ok=0
-		done
-		[ "$ok" -eq 1 ] && return 0
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 1
-	done
+	wait_for $(($1 * 1000)) all_led
 }
 
 # ---- the run ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ on_signal() {
 }
 trap on_signal INT TERM
 
-targets=(src/tablet/docraft-tserver src/master/docraft-master src/tools/docraft
+targets=(src/tserver/docraft-tserver src/master/docraft-master src/tools/docraft
 	tests/jepsen/docraft-jepsen tests/jepsen/docraft-jepsen-check
 	tests/jepsen/docraft-jepsen-report)
 built=0

@@ -1,4 +1,4 @@
-/* Leader balancing on a real cluster (tests/cluster/harness.h: one
+/* Leader balancing on a real cluster (tests/lib/cluster.h: one
  * docraft-master with its defaults, leader balancing on, and three
  * docraft-tserver processes on 127.0.0.1-3).
  *
@@ -26,7 +26,7 @@
 #include "proc.h"
 #include "test.h"
 
-#include "harness.h"
+#include "cluster.h"
 
 #define NTAB 6
 #define VICTIM 2

@@ -16,12 +16,14 @@
  *   three_masters   three docraft-master processes: one leader, followers
  *                   answer NOT_LEADER with its address; kill -9 the leader:
  *                   another one leads with the catalog intact; the killed
- *                   one rejoins as a follower. DDL request ids: a retried
- *                   CreateTable (same client id and seq) gets its first
- *                   result, before and after the failover, another id for
- *                   the name "already exists", a drop may not reuse a
- *                   create's id; a retried DropTable gets OK, a new one
- *                   "not found"
+ *                   one rejoins as a follower. Every method at a follower:
+ *                   NOT_LEADER before its request is read; at the leader
+ *                   a request that does not decode: INVALID. DDL request
+ *                   ids: a retried CreateTable (same client id and seq)
+ *                   gets its first result, before and after the failover,
+ *                   another id for the name "already exists", a drop may
+ *                   not reuse a create's id; a retried DropTable gets OK,
+ *                   a new one "not found"
  *   leader_balance  fake 0 reports leading all 6 tablets of a table (RF 3):
  *                   with --leader-balance off no step-down comes in 3 s;
  *                   restarted with it on, the heartbeat replies to fake 0
@@ -48,13 +50,14 @@
 
 #include <uv.h>
 
-#include "../raft/proc.h"
+#include "proc.h"
 #include "common/buf.h"
-#include "common/rpc.h"
+#include "rpc/rpc.h"
 #include "docraft.pb-c.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "test.h"
+#include "loop.h"
 
 #define NM 3            /* master slots */
 #define NF 3            /* fake tservers */
@@ -147,68 +150,10 @@ static void res_free(struct res *r)
 
 /* ---- driving the loop ------------------------------------------------------------------------ */
 
-struct waiter {
-	bool (*pred)(void *);
-	void *arg;
-	bool expired;
-};
-
-static void waiter_check(uv_handle_t *h)
-{
-	struct waiter *w = h->data;
-	if (w->expired || w->pred(w->arg))
-		uv_stop(h->loop);
-}
-
-static void waiter_prepare_cb(uv_prepare_t *p)
-{
-	waiter_check((uv_handle_t *)p);
-}
-
-static void waiter_check_cb(uv_check_t *c)
-{
-	waiter_check((uv_handle_t *)c);
-}
-
-static void waiter_guard_cb(uv_timer_t *t)
-{
-	struct waiter *w = t->data;
-	w->expired = true;
-	uv_stop(t->loop);
-}
-
-static void count_close_cb(uv_handle_t *h)
-{
-	(*(int *)h->data)--;
-}
-
-/* Runs the loop until pred(arg) or timeout_ms; returns pred(arg). */
+/* loop_run_until on the test's loop. */
 static bool run_until(bool (*pred)(void *), void *arg, uint64_t timeout_ms)
 {
-	struct waiter w = {pred, arg, false};
-	uv_timer_t guard;
-	uv_prepare_t prep;
-	uv_check_t check;
-	int open = 3;
-	bool ok;
-
-	uv_timer_init(&C.loop, &guard);
-	uv_prepare_init(&C.loop, &prep);
-	uv_check_init(&C.loop, &check);
-	guard.data = prep.data = check.data = &w;
-	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
-	uv_prepare_start(&prep, waiter_prepare_cb);
-	uv_check_start(&check, waiter_check_cb);
-	while (!pred(arg) && !w.expired)
-		uv_run(&C.loop, UV_RUN_DEFAULT);
-	ok = pred(arg);
-	guard.data = prep.data = check.data = &open;
-	uv_close((uv_handle_t *)&guard, count_close_cb);
-	uv_close((uv_handle_t *)&prep, count_close_cb);
-	uv_close((uv_handle_t *)&check, count_close_cb);
-	while (open > 0)
-		uv_run(&C.loop, UV_RUN_NOWAIT);
-	return ok;
+	return loop_run_until(&C.loop, pred, arg, timeout_ms);
 }
 
 static bool never(void *arg)
@@ -245,9 +190,10 @@ static void call_cb(struct rpc_call_req *req, const struct rpc_result *r)
 	out->done = true;
 }
 
-/* One call to address; *out is the outcome (res_free it). */
-static void call(const char *address, uint16_t method, const ProtobufCMessage *msg,
-		 struct res *out)
+/* One call to address with the request payload given as bytes; *out is
+ * the outcome (res_free it). */
+static void call_raw(const char *address, uint16_t method, const void *payload, size_t len,
+		     struct res *out)
 {
 	struct rpc_call_req req;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -255,7 +201,7 @@ static void call(const char *address, uint16_t method, const ProtobufCMessage *m
 
 	memset(out, 0, sizeof *out);
 	req.data = out;
-	rv = rpc_call_message(&C.cl, address, method, msg, CALL_MS, &req, call_cb, errmsg);
+	rv = rpc_call(&C.cl, address, method, payload, len, CALL_MS, &req, call_cb, errmsg);
 	if (rv != 0) {
 		out->status = rv;
 		snprintf(out->message, sizeof out->message, "%s", errmsg);
@@ -264,6 +210,19 @@ static void call(const char *address, uint16_t method, const ProtobufCMessage *m
 	}
 	run_until(is_done, out, CALL_MS + 2000);
 	CHECK_MSG(out->done, "call to %s: no callback", address);
+}
+
+/* call_raw with msg packed. */
+static void call(const char *address, uint16_t method, const ProtobufCMessage *msg,
+		 struct res *out)
+{
+	struct buf b = BUF_INIT;
+	size_t len = protobuf_c_message_get_packed_size(msg);
+
+	buf_reserve(&b, len + 1);
+	protobuf_c_message_pack(msg, b.data);
+	call_raw(address, method, b.data, len, out);
+	buf_free(&b);
 }
 
 static int slot_of(const char *address)
@@ -1341,6 +1300,46 @@ static int find_leader(void)
 	}
 }
 
+/* The master's table of methods: at a follower every MASTER_* method
+ * answers NOT_LEADER naming the leader before its request is read (one
+ * that does not decode too); at the leader a request that does not decode
+ * answers INVALID "malformed <message>", and ListTables and ListTServers
+ * read no request. */
+static void check_methods(int leader)
+{
+	static const uint8_t junk[] = {0xff}; /* a tag cut short: decodes as nothing */
+	static const struct {
+		uint16_t method;
+		const char *request; /* NULL: not read */
+	} methods[] = {
+		{DOCRAFT__METHOD__MASTER_CREATE_TABLE, "CreateTableRequest"},
+		{DOCRAFT__METHOD__MASTER_DROP_TABLE, "DropTableRequest"},
+		{DOCRAFT__METHOD__MASTER_LIST_TABLES, NULL},
+		{DOCRAFT__METHOD__MASTER_GET_TABLE, "GetTableRequest"},
+		{DOCRAFT__METHOD__MASTER_LIST_TSERVERS, NULL},
+		{DOCRAFT__METHOD__MASTER_HEARTBEAT, "HeartbeatRequest"},
+	};
+
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		char want[64];
+		struct res r;
+		call_raw(C.m[(leader + 1) % NM].addr, methods[i].method, junk, sizeof junk, &r);
+		CHECK_EQ_INT(r.status, DOCRAFT_ENOTLEADER);
+		CHECK_EQ_STR(r.leader, C.m[leader].addr);
+		res_free(&r);
+		call_raw(C.m[leader].addr, methods[i].method, junk, sizeof junk, &r);
+		if (methods[i].request == NULL) {
+			CHECK_MSG(r.status == 0, "method %u: %s", methods[i].method, r.message);
+		} else {
+			snprintf(want, sizeof want, "malformed %s", methods[i].request);
+			CHECK_EQ_INT(r.status, DOCRAFT_EINVAL);
+			CHECK_MSG(strstr(r.message, want) != NULL, "method %u: '%s'",
+				  methods[i].method, r.message);
+		}
+		res_free(&r);
+	}
+}
+
 /* Waits until master k answers NOT_LEADER naming leader's address. */
 static void wait_hint(int k, int leader)
 {
@@ -1383,6 +1382,7 @@ TEST(three_masters)
 	CHECK(t == NULL);
 	CHECK_EQ_INT(status, DOCRAFT_ENOTLEADER);
 	CHECK_EQ_STR(leader_addr, C.m[leader].addr);
+	check_methods(leader);
 
 	C.hint = leader;
 	start_heartbeats();

@@ -25,9 +25,10 @@
 
 #include "common/err.h"
 #include "common/log.h"
-#include "raft/listener.h"
+#include "net/listener.h"
 #include "raft/transport.h"
 #include "test.h"
+#include "loop.h"
 
 /* ---- driving the loop ---- */
 
@@ -36,41 +37,11 @@ static void guard_cb(uv_timer_t *t)
 	*(bool *)t->data = true;
 }
 
-static void flag_close_cb(uv_handle_t *h)
-{
-	*(bool *)h->data = true;
-}
-
 static void start_loop(uv_loop_t *loop)
 {
 	/* Cases write to sockets their peers close (see listener.h). */
 	signal(SIGPIPE, SIG_IGN);
 	CHECK_OK(uv_loop_init(loop));
-}
-
-/* Runs loop until pred(arg) or timeout_ms; returns pred(arg). */
-static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms)
-{
-	uv_timer_t guard;
-	bool expired = false, closed = false;
-	bool ok;
-
-	uv_timer_init(loop, &guard);
-	guard.data = &expired;
-	uv_timer_start(&guard, guard_cb, timeout_ms, 0);
-	while (!pred(arg) && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	ok = pred(arg);
-	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, flag_close_cb);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool is_true(void *p)
-{
-	return *(bool *)p;
 }
 
 /* Runs until nothing is left on the loop (bounded), then closes it. */
@@ -86,7 +57,7 @@ static int finish_loop(uv_loop_t *loop)
 	while (uv_loop_alive(loop) && !expired)
 		uv_run(loop, UV_RUN_ONCE);
 	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, flag_close_cb);
+	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
 	while (!closed)
 		uv_run(loop, UV_RUN_NOWAIT);
 	return uv_loop_close(loop);
@@ -102,7 +73,7 @@ static void close_listener(uv_loop_t *loop, struct listener *l)
 	bool done = false;
 	listener_close(l, listener_closed_cb, &done);
 	CHECK(!done); /* never synchronous */
-	CHECK(run_until(loop, is_true, &done, 5000));
+	CHECK(loop_run_until(loop, loop_flag_is_set, &done, 5000));
 }
 
 /* ---- a raw client ---- */
@@ -170,7 +141,7 @@ static void client_connect(uv_loop_t *loop, struct client *c, const char *addres
 	c->tcp.data = c;
 	c->creq.data = c;
 	CHECK_OK(uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&addr, client_connect_cb));
-	CHECK(run_until(loop, client_connected, c, 5000));
+	CHECK(loop_run_until(loop, client_connected, c, 5000));
 	CHECK(c->connected);
 }
 
@@ -207,7 +178,7 @@ static bool client_closed(void *p)
 static void client_close(uv_loop_t *loop, struct client *c)
 {
 	uv_close((uv_handle_t *)&c->tcp, client_close_cb);
-	CHECK(run_until(loop, client_closed, c, 5000));
+	CHECK(loop_run_until(loop, client_closed, c, 5000));
 }
 
 enum reason { MALFORMED, UNROUTABLE, DROPPED, REJECTED };
@@ -230,7 +201,7 @@ static void expect_rejected(uv_loop_t *loop, struct listener *l, const void *p, 
 	client_connect(loop, &c, listener_address(l));
 	if (n > 0)
 		client_write(&c, p, n);
-	CHECK_MSG(run_until(loop, client_ended, &c, 3000), "%s: not closed by the listener",
+	CHECK_MSG(loop_run_until(loop, client_ended, &c, 3000), "%s: not closed by the listener",
 		  what);
 	client_close(loop, &c);
 	listener_get_stats(l, &after);
@@ -305,13 +276,21 @@ static void sink_handler(void *arg, uv_stream_t *s, const char *tablet_id)
 	sink_take(k, s);
 }
 
-static void fake_accept_cb(struct raft_uv_transport *t, raft_id id, const char *address,
+static void fake_accept_cb(void *owner, uint64_t id, const char *address,
 			   struct uv_stream_s *s)
 {
+	struct raft_uv_transport *t = owner;
 	struct sink *k = t->data;
 	k->raft_id = id;
 	snprintf(k->address, sizeof k->address, "%s", address);
 	sink_take(k, s);
+}
+
+/* The same as raft_uv's accept callback (what t.listen takes). */
+static void fake_raft_accept_cb(struct raft_uv_transport *t, raft_id id, const char *address,
+				struct uv_stream_s *s)
+{
+	fake_accept_cb(t, id, address, s);
 }
 
 static bool sink_called(void *p)
@@ -480,7 +459,7 @@ TEST(rejects_bad_preambles)
 		client_connect(&loop, &c, listener_address(l));
 		client_write(&c, b, n - 3);
 		client_shutdown(&c);
-		CHECK(run_until(&loop, client_ended, &c, 3000));
+		CHECK(loop_run_until(&loop, client_ended, &c, 3000));
 		client_close(&loop, &c);
 		listener_get_stats(l, &st);
 		CHECK_EQ_U64(st.dropped, 1);
@@ -506,7 +485,7 @@ TEST(rejects_bad_preambles)
 		memcpy(b + n, "abc", 3);
 		client_connect(&loop, &c, listener_address(l));
 		client_write(&c, b, n + 3);
-		CHECK(run_until(&loop, sink_has, &w, 3000));
+		CHECK(loop_run_until(&loop, sink_has, &w, 3000));
 		CHECK_EQ_MEM(k.data, k.len, "abc", 3);
 		CHECK_EQ_STR(k.tablet_id, "");
 		sink_free(&k);
@@ -534,8 +513,8 @@ TEST(closes_silent_connections)
 	client_connect(&loop, &silent, listener_address(l));
 	client_connect(&loop, &partial, listener_address(l));
 	client_write(&partial, "DRFT\x01\x01", 6);
-	CHECK(run_until(&loop, client_ended, &silent, 5000));
-	CHECK(run_until(&loop, client_ended, &partial, 5000));
+	CHECK(loop_run_until(&loop, client_ended, &silent, 5000));
+	CHECK(loop_run_until(&loop, client_ended, &partial, 5000));
 	/* Not before the timeout. */
 	CHECK((uv_hrtime() - t0) / 1000000 >= 140);
 	{
@@ -588,14 +567,14 @@ TEST(routes_rpc_and_copy)
 		memcpy(msg + n, payload, cases[i].payload);
 		client_connect(&loop, &c, listener_address(l));
 		client_write(&c, msg, n + cases[i].payload); /* ONE write */
-		CHECK(run_until(&loop, sink_has, &w, 10000));
+		CHECK(loop_run_until(&loop, sink_has, &w, 10000));
 		CHECK_EQ_INT(k->n_calls, 1);
 		CHECK_EQ_INT(rpc.n_calls + copy.n_calls, 1);
 		CHECK_EQ_STR(k->tablet_id, cases[i].tablet);
 		CHECK_EQ_MEM(k->data, k->len, payload, cases[i].payload);
 		/* The handler owns the stream: closing it ends the client. */
 		sink_free(k);
-		CHECK(run_until(&loop, client_ended, &c, 3000));
+		CHECK(loop_run_until(&loop, client_ended, &c, 3000));
 		client_close(&loop, &c);
 		free(payload);
 		free(msg);
@@ -646,7 +625,7 @@ TEST(hands_raft_streams_over_exactly)
 			CHECK_EQ_INT(k.len, 0);
 			client_write(&c, hs, sizeof hs);
 		}
-		CHECK(run_until(&loop, sink_has, &w, 5000));
+		CHECK(loop_run_until(&loop, sink_has, &w, 5000));
 		CHECK_EQ_INT(k.n_calls, 1);
 		CHECK_EQ_U64(k.raft_id, 0xfedcba9876543210ull);
 		CHECK_EQ_STR(k.address, "127.0.0.3:9100");
@@ -732,7 +711,7 @@ TEST(raft_peer_check)
 	seen.answer = true;
 	client_connect(&loop, &c, listener_address(l));
 	client_write(&c, msg, n);
-	CHECK(run_until(&loop, sink_called, &k, 5000));
+	CHECK(loop_run_until(&loop, sink_called, &k, 5000));
 	CHECK_EQ_INT(k.n_calls, 1);
 	CHECK_EQ_INT(seen.calls, 3);
 	sink_free(&k);
@@ -760,7 +739,7 @@ TEST(close_drops_pending_connections)
 		uv_run(&loop, UV_RUN_NOWAIT);
 	close_listener(&loop, l);
 	for (int i = 0; i < 3; i++) {
-		CHECK(run_until(&loop, client_ended, &c[i], 3000));
+		CHECK(loop_run_until(&loop, client_ended, &c[i], 3000));
 		client_close(&loop, &c[i]);
 	}
 	CHECK_OK(finish_loop(&loop));
@@ -831,10 +810,10 @@ TEST(transport_connects_refuses_and_cancels)
 	req.data = &r;
 	CHECK_OK(t.connect(&t, &req, 7, listener_address(l), conn_cb));
 	CHECK(!r.done);
-	CHECK(run_until(&loop, conn_done, &r, 5000));
+	CHECK(loop_run_until(&loop, conn_done, &r, 5000));
 	CHECK_EQ_INT(r.status, 0);
 	CHECK(r.stream != NULL);
-	CHECK(run_until(&loop, sink_called, &k, 5000));
+	CHECK(loop_run_until(&loop, sink_called, &k, 5000));
 	CHECK_EQ_U64(k.raft_id, 42);
 	CHECK_EQ_STR(k.address, "127.0.0.2:4242");
 	CHECK_EQ_STR(k.peer_ip, "127.0.0.2"); /* bound to its server's address */
@@ -844,7 +823,7 @@ TEST(transport_connects_refuses_and_cancels)
 
 	/* Listening on a tablet already registered on its server fails. */
 	CHECK_OK(listener_register(l2, "tx", &other, fake_accept_cb, errmsg));
-	CHECK_EQ_INT(t.listen(&t, fake_accept_cb), RAFT_BUSY);
+	CHECK_EQ_INT(t.listen(&t, fake_raft_accept_cb), RAFT_BUSY);
 	listener_unregister(l2, "tx", &other);
 
 	/* Nobody listens there: the callback reports NOCONNECTION. */
@@ -853,7 +832,7 @@ TEST(transport_connects_refuses_and_cancels)
 	close_listener(&loop, gone);
 	memset(&r, 0, sizeof r);
 	CHECK_OK(t.connect(&t, &req, 7, gone_addr, conn_cb));
-	CHECK(run_until(&loop, conn_done, &r, 5000));
+	CHECK(loop_run_until(&loop, conn_done, &r, 5000));
 	CHECK_EQ_INT(r.status, RAFT_NOCONNECTION);
 	CHECK(r.stream == NULL);
 	/* Unparsable address: synchronous failure, no callback. */
@@ -865,7 +844,7 @@ TEST(transport_connects_refuses_and_cancels)
 
 	/* Close in the middle of a connect: CANCELED, before the close callback,
 	 * and the close itself is asynchronous. */
-	CHECK_OK(t.listen(&t, fake_accept_cb));
+	CHECK_OK(t.listen(&t, fake_raft_accept_cb));
 	CHECK_EQ_INT(listener_n_registered(l2), 1);
 	memset(&r, 0, sizeof r);
 	CHECK_OK(t.connect(&t, &req, 7, listener_address(l), conn_cb));
@@ -874,7 +853,7 @@ TEST(transport_connects_refuses_and_cancels)
 	t.close(&t, tclose_cb);
 	CHECK(!tc.done && !r.done);
 	CHECK_EQ_INT(listener_n_registered(l2), 0);
-	CHECK(run_until(&loop, is_true, &tc.done, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &tc.done, 5000));
 	CHECK(r.done);
 	CHECK_EQ_INT(r.status, RAFT_CANCELED);
 	CHECK(tc.conn_seen_first);
@@ -1247,16 +1226,16 @@ TEST(two_tablets_three_servers_one_port_each)
 	tablet_open(&cl, t2);
 	for (int i = 0; i < N_SERVERS; i++)
 		CHECK_EQ_INT(listener_n_registered(cl.l[i]), 2);
-	CHECK(run_until(&cl.loop, tablet_has_leader, t1, 20000));
-	CHECK(run_until(&cl.loop, tablet_has_leader, t2, 20000));
+	CHECK(loop_run_until(&cl.loop, tablet_has_leader, t1, 20000));
+	CHECK(loop_run_until(&cl.loop, tablet_has_leader, t2, 20000));
 	test_note("leaders after %.2f s: t1 %d, t2 %d", (double)(uv_hrtime() - t0) / 1e9,
 		  tablet_leader(t1)->idx + 1, tablet_leader(t2)->idx + 1);
 
 	/* 200 entries each, applied by all six replicas. */
 	t1->target = 200;
 	t2->target = 200;
-	CHECK(run_until(&cl.loop, t_caught_up, t1, 60000));
-	CHECK(run_until(&cl.loop, t_caught_up, t2, 60000));
+	CHECK(loop_run_until(&cl.loop, t_caught_up, t1, 60000));
+	CHECK(loop_run_until(&cl.loop, t_caught_up, t2, 60000));
 	check_consistent(t1);
 	check_consistent(t2);
 	test_note("200 + 200 applied everywhere after %.2f s (%u + %u retried)",
@@ -1267,14 +1246,14 @@ TEST(two_tablets_three_servers_one_port_each)
 	 * serves t2. */
 	replica_close(&t1->r[0]);
 	t2->target = 300;
-	CHECK(run_until(&cl.loop, t2_caught_up_s1_refused_t1, &x, 20000));
+	CHECK(loop_run_until(&cl.loop, t2_caught_up_s1_refused_t1, &x, 20000));
 	listener_get_stats(cl.l[0], &st);
 	test_note("server 1 refused %" PRIu64 " t1 connections", st.unroutable);
 
 	/* Close the rest of t1 while t2 keeps applying. */
 	tablet_close(t1);
 	t2->target = 400;
-	CHECK(run_until(&cl.loop, t1_closed_t2_caught_up, &x, 60000));
+	CHECK(loop_run_until(&cl.loop, t1_closed_t2_caught_up, &x, 60000));
 	check_consistent(t2);
 	for (int i = 0; i < N_SERVERS; i++)
 		CHECK_EQ_INT(listener_n_registered(cl.l[i]), 1);
@@ -1286,14 +1265,14 @@ TEST(two_tablets_three_servers_one_port_each)
 		t1->state[seq] = 2; /* committed before the restart */
 	t1->target = 250;
 	tablet_open(&cl, t1);
-	CHECK(run_until(&cl.loop, tablet_has_leader, t1, 20000));
-	CHECK(run_until(&cl.loop, t_caught_up, t1, 60000));
+	CHECK(loop_run_until(&cl.loop, tablet_has_leader, t1, 20000));
+	CHECK(loop_run_until(&cl.loop, t_caught_up, t1, 60000));
 	check_consistent(t1);
 	for (int i = 0; i < N_SERVERS; i++)
 		CHECK(raft_last_index(&t1->r[i].raft) >= 251); /* config + 200 + 50 */
 	/* t2 was not disturbed. */
 	t2->target = 450;
-	CHECK(run_until(&cl.loop, t_caught_up, t2, 60000));
+	CHECK(loop_run_until(&cl.loop, t_caught_up, t2, 60000));
 	check_consistent(t2);
 	test_note("t1 reopened at 250, t2 at 450 after %.2f s", (double)(uv_hrtime() - t0) / 1e9);
 
@@ -1310,7 +1289,7 @@ TEST(two_tablets_three_servers_one_port_each)
 	/* Close everything. */
 	tablet_close(t1);
 	tablet_close(t2);
-	CHECK(run_until(&cl.loop, all_closed, &cl, 20000));
+	CHECK(loop_run_until(&cl.loop, all_closed, &cl, 20000));
 	for (int i = 0; i < N_SERVERS; i++)
 		close_listener(&cl.loop, cl.l[i]);
 	CHECK_OK(finish_loop(&cl.loop));

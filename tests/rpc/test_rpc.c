@@ -1,5 +1,8 @@
-/* RPC server and client (src/common/rpc.c) on real loopback sockets
- * (127.0.0.1 and 127.0.0.2), one uv loop per case.
+/* RPC server and client (src/rpc/server.c, client.c, outq.c, codec.c) on
+ * real loopback sockets (127.0.0.1 and 127.0.0.2), one uv loop per case;
+ * and, without sockets, the pieces they are built of: the client's pending
+ * call indexes (rpc/pending.h), the intrusive lists (common/dlist.h) and
+ * peer address text (listener_format_address).
  *
  * Round trips, 1000 calls in flight on one connection answered in reverse
  * order, deadlines and late replies, server loss and reconnection with
@@ -19,13 +22,16 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/dlist.h"
 #include "common/err.h"
-#include "common/rpc.h"
-#include "common/rpc_frame.h"
-#include "raft/listener.h"
+#include "rpc/rpc.h"
+#include "net/rpc_frame.h"
+#include "net/listener.h"
+#include "rpc/pending.h"
 #include "docraft.pb-c.h"
 #include "rpc.pb-c.h"
 #include "test.h"
+#include "loop.h"
 
 #define N_CONCURRENT 1000
 
@@ -46,83 +52,6 @@ static void guard_cb(uv_timer_t *t)
 	*(bool *)t->data = true;
 }
 
-static void flag_close_cb(uv_handle_t *h)
-{
-	*(bool *)h->data = true;
-}
-
-struct waiter {
-	bool (*pred)(void *);
-	void *arg;
-	bool expired;
-};
-
-/* Stops the loop as soon as the condition holds: checked before and after
- * every poll, so a callback run from a timer at the top of an iteration
- * does not leave the loop blocked in the poll that follows it. */
-static void waiter_check(uv_handle_t *h)
-{
-	struct waiter *w = h->data;
-	if (w->expired || w->pred(w->arg))
-		uv_stop(h->loop);
-}
-
-static void waiter_prepare_cb(uv_prepare_t *p)
-{
-	waiter_check((uv_handle_t *)p);
-}
-
-static void waiter_check_cb(uv_check_t *c)
-{
-	waiter_check((uv_handle_t *)c);
-}
-
-static void waiter_guard_cb(uv_timer_t *t)
-{
-	struct waiter *w = t->data;
-	w->expired = true;
-	uv_stop(t->loop);
-}
-
-static void count_close_cb(uv_handle_t *h)
-{
-	(*(int *)h->data)--;
-}
-
-/* Runs loop until pred(arg) or timeout_ms; returns pred(arg). */
-static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms)
-{
-	struct waiter w = {pred, arg, false};
-	uv_timer_t guard;
-	uv_prepare_t prep;
-	uv_check_t check;
-	int open = 3;
-	bool ok;
-
-	uv_timer_init(loop, &guard);
-	uv_prepare_init(loop, &prep);
-	uv_check_init(loop, &check);
-	guard.data = prep.data = check.data = &w;
-	uv_timer_start(&guard, waiter_guard_cb, timeout_ms, 0);
-	uv_prepare_start(&prep, waiter_prepare_cb);
-	uv_check_start(&check, waiter_check_cb);
-	while (!pred(arg) && !w.expired)
-		uv_run(loop, UV_RUN_DEFAULT);
-	ok = pred(arg);
-	guard.data = prep.data = check.data = &open;
-	uv_close((uv_handle_t *)&guard, count_close_cb);
-	uv_close((uv_handle_t *)&prep, count_close_cb);
-	uv_close((uv_handle_t *)&check, count_close_cb);
-	while (open > 0)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool is_true(void *p)
-{
-	return *(bool *)p;
-}
-
 static void flag_cb(void *arg)
 {
 	*(bool *)arg = true;
@@ -137,7 +66,7 @@ static bool never(void *p)
 /* Runs the loop for about ms. */
 static void run_for(uv_loop_t *loop, uint64_t ms)
 {
-	run_until(loop, never, NULL, ms);
+	loop_run_until(loop, never, NULL, ms);
 }
 
 /* Runs until nothing is left on the loop (bounded), then closes it. */
@@ -153,7 +82,7 @@ static int finish_loop(uv_loop_t *loop)
 	while (uv_loop_alive(loop) && !expired)
 		uv_run(loop, UV_RUN_ONCE);
 	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, flag_close_cb);
+	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
 	while (!closed)
 		uv_run(loop, UV_RUN_NOWAIT);
 	return uv_loop_close(loop);
@@ -259,9 +188,9 @@ static void server_stop(struct server *s)
 {
 	rpc_server_close(&s->srv, server_closed_cb);
 	CHECK(!s->srv_closed); /* never synchronous */
-	CHECK(run_until(s->loop, is_true, &s->srv_closed, 5000));
+	CHECK(loop_run_until(s->loop, loop_flag_is_set, &s->srv_closed, 5000));
 	listener_close(s->l, listener_closed_cb, s);
-	CHECK(run_until(s->loop, is_true, &s->l_closed, 5000));
+	CHECK(loop_run_until(s->loop, loop_flag_is_set, &s->l_closed, 5000));
 }
 
 struct held_n {
@@ -278,7 +207,7 @@ static bool has_held(void *p)
 static void wait_held(struct server *s, size_t n)
 {
 	struct held_n h = {s, n};
-	CHECK_MSG(run_until(s->loop, has_held, &h, 5000), "%zu of %zu calls held", s->n_held, n);
+	CHECK_MSG(loop_run_until(s->loop, has_held, &h, 5000), "%zu of %zu calls held", s->n_held, n);
 }
 
 /* ---- client side: calls recorded into results ---- */
@@ -356,7 +285,7 @@ static void call(uv_loop_t *loop, struct rpc_client *cl, const char *address, ui
 		 const void *p, size_t n, uint32_t timeout_ms, struct result *x)
 {
 	CHECK_OK(start(cl, address, method, p, n, timeout_ms, x));
-	CHECK_MSG(run_until(loop, result_done, x, (uint64_t)timeout_ms + 5000),
+	CHECK_MSG(loop_run_until(loop, result_done, x, (uint64_t)timeout_ms + 5000),
 		  "call of method %u not completed", method);
 }
 
@@ -386,7 +315,7 @@ static int ping(uv_loop_t *loop, struct rpc_client *cl, const char *address, uin
 	CHECK_OK_MSG(rpc_call_message(cl, address, DOCRAFT__METHOD__METHOD_PING, &rq.base, 5000,
 				      &x.req, result_cb, errmsg),
 		     errmsg);
-	CHECK(run_until(loop, result_done, &x, 10000));
+	CHECK(loop_run_until(loop, result_done, &x, 10000));
 	status = x.status;
 	if (status == DOCRAFT_OK) {
 		rs = docraft__ping_response__unpack(NULL, x.reply.len, x.reply.data);
@@ -420,7 +349,7 @@ static void client_stop(uv_loop_t *loop, struct client *c)
 {
 	rpc_client_close(&c->cl, client_closed_cb);
 	CHECK(!c->closed);
-	CHECK(run_until(loop, is_true, &c->closed, 5000));
+	CHECK(loop_run_until(loop, loop_flag_is_set, &c->closed, 5000));
 }
 
 static void start_loop(uv_loop_t *loop)
@@ -524,7 +453,7 @@ static void raw_open_from(uv_loop_t *loop, struct raw *r, const char *address, c
 		CHECK_OK(uv_tcp_bind(&r->tcp, (struct sockaddr *)&src, 0));
 	}
 	CHECK_OK(uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&a, raw_connect_cb));
-	CHECK(run_until(loop, raw_connect_done, r, 5000));
+	CHECK(loop_run_until(loop, raw_connect_done, r, 5000));
 	CHECK(r->connected);
 	if (!reading)
 		uv_read_stop((uv_stream_t *)&r->tcp);
@@ -549,7 +478,7 @@ static void raw_close_cb(uv_handle_t *h)
 static void raw_close(uv_loop_t *loop, struct raw *r)
 {
 	uv_close((uv_handle_t *)&r->tcp, raw_close_cb);
-	CHECK(run_until(loop, raw_closed, r, 5000));
+	CHECK(loop_run_until(loop, raw_closed, r, 5000));
 	buf_free(&r->in);
 }
 
@@ -678,7 +607,7 @@ TEST(thousand_in_flight_out_of_order)
 		rpc_reply(call, call->request, call->request_len);
 	}
 	s.n_held = 0;
-	CHECK(run_until(&loop, counter_reached, &done, 10000));
+	CHECK(loop_run_until(&loop, counter_reached, &done, 10000));
 	for (uint32_t i = 0; i < N_CONCURRENT; i++) {
 		CHECK_MSG(x[i].done, "call %u not completed", i);
 		CHECK_EQ_INT(x[i].status, DOCRAFT_OK);
@@ -746,7 +675,7 @@ TEST(deadline_and_late_reply)
 		completions = 0;
 		for (int i = 0; i < 5; i++)
 			CHECK_OK(start(&c.cl, s.address, M_HOLD, "y", 1, ms[i], &y[i]));
-		CHECK(run_until(&loop, result_done, &y[0], 5000));
+		CHECK(loop_run_until(&loop, result_done, &y[0], 5000));
 		CHECK_EQ_INT(y[3].order, 1);
 		CHECK_EQ_INT(y[1].order, 2);
 		CHECK_EQ_INT(y[4].order, 3);
@@ -797,7 +726,7 @@ TEST(server_loss_and_reconnect)
 	t0 = uv_now(&loop);
 	server_stop(&s);
 	for (int i = 0; i < 3; i++) {
-		CHECK(run_until(&loop, result_done, &x[i], 5000));
+		CHECK(loop_run_until(&loop, result_done, &x[i], 5000));
 		CHECK_EQ_INT(x[i].status, DOCRAFT_EUNAVAILABLE);
 		CHECK(x[i].sent);
 		CHECK(strstr(x[i].message, "connection closed by") != NULL);
@@ -905,7 +834,7 @@ TEST(unreachable_backs_off)
 	}
 	client_stop(&loop, &c);
 	listener_close(bare, flag_cb, &bare_closed);
-	CHECK(run_until(&loop, is_true, &bare_closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &bare_closed, 5000));
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
@@ -943,7 +872,7 @@ TEST(malformed_frames_close)
 			   bad[i].budget);
 		memcpy(h + RPC_FRAME_HEADER_SIZE, "abcd", 4);
 		raw_write(&r, h, sizeof h);
-		CHECK_MSG(run_until(&loop, raw_ended, &r, 5000), "%s: not closed", bad[i].what);
+		CHECK_MSG(loop_run_until(&loop, raw_ended, &r, 5000), "%s: not closed", bad[i].what);
 		CHECK_MSG(r.in.len == 0, "%s: %zu bytes answered", bad[i].what, r.in.len);
 		raw_close(&loop, &r);
 		CHECK_EQ_INT(ping(&loop, &c.cl, s.address, i), DOCRAFT_OK);
@@ -955,7 +884,7 @@ TEST(malformed_frames_close)
 		raw_open(&loop, &r, s.address);
 		raw_write(&r, "\0\0\0\x20\x01\0", 6);
 		CHECK_OK(uv_shutdown(&sreq, (uv_stream_t *)&r.tcp, NULL));
-		CHECK(run_until(&loop, raw_ended, &r, 5000));
+		CHECK(loop_run_until(&loop, raw_ended, &r, 5000));
 		raw_close(&loop, &r);
 	}
 	rpc_server_get_stats(&s.srv, &ss);
@@ -1005,7 +934,7 @@ TEST(oversized_frames)
 		raw_header(h, 5000 - 4, RPC_FRAME_REQUEST, 0, 77, M_ECHO, 0, 1000);
 		raw_write(&r, h, sizeof h);
 		raw_write(&r, big, 1000); /* the rest never needs to arrive */
-		CHECK(run_until(&loop, raw_ended, &r, 5000));
+		CHECK(loop_run_until(&loop, raw_ended, &r, 5000));
 		rpc_frame_decoder_init(&dec, RPC_FRAME_DEFAULT_MAX);
 		p = r.in.data;
 		n = r.in.len;
@@ -1064,7 +993,7 @@ TEST(oversized_frames)
 		CHECK_EQ_INT(x.status, DOCRAFT_ETOOBIG);
 		CHECK(strstr(x.message, "exceeds the maximum of 2048") != NULL);
 		result_free(&x);
-		CHECK(run_until(&loop, result_done, &held, 5000));
+		CHECK(loop_run_until(&loop, result_done, &held, 5000));
 		CHECK_EQ_INT(held.status, DOCRAFT_EUNAVAILABLE);
 		CHECK(strstr(held.message, "malformed frame") != NULL);
 		result_free(&held);
@@ -1151,7 +1080,7 @@ TEST(busy_server)
 	client_start(&c, &loop);
 	for (int i = 0; i < 3; i++)
 		CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 5000, &x[i]));
-	CHECK(run_until(&loop, result_done, &x[2], 5000));
+	CHECK(loop_run_until(&loop, result_done, &x[2], 5000));
 	CHECK_EQ_INT(x[2].status, DOCRAFT_EBUSY);
 	CHECK(strstr(x[2].message, "2 calls in flight") != NULL);
 	CHECK_EQ_U64(s.n_held, 2);
@@ -1159,8 +1088,8 @@ TEST(busy_server)
 	rpc_reply(s.held[0], "0", 1);
 	rpc_reply(s.held[1], "1", 1);
 	s.n_held = 0;
-	CHECK(run_until(&loop, result_done, &x[1], 5000));
-	CHECK(run_until(&loop, result_done, &x[0], 5000));
+	CHECK(loop_run_until(&loop, result_done, &x[1], 5000));
+	CHECK(loop_run_until(&loop, result_done, &x[0], 5000));
 	for (int i = 0; i < 3; i++)
 		result_free(&x[i]);
 	rpc_server_get_stats(&s.srv, &ss);
@@ -1212,7 +1141,7 @@ TEST(client_close_fails_pending)
 	for (int i = 0; i < 5; i++)
 		CHECK(!x[i].done);
 	CHECK_EQ_INT(start(&c.cl, s.address, M_ECHO, "a", 1, 100, &y), DOCRAFT_ECLOSED);
-	CHECK(run_until(&loop, is_true, &c.closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &c.closed, 5000));
 	CHECK(k.all_done_before_close);
 	for (int i = 0; i < 5; i++) {
 		CHECK_EQ_INT(x[i].status, DOCRAFT_ECLOSED);
@@ -1283,7 +1212,7 @@ TEST(calls_from_callbacks)
 	ch.req.data = &ch;
 	CHECK_OK(rpc_call(&c.cl, s.address, M_ECHO, &ch.n, sizeof ch.n, 1000, &ch.req, chain_cb,
 			  NULL));
-	CHECK(run_until(&loop, chain_over, &ch, 10000));
+	CHECK(loop_run_until(&loop, chain_over, &ch, 10000));
 	CHECK(!ch.failed);
 	CHECK_EQ_INT(ch.n, 200);
 
@@ -1294,9 +1223,9 @@ TEST(calls_from_callbacks)
 		wait_held(&s, 1);
 		call(&loop, &c.cl, s.address, M_CLOSE, "c", 1, 5000, &y);
 		CHECK_EQ_INT(y.status, DOCRAFT_EUNAVAILABLE);
-		CHECK(run_until(&loop, result_done, &x, 5000));
+		CHECK(loop_run_until(&loop, result_done, &x, 5000));
 		CHECK_EQ_INT(x.status, DOCRAFT_EUNAVAILABLE);
-		CHECK(run_until(&loop, is_true, &s.srv_closed, 5000));
+		CHECK(loop_run_until(&loop, loop_flag_is_set, &s.srv_closed, 5000));
 		CHECK(rpc_call_abandoned(s.held[0]));
 		rpc_reply(s.held[0], "late", 4);
 		s.n_held = 0;
@@ -1305,7 +1234,7 @@ TEST(calls_from_callbacks)
 	}
 	client_stop(&loop, &c);
 	listener_close(s.l, listener_closed_cb, &s);
-	CHECK(run_until(&loop, is_true, &s.l_closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &s.l_closed, 5000));
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
@@ -1347,7 +1276,7 @@ static void echo_batch(uv_loop_t *loop, struct client *c, const char *address, s
 		CHECK_OK(start(&c->cl, address, M_ECHO, scratch, len, 10000, &x[i]));
 		x[i].counter = &done;
 	}
-	CHECK(run_until(loop, done_reached, &d, 10000));
+	CHECK(loop_run_until(loop, done_reached, &d, 10000));
 	for (uint32_t i = 0; i < n; i++) {
 		size_t len = batch_payload(i, scratch, base);
 		CHECK_EQ_INT(x[i].status, DOCRAFT_OK);
@@ -1429,7 +1358,7 @@ TEST(coalesced_writes)
 			rpc_reply(s.held[i], b, sizeof b);
 		}
 		s.n_held = 0;
-		CHECK(run_until(&loop, done_reached, &d, 10000));
+		CHECK(loop_run_until(&loop, done_reached, &d, 10000));
 		rpc_server_get_stats(&s.srv, &ss);
 		CHECK_EQ_U64(ss.frames_sent - ss0.frames_sent, n);
 		CHECK_EQ_U64(ss.writes - ss0.writes, round == 0 ? 1 : 4);
@@ -1564,7 +1493,7 @@ static void queued_from_hook(bool use_check)
 	CHECK(!x.done);
 	/* The answer, from the hook. */
 	hook_arm(&h, hook_answer);
-	CHECK(run_until(&loop, result_done, &x, 5000));
+	CHECK(loop_run_until(&loop, result_done, &x, 5000));
 	CHECK(!h.armed);
 	CHECK_EQ_INT(x.status, DOCRAFT_OK);
 	CHECK_EQ_MEM(x.reply.data, x.reply.len, "answer", 6);
@@ -1574,7 +1503,7 @@ static void queued_from_hook(bool use_check)
 	h.open = 2;
 	uv_close((uv_handle_t *)&h.wake, hook_close_cb);
 	uv_close(use_check ? (uv_handle_t *)&h.check : (uv_handle_t *)&h.prep, hook_close_cb);
-	CHECK(run_until(&loop, hook_closed, &h, 5000));
+	CHECK(loop_run_until(&loop, hook_closed, &h, 5000));
 	client_stop(&loop, &c);
 	server_stop(&s);
 	CHECK_EQ_INT(finish_loop(&loop), 0);
@@ -1628,7 +1557,7 @@ TEST(close_with_queued_frames)
 	s.n_held = 0;
 	server_stop(&s);
 	for (int i = 0; i < 3; i++) {
-		CHECK(run_until(&loop, result_done, &y[i], 5000));
+		CHECK(loop_run_until(&loop, result_done, &y[i], 5000));
 		CHECK_EQ_INT(y[i].status, DOCRAFT_OK);
 		CHECK_EQ_MEM(y[i].reply.data, y[i].reply.len, "bye", 3);
 		result_free(&y[i]);
@@ -1655,7 +1584,7 @@ static bool open_reached(void *p)
 static void wait_open(uv_loop_t *loop, struct rpc_server *srv, uint32_t n)
 {
 	struct open_n o = {srv, n};
-	CHECK_MSG(run_until(loop, open_reached, &o, 5000), "%u connections not reached", n);
+	CHECK_MSG(loop_run_until(loop, open_reached, &o, 5000), "%u connections not reached", n);
 }
 
 /* At most max_connections_per_ip from one source address and
@@ -1683,7 +1612,7 @@ TEST(connection_caps)
 	wait_open(&loop, &s.srv, 2);
 	/* A third from 127.0.0.2: over the per-address cap. */
 	raw_open_from(&loop, &a3, s.address, "127.0.0.2", true, true);
-	CHECK(run_until(&loop, raw_ended, &a3, 5000));
+	CHECK(loop_run_until(&loop, raw_ended, &a3, 5000));
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.refused, 1);
 	CHECK_EQ_U64(ss.open, 2);
@@ -1691,7 +1620,7 @@ TEST(connection_caps)
 	raw_open_from(&loop, &b1, s.address, "127.0.0.3", true, true);
 	wait_open(&loop, &s.srv, 3);
 	raw_open_from(&loop, &c1, s.address, "127.0.0.4", true, true);
-	CHECK(run_until(&loop, raw_ended, &c1, 5000));
+	CHECK(loop_run_until(&loop, raw_ended, &c1, 5000));
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.refused, 2);
 	CHECK(!a1.ended && !a2.ended && !b1.ended);
@@ -1733,8 +1662,8 @@ TEST(listener_pending_cap)
 	listener_set_max_pending(s.l, 2, 1);
 	raw_open_from(&loop, &a1, s.address, "127.0.0.2", false, true);
 	raw_open_from(&loop, &a2, s.address, "127.0.0.2", false, true);
-	CHECK(run_until(&loop, raw_ended, &a2, 5000));
-	CHECK(run_until(&loop, listener_refused, s.l, 5000));
+	CHECK(loop_run_until(&loop, raw_ended, &a2, 5000));
+	CHECK(loop_run_until(&loop, listener_refused, s.l, 5000));
 	raw_open_from(&loop, &b1, s.address, "127.0.0.3", false, true);
 	/* a1 finishes its preamble: no longer pending, and served. */
 	{
@@ -1774,7 +1703,7 @@ TEST(idle_timeout)
 	CHECK_OK(start(&c.cl, s.address, M_HOLD, "h", 1, 30000, &held));
 	wait_held(&s, 1);
 	raw_open(&loop, &idle, s.address);
-	CHECK(run_until(&loop, raw_ended, &idle, 5000));
+	CHECK(loop_run_until(&loop, raw_ended, &idle, 5000));
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.idle_closed, 1);
 	/* The client's connection, with a call held since before, is still
@@ -1782,13 +1711,13 @@ TEST(idle_timeout)
 	CHECK(!held.done);
 	rpc_reply(s.held[0], "ok", 2);
 	s.n_held = 0;
-	CHECK(run_until(&loop, result_done, &held, 5000));
+	CHECK(loop_run_until(&loop, result_done, &held, 5000));
 	CHECK_EQ_INT(held.status, DOCRAFT_OK);
 	result_free(&held);
 	/* Idle now: closed in turn; the client reconnects at once. */
 	{
 		struct open_n o = {&s.srv, 0};
-		CHECK(run_until(&loop, open_reached, &o, 5000));
+		CHECK(loop_run_until(&loop, open_reached, &o, 5000));
 	}
 	call(&loop, &c.cl, s.address, M_ECHO, "e", 1, 5000, &x);
 	CHECK_EQ_INT(x.status, DOCRAFT_OK);
@@ -1934,7 +1863,7 @@ TEST(slow_reader)
 	result_free(&x);
 	{
 		struct open_n o = {&s.srv, 1};
-		CHECK(run_until(&loop, open_reached, &o, 10000));
+		CHECK(loop_run_until(&loop, open_reached, &o, 10000));
 	}
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.slow_closed, 1);
@@ -1986,8 +1915,8 @@ TEST(inflight_bytes)
 	rpc_reply(s.held[0], NULL, 0);
 	rpc_reply(s.held[1], NULL, 0);
 	s.n_held = 0;
-	CHECK(run_until(&loop, result_done, &x[0], 5000));
-	CHECK(run_until(&loop, result_done, &x[1], 5000));
+	CHECK(loop_run_until(&loop, result_done, &x[0], 5000));
+	CHECK(loop_run_until(&loop, result_done, &x[1], 5000));
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.inflight_bytes, 0);
 	CHECK_EQ_U64(ss.busy_bytes, 1);
@@ -1996,7 +1925,7 @@ TEST(inflight_bytes)
 	wait_held(&s, 1);
 	rpc_reply(s.held[0], NULL, 0);
 	s.n_held = 0;
-	CHECK(run_until(&loop, result_done, &y, 5000));
+	CHECK(loop_run_until(&loop, result_done, &y, 5000));
 	CHECK_EQ_INT(y.status, DOCRAFT_OK);
 	/* A connection closing with calls held gives their bytes back. */
 	{
@@ -2008,7 +1937,7 @@ TEST(inflight_bytes)
 		result_free(&z);
 		{
 			struct open_n o = {&s.srv, 1};
-			CHECK(run_until(&loop, open_reached, &o, 5000));
+			CHECK(loop_run_until(&loop, open_reached, &o, 5000));
 		}
 		rpc_server_get_stats(&s.srv, &ss);
 		CHECK_EQ_U64(ss.inflight_bytes, 0);
@@ -2062,19 +1991,19 @@ TEST(partial_frames_bounded)
 	raw_write(&a, frame, RPC_FRAME_HEADER_SIZE + 2000);
 	{
 		struct partial_at_least w = {&s.srv, RPC_FRAME_HEADER_SIZE + 2000};
-		CHECK(run_until(&loop, partial_reached, &w, 5000));
+		CHECK(loop_run_until(&loop, partial_reached, &w, 5000));
 	}
 	/* b: 2500 more would make 4522 > 4096: b is closed, a is not. */
 	raw_open(&loop, &b, s.address);
 	raw_write(&b, frame, RPC_FRAME_HEADER_SIZE + 2500);
-	CHECK_MSG(run_until(&loop, raw_ended, &b, 5000), "b was not closed");
+	CHECK_MSG(loop_run_until(&loop, raw_ended, &b, 5000), "b was not closed");
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.partial_closed, 1);
 	CHECK_EQ_U64(ss.partial_bytes, RPC_FRAME_HEADER_SIZE + 2000);
 	CHECK(!a.ended);
 	/* a finishes its frame: answered, nothing partial left. */
 	raw_write(&a, frame + RPC_FRAME_HEADER_SIZE + 2000, 1000);
-	CHECK(run_until(&loop, raw_has_answer, &a, 5000));
+	CHECK(loop_run_until(&loop, raw_has_answer, &a, 5000));
 	rpc_server_get_stats(&s.srv, &ss);
 	CHECK_EQ_U64(ss.partial_bytes, 0);
 	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 1), DOCRAFT_OK);
@@ -2085,10 +2014,128 @@ TEST(partial_frames_bounded)
 	CHECK_EQ_INT(finish_loop(&loop), 0);
 }
 
+/* ---- the pieces, without sockets ---- */
+
+/* The id table grows past its 64 initial buckets and finds every call; the
+ * heap gives the calls back in deadline order while calls leave it from
+ * anywhere, and reports when its earliest deadline changes. */
+TEST(pending_indexes)
+{
+	enum { N = 1000 };
+	static struct rpc_call_req reqs[N];
+	struct rpc_client cl;
+	uint64_t x = 88172645463325252ull, last = 0;
+	size_t left = N;
+
+	memset(&cl, 0, sizeof cl);
+	memset(reqs, 0, sizeof reqs);
+	pending_init(&cl);
+	for (size_t i = 0; i < N; i++) {
+		bool earliest;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		reqs[i].id = i + 1;
+		reqs[i].deadline = x % 5000;
+		pending_id_insert(&cl, &reqs[i]);
+		earliest = pending_deadline_push(&cl, &reqs[i]);
+		CHECK(earliest == (cl.heap[0] == &reqs[i]));
+	}
+	CHECK_EQ_U64(cl.n_ids, N);
+	CHECK(cl.ids_mask + 1 >= N);
+	for (size_t i = 0; i < N; i++)
+		CHECK(pending_id_find(&cl, i + 1) == &reqs[i]);
+	CHECK(pending_id_find(&cl, N + 1) == NULL);
+	/* Every third call completes early, from wherever it is in the heap. */
+	for (size_t i = 0; i < N; i += 3) {
+		bool was_first = cl.heap[0] == &reqs[i];
+		CHECK(pending_deadline_remove(&cl, &reqs[i]) == was_first);
+		CHECK_EQ_U64(reqs[i].heap_index, SIZE_MAX);
+		pending_id_remove(&cl, &reqs[i]);
+		CHECK(pending_id_find(&cl, i + 1) == NULL);
+		left--;
+	}
+	/* The rest leave in deadline order. */
+	while (cl.heap_len > 0) {
+		struct rpc_call_req *r = cl.heap[0];
+		CHECK(r->deadline >= last);
+		last = r->deadline;
+		CHECK(pending_deadline_remove(&cl, r));
+		pending_id_remove(&cl, r);
+		left--;
+	}
+	CHECK_EQ_U64(left, 0);
+	CHECK_EQ_U64(cl.n_ids, 0);
+	pending_free(&cl);
+}
+
+struct lnode {
+	struct lnode *prev, *next;
+	int v;
+};
+
+/* The values of the list at head, in order, as text ("" when empty); also
+ * checks that every prev link mirrors a next link. */
+static const char *list_text(struct lnode *head, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	CHECK(head == NULL || head->prev == NULL);
+	for (struct lnode *p = head; p != NULL; p = p->next) {
+		CHECK(p->next == NULL || p->next->prev == p);
+		n += (size_t)snprintf(out + n, size - n, "%d", p->v);
+	}
+	return out;
+}
+
+TEST(intrusive_list)
+{
+	struct lnode a = {.v = 1}, b = {.v = 2}, c = {.v = 3}, *head = NULL, *first;
+	char t[16];
+
+	DLIST_PUSH(head, &a);
+	DLIST_PUSH(head, &b);
+	DLIST_PUSH(head, &c);
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "321");
+	DLIST_REMOVE(head, &b); /* middle */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "31");
+	CHECK(b.prev == NULL && b.next == NULL);
+	DLIST_REMOVE(head, &a); /* last */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "3");
+	DLIST_PUSH(head, &b);
+	first = head;
+	DLIST_REMOVE(head, first); /* first, through a copy of head */
+	CHECK_EQ_STR(list_text(head, t, sizeof t), "3");
+	DLIST_REMOVE(head, &c); /* the only one */
+	CHECK(head == NULL);
+	CHECK(c.prev == NULL && c.next == NULL);
+}
+
+/* listener_format_address writes back what listener_parse_address reads,
+ * the longest address included; call->peer and rpc_peer use it. */
+TEST(address_text)
+{
+	static const char *const cases[] = {"255.255.255.255:65535", "127.0.0.1:0",
+					    "10.1.2.3:7100"};
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char out[LISTENER_ADDRESS_TEXT_MAX + 1];
+	struct sockaddr_in a;
+
+	CHECK_EQ_INT(strlen(cases[0]), LISTENER_ADDRESS_TEXT_MAX);
+	CHECK_EQ_INT(LISTENER_ADDRESS_TEXT_MAX, RPC_ADDRESS_MAX);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		CHECK_OK(listener_parse_address(cases[i], &a, errmsg));
+		listener_format_address(&a, out);
+		CHECK_EQ_STR(out, cases[i]);
+	}
+}
+
 TEST_MAIN(T(ping_round_trips), T(thousand_in_flight_out_of_order), T(deadline_and_late_reply),
 	  T(server_loss_and_reconnect), T(unreachable_backs_off), T(malformed_frames_close),
 	  T(oversized_frames), T(error_replies), T(busy_server), T(client_close_fails_pending),
 	  T(calls_from_callbacks), T(coalesced_writes), T(queued_from_prepare),
 	  T(queued_from_check), T(close_with_queued_frames), T(connection_caps),
 	  T(listener_pending_cap), T(idle_timeout), T(decode_budget), T(slow_reader),
-	  T(inflight_bytes), T(partial_frames_bounded))
+	  T(inflight_bytes), T(partial_frames_bounded), T(pending_indexes), T(intrusive_list),
+	  T(address_text))

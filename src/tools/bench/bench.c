@@ -711,8 +711,10 @@ join:
 	if (finished)
 		mend = r.last_done_ns; /* --ops or load: when the last thread finished */
 	for (int i = 0; i < n; i++)
-		r.d->close(r.w[i].conn);
-	r.d->teardown(r.shared);
+		if (r.w[i].conn != NULL)
+			r.d->close(r.w[i].conn);
+	if (r.shared != NULL)
+		r.d->teardown(r.shared);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	if (status != 0)

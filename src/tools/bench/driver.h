@@ -63,10 +63,12 @@ struct bench_driver {
 	 * Blocking. */
 	int (*get)(void *conn, const char *key, size_t klen, char *err, size_t errlen);
 
-	/* Closes a connection from open (NULL: no-op), on its thread. */
+	/* Closes a connection from open, on its thread (never called with
+	 * NULL). */
 	void (*close)(void *conn);
 
-	/* Releases what setup made (NULL: no-op), after every close. */
+	/* Releases what setup made, after every close (never called with
+	 * NULL). */
 	void (*teardown)(void *shared);
 
 	/* One line on how the clients connect ("1 docraft_client shared by 64
@@ -74,6 +76,18 @@ struct bench_driver {
 	 * into out (len bytes). */
 	void (*describe)(void *shared, char *out, size_t len);
 };
+
+/* Defines driver `var` named nm from the static functions every driver
+ * file has: setup, open_conn, put, get, close_conn, teardown, describe. */
+#define BENCH_DRIVER(var, nm)                                                               \
+	const struct bench_driver var = {.name = nm,                                        \
+					 .setup = setup,                                    \
+					 .open = open_conn,                                 \
+					 .put = put,                                        \
+					 .get = get,                                        \
+					 .close = close_conn,                               \
+					 .teardown = teardown,                              \
+					 .describe = describe}
 
 extern const struct bench_driver bench_driver_docraft;
 #ifdef BENCH_HAVE_ETCD

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tools/bench/driver.h"
+#include "common/mem.h"
 
 struct shared {
 	const struct bench_target *t;
@@ -48,11 +49,7 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 		snprintf(err, errlen, "bad table name '%s' (an identifier)", t->table);
 		return -1;
 	}
-	s = calloc(1, sizeof *s);
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	s = xzalloc(sizeof *s);
 	s->t = t;
 	if (docraft_client_open(t->endpoints, t->docraft_options, &s->client, errmsg) != 0) {
 		snprintf(err, errlen, "--masters %s: %s", t->endpoints, errmsg);
@@ -73,13 +70,9 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 static int open_conn(void *shared, int index, void **out, char *err, size_t errlen)
 {
 	struct shared *s = shared;
-	struct conn *c = calloc(1, sizeof *c);
+	struct conn *c = xzalloc(sizeof *c);
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	(void)index;
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	c->s = s;
 	c->client = s->client;
 	if (s->t->client_per_thread) {
@@ -136,8 +129,6 @@ static int get(void *conn, const char *key, size_t klen, char *err, size_t errle
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->own)
 		docraft_client_close(c->client);
 	free(c);
@@ -146,8 +137,6 @@ static void close_conn(void *conn)
 static void teardown(void *shared)
 {
 	struct shared *s = shared;
-	if (s == NULL)
-		return;
 	docraft_client_close(s->client);
 	free(s);
 }
@@ -163,13 +152,4 @@ static void describe(void *shared, char *out, size_t len)
 			 s->t->clients, s->t->clients == 1 ? "" : "s", s->t->endpoints);
 }
 
-const struct bench_driver bench_driver_docraft = {
-	.name = "docraft",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_docraft, "docraft");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tools/bench/driver.h"
+#include "common/mem.h"
 
 struct shared {
 	const struct bench_target *t;
@@ -82,11 +83,7 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 		snprintf(err, errlen, "curl_global_init: %s", curl_easy_strerror(rc));
 		return -1;
 	}
-	s = calloc(1, sizeof *s);
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	s = xzalloc(sizeof *s);
 	s->t = t;
 	s->n_endpoints = bench_endpoint(t->endpoints, 0, (char[8]){0}, 8);
 	if (s->n_endpoints == 0) {
@@ -101,8 +98,6 @@ static int setup(const struct bench_target *t, void **out, char *err, size_t err
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
 	curl_slist_free_all(c->headers);
@@ -114,14 +109,10 @@ static void close_conn(void *conn)
 static int open_conn(void *shared, int index, void **out, char *err, size_t errlen)
 {
 	struct shared *s = shared;
-	struct conn *c = calloc(1, sizeof *c);
+	struct conn *c = xzalloc(sizeof *c);
 	char ep[256];
 	const char *scheme;
 
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	bench_endpoint(s->t->endpoints, (size_t)index, ep, sizeof ep);
 	scheme = strstr(ep, "://") != NULL ? "" : "http://";
 	snprintf(c->put_url, sizeof c->put_url, "%s%s/v3/kv/put", scheme, ep);
@@ -243,13 +234,4 @@ static void describe(void *shared, char *out, size_t len)
 		 s->t->endpoints, s->n_endpoints > 1 ? " (thread i to endpoint i mod n)" : "");
 }
 
-const struct bench_driver bench_driver_etcd = {
-	.name = "etcd",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_etcd, "etcd");

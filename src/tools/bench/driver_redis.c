@@ -11,6 +11,7 @@
 #include <sys/time.h>
 
 #include "tools/bench/driver.h"
+#include "common/mem.h"
 
 struct shared {
 	const struct bench_target *t;
@@ -48,13 +49,9 @@ static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port)
 
 static int setup(const struct bench_target *t, void **out, char *err, size_t errlen)
 {
-	struct shared *s = calloc(1, sizeof *s);
+	struct shared *s = xzalloc(sizeof *s);
 	char ep[256], host[256];
 	int port;
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	s->t = t;
 	s->n_endpoints = bench_endpoint(t->endpoints, 0, ep, sizeof ep);
 	for (size_t i = 0; i < s->n_endpoints; i++) {
@@ -97,12 +94,8 @@ static int ensure(struct conn *c, char *err, size_t errlen)
 static int open_conn(void *shared, int index, void **out, char *err, size_t errlen)
 {
 	struct shared *s = shared;
-	struct conn *c = calloc(1, sizeof *c);
+	struct conn *c = xzalloc(sizeof *c);
 	char ep[256];
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	bench_endpoint(s->t->endpoints, (size_t)index, ep, sizeof ep);
 	parse_endpoint(ep, c->host, sizeof c->host, &c->port); /* checked by setup */
 	if (ensure(c, err, errlen) != 0) {
@@ -161,8 +154,6 @@ static int get(void *conn, const char *key, size_t klen, char *err, size_t errle
 static void close_conn(void *conn)
 {
 	struct conn *c = conn;
-	if (c == NULL)
-		return;
 	if (c->ctx != NULL)
 		redisFree(c->ctx);
 	free(c);
@@ -181,13 +172,4 @@ static void describe(void *shared, char *out, size_t len)
 		 s->t->endpoints, s->n_endpoints > 1 ? " (thread i to server i mod n)" : "");
 }
 
-const struct bench_driver bench_driver_redis = {
-	.name = "redis",
-	.setup = setup,
-	.open = open_conn,
-	.put = put,
-	.get = get,
-	.close = close_conn,
-	.teardown = teardown,
-	.describe = describe,
-};
+BENCH_DRIVER(bench_driver_redis, "redis");

@@ -2,7 +2,7 @@
  * scrambled zipfian key choosers, the uniform one, the workload mixes and
  * the key names. Pure functions on caller-owned state: one struct per
  * client thread, no locks, no allocation. Kept apart from the runner so
- * that tests/unit/test_bench.c can check the distributions alone. */
+ * that tests/tools/test_bench.c can check the distributions alone. */
 #ifndef DOCRAFT_TOOLS_BENCH_WORKLOAD_H
 #define DOCRAFT_TOOLS_BENCH_WORKLOAD_H
 

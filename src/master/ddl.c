@@ -1,0 +1,760 @@
+/* The master's catalog decisions: tables created and dropped, their
+ * tablets placed, created on the tablet servers and purged, and the reads
+ * of the catalog (internal.h has the files around it).
+ *
+ * Design.
+ *
+ * Every change of the catalog is a cwrite: a DocDB batch of catalog.h's
+ * documents replicated through tablet_write on the catalog tablet. The
+ * in-memory catalog changes once the write is committed, and only if this
+ * master has been leader without interruption since the change began: an
+ * operation remembers the generation (struct master) it started in, and a
+ * completion in another one touches no in-memory state (it was rebuilt
+ * from the store in between) and only answers its caller. Catalog writes
+ * carry this process's random client id and a sequence number that is
+ * never reused (min_running = seq): the master never retries a catalog
+ * write itself.
+ *
+ * CreateTable:
+ *   validate (name, schema through wire_schema_from_pb with column ids
+ *   assigned 0.. in order and version 0, at least one hash column, TTL,
+ *   rf 1/3/5, tablets 1..1024, enough live tservers) → place (placement.c)
+ *   → table and tablets in memory as CAT_CREATING (the name is taken: a
+ *   concurrent create or drop of it gets EBUSY) → one tablet_write with
+ *   every document
+ *   → committed: CAT_RUNNING, TSERVER_CREATE_TABLET to every replica (the
+ *   same peers for all replicas of a tablet, join = false) → every call
+ *   answered or failed (CREATE_TIMEOUT_MS) → reply. A replica whose create
+ *   failed is not an error for the caller: heartbeats reconcile it
+ *   (tservers.c).
+ *   A write that fails removes the table from memory and answers the
+ *   error (ELEADERLOST: the outcome is unknown, the rows may commit; then
+ *   the next leader loads them and reconciliation creates the replicas).
+ *   DROP->CREATE guard: the name of a dropped table whose tablets may
+ *   still commit writes (a majority of replicas not known deleted) cannot
+ *   be created again yet (EBUSY; dropped_alive says why).
+ *
+ * DropTable: the table goes CAT_DELETING (a concurrent drop or create of
+ *   the name gets EBUSY), one write deletes its document and marks its
+ *   tablets deleted; once committed the tablets are CAT_DELETED in memory
+ *   and the table is gone. A deleted tablet that none of its replicas'
+ *   tservers lists any more (heartbeats tell) is purged from the catalog
+ *   (one more write, ddl_maybe_purge).
+ *
+ * DDL request ids: a CreateTable / DropTable with a client id and seq
+ *   writes a "ddl" record (catalog.h) in the same batch as its change (and
+ *   purges stale ones); once committed it is in memory, and a new leader
+ *   loads it. A request whose id is recorded for the same op and table is
+ *   answered OK at once (its first result: the change took effect), so a
+ *   client retrying after a timeout (CreateTable of many tablets waits for
+ *   every replica) or a lost answer never gets "already exists" / "not
+ *   found" for its own change. While its write is in flight a retry gets
+ *   EBUSY (retried). Not enough live tservers is UNAVAILABLE (retried). */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/err.h"
+#include "common/hlc.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "docdb/batch.h"
+#include "docdb/schema.h"
+#include "master/catalog.h"
+#include "master/internal.h"
+#include "master/placement.h"
+#include "rpc.pb-c.h"
+#include "rpc/rpc.h"
+#include "rpc/wire.h"
+#include "tablet/tablet.h"
+
+#define CREATE_TIMEOUT_MS 5000
+
+static uint64_t next_rand(struct master *m)
+{
+	/* xorshift64* */
+	m->rand ^= m->rand >> 12;
+	m->rand ^= m->rand << 25;
+	m->rand ^= m->rand >> 27;
+	return m->rand * UINT64_C(2685821657736338717);
+}
+
+/* ---- catalog writes -------------------------------------------------------------------------- */
+
+struct cwrite;
+typedef void (*cwrite_done_cb)(struct cwrite *w, int status);
+
+/* One replicated change of the catalog; the first member of every op. */
+struct cwrite {
+	struct tablet_write req;
+	struct batch b;
+	struct master *m;
+	uint64_t gen;
+	cwrite_done_cb done;
+};
+
+static void cwrite_cb(struct tablet_write *req, int status, uint64_t ht)
+{
+	struct cwrite *w = req->data;
+	(void)ht;
+	w->done(w, status);
+}
+
+/* Queues w->b; done(w, status) follows unless an error is returned. */
+static int cwrite_submit(struct master *m, struct cwrite *w, cwrite_done_cb done)
+{
+	w->m = m;
+	w->gen = m->gen;
+	w->done = done;
+	memcpy(w->req.client_id, m->client_id, sizeof w->req.client_id);
+	w->req.seq = ++m->seq;
+	w->req.min_running = w->req.seq;
+	w->req.batch = w->b.data.data;
+	w->req.batch_len = w->b.data.len;
+	w->req.cb = cwrite_cb;
+	w->req.data = w;
+	return tablet_write(m->t, &w->req);
+}
+
+static void reply_write_error(struct master *m, struct rpc_call *call, int status,
+			      const char *what)
+{
+	if (status == DOCRAFT_ENOTLEADER) {
+		master_reply_not_leader(m, call);
+		return;
+	}
+	rpc_reply_errorf(call, status, "%s: catalog write: %s%s", what, docraft_strerror(status),
+			 status == DOCRAFT_ELEADERLOST ? " (outcome unknown)" : "");
+}
+
+/* Frees the op that begins with w (its first member), once its write has
+ * completed. */
+static void cwrite_free(struct cwrite *w)
+{
+	struct master *m = w->m;
+	batch_free(&w->b);
+	free(w);
+	m->ops--;
+}
+
+/* The table named name that w changed, in the state w left it in; NULL
+ * when w began under another leadership (the catalog was rebuilt since). */
+static struct cat_table *written_table(struct cwrite *w, const char *name,
+				       enum cat_state state)
+{
+	struct master *m = w->m;
+	struct cat_table *t = w->gen == m->gen ? catalog_find_table(&m->cat, name) : NULL;
+	ASSERT(w->gen != m->gen || (t != NULL && t->state == state));
+	return t;
+}
+
+/* ---- purging dropped tablets ----------------------------------------------------------------- */
+
+struct purge_op {
+	struct cwrite w;
+	char id[CATALOG_MAX_TABLET_ID + 1];
+};
+
+static void purge_written(struct cwrite *w, int status)
+{
+	struct purge_op *op = (struct purge_op *)w;
+	struct master *m = w->m;
+	if (w->gen == m->gen) {
+		struct cat_tablet *tb = catalog_find_tablet(&m->cat, op->id);
+		if (tb != NULL && status == 0) {
+			LOG_INFO("master %s: dropped tablet %s purged", m->address, op->id);
+			catalog_remove_tablet(&m->cat, tb);
+		} else if (tb != NULL) {
+			LOG_WARN("master %s: purging dropped tablet %s: %s", m->address, op->id,
+				 docraft_strerror(status));
+			tb->purging = false;
+		}
+	}
+	cwrite_free(w);
+}
+
+void ddl_maybe_purge(struct master *m, struct cat_tablet *tb)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct purge_op *op;
+
+	if (tb->purging || tb->state != CAT_DELETED)
+		return;
+	for (uint32_t k = 0; k < tb->n_replicas; k++)
+		if (!tb->replicas[k].gone)
+			return;
+	op = xcalloc(1, sizeof *op);
+	batch_init(&op->w.b);
+	snprintf(op->id, sizeof op->id, "%s", tb->id);
+	if (catalog_write_purge(&op->w.b, tb, errmsg) != 0 ||
+	    cwrite_submit(m, &op->w, purge_written) != 0) {
+		batch_free(&op->w.b);
+		free(op);
+		return;
+	}
+	m->ops++;
+	tb->purging = true;
+}
+
+/* ---- building messages ----------------------------------------------------------------------- */
+
+static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
+{
+	Docraft__Peer **peers = master_zalloc(a, tb->n_replicas * sizeof *peers);
+	for (uint32_t k = 0; k < tb->n_replicas; k++) {
+		const struct cat_replica *r = &tb->replicas[k];
+		Docraft__Peer *p = master_zalloc(a, sizeof *p);
+		docraft__peer__init(p);
+		p->raft_id = r->raft_id;
+		p->address = (char *)r->address;
+		p->tserver_uuid = (char *)r->uuid;
+		p->voter = true;
+		peers[k] = p;
+	}
+	return peers;
+}
+
+Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
+						   const struct cat_tablet *tb, uint64_t raft_id,
+						   struct arena *a)
+{
+	Docraft__CreateTabletRequest *req = master_zalloc(a, sizeof *req);
+	docraft__create_tablet_request__init(req);
+	req->tablet_id = (char *)tb->id;
+	req->schema = t->schema;
+	req->raft_id = raft_id;
+	req->n_peers = tb->n_replicas;
+	req->peers = peers_pb(tb, a);
+	req->join = false;
+	req->partition_start = tb->start;
+	req->partition_end = tb->end;
+	req->table_id = (char *)t->id;
+	return req;
+}
+
+/* ---- DDL request ids ------------------------------------------------------------------------- */
+
+/* The request id of a CreateTable / DropTable (catalog.h, "ddl"). *done:
+ * the same request (client id, seq, op and table) already took effect, the
+ * caller answers with its first result; else *has_ddl says whether d is to
+ * be recorded with the change. An error code (errmsg set) for an id that is
+ * not 16 bytes, or one reused for another DDL. */
+static int check_request_id(struct master *m, const ProtobufCBinaryData *client_id,
+			    uint64_t seq, enum cat_ddl_op op, const char *table, struct cat_ddl *d,
+			    bool *has_ddl, bool *done, char *errmsg)
+{
+	const struct cat_ddl *old;
+	memset(d, 0, sizeof *d);
+	*has_ddl = false;
+	*done = false;
+	if (client_id->len == 0)
+		return 0; /* an older client: no id */
+	if (client_id->len != CATALOG_DDL_ID_LEN)
+		return err_set(errmsg, DOCRAFT_EINVAL, "client_id of %zu bytes (must be %d)",
+			       client_id->len, CATALOG_DDL_ID_LEN);
+	catalog_ddl_set(d, client_id->data, seq, op, table, hlc_wall_clock(NULL) / 1000);
+	*has_ddl = true;
+	old = catalog_find_ddl(&m->cat, d->client);
+	if (old == NULL || old->seq != seq)
+		return 0;
+	if (old->op != op || strcmp(old->table, table) != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "request %s/%" PRIu64 " was a %s of table '%s', not this one",
+			       d->client, seq, old->op == CAT_DDL_CREATE ? "create" : "drop",
+			       old->table);
+	LOG_INFO("master %s: %s table %s: a retry of request %s/%" PRIu64
+		 ", answered with its first result",
+		 m->address, op == CAT_DDL_CREATE ? "create" : "drop", table, d->client, seq);
+	*done = true;
+	return 0;
+}
+
+/* Appends to b the record d (when has_ddl) and the purge of stale ones. */
+static int write_request_id(struct master *m, struct batch *b, const struct cat_ddl *d,
+			    bool has_ddl, char *errmsg)
+{
+	int rv = has_ddl ? catalog_write_ddl(b, d, errmsg) : 0;
+	if (rv == 0)
+		rv = catalog_purge_ddl(&m->cat, b, hlc_wall_clock(NULL) / 1000, errmsg);
+	return rv;
+}
+
+/* ---- CreateTable ----------------------------------------------------------------------------- */
+
+/* A CreateTable or DropTable: its catalog write, its caller and its
+ * request id. */
+struct table_op {
+	struct cwrite w; /* first */
+	struct rpc_call *call;
+	char name[CATALOG_MAX_TABLE_NAME + 1];
+	bool has_ddl;       /* the request carried an id: ddl is recorded */
+	struct cat_ddl ddl;
+};
+
+struct create_call {
+	struct rpc_call_req req; /* first */
+	struct create_op *op;
+	char tablet_id[CATALOG_MAX_TABLET_ID + 1];
+	uint64_t raft_id;
+	char address[RPC_ADDRESS_MAX + 1];
+};
+
+struct create_op {
+	struct table_op t; /* first */
+	struct create_call *calls;
+	size_t outstanding;
+	size_t failed;
+};
+
+static void create_free(struct create_op *op)
+{
+	free(op->calls);
+	cwrite_free(&op->t.w);
+}
+
+static void create_finish(struct create_op *op)
+{
+	Docraft__CreateTableResponse resp = DOCRAFT__CREATE_TABLE_RESPONSE__INIT;
+	resp.table_id = op->t.name;
+	if (op->failed > 0)
+		LOG_WARN("master %s: table %s: %zu replica creations failed; heartbeats will retry",
+			 op->t.w.m->address, op->t.name, op->failed);
+	rpc_reply_message(op->t.call, &resp.base);
+	create_free(op);
+}
+
+static void create_rpc_done(struct rpc_call_req *req, const struct rpc_result *res)
+{
+	struct create_call *cc = (struct create_call *)req;
+	struct create_op *op = cc->op;
+	struct master *m = op->t.w.m;
+
+	if (res->status != 0) {
+		op->failed++;
+		LOG_WARN("master %s: create tablet %s (raft id %" PRIu64 ") on %s: %s: %s",
+			 m->address, cc->tablet_id, cc->raft_id, cc->address,
+			 docraft_strerror(res->status), res->message);
+	}
+	if (op->t.w.gen == m->gen) {
+		struct cat_tablet *tb = catalog_find_tablet(&m->cat, cc->tablet_id);
+		if (tb != NULL && tb->state == CAT_RUNNING && cc->raft_id <= tb->n_replicas)
+			tb->replicas[cc->raft_id - 1].create_sent_ms = master_now_ms(m);
+	}
+	if (--op->outstanding == 0)
+		create_finish(op);
+}
+
+/* Asks every replica's tserver to create it. */
+static void send_creates(struct master *m, struct create_op *op, struct cat_table *t)
+{
+	struct arena a;
+	size_t n = 0;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	arena_init(&a);
+	op->calls = xcalloc(t->n_tablets * t->rf, sizeof *op->calls);
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		struct cat_tablet *tb = t->tablets[i];
+		for (uint32_t k = 0; k < tb->n_replicas; k++) {
+			struct cat_replica *r = &tb->replicas[k];
+			struct create_call *cc = &op->calls[n++];
+			Docraft__CreateTabletRequest *req =
+				ddl_create_tablet_pb(t, tb, r->raft_id, &a);
+			int rv;
+			cc->op = op;
+			cc->raft_id = r->raft_id;
+			snprintf(cc->tablet_id, sizeof cc->tablet_id, "%s", tb->id);
+			snprintf(cc->address, sizeof cc->address, "%s", r->address);
+			r->create_sent_ms = master_now_ms(m);
+			rv = rpc_call_message(&m->cl, r->address,
+					      DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &req->base,
+					      CREATE_TIMEOUT_MS, &cc->req, create_rpc_done, errmsg);
+			if (rv != 0) {
+				op->failed++;
+				LOG_WARN("master %s: create tablet %s on %s: %s", m->address,
+					 tb->id, r->address, errmsg);
+				continue;
+			}
+			op->outstanding++;
+		}
+		arena_reset(&a);
+	}
+	arena_free(&a);
+}
+
+static void create_written(struct cwrite *w, int status)
+{
+	struct create_op *op = (struct create_op *)w;
+	struct master *m = w->m;
+	struct cat_table *t = written_table(w, op->t.name, CAT_CREATING);
+
+	if (status != 0) {
+		LOG_WARN("master %s: create table %s: %s", m->address, op->t.name,
+			 docraft_strerror(status));
+		if (t != NULL)
+			catalog_remove_table(&m->cat, t);
+		reply_write_error(m, op->t.call, status, "create table");
+		create_free(op);
+		return;
+	}
+	LOG_INFO("master %s: table %s created", m->address, op->t.name);
+	if (w->gen == m->gen && op->t.has_ddl)
+		catalog_put_ddl(&m->cat, &op->t.ddl);
+	if (t == NULL || m->closing) {
+		/* Committed, but this master lost the leadership meanwhile (or
+		 * is closing): the next leader's heartbeats create the replicas. */
+		create_finish(op);
+		return;
+	}
+	catalog_set_table_state(t, CAT_RUNNING);
+	send_creates(m, op, t);
+	if (op->outstanding == 0)
+		create_finish(op);
+}
+
+/* The schema as the catalog stores it: columns as given, ids 0.. in order,
+ * version 0; validated as every tserver will validate it. */
+static int canonical_schema(const Docraft__TableSchema *in, struct buf *packed, char *errmsg)
+{
+	Docraft__TableSchema copy = *in, canon;
+	Docraft__ColumnSchema *cols;
+	Docraft__ColumnSchema **ptrs;
+	struct schema s;
+	struct arena a;
+	size_t len;
+	int rv;
+
+	if (in->n_columns > SCHEMA_MAX_COLUMNS)
+		return err_set(errmsg, DOCRAFT_EINVAL, "schema: too many columns (max %d)",
+			       SCHEMA_MAX_COLUMNS);
+	arena_init(&a);
+	cols = master_zalloc(&a, in->n_columns * sizeof *cols);
+	ptrs = master_zalloc(&a, in->n_columns * sizeof *ptrs);
+	for (size_t i = 0; i < in->n_columns; i++) {
+		cols[i] = *in->columns[i];
+		cols[i].id = (int32_t)i;
+		ptrs[i] = &cols[i];
+	}
+	copy.columns = ptrs;
+	copy.version = 0;
+	rv = wire_schema_from_pb(&copy, &s, errmsg);
+	if (rv != 0) {
+		arena_free(&a);
+		return err_wrap(errmsg, DOCRAFT_EINVAL, "schema");
+	}
+	if (s.n_hash == 0)
+		rv = err_set(errmsg, DOCRAFT_EINVAL, "schema: at least one hash column is needed");
+	else if (s.default_ttl_ms < 0)
+		rv = err_set(errmsg, DOCRAFT_EINVAL,
+			     "schema: default TTL %" PRId64 " ms is negative", s.default_ttl_ms);
+	if (rv == 0) {
+		wire_schema_to_pb(&s, &canon, &a);
+		len = protobuf_c_message_get_packed_size(&canon.base);
+		buf_reset(packed);
+		buf_reserve(packed, len + 1);
+		protobuf_c_message_pack(&canon.base, packed->data);
+		packed->len = len;
+	}
+	schema_free(&s);
+	arena_free(&a);
+	return rv;
+}
+
+/* A dropped tablet of table name that may still commit writes: fewer than
+ * a majority of its replicas are known to be deleted (heartbeats no longer
+ * list them). A client with a stale cache could still write there, and the
+ * write, acknowledged, would vanish with the tablet: so the name cannot be
+ * created again until none is left (the caller retries on EBUSY). */
+static const struct cat_tablet *dropped_alive(const struct master *m, const char *name)
+{
+	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		const struct cat_tablet *tb = m->cat.tablets[i];
+		uint32_t gone = 0;
+		if (tb->state != CAT_DELETED || strcmp(tb->table, name) != 0)
+			continue;
+		for (uint32_t k = 0; k < tb->n_replicas; k++)
+			gone += tb->replicas[k].gone;
+		if (gone <= tb->n_replicas / 2)
+			return tb;
+	}
+	return NULL;
+}
+
+/* Validates, places and records the table (CAT_CREATING), and fills op's
+ * batch. On error nothing is left in the catalog. */
+static int prepare_create(struct master *m, const Docraft__CreateTableRequest *req,
+			  struct create_op *op, char *errmsg)
+{
+	struct buf schema = BUF_INIT;
+	struct cat_tserver **live = NULL;
+	struct placement_server *loads = NULL;
+	struct cat_table *t = NULL, *old;
+	const struct cat_tablet *dropped;
+	size_t *where = NULL, n_live;
+	uint32_t rf, n;
+	int rv;
+
+	if (req->schema == NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "create table: no schema");
+	if ((rv = catalog_check_table_name(req->schema->name, errmsg)) != 0)
+		return rv;
+	snprintf(op->t.name, sizeof op->t.name, "%s", req->schema->name);
+	old = catalog_find_table(&m->cat, op->t.name);
+	if (old != NULL && old->state != CAT_RUNNING)
+		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' is being %s; retry", op->t.name,
+			       old->state == CAT_CREATING ? "created" : "dropped");
+	if (old != NULL)
+		return err_set(errmsg, DOCRAFT_EINVAL, "table '%s' already exists", op->t.name);
+	if ((dropped = dropped_alive(m, op->t.name)) != NULL)
+		return err_set(errmsg, DOCRAFT_EBUSY, "table '%s' was dropped and its tablet %s "
+			       "is not deleted on most replicas yet; retry", op->t.name,
+			       dropped->id);
+	rf = req->replication_factor != 0 ? req->replication_factor : m->default_rf;
+	if ((rv = placement_check_rf(rf, errmsg)) != 0)
+		return rv;
+	if ((rv = canonical_schema(req->schema, &schema, errmsg)) != 0)
+		goto out;
+	n_live = tservers_live(m, &live, &loads);
+	n = req->num_tablets != 0 ? req->num_tablets : (uint32_t)(n_live > 0 ? n_live : 1);
+	if (n > PLACEMENT_MAX_TABLETS) {
+		rv = err_set(errmsg, DOCRAFT_EINVAL, "number of tablets must be 1..%d (got %u)",
+			     PLACEMENT_MAX_TABLETS, n);
+		goto out;
+	}
+	where = xcalloc((size_t)n * rf, sizeof *where);
+	if ((rv = placement_place(loads, n_live, n, rf, where, errmsg)) != 0)
+		goto out;
+	if ((rv = catalog_table_new(op->t.name, schema.data, schema.len, rf, &t, errmsg)) != 0)
+		goto out;
+	snprintf(t->id, sizeof t->id, "%016" PRIx64, next_rand(m));
+	for (int attempt = 0;; attempt++) {
+		uint32_t suffix = (uint32_t)next_rand(m);
+		for (uint32_t i = 0; i < n; i++) {
+			char id[CATALOG_MAX_TABLET_ID + 1];
+			uint32_t start, end;
+			struct cat_tablet *tb;
+			snprintf(id, sizeof id, "%s-%u-%08x", op->t.name, i, suffix);
+			placement_partition(i, n, &start, &end);
+			tb = catalog_table_add_tablet(t, id, start, end);
+			tb->n_replicas = rf;
+			for (uint32_t k = 0; k < rf; k++) {
+				struct cat_replica *r = &tb->replicas[k];
+				const struct cat_tserver *ts = live[where[(size_t)i * rf + k]];
+				r->raft_id = k + 1;
+				snprintf(r->uuid, sizeof r->uuid, "%s", ts->uuid);
+				snprintf(r->address, sizeof r->address, "%s", ts->address);
+			}
+		}
+		rv = catalog_add_table(&m->cat, t, errmsg);
+		if (rv == 0 || attempt == 3)
+			break;
+		/* A tablet id taken by a dropped tablet: another suffix. */
+		for (size_t i = 0; i < t->n_tablets; i++)
+			free(t->tablets[i]);
+		t->n_tablets = 0;
+	}
+	if (rv != 0) {
+		catalog_table_free(t);
+		goto out;
+	}
+	rv = catalog_write_table(&op->t.w.b, t, errmsg);
+	if (rv == 0)
+		rv = write_request_id(m, &op->t.w.b, &op->t.ddl, op->t.has_ddl, errmsg);
+	if (rv != 0)
+		catalog_remove_table(&m->cat, t);
+out:
+	buf_free(&schema);
+	free(live);
+	free(loads);
+	free(where);
+	return rv;
+}
+
+enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *request, void *obj)
+{
+	struct master *m = ctx;
+	const Docraft__CreateTableRequest *req = request;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct create_op *op;
+	bool done = false;
+	int rv;
+
+	(void)obj;
+	op = xcalloc(1, sizeof *op);
+	batch_init(&op->t.w.b);
+	op->t.call = call;
+	m->ops++;
+	op->t.w.m = m;
+	rv = req->schema == NULL
+		     ? err_set(errmsg, DOCRAFT_EINVAL, "create table: no schema")
+		     : check_request_id(m, &req->client_id, req->seq, CAT_DDL_CREATE,
+					req->schema->name, &op->t.ddl, &op->t.has_ddl, &done,
+					errmsg);
+	if (rv == 0 && done) {
+		Docraft__CreateTableResponse resp = DOCRAFT__CREATE_TABLE_RESPONSE__INIT;
+		resp.table_id = op->t.ddl.table;
+		rpc_reply_message(call, &resp.base);
+		create_free(op);
+		return RPC_DISPATCH_FREE;
+	}
+	if (rv == 0)
+		rv = prepare_create(m, req, op, errmsg);
+	if (rv == 0) {
+		rv = cwrite_submit(m, &op->t.w, create_written);
+		if (rv != 0) {
+			struct cat_table *t = catalog_find_table(&m->cat, op->t.name);
+			catalog_remove_table(&m->cat, t);
+			err_set(errmsg, rv, "create table: catalog write: %s",
+				docraft_strerror(rv));
+		}
+	}
+	if (rv != 0) {
+		rpc_reply_error(call, rv, errmsg, NULL, 0);
+		create_free(op);
+	}
+	return RPC_DISPATCH_FREE;
+}
+
+/* ---- DropTable ------------------------------------------------------------------------------- */
+
+static void drop_written(struct cwrite *w, int status)
+{
+	struct table_op *op = (struct table_op *)w;
+	struct master *m = w->m;
+	struct cat_table *t = written_table(w, op->name, CAT_DELETING);
+
+	if (status != 0) {
+		if (t != NULL)
+			t->state = CAT_RUNNING;
+		reply_write_error(m, op->call, status, "drop table");
+	} else {
+		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
+		LOG_INFO("master %s: table %s dropped", m->address, op->name);
+		if (t != NULL)
+			catalog_drop_table(&m->cat, t);
+		if (w->gen == m->gen && op->has_ddl)
+			catalog_put_ddl(&m->cat, &op->ddl);
+		rpc_reply_message(op->call, &resp.base);
+	}
+	cwrite_free(w);
+}
+
+enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *request, void *obj)
+{
+	struct master *m = ctx;
+	const Docraft__DropTableRequest *req = request;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct cat_table *t;
+	struct table_op *op;
+	struct cat_ddl ddl;
+	bool has_ddl, done;
+	int rv;
+
+	(void)obj;
+	rv = check_request_id(m, &req->client_id, req->seq, CAT_DDL_DROP, req->name, &ddl,
+			      &has_ddl, &done, errmsg);
+	if (rv == 0 && done) {
+		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
+		rpc_reply_message(call, &resp.base);
+		return RPC_DISPATCH_FREE;
+	}
+	if (rv != 0) {
+		rpc_reply_error(call, rv, errmsg, NULL, 0);
+		return RPC_DISPATCH_FREE;
+	}
+	t = catalog_find_table(&m->cat, req->name);
+	if (t == NULL) {
+		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
+		return RPC_DISPATCH_FREE;
+	}
+	if (t->state != CAT_RUNNING) {
+		rpc_reply_errorf(call, DOCRAFT_EBUSY, "table '%s' is being %s; retry", req->name,
+				 t->state == CAT_CREATING ? "created" : "dropped");
+		return RPC_DISPATCH_FREE;
+	}
+	op = xcalloc(1, sizeof *op);
+	batch_init(&op->w.b);
+	op->call = call;
+	snprintf(op->name, sizeof op->name, "%s", t->name);
+	op->has_ddl = has_ddl;
+	op->ddl = ddl;
+	rv = catalog_write_drop(&op->w.b, t, errmsg);
+	if (rv == 0)
+		rv = write_request_id(m, &op->w.b, &op->ddl, op->has_ddl, errmsg);
+	if (rv == 0 && (rv = cwrite_submit(m, &op->w, drop_written)) != 0)
+		err_set(errmsg, rv, "drop table: catalog write: %s", docraft_strerror(rv));
+	if (rv != 0) {
+		rpc_reply_error(call, rv, errmsg, NULL, 0);
+		batch_free(&op->w.b);
+		free(op);
+		return RPC_DISPATCH_FREE;
+	}
+	m->ops++;
+	t->state = CAT_DELETING;
+	return RPC_DISPATCH_FREE;
+}
+
+/* ---- reads of the catalog -------------------------------------------------------------------- */
+
+enum rpc_dispatch_req ddl_list_tables(void *ctx, struct rpc_call *call, void *req, void *obj)
+{
+	struct master *m = ctx;
+	Docraft__ListTablesResponse resp = DOCRAFT__LIST_TABLES_RESPONSE__INIT;
+	struct arena a;
+
+	(void)req;
+	(void)obj;
+	arena_init(&a);
+	resp.tables = master_zalloc(&a, m->cat.n_tables * sizeof *resp.tables);
+	for (size_t i = 0; i < m->cat.n_tables; i++)
+		if (m->cat.tables[i]->state != CAT_CREATING)
+			resp.tables[resp.n_tables++] = m->cat.tables[i]->schema;
+	rpc_reply_message(call, &resp.base);
+	arena_free(&a);
+	return RPC_DISPATCH_FREE;
+}
+
+enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *request, void *obj)
+{
+	struct master *m = ctx;
+	const Docraft__GetTableRequest *req = request;
+	Docraft__GetTableResponse resp = DOCRAFT__GET_TABLE_RESPONSE__INIT;
+	struct cat_table *t;
+	struct arena a;
+	uint64_t now = master_now_ms(m);
+
+	(void)obj;
+	t = catalog_find_table(&m->cat, req->name);
+	if (t == NULL || t->state == CAT_CREATING) {
+		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
+		return RPC_DISPATCH_FREE;
+	}
+	arena_init(&a);
+	resp.schema = t->schema;
+	resp.table_id = t->id;
+	resp.n_tablets = t->n_tablets;
+	resp.tablets = master_zalloc(&a, t->n_tablets * sizeof *resp.tablets);
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		const struct cat_tablet *tb = t->tablets[i];
+		const struct cat_replica *leader =
+			catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+		Docraft__TabletLocation *loc = master_zalloc(&a, sizeof *loc);
+		docraft__tablet_location__init(loc);
+		loc->tablet_id = (char *)tb->id;
+		loc->start = tb->start;
+		loc->end = tb->end;
+		loc->n_replicas = tb->n_replicas;
+		loc->replicas = peers_pb(tb, &a);
+		loc->leader_raft_id = leader != NULL ? leader->raft_id : 0;
+		resp.tablets[i] = loc;
+	}
+	rpc_reply_message(call, &resp.base);
+	arena_free(&a);
+	return RPC_DISPATCH_FREE;
+}

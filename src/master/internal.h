@@ -1,0 +1,145 @@
+/* What the master's files share (not for use outside src/master/).
+ *
+ * The master is three files around one struct master:
+ *
+ *   service.c  lifecycle (open, close), leadership (following the catalog
+ *              tablet's role, loading the catalog) and the RPC plumbing:
+ *              one table of MASTER_* methods (rpc/dispatch.h); the
+ *              master's own leadership is checked and the request decoded
+ *              and freed once, there, around a handler below.
+ *   ddl.c      the catalog's decisions: CreateTable (validation, placement,
+ *              the table's documents, the DDL request ids, the DROP->CREATE
+ *              guard, the replicas' creation), DropTable, the purge of
+ *              dropped tablets, GetTable and ListTables; every catalog
+ *              write goes through it.
+ *   tservers.c the tablet servers: the registry fed by heartbeats, their
+ *              liveness, the instructions of a heartbeat's reply (create,
+ *              delete, leader balancing) and ListTServers.
+ *
+ * Names: service.c's cross-file functions are master_*, the others
+ * ddl_* and tservers_*. Everything runs on the master's loop thread. */
+#ifndef DOCRAFT_MASTER_INTERNAL_H
+#define DOCRAFT_MASTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/arena.h"
+#include "master/catalog.h"
+#include "master/placement.h"
+#include "master/service.h"
+#include "net/listener.h"
+#include "rpc.pb-c.h"
+#include "rpc/dispatch.h"
+#include "rpc/rpc.h"
+#include "tablet/remote_copy.h"
+#include "tablet/tablet.h"
+
+struct master {
+	uv_loop_t *loop;
+	char address[RPC_ADDRESS_MAX + 1];
+	char masters[MASTER_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
+	size_t n_masters;
+	raft_id raft_id;
+	char data_dir[4096];
+	uint64_t tserver_timeout_ms;
+	uint32_t default_rf;
+	bool leader_balance;
+	void (*fatal_cb)(void *arg, const char *why);
+	void *fatal_arg;
+	bool fatal_sent;
+
+	struct listener *l;     /* the caller's port (master_options) */
+	struct copy_server copy;
+	bool copy_on;
+	struct rpc_server *srv; /* the caller's RPC server (master_options) */
+	struct rpc_dispatch methods; /* service.c's table on srv */
+	struct rpc_client cl;
+	bool cl_on;
+	struct tablet *t;
+	uv_timer_t poll;
+	bool poll_open;
+
+	struct catalog cat;
+	bool leader;     /* the catalog tablet is a ready leader in term */
+	uint64_t term;
+	bool loaded;     /* the catalog of this leadership is in memory */
+	bool loading;
+	uint64_t load_retry_at;
+	uint64_t gen;    /* bumped at every change of leadership */
+
+	uint8_t client_id[ENTRY_CLIENT_ID_LEN];
+	uint64_t seq;
+	uint64_t rand;
+	size_t ops;      /* asynchronous operations alive */
+
+	bool closing;
+	master_close_cb close_cb;
+	void *close_arg;
+};
+
+/* The loop's time in ms. */
+static inline uint64_t master_now_ms(const struct master *m)
+{
+	return uv_now(m->loop);
+}
+
+/* n zeroed bytes (at least one) from a; protobuf messages are built in arenas. */
+static inline void *master_zalloc(struct arena *a, size_t n)
+{
+	void *p = arena_alloc(a, n ? n : 1);
+	memset(p, 0, n ? n : 1);
+	return p;
+}
+
+/* ---- service.c ------------------------------------------------------------------------------- */
+
+/* Answers call as a master that is not the ready leader: ENOTLEADER with
+ * the leader's address when known, EUNAVAILABLE if this master is the
+ * leader but not ready. */
+void master_reply_not_leader(struct master *m, struct rpc_call *call);
+
+/* ---- ddl.c ----------------------------------------------------------------------------------- */
+
+/* The handlers (rpc_method_fn, rpc/dispatch.h) of service.c's method table:
+ * ctx is the master, which the dispatcher has found serving (the ready
+ * leader, catalog loaded); req is the decoded request, left to the
+ * dispatcher (RPC_DISPATCH_FREE: no handler keeps it); obj is NULL. Each
+ * answers call once, now or from a later callback. */
+enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *req, void *obj);
+enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req, void *obj);
+/* req is NULL: ListTables reads no request. */
+enum rpc_dispatch_req ddl_list_tables(void *ctx, struct rpc_call *call, void *req, void *obj);
+enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *req, void *obj);
+
+/* Purges the dropped tablet tb from the catalog (one more catalog write)
+ * once no replica's tserver lists it any more; nothing if it is not
+ * CAT_DELETED or its purge is in flight. */
+void ddl_maybe_purge(struct master *m, struct cat_tablet *tb);
+
+/* The TSERVER_CREATE_TABLET request of the replica raft_id of tb (of table
+ * t), built in a; it points into t and tb, which must outlive its use. */
+Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
+						   const struct cat_tablet *tb, uint64_t raft_id,
+						   struct arena *a);
+
+/* ---- tservers.c ------------------------------------------------------------------------------ */
+
+/* Handlers, as ddl.c's. */
+enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void *req,
+					 void *obj);
+/* req is NULL: ListTServers reads no request. */
+enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj);
+
+/* The live tservers sorted by uuid (the catalog's order) in *out and the
+ * number of replicas of tablets not deleted each holds in *loads (the
+ * placement's input); both arrays are new, the caller frees them.
+ * Returns their length. */
+size_t tservers_live(struct master *m, struct cat_tserver ***out,
+		     struct placement_server **loads);
+
+#endif
