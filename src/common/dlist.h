@@ -4,9 +4,9 @@
  * Design note. The one-port listener (incoming connections), the RPC server
  * (connections, calls in flight), the RPC client (calls per connection) and
  * the RPC output flusher (dirty connections) each keep such a list, and
- * each wrote the same unlink by hand; so do raft/transport.c,
- * client/metacache.c, client/client.c, docdb/store_env.c,
- * tablet/remote_copy.c and tserver/service.c. These two macros are that
+ * each wrote the same unlink by hand; so did raft/transport.c,
+ * client/metacache.c, client/client.c, tablet/tablet_write.c and
+ * docdb/store_env.c. These two macros are that
  * code, once, in common/ so that every layer may use them. The lists are
  * unordered bags: push puts a node first, remove takes it out from
  * anywhere in O(1); neither allocates. Pure: no I/O, no libuv.

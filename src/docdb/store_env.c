@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/dlist.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -216,10 +217,7 @@ struct store_env_member *store_env_join(struct store_env *e, struct store *s)
 	atomic_init(&m->bytes, 0);
 	atomic_init(&m->since, 0);
 	pthread_mutex_lock(&e->mu);
-	m->next = e->head;
-	if (e->head != NULL)
-		e->head->prev = m;
-	e->head = m;
+	DLIST_PUSH(e->head, m);
 	e->n++;
 	pthread_mutex_unlock(&e->mu);
 	set_bytes(m, store_memtable_bytes(s));
@@ -235,12 +233,7 @@ void store_env_leave(struct store_env_member *m)
 	pthread_mutex_lock(&e->mu);
 	while (m->flushing)
 		pthread_cond_wait(&e->idle, &e->mu);
-	if (m->prev != NULL)
-		m->prev->next = m->next;
-	else
-		e->head = m->next;
-	if (m->next != NULL)
-		m->next->prev = m->prev;
+	DLIST_REMOVE(e->head, m);
 	e->n--;
 	set_bytes(m, 0);
 	pthread_mutex_unlock(&e->mu);

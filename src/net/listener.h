@@ -142,7 +142,7 @@ int listener_register(struct listener *l, const char *tablet_id, void *owner,
  * Returns true to accept; a refused connection is closed without a reply,
  * counted (stats.rejected) and logged at WARN naming the tablet and the
  * claim (the 1st, 2nd, 4th, 8th ... refusal per listener). The tablet's check
- * (tablet.c) accepts a member of its configuration (rio_is_member) that
+ * (tablet_membership.c) accepts a member of its configuration (rio_is_member) that
  * connects from its address's IP (listener_peer_matches: outgoing Raft
  * connections are bound to the listener's IP, transport.h). Only the
  * address comparison is about the network: with TLS the hook will receive

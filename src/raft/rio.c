@@ -490,7 +490,7 @@ void rio_deliver(struct rio *g, struct raft_message *m)
  * once: a segment writer that finishes closing after the close callback
  * re-runs uvMaybeFireCloseCb, which fires again (fixed in cowsql/raft#45,
  * "Don't call uvMaybeFireCloseCb in uvAliveSegmentWriterCloseCb"). raft's
- * callback runs once; see tablet.c raft_closed for keeping raft_uv's memory
+ * callback runs once; see tablet_raft.c raft_closed for keeping raft_uv's memory
  * alive until then. */
 static void close_tramp(struct raft_io *inner)
 {

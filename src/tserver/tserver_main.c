@@ -349,7 +349,7 @@ static const server_step_fn close_steps[] = {
  * transfer. Once the barrier has committed, the voters that are up to date
  * (which raft_transfer(0) prefers) are ones that just acknowledged it, so
  * the target is alive and the transfer quick. It also keeps clear of a
- * use-after-free: tablet.c frees a transfer request in its callback while
+ * use-after-free: tablet_membership.c frees a transfer request in its callback while
  * raft_uv may still hold the request's TimeoutNow message for an
  * unreachable target, and cancels it (calling into the freed request) when
  * the tablet closes. */
