@@ -72,3 +72,26 @@ void loop_flag_close_cb(uv_handle_t *h)
 {
 	*(bool *)h->data = true;
 }
+
+static void expired_cb(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
+int loop_finish(uv_loop_t *loop)
+{
+	uv_timer_t guard;
+	bool expired = false, closed = false;
+
+	uv_timer_init(loop, &guard);
+	guard.data = &expired;
+	uv_timer_start(&guard, expired_cb, 10000, 0);
+	uv_unref((uv_handle_t *)&guard); /* does not keep the loop alive, still wakes a poll */
+	while (uv_loop_alive(loop) && !expired)
+		uv_run(loop, UV_RUN_ONCE);
+	guard.data = &closed;
+	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
+	while (!closed)
+		uv_run(loop, UV_RUN_NOWAIT);
+	return uv_loop_close(loop);
+}

@@ -18,6 +18,11 @@
  * helper's own handles are closed before it returns. */
 bool loop_run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, uint64_t timeout_ms);
 
+/* Runs loop until nothing is left on it (bounded: 10 s of loop time),
+ * then uv_loop_close; returns what uv_loop_close returns (0, or UV_EBUSY
+ * when a handle is still open: the test left one behind). */
+int loop_finish(uv_loop_t *loop);
+
 /* A predicate for loop_run_until: *(bool *)flag. */
 bool loop_flag_is_set(void *flag);
 

@@ -32,35 +32,11 @@
 
 /* ---- driving the loop ---- */
 
-static void guard_cb(uv_timer_t *t)
-{
-	*(bool *)t->data = true;
-}
-
 static void start_loop(uv_loop_t *loop)
 {
 	/* Cases write to sockets their peers close (see listener.h). */
 	signal(SIGPIPE, SIG_IGN);
 	CHECK_OK(uv_loop_init(loop));
-}
-
-/* Runs until nothing is left on the loop (bounded), then closes it. */
-static int finish_loop(uv_loop_t *loop)
-{
-	uv_timer_t guard;
-	bool expired = false, closed = false;
-
-	uv_timer_init(loop, &guard);
-	guard.data = &expired;
-	uv_timer_start(&guard, guard_cb, 10000, 0);
-	uv_unref((uv_handle_t *)&guard); /* still wakes a blocked poll */
-	while (uv_loop_alive(loop) && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return uv_loop_close(loop);
 }
 
 static void listener_closed_cb(void *arg)
@@ -395,7 +371,7 @@ TEST(open_fails_synchronously)
 	/* An address not configured on this host. */
 	CHECK_EQ_INT(listener_open(&loop, "192.0.2.1:0", &l2, errmsg), DOCRAFT_EIO);
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 TEST(rejects_bad_preambles)
@@ -495,7 +471,7 @@ TEST(rejects_bad_preambles)
 		     DOCRAFT_EINVAL);
 
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 TEST(closes_silent_connections)
@@ -527,7 +503,7 @@ TEST(closes_silent_connections)
 	client_close(&loop, &silent);
 	client_close(&loop, &partial);
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* RPC and COPY reach their handlers with the tablet id and every byte that
@@ -580,7 +556,7 @@ TEST(routes_rpc_and_copy)
 		free(msg);
 	}
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* A RAFT preamble followed at once by raft_uv-like bytes: the registered
@@ -642,7 +618,7 @@ TEST(hands_raft_streams_over_exactly)
 	CHECK_EQ_INT(listener_n_registered(l), 0);
 	expect_rejected(&loop, l, msg, n + sizeof hs, "after unregister", UNROUTABLE);
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* The peer identity check of a registration: what it is given (the claim
@@ -719,7 +695,7 @@ TEST(raft_peer_check)
 
 	listener_unregister(l, "t1", &fake);
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 TEST(close_drops_pending_connections)
@@ -742,7 +718,7 @@ TEST(close_drops_pending_connections)
 		CHECK(loop_run_until(&loop, client_ended, &c[i], 3000));
 		client_close(&loop, &c[i]);
 	}
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* ---- (b) the transport without raft ---- */
@@ -866,7 +842,7 @@ TEST(transport_connects_refuses_and_cancels)
 
 	close_listener(&loop, l2);
 	close_listener(&loop, l);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* ---- (c) many groups, one process, one port per server ---- */
@@ -1292,7 +1268,7 @@ TEST(two_tablets_three_servers_one_port_each)
 	CHECK(loop_run_until(&cl.loop, all_closed, &cl, 20000));
 	for (int i = 0; i < N_SERVERS; i++)
 		close_listener(&cl.loop, cl.l[i]);
-	CHECK_OK(finish_loop(&cl.loop));
+	CHECK_OK(loop_finish(&cl.loop));
 	test_tmpdir_remove(cl.root);
 	CHECK(access(cl.root, F_OK) != 0);
 }

@@ -47,11 +47,6 @@ enum {
 
 /* ---- driving the loop ---- */
 
-static void guard_cb(uv_timer_t *t)
-{
-	*(bool *)t->data = true;
-}
-
 static void flag_cb(void *arg)
 {
 	*(bool *)arg = true;
@@ -67,25 +62,6 @@ static bool never(void *p)
 static void run_for(uv_loop_t *loop, uint64_t ms)
 {
 	loop_run_until(loop, never, NULL, ms);
-}
-
-/* Runs until nothing is left on the loop (bounded), then closes it. */
-static int finish_loop(uv_loop_t *loop)
-{
-	uv_timer_t guard;
-	bool expired = false, closed = false;
-
-	uv_timer_init(loop, &guard);
-	guard.data = &expired;
-	uv_timer_start(&guard, guard_cb, 10000, 0);
-	uv_unref((uv_handle_t *)&guard);
-	while (uv_loop_alive(loop) && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return uv_loop_close(loop);
 }
 
 /* ---- a server on a listener, held calls ---- */
@@ -569,7 +545,7 @@ TEST(ping_round_trips)
 	client_stop(&loop, &c);
 	server_stop(&s1);
 	server_stop(&s2);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* 1000 calls in flight on one connection, answered in reverse order: each
@@ -624,7 +600,7 @@ TEST(thousand_in_flight_out_of_order)
 	CHECK_EQ_U64(ss.calls, N_CONCURRENT);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 	free(x);
 }
 
@@ -692,7 +668,7 @@ TEST(deadline_and_late_reply)
 	}
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* The server goes away with calls in flight: they fail UNAVAILABLE (not
@@ -773,7 +749,7 @@ TEST(server_loss_and_reconnect)
 	CHECK_EQ_INT(ping(&loop, &c.cl, address, 3), DOCRAFT_OK);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* A connection that fails before any response (refused, or the server has
@@ -835,7 +811,7 @@ TEST(unreachable_backs_off)
 	client_stop(&loop, &c);
 	listener_close(bare, flag_cb, &bare_closed);
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &bare_closed, 5000));
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* Malformed frames close the connection; the server goes on serving. */
@@ -893,7 +869,7 @@ TEST(malformed_frames_close)
 	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 99), DOCRAFT_OK);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* Oversized frames: a request over the server's maximum is answered
@@ -1004,7 +980,7 @@ TEST(oversized_frames)
 	CHECK_EQ_INT(ping(&loop, &c.cl, s.address, 5), DOCRAFT_OK);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 	free(big);
 }
 
@@ -1058,7 +1034,7 @@ TEST(error_replies)
 	CHECK_EQ_STR(docraft_strerror(DOCRAFT_ETABLENOTFOUND), "table not found");
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* Beyond max_inflight calls on a connection: SERVICE_BUSY, and the
@@ -1096,7 +1072,7 @@ TEST(busy_server)
 	CHECK_EQ_U64(ss.busy, 1);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 struct close_check {
@@ -1157,7 +1133,7 @@ TEST(client_close_fails_pending)
 		rpc_reply_error(s.held[i], DOCRAFT_ENOTLEADER, "x", "127.0.0.1:1", 1);
 	s.n_held = 0;
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 struct chain {
@@ -1235,7 +1211,7 @@ TEST(calls_from_callbacks)
 	client_stop(&loop, &c);
 	listener_close(s.l, listener_closed_cb, &s);
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &s.l_closed, 5000));
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* A payload for call i of a batch: its index then a pattern, length
@@ -1376,7 +1352,7 @@ TEST(coalesced_writes)
 	CHECK_EQ_U64(cs.timeouts + cs.disconnects + cs.late_replies, 0);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 	free(scratch);
 	free(x);
 }
@@ -1506,7 +1482,7 @@ static void queued_from_hook(bool use_check)
 	CHECK(loop_run_until(&loop, hook_closed, &h, 5000));
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 TEST(queued_from_prepare)
@@ -1563,7 +1539,7 @@ TEST(close_with_queued_frames)
 		result_free(&y[i]);
 	}
 	client_stop(&loop, &c2);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* ---- resource bounds (issue 12) ---- */
@@ -1638,7 +1614,7 @@ TEST(connection_caps)
 	raw_close(&loop, &c1);
 	raw_close(&loop, &c2);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 static bool listener_refused(void *p)
@@ -1679,7 +1655,7 @@ TEST(listener_pending_cap)
 	raw_close(&loop, &a2);
 	raw_close(&loop, &b1);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* A connection with nothing in flight is closed after idle_timeout_ms; one
@@ -1727,7 +1703,7 @@ TEST(idle_timeout)
 	raw_close(&loop, &idle);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* Requests are unpacked under a budget proportional to their size: a
@@ -1824,7 +1800,7 @@ TEST(decode_budget)
 	buf_free(&b);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* A client that sends requests and never reads the answers: once its
@@ -1874,7 +1850,7 @@ TEST(slow_reader)
 	raw_close(&loop, &r);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 	free(req);
 }
 
@@ -1949,7 +1925,7 @@ TEST(inflight_bytes)
 	result_free(&y);
 	client_stop(&loop, &c2);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 struct partial_at_least {
@@ -2011,7 +1987,7 @@ TEST(partial_frames_bounded)
 	raw_close(&loop, &b);
 	client_stop(&loop, &c);
 	server_stop(&s);
-	CHECK_EQ_INT(finish_loop(&loop), 0);
+	CHECK_EQ_INT(loop_finish(&loop), 0);
 }
 
 /* ---- the pieces, without sockets ---- */

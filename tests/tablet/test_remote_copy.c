@@ -51,11 +51,6 @@
 
 /* ---- driving the loop ---- */
 
-static void guard_cb(uv_timer_t *t)
-{
-	*(bool *)t->data = true;
-}
-
 static void start_loop(uv_loop_t *loop)
 {
 	signal(SIGPIPE, SIG_IGN); /* listener.h */
@@ -66,25 +61,6 @@ static bool never(void *p)
 {
 	(void)p;
 	return false;
-}
-
-/* Runs until nothing is left on the loop (bounded), then closes it. */
-static int finish_loop(uv_loop_t *loop)
-{
-	uv_timer_t guard;
-	bool expired = false, closed = false;
-
-	uv_timer_init(loop, &guard);
-	guard.data = &expired;
-	uv_timer_start(&guard, guard_cb, 10000, 0);
-	uv_unref((uv_handle_t *)&guard);
-	while (uv_loop_alive(loop) && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	guard.data = &closed;
-	uv_close((uv_handle_t *)&guard, loop_flag_close_cb);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-	return uv_loop_close(loop);
 }
 
 /* ---- temp dirs ---- */
@@ -501,7 +477,7 @@ TEST(copies_store_with_memtable)
 	store_close(src.s);
 	node_close(&loop, &n1);
 	node_close(&loop, &n2);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -527,7 +503,7 @@ TEST(unknown_tablet)
 	CHECK_EQ_U64(st.started, 1);
 	CHECK_EQ_U64(st.failed, 1);
 	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -561,7 +537,7 @@ TEST(sync_errors_call_no_callback)
 	CHECK(!loop_run_until(&loop, never, NULL, 100));
 	CHECK_EQ_INT(r.calls, 0);
 	CHECK(!uv_loop_alive(&loop));
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	CHECK(exists(dir));
 	test_tmpdir_remove(dir);
 }
@@ -585,7 +561,7 @@ TEST(refused)
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
 	fetch_start(&loop, address, "t1", dest, &req, &r);
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_EUNAVAILABLE, "connect");
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -657,7 +633,7 @@ TEST(idle_timeout)
 	fake_release(&fk);
 	listener_close(l, listener_closed_cb, &closed);
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -803,7 +779,7 @@ static void expect_bad_stream(const struct buf *bytes, bool close_after, int cod
 	fake_release(&fk);
 	listener_close(l, listener_closed_cb, &closed);
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &closed, 5000));
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	CHECK_EQ_INT(count_entries(dir, ""), 2); /* "." and ".." */
 	test_tmpdir_remove(dir);
 }
@@ -1011,7 +987,7 @@ TEST(too_many_transfers)
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);
 	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -1059,7 +1035,7 @@ static void unregister_case(bool mid_stream)
 	CHECK_EQ_U64(st.completed, 0);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
 	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -1096,7 +1072,7 @@ TEST(source_closes_mid_stream)
 	expect_fetch_error(&loop, &req, &r, dest, DOCRAFT_ECLOSED, "closing");
 	node_close(&loop, &n);
 	CHECK_EQ_INT(count_entries(dir, "src.copy-"), 0);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
@@ -1197,7 +1173,7 @@ static void raw_case_end(uv_loop_t *loop, struct node *n, struct source *src, st
 	copy_server_unregister(&n->cs, "t1");
 	store_close(src->s);
 	node_close(loop, n);
-	CHECK_OK(finish_loop(loop));
+	CHECK_OK(loop_finish(loop));
 	free(c);
 	test_tmpdir_remove(dir);
 }
@@ -1367,7 +1343,7 @@ static void cancel_case(bool mid_stream)
 	copy_server_unregister(&n.cs, "t1");
 	store_close(src.s);
 	node_close(&loop, &n);
-	CHECK_OK(finish_loop(&loop));
+	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
 }
 
