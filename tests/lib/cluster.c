@@ -19,19 +19,7 @@ struct cluster C;
 
 static void tail_log(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char lines[20][1024];
-	int n = 0;
-	if (f == NULL)
-		return;
-	while (fgets(lines[n % 20], sizeof lines[0], f) != NULL)
-		n++;
-	fclose(f);
-	test_note("---- %s (last lines)", path);
-	for (int i = n > 20 ? n - 20 : 0; i < n; i++) {
-		lines[i % 20][strcspn(lines[i % 20], "\n")] = '\0';
-		test_note("%s", lines[i % 20]);
-	}
+	proc_note_log_tail(path, path, 20);
 }
 
 static void cleanup(bool failed)

@@ -1,5 +1,6 @@
 /* Child processes for real-process tests. See proc.h. */
 #include "proc.h"
+#include "test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -463,4 +464,24 @@ int proc_free_port(int n, int avoid)
 			return port;
 	}
 	return -1;
+}
+
+void proc_note_log_tail(const char *what, const char *path, int n)
+{
+	static char ring[64][1024];
+	FILE *f = path[0] != '\0' ? fopen(path, "r") : NULL;
+	int nl = 0;
+
+	if (f == NULL)
+		return;
+	if (n > 64)
+		n = 64;
+	while (fgets(ring[nl % n], sizeof ring[0], f) != NULL)
+		nl++;
+	fclose(f);
+	test_note("---- %s (last %d of %d lines)", what, nl < n ? nl : n, nl);
+	for (int i = nl < n ? 0 : nl - n; i < nl; i++) {
+		ring[i % n][strcspn(ring[i % n], "\n")] = '\0';
+		test_note("%s", ring[i % n]);
+	}
 }

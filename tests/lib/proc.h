@@ -99,4 +99,9 @@ uint64_t proc_now_ms(void);
 #define PROC_MAX_PORT_ADDRS 16
 int proc_free_port(int n, int avoid);
 
+/* Prints the last n (<= 64) lines of the log file at path as TAP notes,
+ * under the heading "---- <what> (last K of N lines)"; nothing if the file
+ * cannot be read. For a failed case's post-mortem. */
+void proc_note_log_tail(const char *what, const char *path, int n);
+
 #endif

@@ -438,28 +438,9 @@ static void hb_timer_cb(uv_timer_t *t)
 static void dump_logs(void)
 {
 	for (int k = 0; k < NM; k++) {
-		char line[1024];
-		char *ring[30];
-		int nl = 0;
-		FILE *f = C.m[k].log[0] ? fopen(C.m[k].log, "r") : NULL;
-		if (f == NULL)
-			continue;
-		memset(ring, 0, sizeof ring);
-		while (fgets(line, sizeof line, f) != NULL) {
-			free(ring[nl % 30]);
-			ring[nl % 30] = strdup(line);
-			nl++;
-		}
-		fclose(f);
-		test_note("---- failed case: master %d log (last %d of %d lines)", k + 1,
-			  nl < 30 ? nl : 30, nl);
-		for (int i = nl < 30 ? 0 : nl - 30; i < nl; i++) {
-			char *s = ring[i % 30];
-			s[strcspn(s, "\n")] = '\0';
-			test_note("%s", s);
-		}
-		for (int i = 0; i < 30; i++)
-			free(ring[i]);
+		char what[64];
+		snprintf(what, sizeof what, "failed case: master %d log", k + 1);
+		proc_note_log_tail(what, C.m[k].log, 30);
 	}
 }
 

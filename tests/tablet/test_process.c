@@ -441,28 +441,9 @@ static void node_quit(int k)
 static void dump_logs(void)
 {
 	for (int k = 0; k < C.nodes; k++) {
-		char line[1024];
-		char *ring[25];
-		int nl = 0;
-		FILE *f = fopen(C.n[k].log, "r");
-		if (f == NULL)
-			continue;
-		memset(ring, 0, sizeof ring);
-		while (fgets(line, sizeof line, f) != NULL) {
-			free(ring[nl % 25]);
-			ring[nl % 25] = strdup(line);
-			nl++;
-		}
-		fclose(f);
-		test_note("---- failed case: node %d log (last %d of %d lines)", k + 1,
-			  nl < 25 ? nl : 25, nl);
-		for (int i = nl < 25 ? 0 : nl - 25; i < nl; i++) {
-			char *s = ring[i % 25];
-			s[strcspn(s, "\n")] = '\0';
-			test_note("%s", s);
-		}
-		for (int i = 0; i < 25; i++)
-			free(ring[i]);
+		char what[64];
+		snprintf(what, sizeof what, "failed case: node %d log", k + 1);
+		proc_note_log_tail(what, C.n[k].log, 25);
 	}
 }
 

@@ -119,26 +119,9 @@ struct res {
 static void dump_logs(void)
 {
 	for (int k = 0; k < NN; k++) {
-		FILE *f = fopen(C.n[k].log, "r");
-		char line[2048];
-		char *ring[30] = {0};
-		int nl = 0;
-		if (f == NULL)
-			continue;
-		while (fgets(line, sizeof line, f) != NULL) {
-			free(ring[nl % 30]);
-			ring[nl % 30] = strdup(line);
-			nl++;
-		}
-		fclose(f);
-		test_note("---- node %d log (last %d of %d lines)", k + 1, nl < 30 ? nl : 30, nl);
-		for (int i = nl < 30 ? 0 : nl - 30; i < nl; i++) {
-			char *s = ring[i % 30];
-			s[strcspn(s, "\n")] = '\0';
-			test_note("%s", s);
-		}
-		for (int i = 0; i < 30; i++)
-			free(ring[i]);
+		char what[64];
+		snprintf(what, sizeof what, "node %d log", k + 1);
+		proc_note_log_tail(what, C.n[k].log, 30);
 	}
 }
 
