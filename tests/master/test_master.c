@@ -566,36 +566,20 @@ static void on_fatal_signal(int sig)
 /* nm masters (not started), NF fakes listening (heartbeats off). */
 static void setup(const char *tag, int nm)
 {
-	static bool registered;
-	const char *env = getenv("DOCRAFT_MASTER");
 	const char *logdir = getenv("MASTER_LOG_DIR");
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	size_t off = 0;
 
 	cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		signal(SIGPIPE, SIG_IGN);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
+	signal(SIGPIPE, SIG_IGN);
 	memset(C.m, 0, sizeof C.m);
 	memset(C.f, 0, sizeof C.f);
 	memset(C.master_flags, 0, sizeof C.master_flags);
 	snprintf(C.tag, sizeof C.tag, "%s", tag);
-	if (env != NULL && *env != '\0') {
-		snprintf(C.bin, sizeof C.bin, "%s", env);
-	} else {
-		char self[4096];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		snprintf(C.bin, sizeof C.bin, "%s/../../src/master/docraft-master", dirname(self));
-	}
-	CHECK_MSG(access(C.bin, X_OK) == 0, "docraft-master not found at %s (set DOCRAFT_MASTER)",
-		  C.bin);
+	CHECK_MSG(proc_find_exe(C.bin, sizeof C.bin, "DOCRAFT_MASTER",
+				"src/master/docraft-master") == 0,
+		  "docraft-master not found at %s (set DOCRAFT_MASTER)", C.bin);
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
 	C.port = proc_free_port(4, -1);

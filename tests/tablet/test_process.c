@@ -481,28 +481,12 @@ static void on_fatal_signal(int sig)
 
 static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned trailing)
 {
-	static bool registered;
-	const char *env = getenv("TNODE");
 	const char *logdir = getenv("TNODE_LOG_DIR");
 	cluster_cleanup(true); /* the previous case failed */
-	if (!registered) {
-		atexit(cleanup_at_exit);
-		signal(SIGTERM, on_fatal_signal);
-		signal(SIGINT, on_fatal_signal);
-		signal(SIGHUP, on_fatal_signal);
-		registered = true;
-	}
+	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	memset(C.n, 0, sizeof C.n);
-	if (env != NULL && *env != '\0') {
-		snprintf(C.tnode, sizeof C.tnode, "%s", env);
-	} else {
-		char self[4096];
-		ssize_t r = readlink("/proc/self/exe", self, sizeof self - 1);
-		CHECK(r > 0);
-		self[r] = '\0';
-		snprintf(C.tnode, sizeof C.tnode, "%s/tnode", dirname(self));
-	}
-	CHECK_MSG(access(C.tnode, X_OK) == 0, "tnode not found at %s (set TNODE)", C.tnode);
+	CHECK_MSG(proc_find_exe(C.tnode, sizeof C.tnode, "TNODE", "tests/tablet/tnode") == 0,
+		  "tnode not found at %s (set TNODE)", C.tnode);
 	test_tmpdir_make(C.base, tag);
 	C.active = true;
 	C.port = proc_free_port(NN, -1);
