@@ -149,6 +149,11 @@ static int load_file(const struct config_spec *spec, const char *path, bool *giv
 		const struct config_flag *f;
 
 		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(file)) {
+			rv = err_set(errmsg, DOCRAFT_EINVAL, "%s:%u: line longer than %d bytes", path,
+				     lineno, LINE_MAX_LEN - 2);
+			break;
+		}
 		if (hash != NULL)
 			*hash = '\0';
 		s = trim(line);

@@ -255,6 +255,15 @@ TEST(file_errors)
 	write_file(path, "help = 1\n");
 	reset();
 	CHECK_ERR(PARSE("--config", path), "'help' is not allowed in a config file");
+	/* A line past the buffer is refused, not cut into two lines. */
+	static char big[20000];
+	memset(big, 'x', sizeof big - 2);
+	memcpy(big, "address = ", 10);
+	big[sizeof big - 2] = '\n';
+	write_file(path, big);
+	reset();
+	snprintf(want, sizeof want, "%s:1: line longer than", path);
+	CHECK_ERR(PARSE("--config", path), want);
 	unlink(path);
 }
 
