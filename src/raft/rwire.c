@@ -127,7 +127,7 @@ static const char *conf_decode(const uint8_t *p, size_t len, struct raft_configu
 		addr = p + 8;
 		nul = memchr(addr, '\0', (size_t)(end - addr));
 		if (nul == NULL || end - nul < 2)
-			return "configuration address past its bytes";
+			return "configuration address or role past its bytes";
 		if (id == 0)
 			return "configuration server id 0";
 		if (nul == addr)
