@@ -387,6 +387,11 @@ static struct rl_batch *batch_new(void)
 
 static void batch_free(struct rl_batch *b)
 {
+	while (b->head != NULL) { /* only a log closed with records it could not write */
+		struct rl_op *op = b->head;
+		b->head = op->next;
+		free(op);
+	}
 	buf_free(&b->buf);
 	free(b->unlink);
 	free(b);
@@ -552,7 +557,9 @@ static void complete_batch(struct raftlog *l, struct rl_batch *b)
 		l->durable_seq = b->seq;
 	}
 	bool relevant = b->rotate || b->n_unlink > 0;
+	bool had_ops = b->head != NULL;
 	struct rl_op *op = b->head;
+	b->head = NULL; /* the ops move to the ready list (or their waiters) */
 	while (op != NULL) {
 		struct rl_op *next = op->next;
 		op_durable(b, op);
@@ -561,7 +568,7 @@ static void complete_batch(struct raftlog *l, struct rl_batch *b)
 		op_finish(l, op, 0);
 		op = next;
 	}
-	if (l->rewriting && b->head != NULL) {
+	if (l->rewriting && had_ops) {
 		bool any = false;
 		for (op = l->pending->head; op != NULL; op = op->next)
 			any |= (op->flags & RL_OP_REWRITE) != 0;
@@ -1155,7 +1162,8 @@ static int list_segments(const char *dir, uint64_t **out, size_t *n, char *errms
 		v[cnt++] = x;
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof *v, cmp_u64);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof *v, cmp_u64);
 	*out = v;
 	*n = cnt;
 	return 0;
