@@ -85,6 +85,8 @@ struct rl_batch {
 	/* segments to unlink after the write (their fds already closed) */
 	uint64_t *unlink;
 	size_t n_unlink;
+	int cut_fd;              /* rotate: first cut the old segment ... */
+	uint64_t cut_size;       /* ... to its durable size (after a failure) */
 	/* writer thread results */
 	int err;                 /* errno of the failed write/fdatasync, 0 */
 	int new_fd;
@@ -94,7 +96,8 @@ struct rl_batch {
 struct rl_seg {
 	uint64_t seq;
 	int fd;
-	uint64_t size;
+	uint64_t size;           /* durable bytes */
+	bool stale;              /* a failed write may have left bytes past size */
 };
 
 struct raftlog {
@@ -171,7 +174,7 @@ void rl_io_idle(struct raftlog_io *x);
 
 /* ---- test hooks (tests/raftlog/test_engine.c) ---- */
 
-/* The next write (or its fdatasync) fails with errno e. */
+/* The next write's fdatasync "fails" with errno e (its bytes are written). */
 void raftlog_test_fail_next_write(struct raftlog *l, int e);
 
 #endif

@@ -187,7 +187,10 @@ void rl_group_drop_below(struct raftlog_group *g, uint64_t index, uint64_t snap_
 		return;
 	uint64_t drop = index - g->first;
 	if (drop >= g->n) {
-		g->first += g->n; /* nothing left: the next index stays */
+		/* nothing left: the next index stays, and follows the snapshot */
+		g->first += g->n;
+		if (g->first < snap_index + 1)
+			g->first = snap_index + 1;
 		g->n = 0;
 		return;
 	}
@@ -307,7 +310,13 @@ static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
 	if (b->buf.len > RL_BATCH_HDR) {
 		int fd = b->fd;
 		int e = 0;
-		if (b->rotate) {
+		/* A failed write may have left bytes past the old segment's durable
+		 * end: cut them before it stops being the last segment (recovery
+		 * forgives a bad tail only in the last one). */
+		if (b->cut_fd >= 0 && (ftruncate(b->cut_fd, (off_t)b->cut_size) != 0 ||
+				       fdatasync(b->cut_fd) != 0))
+			e = errno;
+		if (e == 0 && b->rotate) {
 			char path[4096];
 			seg_path(l, b->seg, path, sizeof path);
 			fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -320,16 +329,25 @@ static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
 			}
 		}
 		if (e == 0)
-			e = fail != 0 ? fail : write_all(fd, b->buf.data, b->buf.len, b->off);
+			e = write_all(fd, b->buf.data, b->buf.len, b->off);
 		if (e == 0 && fdatasync(fd) != 0)
 			e = errno;
+		if (e == 0 && fail != 0)
+			e = fail; /* test hook: as if fdatasync failed, bytes written */
 		if (e == 0 && b->rotate)
 			e = fsync_dir(l->dir);
 		if (b->rotate) {
-			if (e == 0)
+			if (e == 0) {
 				b->new_fd = fd;
-			else if (fd >= 0)
+			} else if (fd >= 0) {
+				/* The next write may not rotate (a smaller batch): a
+				 * half-made segment must not follow the old one. */
+				char path[4096];
+				seg_path(l, b->seg, path, sizeof path);
 				close(fd);
+				unlink(path);
+				fsync_dir(l->dir);
+			}
 		}
 		b->err = e;
 	}
@@ -382,6 +400,7 @@ static struct rl_batch *batch_new(void)
 	b->tail = &b->head;
 	b->fd = -1;
 	b->new_fd = -1;
+	b->cut_fd = -1;
 	return b;
 }
 
@@ -550,9 +569,11 @@ static void gc_check(struct raftlog *l);
 static void complete_batch(struct raftlog *l, struct rl_batch *b)
 {
 	if (b->buf.len > RL_BATCH_HDR) {
-		if (b->rotate)
+		if (b->rotate) {
+			if (b->cut_fd >= 0)
+				seg_find(l, b->seg - 1)->stale = false;
 			seg_push(l, b->seg, b->new_fd, b->off + b->buf.len);
-		else
+		} else
 			seg_find(l, b->seg)->size = b->off + b->buf.len;
 		l->durable_seq = b->seq;
 	}
@@ -598,6 +619,8 @@ static void fail_batch(struct raftlog *l, struct rl_batch *b)
 {
 	int code = raft_code(b->err);
 	l->st.write_errors++;
+	if (!b->rotate && seg_find(l, b->seg) != NULL)
+		seg_find(l, b->seg)->stale = true; /* bytes past its size, maybe */
 	LOG_ERROR("raftlog %s: write of batch %" PRIu64 " (%zu bytes) to segment %" PRIu64
 		  " at %" PRIu64 " failed: %s", l->dir, b->seq, b->buf.len, b->seg, b->off,
 		  strerror(b->err));
@@ -696,6 +719,10 @@ static void submit(struct raftlog *l)
 			b->rotate = true;
 			b->seg = cur->seq + 1;
 			b->off = RL_SEG_HDR;
+			if (cur->stale) {
+				b->cut_fd = cur->fd;
+				b->cut_size = cur->size;
+			}
 		} else {
 			b->seg = cur->seq;
 			b->off = cur->size;

@@ -593,6 +593,47 @@ TEST(failed_write_fails_the_batch_and_the_next_append_restarts)
 	fx_done(&f);
 }
 
+/* A failed write leaves its bytes past the durable end (the fdatasync
+ * failed); the retry is shorter; then the log rotates: the old segment is
+ * no longer the last, and must still read back clean. Then a failed
+ * rotation: its half-made segment must not stay behind. */
+TEST(stale_bytes_of_a_failed_write_never_read_back)
+{
+	struct fx f;
+	fx_init(&f, 8192);
+	struct raftlog_io x;
+	attach(&f, &x, "s");
+	append_wait(&f, &x, 1, "s", 1, 100);
+	raftlog_test_fail_next_write(f.l, EIO);
+	struct app a;
+	append_one(&x, &a, 1, "s", 2, 3000);
+	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
+	CHECK_EQ_INT(a.status, RAFT_IOERR);
+	append_wait(&f, &x, 1, "s", 2, 50);
+	for (unsigned i = 3; i <= 12; i++)
+		append_wait(&f, &x, 1, "s", i, 1500); /* rotates */
+	struct raftlog_stats st;
+	stats(&f, &st);
+	CHECK(st.segments >= 2);
+	/* a failed rotation */
+	raftlog_test_fail_next_write(f.l, ENOSPC);
+	append_one(&x, &a, 1, "s", 13, 7000);
+	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
+	CHECK_EQ_INT(a.status, RAFT_NOSPACE);
+	append_wait(&f, &x, 1, "s", 13, 60);
+	raftlog_io_release(&x);
+	fx_reopen(&f);
+	attach(&f, &x, "s");
+	struct loaded ld;
+	load(&x, &ld);
+	CHECK_EQ_U64(ld.n, 13);
+	check_entry(&ld, 1, "s", 2, 50);
+	check_entry(&ld, 12, "s", 13, 60);
+	loaded_free(&ld);
+	raftlog_io_release(&x);
+	fx_done(&f);
+}
+
 static int count_segments(const char *dir, uint64_t *lowest)
 {
 	char cmd[512];
@@ -1083,6 +1124,7 @@ TEST_MAIN(T(records_round_trip), T(append_and_reopen_return_identical_entries),
 	  T(group_commit_one_batch_for_50_groups), T(truncate_then_append),
 	  T(snapshot_put_with_trailing_drops_entries), T(bootstrap_and_recover),
 	  T(failed_write_fails_the_batch_and_the_next_append_restarts),
+	  T(stale_bytes_of_a_failed_write_never_read_back),
 	  T(gc_removes_unneeded_segments_and_rewrites_idle_groups), T(torn_tail_is_cut),
 	  T(crc_error_in_a_non_last_segment_is_corruption), T(measure_group_commit),
 	  T(three_real_raft_instances_elect_apply_reopen))
