@@ -116,7 +116,7 @@ static bool app_done(void *arg)
 static void append_one(struct raftlog_io *x, struct app *a, uint64_t term, const char *tag,
 		       unsigned i, size_t len)
 {
-	char data[4096];
+	static char data[16384];
 	memset(data, 'x', sizeof data);
 	int k = snprintf(data, sizeof data, "%s:%u", tag, i);
 	data[k] = '.';
@@ -593,6 +593,22 @@ TEST(failed_write_fails_the_batch_and_the_next_append_restarts)
 	fx_done(&f);
 }
 
+static int count_segments(const char *dir, uint64_t *lowest)
+{
+	char cmd[512];
+	int n = 0;
+	*lowest = UINT64_MAX;
+	for (uint64_t s = 1; s < 10000; s++) {
+		snprintf(cmd, sizeof cmd, "%s/%016" PRIu64 ".seg", dir, s);
+		if (access(cmd, F_OK) == 0) {
+			n++;
+			if (s < *lowest)
+				*lowest = s;
+		}
+	}
+	return n;
+}
+
 /* A failed write leaves its bytes past the durable end (the fdatasync
  * failed); the retry is shorter; then the log rotates: the old segment is
  * no longer the last, and must still read back clean. Then a failed
@@ -606,12 +622,15 @@ TEST(stale_bytes_of_a_failed_write_never_read_back)
 	append_wait(&f, &x, 1, "s", 1, 100);
 	raftlog_test_fail_next_write(f.l, EIO);
 	struct app a;
-	append_one(&x, &a, 1, "s", 2, 3000);
+	append_one(&x, &a, 1, "s", 2, 7000);
 	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
 	CHECK_EQ_INT(a.status, RAFT_IOERR);
 	append_wait(&f, &x, 1, "s", 2, 50);
-	for (unsigned i = 3; i <= 12; i++)
-		append_wait(&f, &x, 1, "s", i, 1500); /* rotates */
+	/* 7000 stale bytes follow; the next append does not fit: rotation */
+	append_wait(&f, &x, 1, "s", 3, 7900);
+	CHECK_EQ_INT(count_segments(f.dir, &(uint64_t){0}), 2);
+	for (unsigned i = 4; i <= 12; i++)
+		append_wait(&f, &x, 1, "s", i, 1500);
 	struct raftlog_stats st;
 	stats(&f, &st);
 	CHECK(st.segments >= 2);
@@ -628,26 +647,11 @@ TEST(stale_bytes_of_a_failed_write_never_read_back)
 	load(&x, &ld);
 	CHECK_EQ_U64(ld.n, 13);
 	check_entry(&ld, 1, "s", 2, 50);
+	check_entry(&ld, 2, "s", 3, 7900);
 	check_entry(&ld, 12, "s", 13, 60);
 	loaded_free(&ld);
 	raftlog_io_release(&x);
 	fx_done(&f);
-}
-
-static int count_segments(const char *dir, uint64_t *lowest)
-{
-	char cmd[512];
-	int n = 0;
-	*lowest = UINT64_MAX;
-	for (uint64_t s = 1; s < 10000; s++) {
-		snprintf(cmd, sizeof cmd, "%s/%016" PRIu64 ".seg", dir, s);
-		if (access(cmd, F_OK) == 0) {
-			n++;
-			if (s < *lowest)
-				*lowest = s;
-		}
-	}
-	return n;
 }
 
 TEST(gc_removes_unneeded_segments_and_rewrites_idle_groups)
