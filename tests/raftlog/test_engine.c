@@ -94,22 +94,37 @@ static void attach(struct fx *f, struct raftlog_io *x, const char *name)
 
 /* ---- appends ---- */
 
-struct app {
-	struct raft_io_append req;
+/* A request's outcome: req->data points here (raft_io leaves data alone). */
+struct waiter {
 	int status;
 	bool done;
 };
 
+static bool waiter_done(void *arg)
+{
+	return ((struct waiter *)arg)->done;
+}
+
+static void waiter_set(void *data, int status)
+{
+	struct waiter *w = data;
+	w->status = status;
+	w->done = true;
+}
+
+struct app {
+	struct raft_io_append req;
+	struct waiter w;
+};
+
 static void app_cb(struct raft_io_append *req, int status)
 {
-	struct app *a = (struct app *)((char *)req - offsetof(struct app, req));
-	a->status = status;
-	a->done = true;
+	waiter_set(req->data, status);
 }
 
 static bool app_done(void *arg)
 {
-	return ((struct app *)arg)->done;
+	return ((struct app *)arg)->w.done;
 }
 
 /* Appends one entry "<tag>:<i>" padded to len bytes (>= 16). */
@@ -122,8 +137,9 @@ static void append_one(struct raftlog_io *x, struct app *a, uint64_t term, const
 	data[k] = '.';
 	struct raft_entry e = {.term = term, .type = RAFT_COMMAND, .buf = {data, len}};
 	memset(a, 0, sizeof *a);
+	a->req.data = &a->w;
 	CHECK_OK(x->io.append(&x->io, &a->req, &e, 1, app_cb));
-	CHECK(!a->done); /* never synchronously */
+	CHECK(!a->w.done); /* never synchronously */
 }
 
 static void append_wait(struct fx *f, struct raftlog_io *x, uint64_t term, const char *tag,
@@ -132,7 +148,7 @@ static void append_wait(struct fx *f, struct raftlog_io *x, uint64_t term, const
 	struct app a;
 	append_one(x, &a, term, tag, i, len);
 	CHECK(loop_run_until(&f->loop, app_done, &a, 10000));
-	CHECK_EQ_INT(a.status, 0);
+	CHECK_EQ_INT(a.w.status, 0);
 }
 
 struct loaded {
@@ -351,7 +367,7 @@ TEST(group_commit_one_batch_for_50_groups)
 	CHECK_EQ_U64(s1.batches - s0.batches, 1);
 	CHECK_EQ_U64(s1.appends - s0.appends, N);
 	for (int i = 0; i < N; i++) {
-		CHECK_EQ_INT(a[i].status, 0);
+		CHECK_EQ_INT(a[i].w.status, 0);
 		raftlog_io_release(&x[i]);
 	}
 	fx_reopen(&f);
@@ -383,7 +399,7 @@ TEST(truncate_then_append)
 	append_one(&x, &a1, 2, "new", 3, 40);
 	append_one(&x, &a2, 2, "new", 4, 40);
 	CHECK(loop_run_until(&f.loop, app_done, &a2, 10000));
-	CHECK(a1.done && a1.status == 0 && a2.status == 0);
+	CHECK(a1.w.done && a1.w.status == 0 && a2.w.status == 0);
 	raftlog_io_release(&x);
 	for (int round = 0; round < 2; round++) {
 		if (round == 1)
@@ -403,22 +419,9 @@ TEST(truncate_then_append)
 	fx_done(&f);
 }
 
-struct put {
-	struct raft_io_snapshot_put req;
-	int status;
-	bool done;
-};
-
 static void put_cb(struct raft_io_snapshot_put *req, int status)
 {
-	struct put *p = (struct put *)((char *)req - offsetof(struct put, req));
-	p->status = status;
-	p->done = true;
-}
-
-static bool put_done(void *arg)
-{
-	return ((struct put *)arg)->done;
+	waiter_set(req->data, status);
 }
 
 static void snapshot_put(struct fx *f, struct raftlog_io *x, uint64_t index, unsigned trailing)
@@ -430,12 +433,14 @@ static void snapshot_put(struct fx *f, struct raftlog_io *x, uint64_t index, uns
 	struct raft_buffer b = {"marker-13byte", 13};
 	s.bufs = &b;
 	s.n_bufs = 1;
-	struct put p = {0};
-	CHECK_OK(x->io.snapshot_put(&x->io, trailing, &p.req, &s, put_cb));
-	CHECK(!p.done);
+	struct raft_io_snapshot_put req;
+	struct waiter w = {0};
+	req.data = &w;
+	CHECK_OK(x->io.snapshot_put(&x->io, trailing, &req, &s, put_cb));
+	CHECK(!w.done);
 	raft_configuration_close(&s.configuration);
-	CHECK(loop_run_until(&f->loop, put_done, &p, 10000));
-	CHECK_EQ_INT(p.status, 0);
+	CHECK(loop_run_until(&f->loop, waiter_done, &w, 10000));
+	CHECK_EQ_INT(w.status, 0);
 }
 
 struct get {
@@ -561,8 +566,8 @@ TEST(failed_write_fails_the_batch_and_the_next_append_restarts)
 	append_one(&y, &b2, 1, "b", 2, 30);
 	CHECK(loop_run_until(&f.loop, app_done, &a2, 10000));
 	CHECK(loop_run_until(&f.loop, app_done, &b2, 10000));
-	CHECK_EQ_INT(a2.status, RAFT_NOSPACE);
-	CHECK_EQ_INT(b2.status, RAFT_NOSPACE);
+	CHECK_EQ_INT(a2.w.status, RAFT_NOSPACE);
+	CHECK_EQ_INT(b2.w.status, RAFT_NOSPACE);
 	CHECK(strstr(x.io.errmsg, "write failed") != NULL);
 	struct raftlog_stats st;
 	stats(&f, &st);
@@ -571,8 +576,8 @@ TEST(failed_write_fails_the_batch_and_the_next_append_restarts)
 	append_one(&x, &a2, 1, "a", 22, 30);
 	append_one(&x, &a3, 1, "a", 33, 30);
 	CHECK(loop_run_until(&f.loop, app_done, &a3, 10000));
-	CHECK_EQ_INT(a2.status, 0);
-	CHECK_EQ_INT(a3.status, 0);
+	CHECK_EQ_INT(a2.w.status, 0);
+	CHECK_EQ_INT(a3.w.status, 0);
 	raftlog_io_release(&x);
 	raftlog_io_release(&y);
 	fx_reopen(&f);
@@ -624,7 +629,7 @@ TEST(stale_bytes_of_a_failed_write_never_read_back)
 	struct app a;
 	append_one(&x, &a, 1, "s", 2, 7000);
 	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
-	CHECK_EQ_INT(a.status, RAFT_IOERR);
+	CHECK_EQ_INT(a.w.status, RAFT_IOERR);
 	append_wait(&f, &x, 1, "s", 2, 50);
 	/* 7000 stale bytes follow; the next append does not fit: rotation */
 	append_wait(&f, &x, 1, "s", 3, 7900);
@@ -638,7 +643,7 @@ TEST(stale_bytes_of_a_failed_write_never_read_back)
 	raftlog_test_fail_next_write(f.l, ENOSPC);
 	append_one(&x, &a, 1, "s", 13, 7000);
 	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
-	CHECK_EQ_INT(a.status, RAFT_NOSPACE);
+	CHECK_EQ_INT(a.w.status, RAFT_NOSPACE);
 	append_wait(&f, &x, 1, "s", 13, 60);
 	raftlog_io_release(&x);
 	fx_reopen(&f);
@@ -938,18 +943,36 @@ static bool has_leader(void *arg)
 	return false;
 }
 
-struct cmd {
-	struct raft_apply req;
-	bool done;
-	int status;
-};
-
 static void apply_cb(struct raft_apply *req, int status, void *result)
 {
 	(void)result;
-	struct cmd *c = req->data;
-	c->status = status;
-	c->done = true;
+	waiter_set(req->data, status);
+}
+
+/* raft_apply of the 8-byte command v on whoever leads, again until one
+ * attempt is applied (a leader may lose leadership meanwhile). */
+static void apply_on_leader(uv_loop_t *loop, struct node *nodes, uint64_t v)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		CHECK(loop_run_until(loop, has_leader, nodes, 20000));
+		int leader = 0;
+		for (int i = 0; i < NR; i++)
+			if (raft_state(&nodes[i].r) == RAFT_LEADER)
+				leader = i;
+		struct raft_buffer b = {raft_malloc(8), 8};
+		memcpy(b.base, &v, 8);
+		struct raft_apply req;
+		struct waiter w = {0};
+		req.data = &w;
+		if (raft_apply(&nodes[leader].r, &req, &b, 1, apply_cb) != 0) {
+			raft_free(b.base);
+			continue;
+		}
+		CHECK(loop_run_until(loop, waiter_done, &w, 20000));
+		if (w.status == 0)
+			return;
+	}
+	CHECK_MSG(false, "command %" PRIu64 " never applied", v);
 }
 
 static uint64_t g_target = NCMD;
@@ -961,11 +984,6 @@ static bool all_applied(void *arg)
 		if (nodes[i].applied < g_target)
 			return false;
 	return true;
-}
-
-static bool cmd_done(void *arg)
-{
-	return ((struct cmd *)arg)->done;
 }
 
 static void raft_closed(struct raft *r)
@@ -1048,32 +1066,10 @@ TEST(three_real_raft_instances_elect_apply_reopen)
 		node_start(&loop, nodes, i, true, port);
 	CHECK(loop_run_until(&loop, has_leader, nodes, 20000));
 
-	static struct cmd cmds[NCMD];
 	uint64_t want_sum = 0;
-	int leader = -1;
-	for (int k = 0; k < NCMD; k++) {
-		for (int tries = 0; tries < 100; tries++) {
-			CHECK(loop_run_until(&loop, has_leader, nodes, 20000));
-			for (int i = 0; i < NR; i++)
-				if (raft_state(&nodes[i].r) == RAFT_LEADER)
-					leader = i;
-			struct raft_buffer b = {raft_malloc(8), 8};
-			uint64_t v = (uint64_t)k + 1;
-			memcpy(b.base, &v, 8);
-			memset(&cmds[k], 0, sizeof cmds[k]);
-			cmds[k].req.data = &cmds[k];
-			int rv = raft_apply(&nodes[leader].r, &cmds[k].req, &b, 1, apply_cb);
-			if (rv != 0) {
-				raft_free(b.base);
-				continue;
-			}
-			CHECK(loop_run_until(&loop, cmd_done, &cmds[k], 20000));
-			if (cmds[k].status == 0) {
-				want_sum += v;
-				break;
-			}
-		}
-		CHECK_EQ_INT(cmds[k].status, 0);
+	for (uint64_t v = 1; v <= NCMD; v++) {
+		apply_on_leader(&loop, nodes, v);
+		want_sum += v;
 	}
 	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
 	for (int i = 0; i < NR; i++) {
@@ -1088,27 +1084,7 @@ TEST(three_real_raft_instances_elect_apply_reopen)
 	CHECK(loop_run_until(&loop, has_leader, nodes, 20000));
 	/* Commit a fresh entry of the new term so that followers learn the
 	 * commit index (0.15 appends no entry on election). */
-	struct cmd c = {0};
-	c.req.data = &c;
-	for (int tries = 0; tries < 100; tries++) {
-		CHECK(loop_run_until(&loop, has_leader, nodes, 20000));
-		for (int i = 0; i < NR; i++)
-			if (raft_state(&nodes[i].r) == RAFT_LEADER)
-				leader = i;
-		struct raft_buffer b = {raft_malloc(8), 8};
-		uint64_t v = 0;
-		memcpy(b.base, &v, 8);
-		memset(&c, 0, sizeof c);
-		c.req.data = &c;
-		if (raft_apply(&nodes[leader].r, &c.req, &b, 1, apply_cb) != 0) {
-			raft_free(b.base);
-			continue;
-		}
-		CHECK(loop_run_until(&loop, cmd_done, &c, 20000));
-		if (c.status == 0)
-			break;
-	}
-	CHECK_EQ_INT(c.status, 0);
+	apply_on_leader(&loop, nodes, 0);
 	g_target = NCMD + 1;
 	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
 	for (int i = 0; i < NR; i++) {
