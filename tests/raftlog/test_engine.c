@@ -179,6 +179,17 @@ static void loaded_free(struct loaded *ld)
 	memset(ld, 0, sizeof *ld);
 }
 
+/* Detaches x, closes and reopens the log (a restart), attaches x again and
+ * loads it. */
+static void reopen_and_load(struct fx *f, struct raftlog_io *x, const char *name,
+			    struct loaded *ld)
+{
+	raftlog_io_release(x);
+	fx_reopen(f);
+	attach(f, x, name);
+	load(x, ld);
+}
+
 /* Entry k of ld starts with "<tag>:<i>." */
 static void check_entry(const struct loaded *ld, size_t k, const char *tag, unsigned i,
 			size_t len)
@@ -194,6 +205,22 @@ static void check_entry(const struct loaded *ld, size_t k, const char *tag, unsi
 static void stats(struct fx *f, struct raftlog_stats *st)
 {
 	raftlog_stats(f->l, st);
+}
+
+/* fx_init, then x attached as group name. */
+static void fx_init_attached(struct fx *f, size_t seg_bytes, struct raftlog_io *x,
+			     const char *name)
+{
+	fx_init(f, seg_bytes);
+	attach(f, x, name);
+}
+
+/* The end of a case: frees ld, detaches x, closes everything. */
+static void finish(struct fx *f, struct raftlog_io *x, struct loaded *ld)
+{
+	loaded_free(ld);
+	raftlog_io_release(x);
+	fx_done(f);
 }
 
 /* ---- tests ---- */
@@ -333,9 +360,7 @@ TEST(append_and_reopen_return_identical_entries)
 	load(&x, &ld);
 	CHECK_EQ_U64(ld.term, 4);
 	CHECK_EQ_U64(ld.vote, 0);
-	loaded_free(&ld);
-	raftlog_io_release(&x);
-	fx_done(&f);
+	finish(&f, &x, &ld);
 }
 
 TEST(group_commit_one_batch_for_50_groups)
@@ -388,9 +413,8 @@ TEST(group_commit_one_batch_for_50_groups)
 TEST(truncate_then_append)
 {
 	struct fx f;
-	fx_init(&f, 0);
 	struct raftlog_io x;
-	attach(&f, &x, "g");
+	fx_init_attached(&f, 0, &x, "g");
 	for (unsigned i = 1; i <= 5; i++)
 		append_wait(&f, &x, 1, "old", i, 24);
 	/* Truncate and append in the same turn: ordered. */
@@ -465,9 +489,8 @@ static bool get_done(void *arg)
 TEST(snapshot_put_with_trailing_drops_entries)
 {
 	struct fx f;
-	fx_init(&f, 0);
 	struct raftlog_io x;
-	attach(&f, &x, "g");
+	fx_init_attached(&f, 0, &x, "g");
 	for (unsigned i = 1; i <= 10; i++)
 		append_wait(&f, &x, 1, "e", i, 20);
 	snapshot_put(&f, &x, 8, 3); /* keeps 6..10 */
@@ -503,26 +526,20 @@ TEST(snapshot_put_with_trailing_drops_entries)
 	attach(&f, &x, "g");
 	snapshot_put(&f, &x, 50, 0);
 	append_wait(&f, &x, 2, "after", 51, 20);
-	raftlog_io_release(&x);
-	fx_reopen(&f);
-	attach(&f, &x, "g");
 	struct loaded ld;
-	load(&x, &ld);
+	reopen_and_load(&f, &x, "g", &ld);
 	CHECK_EQ_U64(ld.snap->index, 50);
 	CHECK_EQ_U64(ld.start, 51);
 	CHECK_EQ_U64(ld.n, 1);
 	check_entry(&ld, 0, "after", 51, 20);
-	loaded_free(&ld);
-	raftlog_io_release(&x);
-	fx_done(&f);
+	finish(&f, &x, &ld);
 }
 
 TEST(bootstrap_and_recover)
 {
 	struct fx f;
-	fx_init(&f, 0);
 	struct raftlog_io x;
-	attach(&f, &x, "g");
+	fx_init_attached(&f, 0, &x, "g");
 	struct raft_configuration c;
 	raft_configuration_init(&c);
 	CHECK_OK(raft_configuration_add(&c, 1, "127.0.0.1:9001", RAFT_VOTER));
@@ -530,11 +547,8 @@ TEST(bootstrap_and_recover)
 	CHECK_EQ_INT(x.io.bootstrap(&x.io, &c), RAFT_CANTBOOTSTRAP);
 	CHECK_OK(x.io.recover(&x.io, &c));
 	raft_configuration_close(&c);
-	raftlog_io_release(&x);
-	fx_reopen(&f);
-	attach(&f, &x, "g");
 	struct loaded ld;
-	load(&x, &ld);
+	reopen_and_load(&f, &x, "g", &ld);
 	CHECK_EQ_U64(ld.term, 1);
 	CHECK_EQ_U64(ld.n, 2);
 	CHECK_EQ_INT(ld.e[0].type, RAFT_CHANGE);
@@ -621,9 +635,8 @@ static int count_segments(const char *dir, uint64_t *lowest)
 TEST(stale_bytes_of_a_failed_write_never_read_back)
 {
 	struct fx f;
-	fx_init(&f, 8192);
 	struct raftlog_io x;
-	attach(&f, &x, "s");
+	fx_init_attached(&f, 8192, &x, "s");
 	append_wait(&f, &x, 1, "s", 1, 100);
 	raftlog_test_fail_next_write(f.l, EIO);
 	struct app a;
@@ -645,18 +658,13 @@ TEST(stale_bytes_of_a_failed_write_never_read_back)
 	CHECK(loop_run_until(&f.loop, app_done, &a, 10000));
 	CHECK_EQ_INT(a.w.status, RAFT_NOSPACE);
 	append_wait(&f, &x, 1, "s", 13, 60);
-	raftlog_io_release(&x);
-	fx_reopen(&f);
-	attach(&f, &x, "s");
 	struct loaded ld;
-	load(&x, &ld);
+	reopen_and_load(&f, &x, "s", &ld);
 	CHECK_EQ_U64(ld.n, 13);
 	check_entry(&ld, 1, "s", 2, 50);
 	check_entry(&ld, 2, "s", 3, 7900);
 	check_entry(&ld, 12, "s", 13, 60);
-	loaded_free(&ld);
-	raftlog_io_release(&x);
-	fx_done(&f);
+	finish(&f, &x, &ld);
 }
 
 TEST(gc_removes_unneeded_segments_and_rewrites_idle_groups)
@@ -726,9 +734,8 @@ static off_t file_size(const char *path)
 TEST(torn_tail_is_cut)
 {
 	struct fx f;
-	fx_init(&f, 0);
 	struct raftlog_io x;
-	attach(&f, &x, "g");
+	fx_init_attached(&f, 0, &x, "g");
 	for (unsigned i = 1; i <= 3; i++)
 		append_wait(&f, &x, 1, "t", i, 50);
 	raftlog_io_release(&x);
@@ -751,23 +758,17 @@ TEST(torn_tail_is_cut)
 	loaded_free(&ld);
 	/* The log goes on after the cut. */
 	append_wait(&f, &x, 1, "t", 3, 50);
-	raftlog_io_release(&x);
-	fx_reopen(&f);
-	attach(&f, &x, "g");
-	load(&x, &ld);
+	reopen_and_load(&f, &x, "g", &ld);
 	CHECK_EQ_U64(ld.n, 3);
 	check_entry(&ld, 2, "t", 3, 50);
-	loaded_free(&ld);
-	raftlog_io_release(&x);
-	fx_done(&f);
+	finish(&f, &x, &ld);
 }
 
 TEST(crc_error_in_a_non_last_segment_is_corruption)
 {
 	struct fx f;
-	fx_init(&f, 4096);
 	struct raftlog_io x;
-	attach(&f, &x, "victim");
+	fx_init_attached(&f, 4096, &x, "victim");
 	for (unsigned i = 1; i <= 20; i++)
 		append_wait(&f, &x, 1, "c", i, 1000);
 	raftlog_io_release(&x);
