@@ -1393,6 +1393,10 @@ int raftlog_group_remove(struct raftlog *l, const char *name, char *errmsg)
 		return 0;
 	if (g->io != NULL)
 		return err_set(errmsg, DOCRAFT_EBUSY, "raftlog: group %s is attached", name);
+	if (!g->name_queued && g->queued == 0) { /* never written: nothing to record */
+		group_unlink(l, g);
+		return 0;
+	}
 	struct rl_op *op = rl_op_begin(l, g, RL_REC_REMOVE, RL_OP_SYNC);
 	rl_enc_remove(rl_pending_buf(l), g->id);
 	rl_op_end(l, op);
