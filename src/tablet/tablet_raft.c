@@ -102,7 +102,7 @@ static void warn_unwritten_segments(struct tablet *t)
 				      "threadpool path (link it with raftglue_dep)");
 }
 
-static int uv_open(struct tablet *t, struct raft_io **io, char *errmsg)
+static int per_tablet_open(struct tablet *t, struct raft_io **io, char *errmsg)
 {
 	int rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
 	if (rv != 0) {
@@ -117,7 +117,7 @@ static int uv_open(struct tablet *t, struct raft_io **io, char *errmsg)
 	return 0;
 }
 
-static void uv_release(struct tablet *t)
+static void per_tablet_release(struct tablet *t)
 {
 	raft_uv_close(&t->uvio);
 }
@@ -142,7 +142,7 @@ static void shared_release(struct tablet *t)
 	rnet_release(&t->rnet);
 }
 
-static const struct tablet_log_ops per_tablet_ops = {"per-tablet", uv_open, uv_release, true};
+static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, per_tablet_release, true};
 static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_release, false};
 
 /* The io's release, then the transport's. */
