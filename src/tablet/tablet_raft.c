@@ -142,7 +142,8 @@ static void shared_release(struct tablet *t)
 	rnet_release(&t->rnet);
 }
 
-static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, per_tablet_release, true};
+static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open,
+						      per_tablet_release, true};
 static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_release, false};
 
 /* The io's release, then the transport's. */
