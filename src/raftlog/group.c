@@ -66,18 +66,31 @@ void rl_group_unlink(struct raftlog *l, struct raftlog_group *g)
 	rl_group_free(g);
 }
 
+static uint64_t entry_bytes(const struct rl_entry *e)
+{
+	return RL_ENTRY_HDR + rl_pad8(e->len);
+}
+
+void rl_group_keep(struct raftlog_group *g, size_t n)
+{
+	for (size_t i = n; i < g->n; i++)
+		g->ebytes -= entry_bytes(&g->e[i]);
+	if (n < g->n)
+		g->n = n;
+}
+
 void rl_group_truncate(struct raftlog_group *g, uint64_t index)
 {
 	if (index <= g->first)
-		g->n = 0;
+		rl_group_keep(g, 0);
 	else if (index - g->first < g->n)
-		g->n = (size_t)(index - g->first);
+		rl_group_keep(g, (size_t)(index - g->first));
 }
 
 void rl_group_drop_below(struct raftlog_group *g, uint64_t index, uint64_t snap_index)
 {
 	if (index == 0) {
-		g->n = 0;
+		rl_group_keep(g, 0);
 		g->first = snap_index + 1;
 		return;
 	}
@@ -89,9 +102,11 @@ void rl_group_drop_below(struct raftlog_group *g, uint64_t index, uint64_t snap_
 		g->first += g->n;
 		if (g->first < snap_index + 1)
 			g->first = snap_index + 1;
-		g->n = 0;
+		rl_group_keep(g, 0);
 		return;
 	}
+	for (size_t i = 0; i < drop; i++)
+		g->ebytes -= entry_bytes(&g->e[i]);
 	memmove(g->e, g->e + drop, (g->n - drop) * sizeof *g->e);
 	g->n -= drop;
 	g->first = index;
@@ -101,6 +116,7 @@ void rl_group_push(struct raftlog_group *g, uint64_t term, uint8_t type, uint32_
 {
 	g->e = xgrow(g->e, &g->cap, g->n + 1, sizeof *g->e, 16);
 	g->e[g->n++] = (struct rl_entry){.term = term, .type = type, .len = len};
+	g->ebytes += entry_bytes(&g->e[g->n - 1]);
 }
 
 void rl_group_set_snapshot(struct raftlog_group *g, uint64_t index, uint64_t term,

@@ -42,6 +42,7 @@ struct raftlog_group {
 	uint64_t first;          /* index of e[0]; the next index when n == 0 */
 	struct rl_entry *e;
 	size_t n, cap;
+	uint64_t ebytes;         /* sum over e[] of entry header + padded data */
 	unsigned queued;         /* ops of this group not completed yet */
 	bool removed;
 	struct raftlog_io *io;   /* attached io, or NULL */
@@ -157,6 +158,8 @@ void rl_op_defer(struct raftlog *l, struct rl_op *op);
 /* Waits (blocking the loop thread) until op, a queued RL_OP_SYNC op, is
  * written; returns its status (a RAFT_* code) and frees it. */
 int rl_op_wait(struct raftlog *l, struct rl_op *op);
+/* Keeps g's first n entries (if it has more). */
+void rl_group_keep(struct raftlog_group *g, size_t n);
 /* Drops g's entries from index on (in memory). */
 void rl_group_truncate(struct raftlog_group *g, uint64_t index);
 /* Drops g's entries below index (all if index is 0: an installed snapshot

@@ -474,7 +474,7 @@ static void fail_batch(struct raftlog *l, struct rl_batch *b)
 		size_t k = 0;
 		while (k < g->n && g->e[k].seg != 0)
 			k++;
-		g->n = k;
+		rl_group_keep(g, k);
 	}
 	free(failing);
 	l->rewriting = false;
@@ -887,9 +887,7 @@ void raftlog_stats(const struct raftlog *l, struct raftlog_stats *st)
 		if (g->has_snap)
 			live += RL_REC_HDR + 40 + g->snap_conf_len + g->snap_data_len;
 		if (g->n > 0)
-			live += RL_REC_HDR + 16;
-		for (size_t k = 0; k < g->n; k++)
-			live += RL_ENTRY_HDR + rl_pad8(g->e[k].len);
+			live += RL_REC_HDR + 16 + g->ebytes;
 	}
 	st->live_bytes = live;
 }

@@ -90,7 +90,7 @@ static int scan_record(struct scan *sc, const struct rl_rec *r, uint64_t off)
 		 * (the group's later SNAPSHOT no longer needs it) or is corrupt;
 		 * the end of the scan checks that the log joins the snapshot. */
 		if (r->first < g->first || r->first - g->first > g->n) {
-			g->n = 0;
+			rl_group_keep(g, 0);
 			g->first = r->first;
 		}
 		rl_group_truncate(g, r->first);
