@@ -871,6 +871,13 @@ TEST(measure_group_commit)
 		  "%" PRIu64 " batches", (double)(uv_hrtime() - t0) / 1e9,
 		  s1.bytes_written - s0.bytes_written,
 		  (s1.bytes_written - s0.bytes_written) / 288, s1.batches - s0.batches);
+	t0 = uv_hrtime();
+	fx_reopen(&f);
+	stats(&f, &s1);
+	test_note("reopen of %" PRIu64 " groups, %" PRIu64 " segments, %" PRIu64
+		  " bytes: %.3f s", s1.groups, s1.segments, s1.disk_bytes,
+		  (double)(uv_hrtime() - t0) / 1e9);
+	CHECK_EQ_U64(s1.groups, 288 + 96); /* b0 is in both benches */
 	if (where != NULL) {
 		fx_close_log(&f);
 		char cmd[600];
