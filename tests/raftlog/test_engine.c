@@ -356,6 +356,8 @@ TEST(append_and_reopen_return_identical_entries)
 	attach(&f, &x, "g1");
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "g1", &f.uv, errmsg), DOCRAFT_EBUSY);
+	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "", &f.uv, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "tab\there", &f.uv, errmsg), DOCRAFT_EINVAL);
 	CHECK_EQ_INT(raftlog_close(f.l, closed_cb, NULL), DOCRAFT_EBUSY);
 	CHECK_OK(x.io.set_term(&x.io, 4));
 	load(&x, &ld);
