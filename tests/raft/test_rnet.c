@@ -629,7 +629,7 @@ struct ep {
 	uint64_t close_seq;
 };
 
-static uint64_t seq; /* order of callbacks */
+static uint64_t cb_seq; /* order of callbacks */
 
 static void ep_tick(struct raft_io *io)
 {
@@ -671,7 +671,7 @@ static void ep_close_cb(struct raft_io *io)
 {
 	struct ep *e = io->data;
 	e->closed = true;
-	e->close_seq = ++seq;
+	e->close_seq = ++cb_seq;
 }
 
 static void ep_start_close(struct ep *e)
@@ -708,7 +708,7 @@ static void sent_cb(struct raft_io_send *req, int status)
 	struct sent *s = req->data;
 	s->status = status;
 	s->n_calls++;
-	s->seq = ++seq;
+	s->seq = ++cb_seq;
 }
 
 static int ep_send(struct ep *from, struct ep *to, struct raft_message *m, struct sent *s)
@@ -1005,7 +1005,7 @@ static void work_done(struct raft_io_async_work *req, int status)
 	struct work *w = req->data;
 	w->status = status;
 	w->n_calls++;
-	w->seq = ++seq;
+	w->seq = ++cb_seq;
 }
 
 /* An address where nothing listens (a listener opened and closed). */
@@ -1244,8 +1244,815 @@ TEST(silent_peer_bounds_the_write_backlog)
 	CHECK_OK(loop_finish(&loop));
 }
 
+/* ---- (d) real C-Raft: rnet for the network, raft_uv for storage ---- */
+
+/* The transport raft_uv gets when it is only the storage half: raft_uv
+ * calls init (from io.init) and close, nothing else. */
+static int dummy_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+	(void)t;
+	(void)id;
+	(void)address;
+	return 0;
+}
+
+static int dummy_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+	(void)t;
+	(void)cb;
+	return 0;
+}
+
+static int dummy_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+			 const char *address, raft_uv_connect_cb cb)
+{
+	(void)t;
+	(void)req;
+	(void)id;
+	(void)address;
+	(void)cb;
+	return RAFT_NOCONNECTION;
+}
+
+static void dummy_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+	cb(t);
+}
+
+/* Test-only glue (the shape of raftlog_io): raft gets `io`; storage methods
+ * go to raft_uv (`uv`, on a dummy transport), network methods to rnet. */
+struct split {
+	struct raft_io io;
+	struct raft_io uv;
+	struct raft_uv_transport dummy;
+	struct rnet net;
+	struct raft_uv_transport transport; /* rnet's, over the listener */
+	raft_io_tick_cb tick_cb;
+	raft_io_recv_cb recv_cb;
+	raft_io_close_cb close_cb;
+	bool uv_closed, net_closed;
+};
+
+static struct split *sp_of(struct raft_io *io)
+{
+	return (struct split *)io; /* io is the first member */
+}
+
+static int sp_fwd(struct split *sp, struct raft_io *inner, int rv)
+{
+	if (rv != 0)
+		memcpy(sp->io.errmsg, inner->errmsg, sizeof sp->io.errmsg);
+	return rv;
+}
+
+static int sp_init(struct raft_io *io, raft_id id, const char *address)
+{
+	struct split *sp = sp_of(io);
+	int rv = sp_fwd(sp, &sp->uv, sp->uv.init(&sp->uv, id, address));
+	return rv != 0 ? rv : sp_fwd(sp, &sp->net.io, sp->net.io.init(&sp->net.io, id, address));
+}
+
+static void sp_maybe_closed(struct split *sp)
+{
+	raft_io_close_cb cb = sp->close_cb;
+	if (!sp->uv_closed || !sp->net_closed || cb == NULL)
+		return;
+	sp->close_cb = NULL;
+	cb(&sp->io);
+}
+
+static void sp_uv_closed(struct raft_io *uv)
+{
+	struct split *sp = uv->data;
+	sp->uv_closed = true; /* raft_uv 0.15 may say so twice (rio.c) */
+	sp_maybe_closed(sp);
+}
+
+static void sp_net_closed(struct raft_io *net)
+{
+	struct split *sp = net->data;
+	sp->net_closed = true;
+	sp_maybe_closed(sp);
+}
+
+static void sp_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct split *sp = sp_of(io);
+	sp->close_cb = cb;
+	sp->uv.close(&sp->uv, sp_uv_closed);
+	sp->net.io.close(&sp->net.io, sp_net_closed);
+}
+
+static int sp_load(struct raft_io *io, raft_term *term, raft_id *vote,
+		   struct raft_snapshot **snapshot, raft_index *start, struct raft_entry *entries[],
+		   size_t *n)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.load(&sp->uv, term, vote, snapshot, start, entries, n));
+}
+
+static void sp_tick(struct raft_io *net)
+{
+	struct split *sp = net->data;
+	sp->tick_cb(&sp->io);
+}
+
+static void sp_recv(struct raft_io *net, struct raft_message *m)
+{
+	struct split *sp = net->data;
+	sp->recv_cb(&sp->io, m);
+}
+
+static int sp_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	struct split *sp = sp_of(io);
+	sp->tick_cb = tick;
+	sp->recv_cb = recv;
+	return sp_fwd(sp, &sp->net.io, sp->net.io.start(&sp->net.io, msecs, sp_tick, sp_recv));
+}
+
+static int sp_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.bootstrap(&sp->uv, conf));
+}
+
+static int sp_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.recover(&sp->uv, conf));
+}
+
+static int sp_set_term(struct raft_io *io, raft_term term)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.set_term(&sp->uv, term));
+}
+
+static int sp_set_vote(struct raft_io *io, raft_id id)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.set_vote(&sp->uv, id));
+}
+
+static int sp_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
+		   raft_io_send_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->net.io, sp->net.io.send(&sp->net.io, req, m, cb));
+}
+
+static int sp_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.append(&sp->uv, req, entries, n, cb));
+}
+
+static int sp_truncate(struct raft_io *io, raft_index index)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.truncate(&sp->uv, index));
+}
+
+static int sp_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+			   const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.snapshot_put(&sp->uv, trailing, req, snapshot, cb));
+}
+
+static int sp_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+			   raft_io_snapshot_get_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.snapshot_get(&sp->uv, req, cb));
+}
+
+static raft_time sp_time(struct raft_io *io)
+{
+	struct split *sp = sp_of(io);
+	return sp->net.io.time(&sp->net.io);
+}
+
+static int sp_random(struct raft_io *io, int min, int max)
+{
+	struct split *sp = sp_of(io);
+	return sp->net.io.random(&sp->net.io, min, max);
+}
+
+static int sp_async_work(struct raft_io *io, struct raft_io_async_work *req,
+			 raft_io_async_work_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->net.io, sp->net.io.async_work(&sp->net.io, req, cb));
+}
+
+static void sp_setup(struct split *sp, uv_loop_t *loop, struct listener *l, const char *tablet,
+		     const char *dir)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	memset(sp, 0, sizeof *sp);
+	sp->dummy.init = dummy_init;
+	sp->dummy.listen = dummy_listen;
+	sp->dummy.connect = dummy_connect;
+	sp->dummy.close = dummy_close;
+	CHECK_OK(raft_uv_init(&sp->uv, loop, dir, &sp->dummy));
+	raft_uv_set_segment_size(&sp->uv, 1024 * 1024);
+	sp->uv.data = sp;
+	CHECK_OK_MSG(transport_init(&sp->transport, l, tablet, errmsg), errmsg);
+	CHECK_OK(rnet_init(&sp->net, loop, &sp->transport, errmsg));
+	rnet_set_retry_delay(&sp->net, 200);
+	sp->net.io.data = sp;
+	sp->io.version = 2;
+	sp->io.init = sp_init;
+	sp->io.close = sp_close;
+	sp->io.load = sp_load;
+	sp->io.start = sp_start;
+	sp->io.bootstrap = sp_bootstrap;
+	sp->io.recover = sp_recover;
+	sp->io.set_term = sp_set_term;
+	sp->io.set_vote = sp_set_vote;
+	sp->io.send = sp_send;
+	sp->io.append = sp_append;
+	sp->io.truncate = sp_truncate;
+	sp->io.snapshot_put = sp_snapshot_put;
+	sp->io.snapshot_get = sp_snapshot_get;
+	sp->io.time = sp_time;
+	sp->io.random = sp_random;
+	sp->io.async_work = sp_async_work;
+}
+
+/* ---- a group of three replicas, each on its own listener ---- */
+
+#define N_REP 3
+#define MAX_SEQ 1024
+
+struct group;
+
+struct replica {
+	struct group *g;
+	int idx;
+	bool plain;                 /* raft_uv over transport.c; else split */
+	char dir[300];
+	struct listener *l;
+	char address[64];
+	struct raft raft;
+	struct raft_fsm fsm;
+	struct split sp;
+	struct raft_io uvio;        /* plain */
+	struct raft_uv_transport transport; /* plain */
+	bool uv_live;               /* raft_uv_close still due */
+	uint8_t seen[MAX_SEQ];
+	unsigned distinct;
+	uint64_t sum;
+	unsigned bad;
+	unsigned n_restores;        /* after raft_start: snapshots installed */
+	bool open, closing;
+};
+
+struct group {
+	uv_loop_t loop;
+	char root[256];
+	struct replica r[N_REP];
+	uint8_t state[MAX_SEQ];     /* 0 to submit, 1 in flight, 2 acknowledged */
+	unsigned target;
+	unsigned n_failed;
+	unsigned threshold, trailing; /* snapshot settings, 0: raft's */
+};
+
+struct apply_req {
+	struct raft_apply req;
+	struct group *g;
+	unsigned seq;
+};
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct replica *rep = fsm->data;
+	uint64_t v = 0;
+
+	*result = NULL;
+	if (buf->len != 8) {
+		rep->bad++;
+		return 0;
+	}
+	memcpy(&v, buf->base, 8);
+	if (v >= MAX_SEQ) {
+		rep->bad++;
+		return 0;
+	}
+	if (!rep->seen[v]) {
+		rep->seen[v] = 1;
+		rep->distinct++;
+		rep->sum += v;
+	}
+	return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct replica *rep = fsm->data;
+	*bufs = raft_malloc(sizeof **bufs);
+	(*bufs)[0].base = raft_malloc(MAX_SEQ);
+	(*bufs)[0].len = MAX_SEQ;
+	memcpy((*bufs)[0].base, rep->seen, MAX_SEQ);
+	*n = 1;
+	return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct replica *rep = fsm->data;
+	if (buf->len != MAX_SEQ)
+		return RAFT_MALFORMED;
+	memcpy(rep->seen, buf->base, MAX_SEQ);
+	rep->distinct = 0;
+	rep->sum = 0;
+	for (unsigned i = 0; i < MAX_SEQ; i++) {
+		if (rep->seen[i]) {
+			rep->distinct++;
+			rep->sum += i;
+		}
+	}
+	rep->n_restores++;
+	raft_free(buf->base);
+	return 0;
+}
+
+static void replica_open(struct group *g, struct replica *rep)
+{
+	struct raft_configuration conf;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct raft_io *io;
+	int rv;
+
+	if (rep->uv_live) /* the previous instance's, closed long ago */
+		raft_uv_close(rep->plain ? &rep->uvio : &rep->sp.uv);
+	memset(rep->seen, 0, sizeof rep->seen);
+	rep->distinct = 0;
+	rep->sum = 0;
+	rep->bad = 0;
+	if (rep->plain) {
+		CHECK_OK_MSG(transport_init(&rep->transport, rep->l, "g1", errmsg), errmsg);
+		CHECK_OK(raft_uv_init(&rep->uvio, &g->loop, rep->dir, &rep->transport));
+		raft_uv_set_segment_size(&rep->uvio, 1024 * 1024);
+		raft_uv_set_connect_retry_delay(&rep->uvio, 200);
+		io = &rep->uvio;
+	} else {
+		sp_setup(&rep->sp, &g->loop, rep->l, "g1", rep->dir);
+		io = &rep->sp.io;
+	}
+	rep->uv_live = true;
+	rep->fsm.version = 1;
+	rep->fsm.data = rep;
+	rep->fsm.apply = fsm_apply;
+	rep->fsm.snapshot = fsm_snapshot;
+	rep->fsm.restore = fsm_restore;
+	rv = raft_init(&rep->raft, io, &rep->fsm, (raft_id)rep->idx + 1, rep->address);
+	CHECK_OK_MSG(rv, raft_errmsg(&rep->raft));
+	rep->raft.data = rep;
+	raft_set_election_timeout(&rep->raft, 1000);
+	raft_set_heartbeat_timeout(&rep->raft, 100);
+	if (g->threshold > 0) {
+		raft_set_snapshot_threshold(&rep->raft, g->threshold);
+		raft_set_snapshot_trailing(&rep->raft, g->trailing);
+	}
+	raft_configuration_init(&conf);
+	for (int i = 0; i < N_REP; i++)
+		CHECK_OK(raft_configuration_add(&conf, (raft_id)i + 1, g->r[i].address, RAFT_VOTER));
+	rv = raft_bootstrap(&rep->raft, &conf);
+	raft_configuration_close(&conf);
+	CHECK_MSG(rv == 0 || rv == RAFT_CANTBOOTSTRAP, "bootstrap: %s", raft_strerror(rv));
+	CHECK_OK_MSG(raft_start(&rep->raft), raft_errmsg(&rep->raft));
+	rep->n_restores = 0; /* the local snapshot restored by raft_start */
+	rep->open = true;
+}
+
+static void replica_close_cb(struct raft *r)
+{
+	struct replica *rep = r->data;
+	if (rep->plain) {
+		transport_close(&rep->transport);
+	} else {
+		rnet_release(&rep->sp.net);
+		transport_close(&rep->sp.transport);
+	}
+	/* raft_uv_close later (replica_open, group_end): raft_uv 0.15 can
+	 * still touch its memory after this callback (tablet_raft.c). */
+	rep->open = false;
+	rep->closing = false;
+}
+
+static void replica_close(struct replica *rep)
+{
+	if (!rep->open || rep->closing)
+		return;
+	rep->closing = true;
+	raft_close(&rep->raft, replica_close_cb);
+}
+
+static struct replica *group_leader(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		if (rep->open && !rep->closing && raft_state(&rep->raft) == RAFT_LEADER)
+			return rep;
+	}
+	return NULL;
+}
+
+static bool has_leader(void *p)
+{
+	return group_leader(p) != NULL;
+}
+
+static void apply_cb(struct raft_apply *req, int status, void *result)
+{
+	struct apply_req *a = req->data;
+	(void)result;
+	if (status == 0) {
+		a->g->state[a->seq] = 2;
+	} else {
+		a->g->state[a->seq] = 0;
+		a->g->n_failed++;
+	}
+	free(a);
+}
+
+/* Submits every seq below target not yet in flight, to the leader if any. */
+static void group_pump(struct group *g)
+{
+	struct replica *leader = group_leader(g);
+
+	for (unsigned seq = 0; leader != NULL && seq < g->target; seq++) {
+		struct apply_req *a;
+		struct raft_buffer buf;
+		uint64_t v = seq;
+
+		if (g->state[seq] != 0)
+			continue;
+		a = xmalloc(sizeof *a);
+		a->req.data = a;
+		a->g = g;
+		a->seq = seq;
+		buf.len = 8;
+		buf.base = raft_malloc(8);
+		memcpy(buf.base, &v, 8);
+		if (raft_apply(&leader->raft, &a->req, &buf, 1, apply_cb) != 0) {
+			raft_free(buf.base);
+			free(a);
+			return; /* not leader any more: next time */
+		}
+		g->state[seq] = 1;
+	}
+}
+
+/* [0, target) acknowledged and applied by every open replica. */
+static bool caught_up(void *p)
+{
+	struct group *g = p;
+	uint64_t want = (uint64_t)g->target * (g->target - 1) / 2;
+
+	group_pump(g);
+	for (unsigned seq = 0; seq < g->target; seq++)
+		if (g->state[seq] != 2)
+			return false;
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		if (rep->open && (rep->distinct != g->target || rep->sum != want))
+			return false;
+	}
+	return true;
+}
+
+static bool all_open_caught_up(void *p)
+{
+	struct group *g = p;
+	for (int i = 0; i < N_REP; i++)
+		if (!g->r[i].open)
+			return false;
+	return caught_up(g);
+}
+
+static bool all_closed(void *p)
+{
+	struct group *g = p;
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].open)
+			return false;
+	return true;
+}
+
+static bool replica_closed(void *p)
+{
+	return !((struct replica *)p)->open;
+}
+
+static void check_consistent(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		CHECK_EQ_INT(rep->bad, 0);
+		CHECK_EQ_INT(rep->distinct, g->target);
+		CHECK_EQ_MEM(rep->seen, MAX_SEQ, g->r[0].seen, MAX_SEQ);
+	}
+}
+
+static void group_begin(struct group *g, const char *tag, const bool plain[N_REP])
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	log_init();
+	memset(g, 0, sizeof *g);
+	start_loop(&g->loop);
+	test_tmpdir_make(g->root, tag);
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		rep->g = g;
+		rep->idx = i;
+		rep->plain = plain[i];
+		snprintf(rep->dir, sizeof rep->dir, "%s/r%d", g->root, i + 1);
+		CHECK_OK(mkdir(rep->dir, 0755));
+		CHECK_OK_MSG(listener_open(&g->loop, "127.0.0.1:0", &rep->l, errmsg), errmsg);
+		snprintf(rep->address, sizeof rep->address, "%s", listener_address(rep->l));
+	}
+}
+
+static void group_end(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++)
+		replica_close(&g->r[i]);
+	CHECK(loop_run_until(&g->loop, all_closed, g, 20000));
+	for (int i = 0; i < N_REP; i++)
+		close_listener(&g->loop, g->r[i].l);
+	CHECK_OK(loop_finish(&g->loop));
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].uv_live)
+			raft_uv_close(g->r[i].plain ? &g->r[i].uvio : &g->r[i].sp.uv);
+	test_tmpdir_remove(g->root);
+}
+
+static void set_target(struct group *g, unsigned target)
+{
+	g->target = target;
+	CHECK_MSG(loop_run_until(&g->loop, caught_up, g, 60000), "not caught up at %u", target);
+}
+
+struct transfer {
+	struct raft_transfer req;
+	bool done;
+};
+
+static void transfer_cb(struct raft_transfer *req)
+{
+	((struct transfer *)req->data)->done = true;
+}
+
+struct leader_is {
+	struct group *g;
+	int idx;
+	struct transfer *t;
+};
+
+static bool leader_is_or_done(void *p)
+{
+	struct leader_is *x = p;
+	return group_leader(x->g) == &x->g->r[x->idx] || x->t->done;
+}
+
+/* Moves leadership to replica idx (raft_transfer: TimeoutNow). */
+static void move_leader(struct group *g, int idx)
+{
+	for (int attempt = 0; attempt < 10; attempt++) {
+		static struct transfer t; /* raft may hold it until the callback */
+		struct leader_is x = {g, idx, &t};
+		struct replica *leader;
+
+		CHECK(loop_run_until(&g->loop, has_leader, g, 20000));
+		leader = group_leader(g);
+		if (leader == &g->r[idx])
+			return;
+		memset(&t, 0, sizeof t);
+		t.req.data = &t;
+		if (raft_transfer(&leader->raft, &t.req, (raft_id)idx + 1, transfer_cb) != 0)
+			continue;
+		CHECK(loop_run_until(&g->loop, leader_is_or_done, &x, 20000));
+		CHECK(loop_run_until(&g->loop, loop_flag_is_set, &t.done, 20000));
+		if (group_leader(g) == &g->r[idx])
+			return;
+	}
+	CHECK_MSG(false, "leadership did not move to replica %d", idx + 1);
+}
+
+static void note_stats(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct rnet_stats st;
+		if (g->r[i].plain)
+			continue;
+		rnet_get_stats(&g->r[i].sp.net, &st);
+		test_note("replica %d (rnet, last run): in AE %" PRIu64 " AER %" PRIu64
+			  " RV %" PRIu64 " RVR %" PRIu64 " IS %" PRIu64 " TN %" PRIu64
+			  ", connects %" PRIu64 ", failures %" PRIu64 ", decode errors %" PRIu64,
+			  i + 1, st.msgs_in[1], st.msgs_in[2], st.msgs_in[3], st.msgs_in[4],
+			  st.msgs_in[5], st.msgs_in[6], st.connects, st.connect_failures,
+			  st.decode_errors);
+		CHECK_EQ_U64(st.decode_errors, 0);
+	}
+}
+
+/* Three replicas on rnet: elect, 200 commands, the leader closed (others
+ * re-elect and go on) and reopened from its directory. */
+TEST(raft_group_over_rnet)
+{
+	static struct group g;
+	static const bool plain[N_REP] = {false, false, false};
+	struct replica *old;
+	uint64_t t0 = uv_hrtime();
+
+	group_begin(&g, "rnet-group", plain);
+	for (int i = 0; i < N_REP; i++)
+		replica_open(&g, &g.r[i]);
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	test_note("leader %d after %.2f s", group_leader(&g)->idx + 1,
+		  (double)(uv_hrtime() - t0) / 1e9);
+	set_target(&g, 200);
+	check_consistent(&g);
+	test_note("200 applied everywhere after %.2f s (%u retried)",
+		  (double)(uv_hrtime() - t0) / 1e9, g.n_failed);
+
+	old = group_leader(&g);
+	replica_close(old);
+	CHECK(loop_run_until(&g.loop, replica_closed, old, 10000));
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	CHECK(group_leader(&g) != old);
+	set_target(&g, 300);
+	test_note("leader %d closed; %d leads, 300 applied after %.2f s", old->idx + 1,
+		  group_leader(&g)->idx + 1, (double)(uv_hrtime() - t0) / 1e9);
+
+	replica_open(&g, old);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	note_stats(&g);
+	test_note("reopened replica caught up after %.2f s", (double)(uv_hrtime() - t0) / 1e9);
+	group_end(&g);
+}
+
+/* Two replicas on rnet, one on plain raft_uv over transport.c: every
+ * message type crosses between the two implementations, both ways. */
+TEST(mixed_group_rnet_and_raft_uv)
+{
+	static struct group g;
+	static const bool plain[N_REP] = {false, false, true};
+	uint64_t t0 = uv_hrtime();
+	struct rnet_stats st;
+
+	group_begin(&g, "rnet-mixed", plain);
+	g.threshold = 64;
+	g.trailing = 16;
+	for (int i = 0; i < N_REP; i++)
+		replica_open(&g, &g.r[i]);
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	set_target(&g, 200);
+	check_consistent(&g);
+
+	/* Leadership: rnet -> raft_uv (a TimeoutNow from rnet), then raft_uv
+	 * leads rnet followers. */
+	move_leader(&g, 0);
+	move_leader(&g, 2);
+	rnet_get_stats(&g.r[0].sp.net, &st);
+	CHECK(st.msgs_out[RAFT_IO_TIMEOUT_NOW] >= 1);
+	set_target(&g, 300);
+	check_consistent(&g);
+	test_note("raft_uv replica leads, 300 applied after %.2f s",
+		  (double)(uv_hrtime() - t0) / 1e9);
+
+	/* raft_uv leader -> rnet follower: InstallSnapshot. */
+	replica_close(&g.r[0]);
+	CHECK(loop_run_until(&g.loop, replica_closed, &g.r[0], 10000));
+	set_target(&g, 500);
+	replica_open(&g, &g.r[0]);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	rnet_get_stats(&g.r[0].sp.net, &st);
+	test_note("rnet replica 1 reopened: %" PRIu64 " InstallSnapshot in, %u restores",
+		  st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT], g.r[0].n_restores);
+	CHECK(st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
+	CHECK(g.r[0].n_restores >= 1);
+
+	/* rnet leader -> raft_uv follower: InstallSnapshot the other way. */
+	move_leader(&g, 1);
+	replica_close(&g.r[2]);
+	CHECK(loop_run_until(&g.loop, replica_closed, &g.r[2], 10000));
+	set_target(&g, 700);
+	replica_open(&g, &g.r[2]);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	rnet_get_stats(&g.r[1].sp.net, &st);
+	test_note("raft_uv replica 3 reopened: %u restores; rnet leader sent %" PRIu64
+		  " InstallSnapshot, %" PRIu64 " TimeoutNow",
+		  g.r[2].n_restores, st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT],
+		  st.msgs_out[RAFT_IO_TIMEOUT_NOW]);
+	CHECK(g.r[2].n_restores >= 1);
+	CHECK(st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
+	note_stats(&g);
+	test_note("700 applied everywhere after %.2f s (%u retried)",
+		  (double)(uv_hrtime() - t0) / 1e9, g.n_failed);
+	group_end(&g);
+}
+
+/* ---- (e) the cost of an idle group's network half ---- */
+
+struct closed_flag {
+	bool closed;
+};
+
+static void cost_close_cb(struct raft_io *io)
+{
+	((struct closed_flag *)io->data)->closed = true;
+}
+
+static void cost_tick(struct raft_io *io)
+{
+	(void)io;
+}
+
+static void cost_recv(struct raft_io *io, struct raft_message *m)
+{
+	(void)io;
+	rwire_message_free(m);
+}
+
+/* rnet_init + io.init + io.start + io.close (to its callback) + release,
+ * N times on one listener; raft_uv_init + io.init + close for comparison.
+ * Notes only: no timing assertion. */
+TEST(init_cost)
+{
+	uv_loop_t loop;
+	struct listener *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE], root[256], dir[300];
+	static struct raft_uv_transport t;
+	static struct rnet n;
+	static struct raft_io uvio;
+	static struct raft_uv_transport dummy;
+	const int N = 300, M = 10;
+	uint64_t t0, t_init = 0, t_all;
+
+	start_loop(&loop);
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.1:0", &l, errmsg), errmsg);
+	t0 = uv_hrtime();
+	for (int i = 0; i < N; i++) {
+		struct closed_flag f = {false};
+		char tablet[32];
+		uint64_t a = uv_hrtime();
+
+		snprintf(tablet, sizeof tablet, "t%d", i);
+		CHECK_OK(transport_init(&t, l, tablet, errmsg));
+		CHECK_OK(rnet_init(&n, &loop, &t, errmsg));
+		n.io.data = &f;
+		CHECK_OK(n.io.init(&n.io, 1, listener_address(l)));
+		CHECK_OK(n.io.start(&n.io, 100, cost_tick, cost_recv));
+		t_init += uv_hrtime() - a;
+		n.io.close(&n.io, cost_close_cb);
+		CHECK(loop_run_until(&loop, loop_flag_is_set, &f.closed, 5000));
+		rnet_release(&n);
+		transport_close(&t);
+	}
+	t_all = uv_hrtime() - t0;
+	test_note("rnet: init + io.init + start %.1f us, with close to its callback and "
+		  "release %.1f us (mean of %d)",
+		  (double)t_init / N / 1e3, (double)t_all / N / 1e3, N);
+
+	test_tmpdir_make(root, "rnet-cost");
+	snprintf(dir, sizeof dir, "%s/uv", root);
+	CHECK_OK(mkdir(dir, 0755));
+	memset(&dummy, 0, sizeof dummy);
+	dummy.init = dummy_init;
+	dummy.listen = dummy_listen;
+	dummy.connect = dummy_connect;
+	dummy.close = dummy_close;
+	t0 = uv_hrtime();
+	for (int i = 0; i < M; i++) {
+		struct closed_flag f = {false};
+		CHECK_OK(raft_uv_init(&uvio, &loop, dir, &dummy));
+		uvio.data = &f;
+		CHECK_OK_MSG(uvio.init(&uvio, 1, "127.0.0.1:1"), uvio.errmsg);
+		uvio.close(&uvio, cost_close_cb);
+		CHECK(loop_run_until(&loop, loop_flag_is_set, &f.closed, 5000));
+		raft_uv_close(&uvio);
+	}
+	test_note("raft_uv: raft_uv_init + io.init + close %.1f us (mean of %d)",
+		  (double)(uv_hrtime() - t0) / M / 1e3, M);
+	close_listener(&loop, l);
+	CHECK_OK(loop_finish(&loop));
+	test_tmpdir_remove(root);
+}
+
 TEST_MAIN(T(codec_round_trips_every_type), T(codec_bytes_are_raft_uv_bytes),
 	  T(decoder_refuses_hostile_frames), T(decoder_cut_short_leaks_nothing),
 	  T(two_rnets_exchange_every_type), T(hostile_bytes_close_one_connection),
 	  T(close_with_sends_pending), T(refusing_peer_reconnects_and_bounds_its_queue),
-	  T(silent_peer_bounds_the_write_backlog))
+	  T(silent_peer_bounds_the_write_backlog), T(raft_group_over_rnet),
+	  T(mixed_group_rnet_and_raft_uv), T(init_cost))
