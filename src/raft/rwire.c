@@ -645,6 +645,77 @@ void rwire_message_free(struct raft_message *m)
 	}
 }
 
+static bool same_buffer(const struct raft_buffer *a, const struct raft_buffer *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->base, b->base, a->len) == 0);
+}
+
+static bool same_append_entries(const struct raft_append_entries *x,
+				const struct raft_append_entries *y)
+{
+	if (x->term != y->term || x->prev_log_index != y->prev_log_index ||
+	    x->prev_log_term != y->prev_log_term || x->leader_commit != y->leader_commit ||
+	    x->n_entries != y->n_entries)
+		return false;
+	for (unsigned i = 0; i < x->n_entries; i++)
+		if (x->entries[i].term != y->entries[i].term ||
+		    x->entries[i].type != y->entries[i].type ||
+		    !same_buffer(&x->entries[i].buf, &y->entries[i].buf))
+			return false;
+	return true;
+}
+
+static bool same_install_snapshot(const struct raft_install_snapshot *x,
+				  const struct raft_install_snapshot *y)
+{
+	if (x->term != y->term || x->last_index != y->last_index ||
+	    x->last_term != y->last_term || x->conf_index != y->conf_index ||
+	    x->conf.n != y->conf.n)
+		return false;
+	for (unsigned i = 0; i < x->conf.n; i++)
+		if (x->conf.servers[i].id != y->conf.servers[i].id ||
+		    x->conf.servers[i].role != y->conf.servers[i].role ||
+		    strcmp(x->conf.servers[i].address, y->conf.servers[i].address) != 0)
+			return false;
+	return same_buffer(&x->data, &y->data);
+}
+
+bool rwire_message_equal(const struct raft_message *a, const struct raft_message *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case RAFT_IO_APPEND_ENTRIES:
+		return same_append_entries(&a->append_entries, &b->append_entries);
+	case RAFT_IO_APPEND_ENTRIES_RESULT:
+		return a->append_entries_result.term == b->append_entries_result.term &&
+		       a->append_entries_result.rejected == b->append_entries_result.rejected &&
+		       a->append_entries_result.last_log_index ==
+			       b->append_entries_result.last_log_index;
+	case RAFT_IO_REQUEST_VOTE: {
+		const struct raft_request_vote *x = &a->request_vote, *y = &b->request_vote;
+		return x->term == y->term && x->candidate_id == y->candidate_id &&
+		       x->last_log_index == y->last_log_index &&
+		       x->last_log_term == y->last_log_term &&
+		       x->disrupt_leader == y->disrupt_leader && x->pre_vote == y->pre_vote;
+	}
+	case RAFT_IO_REQUEST_VOTE_RESULT: {
+		const struct raft_request_vote_result *x = &a->request_vote_result,
+						      *y = &b->request_vote_result;
+		return x->term == y->term && x->vote_granted == y->vote_granted &&
+		       (x->pre_vote == raft_tribool_true) == (y->pre_vote == raft_tribool_true);
+	}
+	case RAFT_IO_INSTALL_SNAPSHOT:
+		return same_install_snapshot(&a->install_snapshot, &b->install_snapshot);
+	case RAFT_IO_TIMEOUT_NOW:
+		return a->timeout_now.term == b->timeout_now.term &&
+		       a->timeout_now.last_log_index == b->timeout_now.last_log_index &&
+		       a->timeout_now.last_log_term == b->timeout_now.last_log_term;
+	default:
+		return true;
+	}
+}
+
 const char *rwire_type_name(unsigned type)
 {
 	static const char *const names[] = {

@@ -143,6 +143,13 @@ int rwire_decoder_advance(struct rwire_decoder *d, size_t k, struct raft_message
  * unavailable node (entries array and batch, or configuration and data). */
 void rwire_message_free(struct raft_message *m);
 
+/* Whether a and b carry the same message: type and fields, the entries'
+ * terms, types and bytes, the configuration, the snapshot data. Not the
+ * server id and address, nor the memory layout. A RequestVoteResult's
+ * pre_vote unknown equals false (both go on the wire as 0). For tests and
+ * fuzzing. */
+bool rwire_message_equal(const struct raft_message *a, const struct raft_message *b);
+
 /* "append_entries", ..., "timeout_now"; "?" for other types. */
 const char *rwire_type_name(unsigned type);
 

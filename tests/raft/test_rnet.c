@@ -170,71 +170,27 @@ static void free_samples(struct raft_message *m)
 			free(m[i].append_entries.entries);
 }
 
-/* Whether b (decoded) carries a's content, in raft 0.15's layout. */
+/* Whether b (decoded) carries a's content (rwire_message_equal), in raft
+ * 0.15's layout (rwire.h): one non-NULL batch for all entries, NULL base
+ * for an empty entry or empty data, entries NULL when there are none. */
 static bool same_message(const struct raft_message *a, const struct raft_message *b)
 {
-	if (a->type != b->type)
+	if (!rwire_message_equal(a, b))
 		return false;
-	switch (a->type) {
-	case RAFT_IO_APPEND_ENTRIES: {
-		const struct raft_append_entries *x = &a->append_entries, *y = &b->append_entries;
-		if (x->term != y->term || x->prev_log_index != y->prev_log_index ||
-		    x->prev_log_term != y->prev_log_term || x->leader_commit != y->leader_commit ||
-		    x->n_entries != y->n_entries)
-			return false;
+	if (b->type == RAFT_IO_APPEND_ENTRIES) {
+		const struct raft_append_entries *y = &b->append_entries;
 		if (y->n_entries == 0)
 			return y->entries == NULL;
-		for (unsigned i = 0; i < x->n_entries; i++) {
-			const struct raft_entry *e = &x->entries[i], *f = &y->entries[i];
-			if (e->term != f->term || e->type != f->type || e->buf.len != f->buf.len)
+		for (unsigned i = 0; i < y->n_entries; i++)
+			if (y->entries[i].batch == NULL || y->entries[i].batch != y->entries[0].batch ||
+			    (y->entries[i].buf.len == 0) != (y->entries[i].buf.base == NULL))
 				return false;
-			if (f->batch == NULL || f->batch != y->entries[0].batch)
-				return false;
-			if (f->buf.len == 0 ? f->buf.base != NULL
-					    : memcmp(e->buf.base, f->buf.base, e->buf.len) != 0)
-				return false;
-		}
-		return true;
 	}
-	case RAFT_IO_APPEND_ENTRIES_RESULT:
-		return memcmp(&a->append_entries_result, &b->append_entries_result,
-			      sizeof a->append_entries_result) == 0;
-	case RAFT_IO_REQUEST_VOTE: {
-		const struct raft_request_vote *x = &a->request_vote, *y = &b->request_vote;
-		return x->term == y->term && x->candidate_id == y->candidate_id &&
-		       x->last_log_index == y->last_log_index &&
-		       x->last_log_term == y->last_log_term &&
-		       x->disrupt_leader == y->disrupt_leader && x->pre_vote == y->pre_vote;
-	}
-	case RAFT_IO_REQUEST_VOTE_RESULT: {
-		const struct raft_request_vote_result *x = &a->request_vote_result,
-						      *y = &b->request_vote_result;
-		/* raft_tribool_unknown is sent as false */
-		raft_tribool want = x->pre_vote == raft_tribool_true ? raft_tribool_true
-								     : raft_tribool_false;
-		return x->term == y->term && x->vote_granted == y->vote_granted &&
-		       y->pre_vote == want;
-	}
-	case RAFT_IO_INSTALL_SNAPSHOT: {
-		const struct raft_install_snapshot *x = &a->install_snapshot,
-						   *y = &b->install_snapshot;
-		if (x->term != y->term || x->last_index != y->last_index ||
-		    x->last_term != y->last_term || x->conf_index != y->conf_index ||
-		    x->conf.n != y->conf.n || x->data.len != y->data.len)
-			return false;
-		for (unsigned i = 0; i < x->conf.n; i++)
-			if (x->conf.servers[i].id != y->conf.servers[i].id ||
-			    x->conf.servers[i].role != y->conf.servers[i].role ||
-			    strcmp(x->conf.servers[i].address, y->conf.servers[i].address) != 0)
-				return false;
-		if (y->data.len == 0)
-			return y->data.base == NULL;
-		return memcmp(x->data.base, y->data.base, x->data.len) == 0;
-	}
-	case RAFT_IO_TIMEOUT_NOW:
-		return memcmp(&a->timeout_now, &b->timeout_now, sizeof a->timeout_now) == 0;
-	}
-	return false;
+	if (b->type == RAFT_IO_INSTALL_SNAPSHOT)
+		return (b->install_snapshot.data.len == 0) == (b->install_snapshot.data.base == NULL);
+	if (b->type == RAFT_IO_REQUEST_VOTE_RESULT) /* sent with flags: never unknown */
+		return b->request_vote_result.pre_vote != raft_tribool_unknown;
+	return true;
 }
 
 /* Decodes every message of [p, p + n) fed in chunks of `chunk` bytes (0:
