@@ -538,67 +538,56 @@ static void finish(struct rwire_decoder *d, struct raft_message *out)
 	reset(d, false);
 }
 
+_Static_assert(DOCRAFT_ECORRUPT != RWIRE_MORE && DOCRAFT_ECORRUPT != RWIRE_MESSAGE,
+	       "feed's results and error codes are distinct");
+
+/* Copies what is missing of the current stage (want bytes into dst), at
+ * most what is left of p; true once the stage is complete. */
+static bool take(struct rwire_decoder *d, uint8_t *dst, size_t want, const uint8_t *p, size_t n,
+		 size_t *off)
+{
+	size_t k = want - d->have;
+
+	k = k < n - *off ? k : n - *off;
+	memcpy(dst + d->have, p + *off, k);
+	d->have += k;
+	*off += k;
+	return d->have == want;
+}
+
 int rwire_decoder_feed(struct rwire_decoder *d, const uint8_t *p, size_t n, size_t *used,
 		       struct raft_message *out, char *errmsg)
 {
 	size_t off = 0;
-	int rv;
+	int rv = RWIRE_MORE;
 
-	while (off < n) {
-		size_t k;
+	while (off < n && rv == RWIRE_MORE) {
 		bool complete = false;
 
 		switch (d->stage) {
 		case RWIRE_AT_PREAMBLE:
-			k = RWIRE_PREAMBLE_SIZE - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->preamble + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have < RWIRE_PREAMBLE_SIZE)
-				break;
-			rv = preamble_done(d, errmsg);
-			if (rv != 0) {
-				*used = off;
-				return rv;
-			}
+			if (take(d, d->preamble, RWIRE_PREAMBLE_SIZE, p, n, &off))
+				rv = preamble_done(d, errmsg);
 			break;
 		case RWIRE_AT_HEADER:
-			k = d->header_len - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->header + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have < d->header_len)
+			if (!take(d, d->header, d->header_len, p, n, &off))
 				break;
 			rv = header_done(d, &complete, errmsg);
-			if (rv != 0) {
+			if (rv != 0)
 				reset(d, false);
-				*used = off;
-				return rv;
-			}
-			if (complete) {
-				finish(d, out);
-				*used = off;
-				return RWIRE_MESSAGE;
-			}
+			else if (complete)
+				rv = RWIRE_MESSAGE;
 			break;
 		case RWIRE_AT_PAYLOAD:
-			k = d->payload_len - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->payload + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have == d->payload_len) {
-				finish(d, out);
-				*used = off;
-				return RWIRE_MESSAGE;
-			}
+			if (take(d, d->payload, d->payload_len, p, n, &off))
+				rv = RWIRE_MESSAGE;
 			break;
 		}
 	}
+	if (rv == RWIRE_MESSAGE)
+		finish(d, out);
 	*used = off;
-	return RWIRE_MORE;
+	return rv;
 }
 
 bool rwire_decoder_window(struct rwire_decoder *d, size_t min, uint8_t **p, size_t *n)
