@@ -42,6 +42,7 @@
 #include "raft/rwire.h"
 #include "raft/transport.h"
 #include "loop.h"
+#include "seqfsm.h"
 #include "test.h"
 
 /* ---- messages ---- */
@@ -1467,7 +1468,6 @@ static void sp_setup(struct split *sp, uv_loop_t *loop, struct listener *l, cons
 /* ---- a group of three replicas, each on its own listener ---- */
 
 #define N_REP 3
-#define MAX_SEQ 1024
 
 struct group;
 
@@ -1479,16 +1479,11 @@ struct replica {
 	struct listener *l;
 	char address[64];
 	struct raft raft;
-	struct raft_fsm fsm;
+	struct seq_fsm fsm;
 	struct split sp;
 	struct raft_io uvio;        /* plain */
 	struct raft_uv_transport transport; /* plain */
 	bool uv_live;               /* raft_uv_close still due */
-	uint8_t seen[MAX_SEQ];
-	unsigned distinct;
-	uint64_t sum;
-	unsigned bad;
-	unsigned n_restores;        /* after raft_start: snapshots installed */
 	bool open, closing;
 };
 
@@ -1496,70 +1491,9 @@ struct group {
 	uv_loop_t loop;
 	char root[256];
 	struct replica r[N_REP];
-	uint8_t state[MAX_SEQ];     /* 0 to submit, 1 in flight, 2 acknowledged */
-	unsigned target;
-	unsigned n_failed;
+	struct seq_load load;
 	unsigned threshold, trailing; /* snapshot settings, 0: raft's */
 };
-
-struct apply_req {
-	struct raft_apply req;
-	struct group *g;
-	unsigned seq;
-};
-
-static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
-{
-	struct replica *rep = fsm->data;
-	uint64_t v = 0;
-
-	*result = NULL;
-	if (buf->len != 8) {
-		rep->bad++;
-		return 0;
-	}
-	memcpy(&v, buf->base, 8);
-	if (v >= MAX_SEQ) {
-		rep->bad++;
-		return 0;
-	}
-	if (!rep->seen[v]) {
-		rep->seen[v] = 1;
-		rep->distinct++;
-		rep->sum += v;
-	}
-	return 0;
-}
-
-static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
-{
-	struct replica *rep = fsm->data;
-	*bufs = raft_malloc(sizeof **bufs);
-	(*bufs)[0].base = raft_malloc(MAX_SEQ);
-	(*bufs)[0].len = MAX_SEQ;
-	memcpy((*bufs)[0].base, rep->seen, MAX_SEQ);
-	*n = 1;
-	return 0;
-}
-
-static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
-{
-	struct replica *rep = fsm->data;
-	if (buf->len != MAX_SEQ)
-		return RAFT_MALFORMED;
-	memcpy(rep->seen, buf->base, MAX_SEQ);
-	rep->distinct = 0;
-	rep->sum = 0;
-	for (unsigned i = 0; i < MAX_SEQ; i++) {
-		if (rep->seen[i]) {
-			rep->distinct++;
-			rep->sum += i;
-		}
-	}
-	rep->n_restores++;
-	raft_free(buf->base);
-	return 0;
-}
 
 static void replica_open(struct group *g, struct replica *rep)
 {
@@ -1570,10 +1504,7 @@ static void replica_open(struct group *g, struct replica *rep)
 
 	if (rep->uv_live) /* the previous instance's, closed long ago */
 		raft_uv_close(rep->plain ? &rep->uvio : &rep->sp.uv);
-	memset(rep->seen, 0, sizeof rep->seen);
-	rep->distinct = 0;
-	rep->sum = 0;
-	rep->bad = 0;
+	seq_fsm_reset(&rep->fsm);
 	if (rep->plain) {
 		CHECK_OK_MSG(transport_init(&rep->transport, rep->l, "g1", errmsg), errmsg);
 		CHECK_OK(raft_uv_init(&rep->uvio, &g->loop, rep->dir, &rep->transport));
@@ -1585,12 +1516,7 @@ static void replica_open(struct group *g, struct replica *rep)
 		io = &rep->sp.io;
 	}
 	rep->uv_live = true;
-	rep->fsm.version = 1;
-	rep->fsm.data = rep;
-	rep->fsm.apply = fsm_apply;
-	rep->fsm.snapshot = fsm_snapshot;
-	rep->fsm.restore = fsm_restore;
-	rv = raft_init(&rep->raft, io, &rep->fsm, (raft_id)rep->idx + 1, rep->address);
+	rv = raft_init(&rep->raft, io, &rep->fsm.fsm, (raft_id)rep->idx + 1, rep->address);
 	CHECK_OK_MSG(rv, raft_errmsg(&rep->raft));
 	rep->raft.data = rep;
 	raft_set_election_timeout(&rep->raft, 1000);
@@ -1606,7 +1532,7 @@ static void replica_open(struct group *g, struct replica *rep)
 	raft_configuration_close(&conf);
 	CHECK_MSG(rv == 0 || rv == RAFT_CANTBOOTSTRAP, "bootstrap: %s", raft_strerror(rv));
 	CHECK_OK_MSG(raft_start(&rep->raft), raft_errmsg(&rep->raft));
-	rep->n_restores = 0; /* the local snapshot restored by raft_start */
+	rep->fsm.n_restores = 0; /* the local snapshot restored by raft_start */
 	rep->open = true;
 }
 
@@ -1648,62 +1574,18 @@ static bool has_leader(void *p)
 	return group_leader(p) != NULL;
 }
 
-static void apply_cb(struct raft_apply *req, int status, void *result)
-{
-	struct apply_req *a = req->data;
-	(void)result;
-	if (status == 0) {
-		a->g->state[a->seq] = 2;
-	} else {
-		a->g->state[a->seq] = 0;
-		a->g->n_failed++;
-	}
-	free(a);
-}
-
-/* Submits every seq below target not yet in flight, to the leader if any. */
-static void group_pump(struct group *g)
-{
-	struct replica *leader = group_leader(g);
-
-	for (unsigned seq = 0; leader != NULL && seq < g->target; seq++) {
-		struct apply_req *a;
-		struct raft_buffer buf;
-		uint64_t v = seq;
-
-		if (g->state[seq] != 0)
-			continue;
-		a = xmalloc(sizeof *a);
-		a->req.data = a;
-		a->g = g;
-		a->seq = seq;
-		buf.len = 8;
-		buf.base = raft_malloc(8);
-		memcpy(buf.base, &v, 8);
-		if (raft_apply(&leader->raft, &a->req, &buf, 1, apply_cb) != 0) {
-			raft_free(buf.base);
-			free(a);
-			return; /* not leader any more: next time */
-		}
-		g->state[seq] = 1;
-	}
-}
-
 /* [0, target) acknowledged and applied by every open replica. */
 static bool caught_up(void *p)
 {
 	struct group *g = p;
-	uint64_t want = (uint64_t)g->target * (g->target - 1) / 2;
+	struct replica *leader = group_leader(g);
 
-	group_pump(g);
-	for (unsigned seq = 0; seq < g->target; seq++)
-		if (g->state[seq] != 2)
+	seq_load_pump(&g->load, leader != NULL ? &leader->raft : NULL);
+	if (!seq_load_acked(&g->load))
+		return false;
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].open && !seq_fsm_has(&g->r[i].fsm, g->load.target))
 			return false;
-	for (int i = 0; i < N_REP; i++) {
-		struct replica *rep = &g->r[i];
-		if (rep->open && (rep->distinct != g->target || rep->sum != want))
-			return false;
-	}
 	return true;
 }
 
@@ -1734,9 +1616,9 @@ static void check_consistent(struct group *g)
 {
 	for (int i = 0; i < N_REP; i++) {
 		struct replica *rep = &g->r[i];
-		CHECK_EQ_INT(rep->bad, 0);
-		CHECK_EQ_INT(rep->distinct, g->target);
-		CHECK_EQ_MEM(rep->seen, MAX_SEQ, g->r[0].seen, MAX_SEQ);
+		CHECK_EQ_INT(rep->fsm.bad, 0);
+		CHECK_EQ_INT(rep->fsm.distinct, g->load.target);
+		CHECK_EQ_MEM(rep->fsm.seen, SEQ_MAX, g->r[0].fsm.seen, SEQ_MAX);
 	}
 }
 
@@ -1776,7 +1658,7 @@ static void group_end(struct group *g)
 
 static void set_target(struct group *g, unsigned target)
 {
-	g->target = target;
+	g->load.target = target;
 	CHECK_MSG(loop_run_until(&g->loop, caught_up, g, 60000), "not caught up at %u", target);
 }
 
@@ -1861,7 +1743,7 @@ TEST(raft_group_over_rnet)
 	set_target(&g, 200);
 	check_consistent(&g);
 	test_note("200 applied everywhere after %.2f s (%u retried)",
-		  (double)(uv_hrtime() - t0) / 1e9, g.n_failed);
+		  (double)(uv_hrtime() - t0) / 1e9, g.load.n_failed);
 
 	old = group_leader(&g);
 	replica_close(old);
@@ -1918,9 +1800,9 @@ TEST(mixed_group_rnet_and_raft_uv)
 	check_consistent(&g);
 	rnet_get_stats(&g.r[0].sp.net, &st);
 	test_note("rnet replica 1 reopened: %" PRIu64 " InstallSnapshot in, %u restores",
-		  st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT], g.r[0].n_restores);
+		  st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT], g.r[0].fsm.n_restores);
 	CHECK(st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
-	CHECK(g.r[0].n_restores >= 1);
+	CHECK(g.r[0].fsm.n_restores >= 1);
 
 	/* rnet leader -> raft_uv follower: InstallSnapshot the other way. */
 	move_leader(&g, 1);
@@ -1933,13 +1815,13 @@ TEST(mixed_group_rnet_and_raft_uv)
 	rnet_get_stats(&g.r[1].sp.net, &st);
 	test_note("raft_uv replica 3 reopened: %u restores; rnet leader sent %" PRIu64
 		  " InstallSnapshot, %" PRIu64 " TimeoutNow",
-		  g.r[2].n_restores, st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT],
+		  g.r[2].fsm.n_restores, st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT],
 		  st.msgs_out[RAFT_IO_TIMEOUT_NOW]);
-	CHECK(g.r[2].n_restores >= 1);
+	CHECK(g.r[2].fsm.n_restores >= 1);
 	CHECK(st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
 	note_stats(&g);
 	test_note("700 applied everywhere after %.2f s (%u retried)",
-		  (double)(uv_hrtime() - t0) / 1e9, g.n_failed);
+		  (double)(uv_hrtime() - t0) / 1e9, g.load.n_failed);
 	group_end(&g);
 }
 
