@@ -22,7 +22,6 @@
  *     + io.init for comparison (notes only: no timing assertion).
  *
  * Waits drive the loop until a condition holds or a guard timer fires. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include "raft/rwire.h"
 #include "raft/transport.h"
 #include "loop.h"
+#include "rawclient.h"
 #include "seqfsm.h"
 #include "test.h"
 
@@ -550,24 +550,6 @@ TEST(decoder_cut_short_leaks_nothing)
 
 /* ---- (b) two rnet instances ---- */
 
-static void start_loop(uv_loop_t *loop)
-{
-	signal(SIGPIPE, SIG_IGN);
-	CHECK_OK(uv_loop_init(loop));
-}
-
-static void listener_closed_cb(void *arg)
-{
-	*(bool *)arg = true;
-}
-
-static void close_listener(uv_loop_t *loop, struct listener *l)
-{
-	bool done = false;
-	listener_close(l, listener_closed_cb, &done);
-	CHECK(loop_run_until(loop, loop_flag_is_set, &done, 5000));
-}
-
 #define MAX_GOT 64
 
 /* A bare rnet endpoint: its own listener, transport and received messages. */
@@ -819,89 +801,13 @@ TEST(two_rnets_exchange_every_type)
 	raft_configuration_close(&conf3);
 }
 
-/* ---- a raw client, for hostile bytes ---- */
-
-struct raw {
-	uv_tcp_t tcp;
-	uv_connect_t creq;
-	bool connected, ended, closed;
-};
-
-static void raw_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char sink[4096];
-	(void)h;
-	(void)suggested;
-	*buf = uv_buf_init(sink, sizeof sink);
-}
-
-static void raw_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct raw *r = s->data;
-	(void)buf;
-	if (nread < 0) {
-		r->ended = true;
-		uv_read_stop(s);
-	}
-}
-
-static void raw_connect_cb(uv_connect_t *req, int status)
-{
-	struct raw *r = req->data;
-	CHECK_OK(status);
-	r->connected = true;
-	uv_read_start((uv_stream_t *)&r->tcp, raw_alloc_cb, raw_read_cb);
-}
-
-static void raw_write_cb(uv_write_t *w, int status)
-{
-	(void)status;
-	free(w);
-}
-
-static void raw_write(struct raw *r, const void *p, size_t n)
-{
-	uv_write_t *w = malloc(sizeof *w + n);
-	uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)n);
-	memcpy(w + 1, p, n);
-	CHECK_OK(uv_write(w, (uv_stream_t *)&r->tcp, &b, 1, raw_write_cb));
-}
-
-static void raw_close_cb(uv_handle_t *h)
-{
-	((struct raw *)h->data)->closed = true;
-}
-
-static bool raw_flag_ended(void *p)
-{
-	return ((struct raw *)p)->ended;
-}
-
-static void raw_connect(uv_loop_t *loop, struct raw *r, const char *address)
-{
-	struct sockaddr_in addr;
-	memset(r, 0, sizeof *r);
-	CHECK_OK(listener_parse_address(address, &addr, NULL));
-	uv_tcp_init(loop, &r->tcp);
-	r->tcp.data = r;
-	r->creq.data = r;
-	CHECK_OK(uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&addr, raw_connect_cb));
-	CHECK(loop_run_until(loop, loop_flag_is_set, &r->connected, 5000));
-}
-
-static void raw_close(uv_loop_t *loop, struct raw *r)
-{
-	uv_close((uv_handle_t *)&r->tcp, raw_close_cb);
-	CHECK(loop_run_until(loop, loop_flag_is_set, &r->closed, 5000));
-}
-
 /* A peer speaking through the listener: a valid message is delivered with
  * the preamble's id and address; a bad frame closes that connection only. */
 TEST(hostile_bytes_close_one_connection)
 {
 	uv_loop_t loop;
 	static struct ep a, b;
-	struct raw r;
+	struct client r;
 	uint8_t pre[LISTENER_PREAMBLE_MAX];
 	struct raft_message tn = {0};
 	struct buf fr = BUF_INIT;
@@ -911,14 +817,14 @@ TEST(hostile_bytes_close_one_connection)
 	log_init();
 	start_loop(&loop);
 	ep_open(&loop, &b, 2, "g");
-	raw_connect(&loop, &r, b.address);
+	client_connect(&loop, &r, b.address);
 	n = listener_preamble_encode(pre, LISTENER_RAFT, "g", 77, "127.0.0.1:7777");
-	raw_write(&r, pre, n);
+	client_write(&r, pre, n);
 	tn.type = RAFT_IO_TIMEOUT_NOW;
 	tn.timeout_now = (struct raft_timeout_now){4, 5, 6};
 	CHECK_OK(rwire_encode(&tn, &fr));
-	raw_write(&r, fr.data, fr.len - 5); /* in two writes */
-	raw_write(&r, fr.data + fr.len - 5, 5);
+	client_write(&r, fr.data, fr.len - 5); /* in two writes */
+	client_write(&r, fr.data + fr.len - 5, 5);
 	{
 		struct got_wait w = {&b, 1};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
@@ -927,9 +833,9 @@ TEST(hostile_bytes_close_one_connection)
 	CHECK_EQ_U64(b.got[0].server_id, 77);
 	CHECK_EQ_STR(b.got[0].server_address, "127.0.0.1:7777");
 	/* Garbage: the connection is closed and counted. */
-	raw_write(&r, "\x63\0\0\0\0\0\0\0\x18\0\0\0\0\0\0\0", 16);
-	CHECK(loop_run_until(&loop, raw_flag_ended, &r, 5000));
-	raw_close(&loop, &r);
+	client_write(&r, "\x63\0\0\0\0\0\0\0\x18\0\0\0\0\0\0\0", 16);
+	CHECK(loop_run_until(&loop, client_ended, &r, 5000));
+	client_close(&loop, &r);
 	rnet_get_stats(&b.n, &st);
 	CHECK_EQ_U64(st.decode_errors, 1);
 	CHECK_EQ_U64(st.msgs_in[RAFT_IO_TIMEOUT_NOW], 1);
