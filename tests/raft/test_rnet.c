@@ -433,67 +433,49 @@ TEST(decoder_refuses_hostile_frames)
 	expect_refused(f, n, 0, "entry of ~4 GiB");
 	memset(h, 0, sizeof h);
 
-	/* InstallSnapshot configurations. */
+	/* InstallSnapshot configurations: servers as raw bytes (u64 id,
+	 * address, NUL, role). */
+#define ID1 "\x01\0\0\0\0\0\0\0"
+#define ID2 "\x02\0\0\0\0\0\0\0"
+#define SRV_A ID1 "a\0" "\x01"
 	{
-		static const uint8_t srv[] = {1, 0, 0, 0, 0, 0, 0, 0, 'a', 0, RAFT_VOTER};
-		static const uint8_t srv2[] = {1, 0, 0, 0, 0, 0, 0, 0, 'a', 0, RAFT_VOTER,
-					       2, 0, 0, 0, 0, 0, 0, 0, 'b', 0, RAFT_VOTER};
-		uint8_t s[64];
+		static const struct {
+			const char *what;
+			uint8_t format;
+			uint64_t count;
+			const char *servers;
+			size_t len;
+			uint64_t data_len, limit;
+		} bad[] = {
+			{"snapshot data above the limit", 1, 1, SRV_A, 11, 200, 100},
+			{"configuration format 2", 2, 1, SRV_A, 11, 0, 0},
+			{"configuration without servers", 1, 0, "", 0, 0, 0},
+			{"configuration of 2^64-1 servers", 1, UINT64_MAX, SRV_A, 11, 0, 0},
+			{"configuration server id 0", 1, 2, SRV_A "\0\0\0\0\0\0\0\0\0\0\0", 22, 0, 0},
+			{"address without NUL", 1, 1, ID1 "ab" "\x01", 11, 0, 0},
+			{"role 7", 1, 1, ID1 "a\0" "\x07", 11, 0, 0},
+			{"role past the configuration", 1, 2, SRV_A ID2 "bbb\0", 23, 0, 0},
+			{"duplicate id", 1, 2, SRV_A ID1 "b\0" "\x01", 22, 0, 0},
+			{"duplicate address", 1, 2, SRV_A ID2 "a\0" "\x01", 22, 0, 0},
+			{"empty address", 1, 1, ID1 "\0" "\x01" "\0", 11, 0, 0},
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			size_t k = conf_bytes(c, bad[i].format, bad[i].count, bad[i].servers,
+					      bad[i].len);
+			n = is_frame(f, c, k, bad[i].data_len);
+			expect_refused(f, n, bad[i].limit, bad[i].what);
+		}
+	}
+	{
 		size_t k;
 
-		k = conf_bytes(c, 1, 1, srv, sizeof srv);
-		n = is_frame(f, c, k, 200);
-		expect_refused(f, n, 100, "snapshot data above the limit");
-		k = conf_bytes(c, 2, 1, srv, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration format 2");
-		k = conf_bytes(c, 1, 0, srv, 0);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration without servers");
-		k = conf_bytes(c, 1, UINT64_MAX, srv, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration of 2^64-1 servers");
-		k = conf_bytes(c, 1, 2, srv, sizeof srv);
-		n = is_frame(f, c, k + 11, 0); /* 11 zero bytes: id 0 */
-		expect_refused(f, n, 0, "configuration server id 0");
-		memcpy(s, srv, sizeof srv);
-		s[9] = 'b'; /* no NUL before the end */
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "address without NUL");
-		memcpy(s, srv, sizeof srv);
-		s[10] = 7;
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "role 7");
-		memcpy(s, srv, sizeof srv);
-		memcpy(s + 11, "\x02\0\0\0\0\0\0\0bbb", 12); /* no role after its NUL */
-		k = conf_bytes(c, 1, 2, s, 23);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "role past the configuration");
-		memcpy(s, srv2, sizeof srv2);
-		s[11] = 1;
-		k = conf_bytes(c, 1, 2, s, sizeof srv2);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "duplicate id");
-		memcpy(s, srv2, sizeof srv2);
-		s[19] = 'a';
-		k = conf_bytes(c, 1, 2, s, sizeof srv2);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "duplicate address");
-		memcpy(s, srv, sizeof srv);
-		memmove(s + 8, s + 9, 2); /* address "" */
-		s[10] = 0;
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "empty address");
 		/* Configuration length past the header. */
-		k = conf_bytes(c, 1, 1, srv, sizeof srv);
+		k = conf_bytes(c, 1, 1, SRV_A, 11);
 		n = is_frame(f, c, k, 0);
 		put64(f + 16 + 32, 1000);
 		expect_refused(f, n, 0, "configuration length past the header");
 		/* The same frames are fine when well formed (the tests can fail). */
-		k = conf_bytes(c, 1, 2, srv2, sizeof srv2);
+		k = conf_bytes(c, 1, 2, SRV_A ID2 "b\0" "\x01", 22);
 		n = is_frame(f, c, k, 3);
 		memcpy(f + n, "abc", 3);
 		{
