@@ -48,6 +48,7 @@
  * rnet_init and io.init open nothing on the loop. */
 #include "raft/rnet.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ struct rnet_work {
 
 static struct rnet *outer(struct raft_io *io)
 {
-	return (struct rnet *)io->impl;
+	return (struct rnet *)((char *)io - offsetof(struct rnet, io));
 }
 
 static void maybe_closed(struct rnet *n);
