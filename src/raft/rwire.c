@@ -407,9 +407,10 @@ static int decode_append_entries(struct rwire_decoder *d, char *errmsg)
 		en->buf.base = NULL;
 		en->batch = NULL;
 	}
-	/* One batch for all, even if every entry is empty (rwire.h). */
+	/* One batch for all; none when every entry is empty (rwire.h). */
 	d->payload_len = (size_t)total;
-	d->payload = rmalloc(d->payload_len);
+	if (total > 0)
+		d->payload = rmalloc(d->payload_len);
 	return 0;
 }
 

@@ -9,8 +9,9 @@
  *  - fed in chunks, with payloads read in place through the window
  *    whenever the decoder offers one, the messages and the outcome are the
  *    ones of a single feed of the whole stream;
- *  - every message has raft 0.15's layout (one non-NULL batch shared by
- *    all entries, entries inside it, NULL for none; data NULL iff empty; a
+ *  - every message has raft 0.15's layout (one batch shared by all
+ *    entries, NULL iff they are all empty, entries inside it, entries NULL
+ *    for none; data NULL iff empty; a
  *    configuration of at least one server) and respects the limit;
  *  - it re-encodes (rwire_encode) to a frame that decodes to an equal
  *    message. */
@@ -40,11 +41,12 @@ static void check_layout(const struct raft_message *m, uint64_t limit)
 			FUZZ_CHECK(a->entries == NULL);
 			return;
 		}
-		FUZZ_CHECK(a->entries != NULL && a->entries[0].batch != NULL);
+		FUZZ_CHECK(a->entries != NULL);
 		batch = a->entries[0].batch;
 		for (unsigned i = 0; i < a->n_entries; i++)
 			total += a->entries[i].buf.len;
 		FUZZ_CHECK(total <= limit);
+		FUZZ_CHECK((batch == NULL) == (total == 0));
 		end = batch + total;
 		for (unsigned i = 0; i < a->n_entries; i++) {
 			const struct raft_entry *e = &a->entries[i];
