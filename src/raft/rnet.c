@@ -14,12 +14,13 @@
  * (no copy); a write backlog in user space above the limit (a peer that
  * stopped reading) drops the send instead of growing without bound.
  * A failed connect waits retry_ms. A connection that breaks (a write
- * fails, or the peer closes: outbound streams are read too, only to see EOF
- * early; raft_uv notices at the next write) is reconnected at once if it
- * lived retry_ms or longer, else after retry_ms: a peer that accepts and
- * hangs up at once (a listener without that tablet) costs one attempt per
- * retry_ms, not a busy loop. A send to the same id at a new address aborts
+ * fails, or the peer closes or writes: outbound streams are read too, only
+ * to see EOF early; raft_uv notices at the next write) is reconnected at
+ * once if it lived retry_ms or longer, else after retry_ms: a peer that
+ * accepts and hangs up at once (a listener without that tablet) costs one
+ * attempt per retry_ms, not a busy loop. A send to the same id at a new address aborts
  * the old client (its queued sends are cancelled), as raft_uv does.
+ * Clients live until close, one per peer ever sent to, as in raft_uv.
  *
  * Send callbacks never run inside raft's send call: a send dropped there
  * goes to the `done` FIFO, completed by an idle handle on the next loop
@@ -30,7 +31,8 @@
  * Inbound, one server per accepted stream, read-only, as src/uv_recv.c:
  * bytes go through an rwire_decoder. Reads land in one 64 KiB buffer per
  * thread (libuv calls alloc_cb then read_cb for one stream back to back,
- * and read_cb consumes every byte, so streams cannot interleave in it),
+ * and read_cb consumes every byte, so streams cannot interleave in it; a
+ * buffer per connection would cost 64 KiB x 2 peers x 300 groups),
  * except while a payload with at least 64 KiB missing is being received:
  * then the read goes straight into the payload buffer raft will own. After
  * each delivered message the loop checks whether the recv callback closed
@@ -46,6 +48,7 @@
  * rnet_init and io.init open nothing on the loop. */
 #include "raft/rnet.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +113,7 @@ struct rnet_work {
 
 static struct rnet *outer(struct raft_io *io)
 {
-	return (struct rnet *)io->impl;
+	return (struct rnet *)((char *)io - offsetof(struct rnet, io));
 }
 
 static void maybe_closed(struct rnet *n);
@@ -280,16 +283,18 @@ static void out_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init(sink, sizeof sink);
 }
 
-/* Outbound streams carry nothing back: read only to see the peer go. */
+/* Outbound streams carry nothing back: read only to see the peer go. A
+ * peer that writes is not speaking raft_uv's protocol: disconnected too
+ * (rather than reading its bytes forever). */
 static void out_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct rnet_client *c = stream->data;
 	(void)buf;
 
-	if (nread >= 0 || c->stream != stream)
+	if (nread == 0 || c->stream != stream)
 		return;
 	TLOG_DEBUG(c->n->log_id, 0, "raft connection to %s: %s", c->address,
-		   uv_strerror((int)nread));
+		   nread > 0 ? "the peer wrote to it" : uv_strerror((int)nread));
 	disconnect(c);
 }
 

@@ -407,9 +407,10 @@ static int decode_append_entries(struct rwire_decoder *d, char *errmsg)
 		en->buf.base = NULL;
 		en->batch = NULL;
 	}
-	/* One batch for all, even if every entry is empty (rwire.h). */
+	/* One batch for all; none when every entry is empty (rwire.h). */
 	d->payload_len = (size_t)total;
-	d->payload = rmalloc(d->payload_len);
+	if (total > 0)
+		d->payload = rmalloc(d->payload_len);
 	return 0;
 }
 
@@ -538,67 +539,56 @@ static void finish(struct rwire_decoder *d, struct raft_message *out)
 	reset(d, false);
 }
 
+_Static_assert(DOCRAFT_ECORRUPT != RWIRE_MORE && DOCRAFT_ECORRUPT != RWIRE_MESSAGE,
+	       "feed's results and error codes are distinct");
+
+/* Copies what is missing of the current stage (want bytes into dst), at
+ * most what is left of p; true once the stage is complete. */
+static bool take(struct rwire_decoder *d, uint8_t *dst, size_t want, const uint8_t *p, size_t n,
+		 size_t *off)
+{
+	size_t k = want - d->have;
+
+	k = k < n - *off ? k : n - *off;
+	memcpy(dst + d->have, p + *off, k);
+	d->have += k;
+	*off += k;
+	return d->have == want;
+}
+
 int rwire_decoder_feed(struct rwire_decoder *d, const uint8_t *p, size_t n, size_t *used,
 		       struct raft_message *out, char *errmsg)
 {
 	size_t off = 0;
-	int rv;
+	int rv = RWIRE_MORE;
 
-	while (off < n) {
-		size_t k;
+	while (off < n && rv == RWIRE_MORE) {
 		bool complete = false;
 
 		switch (d->stage) {
 		case RWIRE_AT_PREAMBLE:
-			k = RWIRE_PREAMBLE_SIZE - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->preamble + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have < RWIRE_PREAMBLE_SIZE)
-				break;
-			rv = preamble_done(d, errmsg);
-			if (rv != 0) {
-				*used = off;
-				return rv;
-			}
+			if (take(d, d->preamble, RWIRE_PREAMBLE_SIZE, p, n, &off))
+				rv = preamble_done(d, errmsg);
 			break;
 		case RWIRE_AT_HEADER:
-			k = d->header_len - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->header + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have < d->header_len)
+			if (!take(d, d->header, d->header_len, p, n, &off))
 				break;
 			rv = header_done(d, &complete, errmsg);
-			if (rv != 0) {
+			if (rv != 0)
 				reset(d, false);
-				*used = off;
-				return rv;
-			}
-			if (complete) {
-				finish(d, out);
-				*used = off;
-				return RWIRE_MESSAGE;
-			}
+			else if (complete)
+				rv = RWIRE_MESSAGE;
 			break;
 		case RWIRE_AT_PAYLOAD:
-			k = d->payload_len - d->have;
-			k = k < n - off ? k : n - off;
-			memcpy(d->payload + d->have, p + off, k);
-			d->have += k;
-			off += k;
-			if (d->have == d->payload_len) {
-				finish(d, out);
-				*used = off;
-				return RWIRE_MESSAGE;
-			}
+			if (take(d, d->payload, d->payload_len, p, n, &off))
+				rv = RWIRE_MESSAGE;
 			break;
 		}
 	}
+	if (rv == RWIRE_MESSAGE)
+		finish(d, out);
 	*used = off;
-	return RWIRE_MORE;
+	return rv;
 }
 
 bool rwire_decoder_window(struct rwire_decoder *d, size_t min, uint8_t **p, size_t *n)
@@ -642,6 +632,77 @@ void rwire_message_free(struct raft_message *m)
 		raft_free(m->install_snapshot.data.base);
 		m->install_snapshot.data.base = NULL;
 		m->install_snapshot.data.len = 0;
+	}
+}
+
+static bool same_buffer(const struct raft_buffer *a, const struct raft_buffer *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->base, b->base, a->len) == 0);
+}
+
+static bool same_append_entries(const struct raft_append_entries *x,
+				const struct raft_append_entries *y)
+{
+	if (x->term != y->term || x->prev_log_index != y->prev_log_index ||
+	    x->prev_log_term != y->prev_log_term || x->leader_commit != y->leader_commit ||
+	    x->n_entries != y->n_entries)
+		return false;
+	for (unsigned i = 0; i < x->n_entries; i++)
+		if (x->entries[i].term != y->entries[i].term ||
+		    x->entries[i].type != y->entries[i].type ||
+		    !same_buffer(&x->entries[i].buf, &y->entries[i].buf))
+			return false;
+	return true;
+}
+
+static bool same_install_snapshot(const struct raft_install_snapshot *x,
+				  const struct raft_install_snapshot *y)
+{
+	if (x->term != y->term || x->last_index != y->last_index ||
+	    x->last_term != y->last_term || x->conf_index != y->conf_index ||
+	    x->conf.n != y->conf.n)
+		return false;
+	for (unsigned i = 0; i < x->conf.n; i++)
+		if (x->conf.servers[i].id != y->conf.servers[i].id ||
+		    x->conf.servers[i].role != y->conf.servers[i].role ||
+		    strcmp(x->conf.servers[i].address, y->conf.servers[i].address) != 0)
+			return false;
+	return same_buffer(&x->data, &y->data);
+}
+
+bool rwire_message_equal(const struct raft_message *a, const struct raft_message *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case RAFT_IO_APPEND_ENTRIES:
+		return same_append_entries(&a->append_entries, &b->append_entries);
+	case RAFT_IO_APPEND_ENTRIES_RESULT:
+		return a->append_entries_result.term == b->append_entries_result.term &&
+		       a->append_entries_result.rejected == b->append_entries_result.rejected &&
+		       a->append_entries_result.last_log_index ==
+			       b->append_entries_result.last_log_index;
+	case RAFT_IO_REQUEST_VOTE: {
+		const struct raft_request_vote *x = &a->request_vote, *y = &b->request_vote;
+		return x->term == y->term && x->candidate_id == y->candidate_id &&
+		       x->last_log_index == y->last_log_index &&
+		       x->last_log_term == y->last_log_term &&
+		       x->disrupt_leader == y->disrupt_leader && x->pre_vote == y->pre_vote;
+	}
+	case RAFT_IO_REQUEST_VOTE_RESULT: {
+		const struct raft_request_vote_result *x = &a->request_vote_result,
+						      *y = &b->request_vote_result;
+		return x->term == y->term && x->vote_granted == y->vote_granted &&
+		       (x->pre_vote == raft_tribool_true) == (y->pre_vote == raft_tribool_true);
+	}
+	case RAFT_IO_INSTALL_SNAPSHOT:
+		return same_install_snapshot(&a->install_snapshot, &b->install_snapshot);
+	case RAFT_IO_TIMEOUT_NOW:
+		return a->timeout_now.term == b->timeout_now.term &&
+		       a->timeout_now.last_log_index == b->timeout_now.last_log_index &&
+		       a->timeout_now.last_log_term == b->timeout_now.last_log_term;
+	default:
+		return true;
 	}
 }
 

@@ -39,9 +39,14 @@
  * role, duplicate id or address, no server at all). What it hands over has
  * the memory layout raft 0.15 frees: AppendEntries with n > 0 entries gets a
  * raft_malloc'd entries array and ONE raft_malloc'd payload buffer that is
- * the batch of every entry (allocated even when every entry is empty, so
- * that no batch is NULL: raft's entryBatchesDestroy requires one); entries
- * of length 0 have buf.base NULL; n == 0 gives entries NULL. InstallSnapshot
+ * the batch of every entry; entries of length 0 have buf.base NULL; n == 0
+ * gives entries NULL. When every entry is empty there is no buffer and
+ * every batch is NULL: raft then treats them as entries of their own with
+ * nothing to free (as its own raft_apply entries), and rio.c's drop path,
+ * which frees batches only when the payload is not empty (raft_uv leaves
+ * them uninitialised then), leaks nothing; only a libraft built with
+ * assertions would object, in entryBatchesDestroy (Debian's has none, and
+ * rio drops such messages first). InstallSnapshot
  * gets its configuration decoded (raft_configuration_*) and its data
  * raft_malloc'd (base NULL when empty). No pointer is left uninitialised.
  *
@@ -142,6 +147,13 @@ int rwire_decoder_advance(struct rwire_decoder *d, size_t k, struct raft_message
 /* Frees a decoded message's buffers as raft's recv path would for an
  * unavailable node (entries array and batch, or configuration and data). */
 void rwire_message_free(struct raft_message *m);
+
+/* Whether a and b carry the same message: type and fields, the entries'
+ * terms, types and bytes, the configuration, the snapshot data. Not the
+ * server id and address, nor the memory layout. A RequestVoteResult's
+ * pre_vote unknown equals false (both go on the wire as 0). For tests and
+ * fuzzing. */
+bool rwire_message_equal(const struct raft_message *a, const struct raft_message *b);
 
 /* "append_entries", ..., "timeout_now"; "?" for other types. */
 const char *rwire_type_name(unsigned type);

@@ -22,7 +22,6 @@
  *     + io.init for comparison (notes only: no timing assertion).
  *
  * Waits drive the loop until a condition holds or a guard timer fires. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,8 @@
 #include "raft/rwire.h"
 #include "raft/transport.h"
 #include "loop.h"
+#include "rawclient.h"
+#include "seqfsm.h"
 #include "test.h"
 
 /* ---- messages ---- */
@@ -170,71 +171,30 @@ static void free_samples(struct raft_message *m)
 			free(m[i].append_entries.entries);
 }
 
-/* Whether b (decoded) carries a's content, in raft 0.15's layout. */
+/* Whether b (decoded) carries a's content (rwire_message_equal), in raft
+ * 0.15's layout (rwire.h): one batch for all entries (NULL when they are
+ * all empty), NULL base for an empty entry or empty data, entries NULL
+ * when there are none. */
 static bool same_message(const struct raft_message *a, const struct raft_message *b)
 {
-	if (a->type != b->type)
+	if (!rwire_message_equal(a, b))
 		return false;
-	switch (a->type) {
-	case RAFT_IO_APPEND_ENTRIES: {
-		const struct raft_append_entries *x = &a->append_entries, *y = &b->append_entries;
-		if (x->term != y->term || x->prev_log_index != y->prev_log_index ||
-		    x->prev_log_term != y->prev_log_term || x->leader_commit != y->leader_commit ||
-		    x->n_entries != y->n_entries)
-			return false;
+	if (b->type == RAFT_IO_APPEND_ENTRIES) {
+		const struct raft_append_entries *y = &b->append_entries;
 		if (y->n_entries == 0)
 			return y->entries == NULL;
-		for (unsigned i = 0; i < x->n_entries; i++) {
-			const struct raft_entry *e = &x->entries[i], *f = &y->entries[i];
-			if (e->term != f->term || e->type != f->type || e->buf.len != f->buf.len)
+		bool empty = rwire_payload_size(b) == 0;
+		for (unsigned i = 0; i < y->n_entries; i++)
+			if ((y->entries[i].batch == NULL) != empty ||
+			    y->entries[i].batch != y->entries[0].batch ||
+			    (y->entries[i].buf.len == 0) != (y->entries[i].buf.base == NULL))
 				return false;
-			if (f->batch == NULL || f->batch != y->entries[0].batch)
-				return false;
-			if (f->buf.len == 0 ? f->buf.base != NULL
-					    : memcmp(e->buf.base, f->buf.base, e->buf.len) != 0)
-				return false;
-		}
-		return true;
 	}
-	case RAFT_IO_APPEND_ENTRIES_RESULT:
-		return memcmp(&a->append_entries_result, &b->append_entries_result,
-			      sizeof a->append_entries_result) == 0;
-	case RAFT_IO_REQUEST_VOTE: {
-		const struct raft_request_vote *x = &a->request_vote, *y = &b->request_vote;
-		return x->term == y->term && x->candidate_id == y->candidate_id &&
-		       x->last_log_index == y->last_log_index &&
-		       x->last_log_term == y->last_log_term &&
-		       x->disrupt_leader == y->disrupt_leader && x->pre_vote == y->pre_vote;
-	}
-	case RAFT_IO_REQUEST_VOTE_RESULT: {
-		const struct raft_request_vote_result *x = &a->request_vote_result,
-						      *y = &b->request_vote_result;
-		/* raft_tribool_unknown is sent as false */
-		raft_tribool want = x->pre_vote == raft_tribool_true ? raft_tribool_true
-								     : raft_tribool_false;
-		return x->term == y->term && x->vote_granted == y->vote_granted &&
-		       y->pre_vote == want;
-	}
-	case RAFT_IO_INSTALL_SNAPSHOT: {
-		const struct raft_install_snapshot *x = &a->install_snapshot,
-						   *y = &b->install_snapshot;
-		if (x->term != y->term || x->last_index != y->last_index ||
-		    x->last_term != y->last_term || x->conf_index != y->conf_index ||
-		    x->conf.n != y->conf.n || x->data.len != y->data.len)
-			return false;
-		for (unsigned i = 0; i < x->conf.n; i++)
-			if (x->conf.servers[i].id != y->conf.servers[i].id ||
-			    x->conf.servers[i].role != y->conf.servers[i].role ||
-			    strcmp(x->conf.servers[i].address, y->conf.servers[i].address) != 0)
-				return false;
-		if (y->data.len == 0)
-			return y->data.base == NULL;
-		return memcmp(x->data.base, y->data.base, x->data.len) == 0;
-	}
-	case RAFT_IO_TIMEOUT_NOW:
-		return memcmp(&a->timeout_now, &b->timeout_now, sizeof a->timeout_now) == 0;
-	}
-	return false;
+	if (b->type == RAFT_IO_INSTALL_SNAPSHOT)
+		return (b->install_snapshot.data.len == 0) == (b->install_snapshot.data.base == NULL);
+	if (b->type == RAFT_IO_REQUEST_VOTE_RESULT) /* sent with flags: never unknown */
+		return b->request_vote_result.pre_vote != raft_tribool_unknown;
+	return true;
 }
 
 /* Decodes every message of [p, p + n) fed in chunks of `chunk` bytes (0:
@@ -476,67 +436,49 @@ TEST(decoder_refuses_hostile_frames)
 	expect_refused(f, n, 0, "entry of ~4 GiB");
 	memset(h, 0, sizeof h);
 
-	/* InstallSnapshot configurations. */
+	/* InstallSnapshot configurations: servers as raw bytes (u64 id,
+	 * address, NUL, role). */
+#define ID1 "\x01\0\0\0\0\0\0\0"
+#define ID2 "\x02\0\0\0\0\0\0\0"
+#define SRV_A ID1 "a\0" "\x01"
 	{
-		static const uint8_t srv[] = {1, 0, 0, 0, 0, 0, 0, 0, 'a', 0, RAFT_VOTER};
-		static const uint8_t srv2[] = {1, 0, 0, 0, 0, 0, 0, 0, 'a', 0, RAFT_VOTER,
-					       2, 0, 0, 0, 0, 0, 0, 0, 'b', 0, RAFT_VOTER};
-		uint8_t s[64];
+		static const struct {
+			const char *what;
+			uint8_t format;
+			uint64_t count;
+			const char *servers;
+			size_t len;
+			uint64_t data_len, limit;
+		} bad[] = {
+			{"snapshot data above the limit", 1, 1, SRV_A, 11, 200, 100},
+			{"configuration format 2", 2, 1, SRV_A, 11, 0, 0},
+			{"configuration without servers", 1, 0, "", 0, 0, 0},
+			{"configuration of 2^64-1 servers", 1, UINT64_MAX, SRV_A, 11, 0, 0},
+			{"configuration server id 0", 1, 2, SRV_A "\0\0\0\0\0\0\0\0\0\0\0", 22, 0, 0},
+			{"address without NUL", 1, 1, ID1 "ab" "\x01", 11, 0, 0},
+			{"role 7", 1, 1, ID1 "a\0" "\x07", 11, 0, 0},
+			{"role past the configuration", 1, 2, SRV_A ID2 "bbb\0", 23, 0, 0},
+			{"duplicate id", 1, 2, SRV_A ID1 "b\0" "\x01", 22, 0, 0},
+			{"duplicate address", 1, 2, SRV_A ID2 "a\0" "\x01", 22, 0, 0},
+			{"empty address", 1, 1, ID1 "\0" "\x01" "\0", 11, 0, 0},
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			size_t k = conf_bytes(c, bad[i].format, bad[i].count, bad[i].servers,
+					      bad[i].len);
+			n = is_frame(f, c, k, bad[i].data_len);
+			expect_refused(f, n, bad[i].limit, bad[i].what);
+		}
+	}
+	{
 		size_t k;
 
-		k = conf_bytes(c, 1, 1, srv, sizeof srv);
-		n = is_frame(f, c, k, 200);
-		expect_refused(f, n, 100, "snapshot data above the limit");
-		k = conf_bytes(c, 2, 1, srv, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration format 2");
-		k = conf_bytes(c, 1, 0, srv, 0);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration without servers");
-		k = conf_bytes(c, 1, UINT64_MAX, srv, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "configuration of 2^64-1 servers");
-		k = conf_bytes(c, 1, 2, srv, sizeof srv);
-		n = is_frame(f, c, k + 11, 0); /* 11 zero bytes: id 0 */
-		expect_refused(f, n, 0, "configuration server id 0");
-		memcpy(s, srv, sizeof srv);
-		s[9] = 'b'; /* no NUL before the end */
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "address without NUL");
-		memcpy(s, srv, sizeof srv);
-		s[10] = 7;
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "role 7");
-		memcpy(s, srv, sizeof srv);
-		memcpy(s + 11, "\x02\0\0\0\0\0\0\0bbb", 12); /* no role after its NUL */
-		k = conf_bytes(c, 1, 2, s, 23);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "role past the configuration");
-		memcpy(s, srv2, sizeof srv2);
-		s[11] = 1;
-		k = conf_bytes(c, 1, 2, s, sizeof srv2);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "duplicate id");
-		memcpy(s, srv2, sizeof srv2);
-		s[19] = 'a';
-		k = conf_bytes(c, 1, 2, s, sizeof srv2);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "duplicate address");
-		memcpy(s, srv, sizeof srv);
-		memmove(s + 8, s + 9, 2); /* address "" */
-		s[10] = 0;
-		k = conf_bytes(c, 1, 1, s, sizeof srv);
-		n = is_frame(f, c, k, 0);
-		expect_refused(f, n, 0, "empty address");
 		/* Configuration length past the header. */
-		k = conf_bytes(c, 1, 1, srv, sizeof srv);
+		k = conf_bytes(c, 1, 1, SRV_A, 11);
 		n = is_frame(f, c, k, 0);
 		put64(f + 16 + 32, 1000);
 		expect_refused(f, n, 0, "configuration length past the header");
 		/* The same frames are fine when well formed (the tests can fail). */
-		k = conf_bytes(c, 1, 2, srv2, sizeof srv2);
+		k = conf_bytes(c, 1, 2, SRV_A ID2 "b\0" "\x01", 22);
 		n = is_frame(f, c, k, 3);
 		memcpy(f + n, "abc", 3);
 		{
@@ -575,14 +517,14 @@ TEST(decoder_cut_short_leaks_nothing)
 			rwire_decoder_close(&d);
 		}
 	}
-	/* AppendEntries of entries that are all empty: still one batch. */
+	/* AppendEntries of entries that are all empty: no batch at all. */
 	{
 		static const size_t zero[] = {0, 0, 0};
 		struct raft_message ae = msg_ae(3, zero), got[1];
 		buf_reset(&b);
 		CHECK_OK(rwire_encode(&ae, &b));
 		CHECK_EQ_INT(decode_all(b.data, b.len, 0, got, 1), 1);
-		CHECK(got[0].append_entries.entries[0].batch != NULL);
+		CHECK(got[0].append_entries.entries[0].batch == NULL);
 		CHECK(same_message(&ae, &got[0]));
 		rwire_message_free(&got[0]);
 	}
@@ -592,24 +534,6 @@ TEST(decoder_cut_short_leaks_nothing)
 }
 
 /* ---- (b) two rnet instances ---- */
-
-static void start_loop(uv_loop_t *loop)
-{
-	signal(SIGPIPE, SIG_IGN);
-	CHECK_OK(uv_loop_init(loop));
-}
-
-static void listener_closed_cb(void *arg)
-{
-	*(bool *)arg = true;
-}
-
-static void close_listener(uv_loop_t *loop, struct listener *l)
-{
-	bool done = false;
-	listener_close(l, listener_closed_cb, &done);
-	CHECK(loop_run_until(loop, loop_flag_is_set, &done, 5000));
-}
 
 #define MAX_GOT 64
 
@@ -629,7 +553,7 @@ struct ep {
 	uint64_t close_seq;
 };
 
-static uint64_t seq; /* order of callbacks */
+static uint64_t cb_seq; /* order of callbacks */
 
 static void ep_tick(struct raft_io *io)
 {
@@ -651,14 +575,16 @@ static void ep_recv(struct raft_io *io, struct raft_message *m)
 	e->n_got++;
 }
 
-static void ep_open(uv_loop_t *loop, struct ep *e, raft_id id, const char *tablet)
+/* An endpoint whose listener is bound to bind ("127.0.0.1:0": any port). */
+static void ep_open_at(uv_loop_t *loop, struct ep *e, raft_id id, const char *tablet,
+		       const char *bind)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	memset(e, 0, sizeof *e);
 	e->loop = loop;
 	e->id = id;
-	CHECK_OK_MSG(listener_open(loop, "127.0.0.1:0", &e->l, errmsg), errmsg);
+	CHECK_OK_MSG(listener_open(loop, bind, &e->l, errmsg), errmsg);
 	snprintf(e->address, sizeof e->address, "%s", listener_address(e->l));
 	CHECK_OK_MSG(transport_init(&e->t, e->l, tablet, errmsg), errmsg);
 	CHECK_OK(rnet_init(&e->n, loop, &e->t, errmsg));
@@ -667,11 +593,16 @@ static void ep_open(uv_loop_t *loop, struct ep *e, raft_id id, const char *table
 	CHECK_OK_MSG(e->n.io.start(&e->n.io, 50, ep_tick, ep_recv), e->n.io.errmsg);
 }
 
+static void ep_open(uv_loop_t *loop, struct ep *e, raft_id id, const char *tablet)
+{
+	ep_open_at(loop, e, id, tablet, "127.0.0.1:0");
+}
+
 static void ep_close_cb(struct raft_io *io)
 {
 	struct ep *e = io->data;
 	e->closed = true;
-	e->close_seq = ++seq;
+	e->close_seq = ++cb_seq;
 }
 
 static void ep_start_close(struct ep *e)
@@ -708,7 +639,7 @@ static void sent_cb(struct raft_io_send *req, int status)
 	struct sent *s = req->data;
 	s->status = status;
 	s->n_calls++;
-	s->seq = ++seq;
+	s->seq = ++cb_seq;
 }
 
 static int ep_send(struct ep *from, struct ep *to, struct raft_message *m, struct sent *s)
@@ -855,89 +786,13 @@ TEST(two_rnets_exchange_every_type)
 	raft_configuration_close(&conf3);
 }
 
-/* ---- a raw client, for hostile bytes ---- */
-
-struct raw {
-	uv_tcp_t tcp;
-	uv_connect_t creq;
-	bool connected, ended, closed;
-};
-
-static void raw_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char sink[4096];
-	(void)h;
-	(void)suggested;
-	*buf = uv_buf_init(sink, sizeof sink);
-}
-
-static void raw_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct raw *r = s->data;
-	(void)buf;
-	if (nread < 0) {
-		r->ended = true;
-		uv_read_stop(s);
-	}
-}
-
-static void raw_connect_cb(uv_connect_t *req, int status)
-{
-	struct raw *r = req->data;
-	CHECK_OK(status);
-	r->connected = true;
-	uv_read_start((uv_stream_t *)&r->tcp, raw_alloc_cb, raw_read_cb);
-}
-
-static void raw_write_cb(uv_write_t *w, int status)
-{
-	(void)status;
-	free(w);
-}
-
-static void raw_write(struct raw *r, const void *p, size_t n)
-{
-	uv_write_t *w = malloc(sizeof *w + n);
-	uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)n);
-	memcpy(w + 1, p, n);
-	CHECK_OK(uv_write(w, (uv_stream_t *)&r->tcp, &b, 1, raw_write_cb));
-}
-
-static void raw_close_cb(uv_handle_t *h)
-{
-	((struct raw *)h->data)->closed = true;
-}
-
-static bool raw_flag_ended(void *p)
-{
-	return ((struct raw *)p)->ended;
-}
-
-static void raw_connect(uv_loop_t *loop, struct raw *r, const char *address)
-{
-	struct sockaddr_in addr;
-	memset(r, 0, sizeof *r);
-	CHECK_OK(listener_parse_address(address, &addr, NULL));
-	uv_tcp_init(loop, &r->tcp);
-	r->tcp.data = r;
-	r->creq.data = r;
-	CHECK_OK(uv_tcp_connect(&r->creq, &r->tcp, (struct sockaddr *)&addr, raw_connect_cb));
-	CHECK(loop_run_until(loop, loop_flag_is_set, &r->connected, 5000));
-}
-
-static void raw_close(uv_loop_t *loop, struct raw *r)
-{
-	uv_close((uv_handle_t *)&r->tcp, raw_close_cb);
-	CHECK(loop_run_until(loop, loop_flag_is_set, &r->closed, 5000));
-}
-
 /* A peer speaking through the listener: a valid message is delivered with
  * the preamble's id and address; a bad frame closes that connection only. */
 TEST(hostile_bytes_close_one_connection)
 {
 	uv_loop_t loop;
 	static struct ep a, b;
-	struct raw r;
+	struct client r;
 	uint8_t pre[LISTENER_PREAMBLE_MAX];
 	struct raft_message tn = {0};
 	struct buf fr = BUF_INIT;
@@ -947,14 +802,14 @@ TEST(hostile_bytes_close_one_connection)
 	log_init();
 	start_loop(&loop);
 	ep_open(&loop, &b, 2, "g");
-	raw_connect(&loop, &r, b.address);
+	client_connect(&loop, &r, b.address);
 	n = listener_preamble_encode(pre, LISTENER_RAFT, "g", 77, "127.0.0.1:7777");
-	raw_write(&r, pre, n);
+	client_write(&r, pre, n);
 	tn.type = RAFT_IO_TIMEOUT_NOW;
 	tn.timeout_now = (struct raft_timeout_now){4, 5, 6};
 	CHECK_OK(rwire_encode(&tn, &fr));
-	raw_write(&r, fr.data, fr.len - 5); /* in two writes */
-	raw_write(&r, fr.data + fr.len - 5, 5);
+	client_write(&r, fr.data, fr.len - 5); /* in two writes */
+	client_write(&r, fr.data + fr.len - 5, 5);
 	{
 		struct got_wait w = {&b, 1};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
@@ -963,9 +818,9 @@ TEST(hostile_bytes_close_one_connection)
 	CHECK_EQ_U64(b.got[0].server_id, 77);
 	CHECK_EQ_STR(b.got[0].server_address, "127.0.0.1:7777");
 	/* Garbage: the connection is closed and counted. */
-	raw_write(&r, "\x63\0\0\0\0\0\0\0\x18\0\0\0\0\0\0\0", 16);
-	CHECK(loop_run_until(&loop, raw_flag_ended, &r, 5000));
-	raw_close(&loop, &r);
+	client_write(&r, "\x63\0\0\0\0\0\0\0\x18\0\0\0\0\0\0\0", 16);
+	CHECK(loop_run_until(&loop, client_ended, &r, 5000));
+	client_close(&loop, &r);
 	rnet_get_stats(&b.n, &st);
 	CHECK_EQ_U64(st.decode_errors, 1);
 	CHECK_EQ_U64(st.msgs_in[RAFT_IO_TIMEOUT_NOW], 1);
@@ -1005,7 +860,7 @@ static void work_done(struct raft_io_async_work *req, int status)
 	struct work *w = req->data;
 	w->status = status;
 	w->n_calls++;
-	w->seq = ++seq;
+	w->seq = ++cb_seq;
 }
 
 /* An address where nothing listens (a listener opened and closed). */
@@ -1107,7 +962,8 @@ static bool failures_reached(void *p)
 	return w->n->stats.connect_failures >= w->connect_failures;
 }
 
-/* A peer that refuses: reconnect every retry delay, at most 3 sends kept. */
+/* A peer that refuses: reconnect every retry delay, at most 3 sends kept,
+ * delivered once the peer is there. */
 TEST(refusing_peer_reconnects_and_bounds_its_queue)
 {
 	uv_loop_t loop;
@@ -1144,9 +1000,25 @@ TEST(refusing_peer_reconnects_and_bounds_its_queue)
 		CHECK_EQ_INT(s[i].n_calls, 0); /* still queued */
 	CHECK_EQ_U64(a.n.stats.drops, 7);
 	CHECK_EQ_U64(a.n.stats.connects, 0);
+	/* The peer comes up at that address: the next attempt connects and the
+	 * three kept sends arrive, in order. */
+	{
+		static struct ep up;
+		struct got_wait gw = {&up, 3};
+		struct sent_wait sw = {&s[7], 3};
+		char address[64];
+
+		snprintf(address, sizeof address, "%s", dead.address);
+		ep_open_at(&loop, &up, 9, "g", address);
+		CHECK(loop_run_until(&loop, got_n, &gw, 10000));
+		CHECK(loop_run_until(&loop, all_sent, &sw, 10000));
+		for (int i = 7; i < 10; i++)
+			CHECK_EQ_INT(s[i].status, 0);
+		CHECK_EQ_U64(a.n.stats.connects, 1);
+		CHECK_EQ_U64(up.got[0].server_id, 1);
+		ep_close(&up);
+	}
 	ep_close(&a);
-	for (int i = 7; i < 10; i++)
-		CHECK_EQ_INT(s[i].status, RAFT_CANCELED);
 	CHECK_OK(loop_finish(&loop));
 }
 
@@ -1244,8 +1116,703 @@ TEST(silent_peer_bounds_the_write_backlog)
 	CHECK_OK(loop_finish(&loop));
 }
 
+/* ---- (d) real C-Raft: rnet for the network, raft_uv for storage ---- */
+
+/* The transport raft_uv gets when it is only the storage half: raft_uv
+ * calls init (from io.init) and close, nothing else. */
+static int dummy_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+	(void)t;
+	(void)id;
+	(void)address;
+	return 0;
+}
+
+static int dummy_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+	(void)t;
+	(void)cb;
+	return 0;
+}
+
+static int dummy_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+			 const char *address, raft_uv_connect_cb cb)
+{
+	(void)t;
+	(void)req;
+	(void)id;
+	(void)address;
+	(void)cb;
+	return RAFT_NOCONNECTION;
+}
+
+static void dummy_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+	cb(t);
+}
+
+/* Test-only glue (the shape of raftlog_io): raft gets `io`; storage methods
+ * go to raft_uv (`uv`, on a dummy transport), network methods to rnet. */
+struct split {
+	struct raft_io io;
+	struct raft_io uv;
+	struct raft_uv_transport dummy;
+	struct rnet net;
+	struct raft_uv_transport transport; /* rnet's, over the listener */
+	raft_io_tick_cb tick_cb;
+	raft_io_recv_cb recv_cb;
+	raft_io_close_cb close_cb;
+	bool uv_closed, net_closed;
+};
+
+static struct split *sp_of(struct raft_io *io)
+{
+	return (struct split *)io; /* io is the first member */
+}
+
+static int sp_fwd(struct split *sp, struct raft_io *inner, int rv)
+{
+	if (rv != 0)
+		memcpy(sp->io.errmsg, inner->errmsg, sizeof sp->io.errmsg);
+	return rv;
+}
+
+static int sp_init(struct raft_io *io, raft_id id, const char *address)
+{
+	struct split *sp = sp_of(io);
+	int rv = sp_fwd(sp, &sp->uv, sp->uv.init(&sp->uv, id, address));
+	return rv != 0 ? rv : sp_fwd(sp, &sp->net.io, sp->net.io.init(&sp->net.io, id, address));
+}
+
+static void sp_maybe_closed(struct split *sp)
+{
+	raft_io_close_cb cb = sp->close_cb;
+	if (!sp->uv_closed || !sp->net_closed || cb == NULL)
+		return;
+	sp->close_cb = NULL;
+	cb(&sp->io);
+}
+
+static void sp_uv_closed(struct raft_io *uv)
+{
+	struct split *sp = uv->data;
+	sp->uv_closed = true; /* raft_uv 0.15 may say so twice (rio.c) */
+	sp_maybe_closed(sp);
+}
+
+static void sp_net_closed(struct raft_io *net)
+{
+	struct split *sp = net->data;
+	sp->net_closed = true;
+	sp_maybe_closed(sp);
+}
+
+static void sp_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct split *sp = sp_of(io);
+	sp->close_cb = cb;
+	sp->uv.close(&sp->uv, sp_uv_closed);
+	sp->net.io.close(&sp->net.io, sp_net_closed);
+}
+
+static int sp_load(struct raft_io *io, raft_term *term, raft_id *vote,
+		   struct raft_snapshot **snapshot, raft_index *start, struct raft_entry *entries[],
+		   size_t *n)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.load(&sp->uv, term, vote, snapshot, start, entries, n));
+}
+
+static void sp_tick(struct raft_io *net)
+{
+	struct split *sp = net->data;
+	sp->tick_cb(&sp->io);
+}
+
+static void sp_recv(struct raft_io *net, struct raft_message *m)
+{
+	struct split *sp = net->data;
+	sp->recv_cb(&sp->io, m);
+}
+
+static int sp_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	struct split *sp = sp_of(io);
+	sp->tick_cb = tick;
+	sp->recv_cb = recv;
+	return sp_fwd(sp, &sp->net.io, sp->net.io.start(&sp->net.io, msecs, sp_tick, sp_recv));
+}
+
+static int sp_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.bootstrap(&sp->uv, conf));
+}
+
+static int sp_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.recover(&sp->uv, conf));
+}
+
+static int sp_set_term(struct raft_io *io, raft_term term)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.set_term(&sp->uv, term));
+}
+
+static int sp_set_vote(struct raft_io *io, raft_id id)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.set_vote(&sp->uv, id));
+}
+
+static int sp_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
+		   raft_io_send_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->net.io, sp->net.io.send(&sp->net.io, req, m, cb));
+}
+
+static int sp_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.append(&sp->uv, req, entries, n, cb));
+}
+
+static int sp_truncate(struct raft_io *io, raft_index index)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.truncate(&sp->uv, index));
+}
+
+static int sp_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+			   const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.snapshot_put(&sp->uv, trailing, req, snapshot, cb));
+}
+
+static int sp_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+			   raft_io_snapshot_get_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->uv, sp->uv.snapshot_get(&sp->uv, req, cb));
+}
+
+static raft_time sp_time(struct raft_io *io)
+{
+	struct split *sp = sp_of(io);
+	return sp->net.io.time(&sp->net.io);
+}
+
+static int sp_random(struct raft_io *io, int min, int max)
+{
+	struct split *sp = sp_of(io);
+	return sp->net.io.random(&sp->net.io, min, max);
+}
+
+static int sp_async_work(struct raft_io *io, struct raft_io_async_work *req,
+			 raft_io_async_work_cb cb)
+{
+	struct split *sp = sp_of(io);
+	return sp_fwd(sp, &sp->net.io, sp->net.io.async_work(&sp->net.io, req, cb));
+}
+
+static void sp_setup(struct split *sp, uv_loop_t *loop, struct listener *l, const char *tablet,
+		     const char *dir)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	memset(sp, 0, sizeof *sp);
+	sp->dummy.init = dummy_init;
+	sp->dummy.listen = dummy_listen;
+	sp->dummy.connect = dummy_connect;
+	sp->dummy.close = dummy_close;
+	CHECK_OK(raft_uv_init(&sp->uv, loop, dir, &sp->dummy));
+	raft_uv_set_segment_size(&sp->uv, 1024 * 1024);
+	sp->uv.data = sp;
+	CHECK_OK_MSG(transport_init(&sp->transport, l, tablet, errmsg), errmsg);
+	CHECK_OK(rnet_init(&sp->net, loop, &sp->transport, errmsg));
+	rnet_set_retry_delay(&sp->net, 200);
+	sp->net.io.data = sp;
+	sp->io.version = 2;
+	sp->io.init = sp_init;
+	sp->io.close = sp_close;
+	sp->io.load = sp_load;
+	sp->io.start = sp_start;
+	sp->io.bootstrap = sp_bootstrap;
+	sp->io.recover = sp_recover;
+	sp->io.set_term = sp_set_term;
+	sp->io.set_vote = sp_set_vote;
+	sp->io.send = sp_send;
+	sp->io.append = sp_append;
+	sp->io.truncate = sp_truncate;
+	sp->io.snapshot_put = sp_snapshot_put;
+	sp->io.snapshot_get = sp_snapshot_get;
+	sp->io.time = sp_time;
+	sp->io.random = sp_random;
+	sp->io.async_work = sp_async_work;
+}
+
+/* ---- a group of three replicas, each on its own listener ---- */
+
+#define N_REP 3
+
+struct group;
+
+struct replica {
+	struct group *g;
+	int idx;
+	bool plain;                 /* raft_uv over transport.c; else split */
+	char dir[300];
+	struct listener *l;
+	char address[64];
+	struct raft raft;
+	struct seq_fsm fsm;
+	struct split sp;
+	struct raft_io uvio;        /* plain */
+	struct raft_uv_transport transport; /* plain */
+	bool uv_live;               /* raft_uv_close still due */
+	bool open, closing;
+};
+
+struct group {
+	uv_loop_t loop;
+	char root[256];
+	struct replica r[N_REP];
+	struct seq_load load;
+	unsigned threshold, trailing; /* snapshot settings, 0: raft's */
+};
+
+static void replica_open(struct group *g, struct replica *rep)
+{
+	struct raft_configuration conf;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct raft_io *io;
+	int rv;
+
+	if (rep->uv_live) /* the previous instance's, closed long ago */
+		raft_uv_close(rep->plain ? &rep->uvio : &rep->sp.uv);
+	seq_fsm_reset(&rep->fsm);
+	if (rep->plain) {
+		CHECK_OK_MSG(transport_init(&rep->transport, rep->l, "g1", errmsg), errmsg);
+		CHECK_OK(raft_uv_init(&rep->uvio, &g->loop, rep->dir, &rep->transport));
+		raft_uv_set_segment_size(&rep->uvio, 1024 * 1024);
+		raft_uv_set_connect_retry_delay(&rep->uvio, 200);
+		io = &rep->uvio;
+	} else {
+		sp_setup(&rep->sp, &g->loop, rep->l, "g1", rep->dir);
+		io = &rep->sp.io;
+	}
+	rep->uv_live = true;
+	rv = raft_init(&rep->raft, io, &rep->fsm.fsm, (raft_id)rep->idx + 1, rep->address);
+	CHECK_OK_MSG(rv, raft_errmsg(&rep->raft));
+	rep->raft.data = rep;
+	raft_set_election_timeout(&rep->raft, 1000);
+	raft_set_heartbeat_timeout(&rep->raft, 100);
+	if (g->threshold > 0) {
+		raft_set_snapshot_threshold(&rep->raft, g->threshold);
+		raft_set_snapshot_trailing(&rep->raft, g->trailing);
+	}
+	raft_configuration_init(&conf);
+	for (int i = 0; i < N_REP; i++)
+		CHECK_OK(raft_configuration_add(&conf, (raft_id)i + 1, g->r[i].address, RAFT_VOTER));
+	rv = raft_bootstrap(&rep->raft, &conf);
+	raft_configuration_close(&conf);
+	CHECK_MSG(rv == 0 || rv == RAFT_CANTBOOTSTRAP, "bootstrap: %s", raft_strerror(rv));
+	CHECK_OK_MSG(raft_start(&rep->raft), raft_errmsg(&rep->raft));
+	rep->fsm.n_restores = 0; /* the local snapshot restored by raft_start */
+	rep->open = true;
+}
+
+static void replica_close_cb(struct raft *r)
+{
+	struct replica *rep = r->data;
+	if (rep->plain) {
+		transport_close(&rep->transport);
+	} else {
+		rnet_release(&rep->sp.net);
+		transport_close(&rep->sp.transport);
+	}
+	/* raft_uv_close later (replica_open, group_end): raft_uv 0.15 can
+	 * still touch its memory after this callback (tablet_raft.c). */
+	rep->open = false;
+	rep->closing = false;
+}
+
+static void replica_close(struct replica *rep)
+{
+	if (!rep->open || rep->closing)
+		return;
+	rep->closing = true;
+	raft_close(&rep->raft, replica_close_cb);
+}
+
+static struct replica *group_leader(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		if (rep->open && !rep->closing && raft_state(&rep->raft) == RAFT_LEADER)
+			return rep;
+	}
+	return NULL;
+}
+
+static bool has_leader(void *p)
+{
+	return group_leader(p) != NULL;
+}
+
+/* [0, target) acknowledged and applied by every open replica. */
+static bool caught_up(void *p)
+{
+	struct group *g = p;
+	struct replica *leader = group_leader(g);
+
+	seq_load_pump(&g->load, leader != NULL ? &leader->raft : NULL);
+	if (!seq_load_acked(&g->load))
+		return false;
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].open && !seq_fsm_has(&g->r[i].fsm, g->load.target))
+			return false;
+	return true;
+}
+
+static bool all_open_caught_up(void *p)
+{
+	struct group *g = p;
+	for (int i = 0; i < N_REP; i++)
+		if (!g->r[i].open)
+			return false;
+	return caught_up(g);
+}
+
+static bool all_closed(void *p)
+{
+	struct group *g = p;
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].open)
+			return false;
+	return true;
+}
+
+static bool replica_closed(void *p)
+{
+	return !((struct replica *)p)->open;
+}
+
+static void check_consistent(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		CHECK_EQ_INT(rep->fsm.bad, 0);
+		CHECK_EQ_INT(rep->fsm.distinct, g->load.target);
+		CHECK_EQ_MEM(rep->fsm.seen, SEQ_MAX, g->r[0].fsm.seen, SEQ_MAX);
+	}
+}
+
+static void group_begin(struct group *g, const char *tag, const bool plain[N_REP])
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	log_init();
+	memset(g, 0, sizeof *g);
+	start_loop(&g->loop);
+	test_tmpdir_make(g->root, tag);
+	for (int i = 0; i < N_REP; i++) {
+		struct replica *rep = &g->r[i];
+		rep->g = g;
+		rep->idx = i;
+		rep->plain = plain[i];
+		snprintf(rep->dir, sizeof rep->dir, "%s/r%d", g->root, i + 1);
+		CHECK_OK(mkdir(rep->dir, 0755));
+		CHECK_OK_MSG(listener_open(&g->loop, "127.0.0.1:0", &rep->l, errmsg), errmsg);
+		snprintf(rep->address, sizeof rep->address, "%s", listener_address(rep->l));
+	}
+}
+
+static void group_end(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++)
+		replica_close(&g->r[i]);
+	CHECK(loop_run_until(&g->loop, all_closed, g, 20000));
+	for (int i = 0; i < N_REP; i++)
+		close_listener(&g->loop, g->r[i].l);
+	CHECK_OK(loop_finish(&g->loop));
+	for (int i = 0; i < N_REP; i++)
+		if (g->r[i].uv_live)
+			raft_uv_close(g->r[i].plain ? &g->r[i].uvio : &g->r[i].sp.uv);
+	test_tmpdir_remove(g->root);
+}
+
+static void set_target(struct group *g, unsigned target)
+{
+	g->load.target = target;
+	CHECK_MSG(loop_run_until(&g->loop, caught_up, g, 60000), "not caught up at %u", target);
+}
+
+struct transfer {
+	struct raft_transfer req;
+	bool done;
+};
+
+static void transfer_cb(struct raft_transfer *req)
+{
+	((struct transfer *)req->data)->done = true;
+}
+
+struct leader_is {
+	struct group *g;
+	int idx;
+	struct transfer *t;
+};
+
+static bool leader_is_or_done(void *p)
+{
+	struct leader_is *x = p;
+	return group_leader(x->g) == &x->g->r[x->idx] || x->t->done;
+}
+
+/* Moves leadership to replica idx (raft_transfer: TimeoutNow). */
+static void move_leader(struct group *g, int idx)
+{
+	for (int attempt = 0; attempt < 10; attempt++) {
+		static struct transfer t; /* raft may hold it until the callback */
+		struct leader_is x = {g, idx, &t};
+		struct replica *leader;
+
+		CHECK(loop_run_until(&g->loop, has_leader, g, 20000));
+		leader = group_leader(g);
+		if (leader == &g->r[idx])
+			return;
+		memset(&t, 0, sizeof t);
+		t.req.data = &t;
+		if (raft_transfer(&leader->raft, &t.req, (raft_id)idx + 1, transfer_cb) != 0)
+			continue;
+		CHECK(loop_run_until(&g->loop, leader_is_or_done, &x, 20000));
+		CHECK(loop_run_until(&g->loop, loop_flag_is_set, &t.done, 20000));
+		if (group_leader(g) == &g->r[idx])
+			return;
+	}
+	CHECK_MSG(false, "leadership did not move to replica %d", idx + 1);
+}
+
+static void note_stats(struct group *g)
+{
+	for (int i = 0; i < N_REP; i++) {
+		struct rnet_stats st;
+		if (g->r[i].plain)
+			continue;
+		rnet_get_stats(&g->r[i].sp.net, &st);
+		test_note("replica %d (rnet, last run): in AE %" PRIu64 " AER %" PRIu64
+			  " RV %" PRIu64 " RVR %" PRIu64 " IS %" PRIu64 " TN %" PRIu64
+			  ", connects %" PRIu64 ", failures %" PRIu64 ", decode errors %" PRIu64,
+			  i + 1, st.msgs_in[1], st.msgs_in[2], st.msgs_in[3], st.msgs_in[4],
+			  st.msgs_in[5], st.msgs_in[6], st.connects, st.connect_failures,
+			  st.decode_errors);
+		CHECK_EQ_U64(st.decode_errors, 0);
+	}
+}
+
+/* Three replicas on rnet: elect, 200 commands, the leader closed (others
+ * re-elect and go on) and reopened from its directory. */
+TEST(raft_group_over_rnet)
+{
+	static struct group g;
+	static const bool plain[N_REP] = {false, false, false};
+	struct replica *old;
+	uint64_t t0 = uv_hrtime();
+
+	group_begin(&g, "rnet-group", plain);
+	for (int i = 0; i < N_REP; i++)
+		replica_open(&g, &g.r[i]);
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	test_note("leader %d after %.2f s", group_leader(&g)->idx + 1,
+		  (double)(uv_hrtime() - t0) / 1e9);
+	set_target(&g, 200);
+	check_consistent(&g);
+	test_note("200 applied everywhere after %.2f s (%u retried)",
+		  (double)(uv_hrtime() - t0) / 1e9, g.load.n_failed);
+
+	old = group_leader(&g);
+	replica_close(old);
+	CHECK(loop_run_until(&g.loop, replica_closed, old, 10000));
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	CHECK(group_leader(&g) != old);
+	set_target(&g, 300);
+	test_note("leader %d closed; %d leads, 300 applied after %.2f s", old->idx + 1,
+		  group_leader(&g)->idx + 1, (double)(uv_hrtime() - t0) / 1e9);
+
+	replica_open(&g, old);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	note_stats(&g);
+	test_note("reopened replica caught up after %.2f s", (double)(uv_hrtime() - t0) / 1e9);
+	group_end(&g);
+}
+
+/* Two replicas on rnet, one on plain raft_uv over transport.c: every
+ * message type crosses between the two implementations, both ways. */
+TEST(mixed_group_rnet_and_raft_uv)
+{
+	static struct group g;
+	static const bool plain[N_REP] = {false, false, true};
+	uint64_t t0 = uv_hrtime();
+	struct rnet_stats st;
+
+	group_begin(&g, "rnet-mixed", plain);
+	g.threshold = 64;
+	g.trailing = 16;
+	for (int i = 0; i < N_REP; i++)
+		replica_open(&g, &g.r[i]);
+	CHECK(loop_run_until(&g.loop, has_leader, &g, 20000));
+	set_target(&g, 200);
+	check_consistent(&g);
+
+	/* Leadership: rnet -> raft_uv (a TimeoutNow from rnet), then raft_uv
+	 * leads rnet followers. */
+	move_leader(&g, 0);
+	move_leader(&g, 2);
+	rnet_get_stats(&g.r[0].sp.net, &st);
+	CHECK(st.msgs_out[RAFT_IO_TIMEOUT_NOW] >= 1);
+	set_target(&g, 300);
+	check_consistent(&g);
+	test_note("raft_uv replica leads, 300 applied after %.2f s",
+		  (double)(uv_hrtime() - t0) / 1e9);
+
+	/* raft_uv leader -> rnet follower: InstallSnapshot. The load goes on in
+	 * steps: raft snapshots only after an apply pass, and one pass may
+	 * run while a snapshot of index ~300 is still being written; three
+	 * passes leave a snapshot well past the closed replica's log. */
+	replica_close(&g.r[0]);
+	CHECK(loop_run_until(&g.loop, replica_closed, &g.r[0], 10000));
+	set_target(&g, 400);
+	set_target(&g, 500);
+	set_target(&g, 600);
+	replica_open(&g, &g.r[0]);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	rnet_get_stats(&g.r[0].sp.net, &st);
+	test_note("rnet replica 1 reopened: %" PRIu64 " InstallSnapshot in, %u restores",
+		  st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT], g.r[0].fsm.n_restores);
+	CHECK(st.msgs_in[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
+	CHECK(g.r[0].fsm.n_restores >= 1);
+
+	/* rnet leader -> raft_uv follower: InstallSnapshot the other way. */
+	move_leader(&g, 1);
+	replica_close(&g.r[2]);
+	CHECK(loop_run_until(&g.loop, replica_closed, &g.r[2], 10000));
+	set_target(&g, 700);
+	set_target(&g, 800);
+	set_target(&g, 900);
+	replica_open(&g, &g.r[2]);
+	CHECK(loop_run_until(&g.loop, all_open_caught_up, &g, 60000));
+	check_consistent(&g);
+	rnet_get_stats(&g.r[1].sp.net, &st);
+	test_note("raft_uv replica 3 reopened: %u restores; rnet leader sent %" PRIu64
+		  " InstallSnapshot, %" PRIu64 " TimeoutNow",
+		  g.r[2].fsm.n_restores, st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT],
+		  st.msgs_out[RAFT_IO_TIMEOUT_NOW]);
+	CHECK(g.r[2].fsm.n_restores >= 1);
+	CHECK(st.msgs_out[RAFT_IO_INSTALL_SNAPSHOT] >= 1);
+	note_stats(&g);
+	test_note("900 applied everywhere after %.2f s (%u retried)",
+		  (double)(uv_hrtime() - t0) / 1e9, g.load.n_failed);
+	group_end(&g);
+}
+
+/* ---- (e) the cost of an idle group's network half ---- */
+
+struct closed_flag {
+	bool closed;
+};
+
+static void cost_close_cb(struct raft_io *io)
+{
+	((struct closed_flag *)io->data)->closed = true;
+}
+
+static void cost_tick(struct raft_io *io)
+{
+	(void)io;
+}
+
+static void cost_recv(struct raft_io *io, struct raft_message *m)
+{
+	(void)io;
+	rwire_message_free(m);
+}
+
+/* rnet_init + io.init + io.start + io.close (to its callback) + release,
+ * N times on one listener; raft_uv_init + io.init + close for comparison.
+ * Notes only: no timing assertion. */
+TEST(init_cost)
+{
+	uv_loop_t loop;
+	struct listener *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE], root[256], dir[300];
+	static struct raft_uv_transport t;
+	static struct rnet n;
+	static struct raft_io uvio;
+	static struct raft_uv_transport dummy;
+	const int N = 300, M = 10;
+	uint64_t t0, t_init = 0, t_all;
+
+	start_loop(&loop);
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.1:0", &l, errmsg), errmsg);
+	t0 = uv_hrtime();
+	for (int i = 0; i < N; i++) {
+		struct closed_flag f = {false};
+		char tablet[32];
+		uint64_t a = uv_hrtime();
+
+		snprintf(tablet, sizeof tablet, "t%d", i);
+		CHECK_OK(transport_init(&t, l, tablet, errmsg));
+		CHECK_OK(rnet_init(&n, &loop, &t, errmsg));
+		n.io.data = &f;
+		CHECK_OK(n.io.init(&n.io, 1, listener_address(l)));
+		CHECK_OK(n.io.start(&n.io, 100, cost_tick, cost_recv));
+		t_init += uv_hrtime() - a;
+		n.io.close(&n.io, cost_close_cb);
+		CHECK(loop_run_until(&loop, loop_flag_is_set, &f.closed, 5000));
+		rnet_release(&n);
+		transport_close(&t);
+	}
+	t_all = uv_hrtime() - t0;
+	test_note("rnet: init + io.init + start %.1f us, with close to its callback and "
+		  "release %.1f us (mean of %d)",
+		  (double)t_init / N / 1e3, (double)t_all / N / 1e3, N);
+
+	test_tmpdir_make(root, "rnet-cost");
+	snprintf(dir, sizeof dir, "%s/uv", root);
+	CHECK_OK(mkdir(dir, 0755));
+	memset(&dummy, 0, sizeof dummy);
+	dummy.init = dummy_init;
+	dummy.listen = dummy_listen;
+	dummy.connect = dummy_connect;
+	dummy.close = dummy_close;
+	t0 = uv_hrtime();
+	for (int i = 0; i < M; i++) {
+		struct closed_flag f = {false};
+		CHECK_OK(raft_uv_init(&uvio, &loop, dir, &dummy));
+		uvio.data = &f;
+		CHECK_OK_MSG(uvio.init(&uvio, 1, "127.0.0.1:1"), uvio.errmsg);
+		uvio.close(&uvio, cost_close_cb);
+		CHECK(loop_run_until(&loop, loop_flag_is_set, &f.closed, 5000));
+		raft_uv_close(&uvio);
+	}
+	test_note("raft_uv: raft_uv_init + io.init + close %.1f us (mean of %d)",
+		  (double)(uv_hrtime() - t0) / M / 1e3, M);
+	close_listener(&loop, l);
+	CHECK_OK(loop_finish(&loop));
+	test_tmpdir_remove(root);
+}
+
 TEST_MAIN(T(codec_round_trips_every_type), T(codec_bytes_are_raft_uv_bytes),
 	  T(decoder_refuses_hostile_frames), T(decoder_cut_short_leaks_nothing),
 	  T(two_rnets_exchange_every_type), T(hostile_bytes_close_one_connection),
 	  T(close_with_sends_pending), T(refusing_peer_reconnects_and_bounds_its_queue),
-	  T(silent_peer_bounds_the_write_backlog))
+	  T(silent_peer_bounds_the_write_backlog), T(raft_group_over_rnet),
+	  T(mixed_group_rnet_and_raft_uv), T(init_cost))
