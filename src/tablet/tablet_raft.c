@@ -82,12 +82,14 @@
 /* ---- setup: the seam between the two Raft ios ------------------------------ */
 
 /* One kind of Raft io. open sets the io up on t->transport (transport_init
- * done) and returns the io to wrap; on error nothing of it is left. release
- * frees it once raft's close callback has fired, or after a successful open
- * if raft_init failed; the transport is closed after it. */
+ * done) and returns the io to wrap; on error nothing of it is left. bound
+ * (may be NULL) tells it t->raft once raft_init succeeded. release frees it
+ * once raft's close callback has fired, or after a successful open if
+ * raft_init failed; the transport is closed after it. */
 struct tablet_log_ops {
 	const char *name;                       /* logs */
 	int (*open)(struct tablet *t, struct raft_io **io, char *errmsg);
+	void (*bound)(struct tablet *t);
 	void (*release)(struct tablet *t);
 	bool wait_writers;                      /* raft_uv's writers (see the top) */
 };
@@ -136,15 +138,22 @@ static int shared_open(struct tablet *t, struct raft_io **io, char *errmsg)
 	return 0;
 }
 
+/* The log checks each append against raft's own last index. */
+static void shared_bound(struct tablet *t)
+{
+	raftlog_io_set_raft(&t->logio, &t->raft);
+}
+
 static void shared_release(struct tablet *t)
 {
 	raftlog_io_release(&t->logio);
 	rnet_release(&t->rnet);
 }
 
-static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open,
+static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, NULL,
 						      per_tablet_release, true};
-static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_release, false};
+static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_bound,
+						  shared_release, false};
 
 /* The io's release, then the transport's. */
 static void io_release(struct tablet *t)
@@ -178,6 +187,8 @@ int tablet_raft_setup(struct tablet *t, char *errmsg)
 		io_release(t);
 		return DOCRAFT_EIO;
 	}
+	if (t->log_ops->bound != NULL)
+		t->log_ops->bound(t);
 	raft_set_heartbeat_timeout(&t->raft, t->o.heartbeat_ms);
 	raft_set_election_timeout(&t->raft, t->o.election_ms);
 	raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
