@@ -13,6 +13,11 @@ const char *logmode_name(bool shared)
 	return shared ? "shared" : "per-tablet";
 }
 
+static bool is_dot(const char *name)
+{
+	return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
 /* Whether dir holds an entry other than . and .. (a missing dir: false). */
 static bool has_entries(const char *dir)
 {
@@ -22,7 +27,27 @@ static bool has_entries(const char *dir)
 	if (d == NULL)
 		return false;
 	while (!any && (e = readdir(d)) != NULL)
-		any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+		any = !is_dot(e->d_name);
+	closedir(d);
+	return any;
+}
+
+/* Whether a replica under tablets (DIR/tablets) holds a raft_uv log: a
+ * non-empty <id>/raft. */
+static bool has_per_tablet_logs(const char *tablets)
+{
+	DIR *d = opendir(tablets);
+	struct dirent *e;
+	bool any = false;
+	char raft[4400];
+	if (d == NULL)
+		return false;
+	while (!any && (e = readdir(d)) != NULL) {
+		if (is_dot(e->d_name))
+			continue;
+		snprintf(raft, sizeof raft, "%s/%s/raft", tablets, e->d_name);
+		any = has_entries(raft);
+	}
 	closedir(d);
 	return any;
 }
@@ -65,7 +90,7 @@ int logmode_check(const char *data_dir, bool shared, char *errmsg)
 	if (rv != DOCRAFT_ENOTFOUND)
 		return rv;
 	snprintf(tablets, sizeof tablets, "%s/tablets", data_dir);
-	if (shared && has_entries(tablets))
+	if (shared && has_per_tablet_logs(tablets))
 		return refuse(data_dir, logmode_name(false), shared, errmsg);
 	snprintf(line, sizeof line, "%s\n", logmode_name(shared));
 	return fs_write_file(path, line, strlen(line), errmsg);

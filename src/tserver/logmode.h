@@ -8,9 +8,9 @@
  * server started with the other mode would see replicas without their
  * Raft logs. So a start with the other mode is refused with a message
  * naming both; switching takes a fresh data directory (the replicas then
- * come back by re-replication). A directory without the file but with
- * replicas under DIR/tablets was written before the shared log existed:
- * it is per-tablet.
+ * come back by re-replication). A directory without the file but with a
+ * replica's raft_uv log (a non-empty DIR/tablets/<id>/raft) was written
+ * before the shared log existed: it is per-tablet.
  *
  * Threading: start-up only (blocking file calls), any thread. */
 #ifndef DOCRAFT_TSERVER_LOGMODE_H
