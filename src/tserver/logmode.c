@@ -45,8 +45,9 @@ static bool has_per_tablet_logs(const char *tablets)
 	while (!any && (e = readdir(d)) != NULL) {
 		if (is_dot(e->d_name))
 			continue;
-		snprintf(raft, sizeof raft, "%s/%s/raft", tablets, e->d_name);
-		any = has_entries(raft);
+		if (snprintf(raft, sizeof raft, "%s/%s/raft", tablets, e->d_name) <
+		    (int)sizeof raft)
+			any = has_entries(raft);
 	}
 	closedir(d);
 	return any;
