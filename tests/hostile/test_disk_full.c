@@ -71,7 +71,7 @@ static void tserver1_on_tmpfs(void)
 		"cp \"$2/uuid\" \"$1/uuid\" && mkdir -p \"$1/tablets/orphan-1\" && "
 		"echo keep > \"$1/tablets/orphan-1/data\" && shift 2 && exec \"$@\"";
 	char line[512];
-	char *argv[24] = {"/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c",
+	char *argv[32] = {"/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c",
 			  (char *)script, "sh", small, s->dir, C.tserver_exe, "--address", s->addr,
 			  "--data", small, "--masters", C.maddr, NULL};
 	int n = 17, st = 0;
