@@ -964,11 +964,15 @@ TEST(close_with_sends_pending)
 	dead.id = 3;
 	dead_address(&loop, dead.address, sizeof dead.address);
 	tn.type = RAFT_IO_TIMEOUT_NOW;
-	/* Connect A to B first. */
+	/* Connect A to B first (and let that connection grow up). */
+	rnet_set_retry_delay(&a.n, 50);
 	{
 		struct got_wait w = {&b, 1};
+		struct sent_wait sw = {s, 1};
 		CHECK_OK(ep_send(&a, &b, &tn, &s[0]));
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
+		CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+		CHECK_EQ_INT(s[0].status, 0);
 	}
 	/* Five writes to B, five sends to nobody (three queued, two dropped),
 	 * one async work item. */
@@ -1036,6 +1040,49 @@ static bool failures_reached(void *p)
 {
 	struct stats_wait *w = p;
 	return w->n->stats.connect_failures >= w->connect_failures;
+}
+
+/* A server whose listener is up but has no such tablet accepts, reads the
+ * preamble and hangs up: what was written meanwhile is lost, and the send
+ * says so (RAFT_IOERR), not 0; a connection that lives past the retry
+ * delay confirms its sends. */
+TEST(connection_that_dies_young_fails_its_sends)
+{
+	uv_loop_t loop;
+	static struct ep a, b;
+	struct ep none = {0};
+	struct listener *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct raft_message rv = {0};
+	struct sent s[2];
+	struct sent_wait sw = {s, 1};
+
+	start_loop(&loop);
+	ep_open(&loop, &a, 1, "g");
+	rnet_set_retry_delay(&a.n, 100);
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.1:0", &l, errmsg), errmsg);
+	none.id = 7;
+	snprintf(none.address, sizeof none.address, "%s", listener_address(l));
+	rv.type = RAFT_IO_REQUEST_VOTE;
+	CHECK_OK(ep_send(&a, &none, &rv, &s[0]));
+	CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+	CHECK_EQ_INT(s[0].status, RAFT_IOERR);
+	CHECK(a.n.stats.connects >= 1);
+	test_note("unconfirmed %" PRIu64 ", write errors %" PRIu64, a.n.stats.unconfirmed,
+		  a.n.stats.write_errors);
+	CHECK(a.n.stats.unconfirmed + a.n.stats.write_errors >= 1);
+
+	/* A peer that has the tablet: held for the retry delay, then 0. */
+	ep_open(&loop, &b, 2, "g");
+	sw.s = &s[1];
+	CHECK_OK(ep_send(&a, &b, &rv, &s[1]));
+	CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+	CHECK_EQ_INT(s[1].status, 0);
+	CHECK_EQ_INT(b.n_got, 1);
+	ep_close(&a);
+	ep_close(&b);
+	close_listener(&loop, l);
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* A peer that refuses: reconnect every retry delay, at most 3 sends kept,
@@ -1890,6 +1937,7 @@ TEST_MAIN(T(codec_round_trips_every_type), T(codec_bytes_are_raft_uv_bytes),
 	  T(decoder_refuses_hostile_frames), T(decoder_cut_short_leaks_nothing),
 	  T(rio_frees_what_rnet_decodes),
 	  T(two_rnets_exchange_every_type), T(hostile_bytes_close_one_connection),
-	  T(close_with_sends_pending), T(refusing_peer_reconnects_and_bounds_its_queue),
+	  T(close_with_sends_pending), T(connection_that_dies_young_fails_its_sends),
+	  T(refusing_peer_reconnects_and_bounds_its_queue),
 	  T(silent_peer_bounds_the_write_backlog), T(raft_group_over_rnet),
 	  T(mixed_group_rnet_and_raft_uv), T(init_cost))
