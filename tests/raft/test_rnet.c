@@ -903,11 +903,14 @@ TEST(hostile_bytes_close_one_connection)
 	/* B still serves others. */
 	ep_open(&loop, &a, 1, "g");
 	{
-		struct sent s;
+		static struct sent s; /* until its callback */
 		struct got_wait w = {&b, 2};
+		struct sent_wait sw = {&s, 1};
 		CHECK_OK(ep_send(&a, &b, &tn, &s));
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 		CHECK(same_message(&tn, &b.got[1]));
+		CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+		CHECK_EQ_INT(s.status, 0);
 	}
 	ep_close(&a);
 	ep_close(&b);
