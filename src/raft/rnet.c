@@ -22,6 +22,18 @@
  * the old client (its queued sends are cancelled), as raft_uv does.
  * Clients live until close, one per peer ever sent to, as in raft_uv.
  *
+ * Young connections. A server whose listener is up but has not (or no
+ * longer) that tablet open accepts the TCP connection, reads the preamble
+ * and hangs up: the connect succeeds, the queued sends are written into
+ * the kernel, and are lost. raft_uv reports them sent; raft then waits for
+ * an answer to an InstallSnapshot for install_snapshot_timeout (30 s) before
+ * sending it again (seen in test_rnet: a reopened replica caught up 30 s
+ * late). So during its first retry_ms a connection's completed writes are
+ * held: when it lives that long they complete with 0, when it dies first
+ * with RAFT_IOERR (raft aborts the snapshot and retries at once); a
+ * generation number per connection tells a late completion from a dead
+ * connection. Holding a callback longer only keeps raft's buffers longer.
+ *
  * Send callbacks never run inside raft's send call: a send dropped there
  * goes to the `done` FIFO, completed by an idle handle on the next loop
  * iteration (raft's callbacks release entries and update progress; calling
@@ -69,6 +81,7 @@ struct rnet_send {
 	struct raft_io_send *req;
 	uv_write_t write;
 	int status;                   /* for the done FIFO */
+	uint64_t gen;                 /* the client's connection it was written on */
 	unsigned type;
 	size_t bytes;                 /* head + payload */
 	unsigned n_bufs;
@@ -87,8 +100,12 @@ struct rnet_client {
 	uv_stream_t *stream;          /* connected (raft_malloc'd, from the transport) */
 	bool stream_closing;          /* an old stream is closing */
 	uint64_t connected_at;        /* loop time */
+	uint64_t gen;                 /* connections made so far */
+	uint64_t dead_young_gen;      /* the last one that died young, 0: none */
+	bool young;                   /* the current one is younger than retry_ms */
 	struct rnet_send *queue, *queue_tail;
 	unsigned n_queued;
+	struct rnet_send *held, *held_tail; /* written on the young connection */
 	unsigned n_writing;           /* writes submitted, not completed */
 	bool aborting;
 };
@@ -118,6 +135,7 @@ static struct rnet *outer(struct raft_io *io)
 
 static void maybe_closed(struct rnet *n);
 static void client_connect(struct rnet_client *c);
+static void fifo_push(struct rnet_send **head, struct rnet_send **tail, struct rnet_send *s);
 
 /* ---- send completion ---- */
 
@@ -162,18 +180,39 @@ static void ensure_flush(struct rnet *n)
 static void defer(struct rnet *n, struct rnet_send *s, int status)
 {
 	s->status = status;
-	s->next = NULL;
-	if (n->done_tail != NULL)
-		n->done_tail->next = s;
-	else
-		n->done = s;
-	n->done_tail = s;
+	fifo_push(&n->done, &n->done_tail, s);
 	ensure_flush(n);
 	if (!n->flush_closing)
 		uv_idle_start(&n->flush, flush_cb);
 }
 
 /* ---- outbound ---- */
+
+static void fifo_push(struct rnet_send **head, struct rnet_send **tail, struct rnet_send *s)
+{
+	s->next = NULL;
+	if (*tail != NULL)
+		(*tail)->next = s;
+	else
+		*head = s;
+	*tail = s;
+}
+
+/* The sends written on the young connection: completed with status, at
+ * once (loop callbacks) or through `done` (later: may run inside raft's
+ * calls). */
+static void release_held(struct rnet_client *c, int status, bool later)
+{
+	while (c->held != NULL) {
+		struct rnet_send *s = c->held;
+		c->held = s->next;
+		if (later)
+			defer(c->n, s, status);
+		else
+			send_complete(s, status);
+	}
+	c->held_tail = NULL;
+}
 
 static bool client_idle(const struct rnet_client *c)
 {
@@ -186,7 +225,7 @@ static void client_maybe_destroy(struct rnet_client *c)
 
 	if (!c->aborting || !c->timer_closed || !client_idle(c) || c->n_writing > 0)
 		return;
-	ASSERT(c->queue == NULL);
+	ASSERT(c->queue == NULL && c->held == NULL);
 	DLIST_REMOVE(n->aborting, c);
 	free(c->address);
 	free(c);
@@ -200,6 +239,7 @@ static int write_send(struct rnet_client *c, struct rnet_send *s)
 	int rv;
 
 	s->c = c;
+	s->gen = c->gen;
 	s->write.data = s;
 	rv = uv_write(&s->write, c->stream, s->bufs, s->n_bufs, write_cb);
 	if (rv != 0)
@@ -246,6 +286,17 @@ static void disconnect(struct rnet_client *c)
 	PRE(s != NULL && !c->stream_closing);
 	c->stream = NULL;
 	c->stream_closing = true;
+	if (c->young) {
+		/* Died young: what was written on it probably never reached the
+		 * peer (a listener without that tablet accepts, reads the
+		 * preamble and hangs up). Tell raft, which then retries. */
+		c->young = false;
+		c->dead_young_gen = c->gen;
+		uv_timer_stop(&c->timer);
+		if (c->held != NULL && !c->aborting)
+			c->n->stats.unconfirmed++;
+		release_held(c, c->aborting ? RAFT_CANCELED : RAFT_IOERR, true);
+	}
 	uv_read_stop(s);
 	uv_close((uv_handle_t *)s, stream_close_cb);
 }
@@ -261,6 +312,12 @@ static void write_cb(uv_write_t *w, int status)
 	if (status == 0) {
 		n->stats.msgs_out[s->type]++;
 		n->stats.bytes_out += s->bytes;
+		if (s->gen == c->gen && c->young && !c->aborting) {
+			fifo_push(&c->held, &c->held_tail, s); /* until it is not young */
+			return;
+		}
+		if (s->gen == c->dead_young_gen)
+			cb_status = RAFT_IOERR;
 	} else if (c->aborting) {
 		cb_status = RAFT_CANCELED;
 	} else {
@@ -298,6 +355,15 @@ static void out_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	disconnect(c);
 }
 
+/* The connection lived retry_ms: what was written on it counts as sent. */
+static void grown_up_cb(uv_timer_t *t)
+{
+	struct rnet_client *c = t->data;
+
+	c->young = false;
+	release_held(c, 0, false);
+}
+
 static void connect_cb(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
 {
 	struct rnet_client *c = req->data;
@@ -313,6 +379,9 @@ static void connect_cb(struct raft_uv_connect *req, struct uv_stream_s *stream, 
 			return;
 		}
 		n->stats.connects++;
+		c->gen++;
+		c->young = true;
+		uv_timer_start(&c->timer, grown_up_cb, n->retry_ms, 0);
 		uv_read_start(stream, out_alloc_cb, out_read_cb);
 		while (c->queue != NULL && c->stream != NULL) {
 			struct rnet_send *s = c->queue;

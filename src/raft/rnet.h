@@ -31,7 +31,10 @@
  *                      outbound connection to (m->server_id,
  *                      m->server_address), connecting if needed. cb fires
  *                      once, on a later loop callback, never inside send:
- *                      0 when written, RAFT_IOERR when the connection broke,
+ *                      0 when written (on a connection younger than the
+ *                      retry delay: once it has lived that long), RAFT_IOERR
+ *                      when the connection broke (or died young after the
+ *                      write: the peer probably never read it),
  *                      RAFT_NOCONNECTION when dropped (queue full while
  *                      disconnected, or a write backlog above the limit),
  *                      RAFT_CANCELED when closed first. A failing call
@@ -88,6 +91,8 @@ struct rnet_stats {
 	uint64_t connect_failures; /* outbound attempts that failed */
 	uint64_t drops;            /* sends failed with RAFT_NOCONNECTION */
 	uint64_t write_errors;     /* writes failed (the connection broke) */
+	uint64_t unconfirmed;      /* connections that died young with sends
+				      written on them (failed: RAFT_IOERR) */
 	uint64_t truncated;        /* AppendEntries cut to the limit */
 };
 

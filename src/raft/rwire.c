@@ -522,11 +522,11 @@ static void finish(struct rwire_decoder *d, struct raft_message *out)
 {
 	if (d->m.type == RAFT_IO_APPEND_ENTRIES && d->m.append_entries.n_entries > 0) {
 		struct raft_append_entries *a = &d->m.append_entries;
-		uint8_t *cursor = d->payload;
+		size_t off = 0; /* an offset: the payload may be NULL (all empty) */
 		for (unsigned i = 0; i < a->n_entries; i++) {
 			a->entries[i].batch = d->payload;
-			a->entries[i].buf.base = a->entries[i].buf.len > 0 ? cursor : NULL;
-			cursor += a->entries[i].buf.len;
+			a->entries[i].buf.base = a->entries[i].buf.len > 0 ? d->payload + off : NULL;
+			off += a->entries[i].buf.len;
 		}
 	} else if (d->m.type == RAFT_IO_INSTALL_SNAPSHOT) {
 		d->m.install_snapshot.data.base = d->payload;

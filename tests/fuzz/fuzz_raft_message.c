@@ -47,6 +47,12 @@ static void check_layout(const struct raft_message *m, uint64_t limit)
 			total += a->entries[i].buf.len;
 		FUZZ_CHECK(total <= limit);
 		FUZZ_CHECK((batch == NULL) == (total == 0));
+		if (batch == NULL) {
+			for (unsigned i = 0; i < a->n_entries; i++)
+				FUZZ_CHECK(a->entries[i].batch == NULL &&
+					   a->entries[i].buf.base == NULL);
+			return;
+		}
 		end = batch + total;
 		for (unsigned i = 0; i < a->n_entries; i++) {
 			const struct raft_entry *e = &a->entries[i];

@@ -4,7 +4,8 @@
  * (a) the codec alone: every message type round-trips, whole and split at
  *     every byte, with raft 0.15's memory layout; hostile frames (bad type,
  *     lengths, counts, configurations, limits) are refused; a frame cut
- *     short leaks nothing (ASan).
+ *     short leaks nothing (ASan); rio's drop path frees what rwire decodes
+ *     (malformed for raft 0.15, yet decodable) without a leak.
  * (b) two rnet instances on two listeners exchange every type, large
  *     payloads (read in place) and a cut AppendEntries; hostile bytes from
  *     a raw client close that connection only.
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include <raft.h>
+#include <raft/fixture.h>
 #include <raft/uv.h>
 #include <uv.h>
 
@@ -37,6 +39,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "net/listener.h"
+#include "raft/rio.h"
 #include "raft/rnet.h"
 #include "raft/rwire.h"
 #include "raft/transport.h"
@@ -533,6 +536,79 @@ TEST(decoder_cut_short_leaks_nothing)
 	raft_configuration_close(&conf3);
 }
 
+/* ---- rio's drop path on what rnet decodes ---- */
+
+/* Decodes m's frame as rnet would and hands it to the guard from (id,
+ * address); true if the guard dropped it for reason (and freed it: ASan). */
+static bool guard_drops(struct rio *g, const struct raft_message *m, raft_id id,
+			const char *address, int reason)
+{
+	struct buf b = BUF_INIT;
+	struct raft_message got[1];
+	uint64_t before = g->n_guard[reason];
+
+	CHECK_OK(rwire_encode(m, &b));
+	CHECK_EQ_INT(decode_all(b.data, b.len, 0, got, 1), 1);
+	buf_free(&b);
+	got[0].server_id = id;
+	got[0].server_address = address;
+	rio_deliver(g, &got[0]);
+	return g->n_guard[reason] == before + 1;
+}
+
+/* rio.c frees a dropped message as raft would, assuming raft_uv's layout
+ * (batches only when the payload is not empty); rnet's layout must leave it
+ * nothing to leak and nothing uninitialised to free. One replica on
+ * raft_fixture, wrapped by rio, gets the malformed messages rio drops. */
+TEST(rio_frees_what_rnet_decodes)
+{
+	static struct raft_fixture f;
+	static struct seq_fsm sf;
+	static struct rio g;
+	struct raft_configuration conf;
+	struct raft_message m;
+	struct raft *r;
+	raft_term term;
+	static const size_t empty[] = {0, 0}, odd[] = {5, 8}, eight[] = {8};
+
+	fill_payload();
+	make_conf();
+	CHECK_OK(raft_fixture_initialize(&f));
+	seq_fsm_reset(&sf);
+	CHECK_OK(raft_fixture_grow(&f, &sf.fsm));
+	r = raft_fixture_get(&f, 0);
+	CHECK_OK(rio_wrap_fixture(&g, r));
+	CHECK_OK(raft_fixture_configuration(&f, 1, &conf));
+	CHECK_OK(raft_fixture_bootstrap(&f, &conf));
+	raft_configuration_close(&conf);
+	CHECK_OK(raft_fixture_start(&f));
+	CHECK(raft_fixture_step_until_has_leader(&f, 5000));
+	term = r->current_term;
+
+	m = msg_ae(2, empty); /* entries without a payload: no batch */
+	m.append_entries.term = term + 1;
+	CHECK(guard_drops(&g, &m, 1, "1", RIO_DROP_MALFORMED));
+	m = msg_ae(2, odd); /* a non-last entry not a multiple of 8 */
+	m.append_entries.term = term + 1;
+	CHECK(guard_drops(&g, &m, 1, "1", RIO_DROP_MALFORMED));
+	m = msg_ae(1, eight); /* an entry of a later term than the message */
+	m.append_entries.term = 1;
+	ents[0].term = 9;
+	CHECK(guard_drops(&g, &m, 1, "1", RIO_DROP_MALFORMED));
+	m = msg_ae(1, eight); /* from a stranger */
+	CHECK(guard_drops(&g, &m, 9, "127.0.0.9:1", RIO_DROP_NOT_MEMBER));
+	m = msg_is(0); /* no data */
+	m.install_snapshot.term = term + 1;
+	CHECK(guard_drops(&g, &m, 1, "1", RIO_DROP_MALFORMED));
+	m = msg_is(100); /* last term above the term */
+	m.install_snapshot.term = 1;
+	m.install_snapshot.last_term = 2;
+	CHECK(guard_drops(&g, &m, 1, "1", RIO_DROP_MALFORMED));
+	CHECK_EQ_INT(raft_state(r), RAFT_LEADER);
+	raft_fixture_close(&f);
+	raft_configuration_close(&conf3);
+}
+
 /* ---- (b) two rnet instances ---- */
 
 #define MAX_GOT 64
@@ -827,11 +903,14 @@ TEST(hostile_bytes_close_one_connection)
 	/* B still serves others. */
 	ep_open(&loop, &a, 1, "g");
 	{
-		struct sent s;
+		static struct sent s; /* until its callback */
 		struct got_wait w = {&b, 2};
+		struct sent_wait sw = {&s, 1};
 		CHECK_OK(ep_send(&a, &b, &tn, &s));
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 		CHECK(same_message(&tn, &b.got[1]));
+		CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+		CHECK_EQ_INT(s.status, 0);
 	}
 	ep_close(&a);
 	ep_close(&b);
@@ -888,11 +967,15 @@ TEST(close_with_sends_pending)
 	dead.id = 3;
 	dead_address(&loop, dead.address, sizeof dead.address);
 	tn.type = RAFT_IO_TIMEOUT_NOW;
-	/* Connect A to B first. */
+	/* Connect A to B first (and let that connection grow up). */
+	rnet_set_retry_delay(&a.n, 50);
 	{
 		struct got_wait w = {&b, 1};
+		struct sent_wait sw = {s, 1};
 		CHECK_OK(ep_send(&a, &b, &tn, &s[0]));
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
+		CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+		CHECK_EQ_INT(s[0].status, 0);
 	}
 	/* Five writes to B, five sends to nobody (three queued, two dropped),
 	 * one async work item. */
@@ -960,6 +1043,49 @@ static bool failures_reached(void *p)
 {
 	struct stats_wait *w = p;
 	return w->n->stats.connect_failures >= w->connect_failures;
+}
+
+/* A server whose listener is up but has no such tablet accepts, reads the
+ * preamble and hangs up: what was written meanwhile is lost, and the send
+ * says so (RAFT_IOERR), not 0; a connection that lives past the retry
+ * delay confirms its sends. */
+TEST(connection_that_dies_young_fails_its_sends)
+{
+	uv_loop_t loop;
+	static struct ep a, b;
+	struct ep none = {0};
+	struct listener *l;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct raft_message rv = {0};
+	struct sent s[2];
+	struct sent_wait sw = {s, 1};
+
+	start_loop(&loop);
+	ep_open(&loop, &a, 1, "g");
+	rnet_set_retry_delay(&a.n, 100);
+	CHECK_OK_MSG(listener_open(&loop, "127.0.0.1:0", &l, errmsg), errmsg);
+	none.id = 7;
+	snprintf(none.address, sizeof none.address, "%s", listener_address(l));
+	rv.type = RAFT_IO_REQUEST_VOTE;
+	CHECK_OK(ep_send(&a, &none, &rv, &s[0]));
+	CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+	CHECK_EQ_INT(s[0].status, RAFT_IOERR);
+	CHECK(a.n.stats.connects >= 1);
+	test_note("unconfirmed %" PRIu64 ", write errors %" PRIu64, a.n.stats.unconfirmed,
+		  a.n.stats.write_errors);
+	CHECK(a.n.stats.unconfirmed + a.n.stats.write_errors >= 1);
+
+	/* A peer that has the tablet: held for the retry delay, then 0. */
+	ep_open(&loop, &b, 2, "g");
+	sw.s = &s[1];
+	CHECK_OK(ep_send(&a, &b, &rv, &s[1]));
+	CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
+	CHECK_EQ_INT(s[1].status, 0);
+	CHECK_EQ_INT(b.n_got, 1);
+	ep_close(&a);
+	ep_close(&b);
+	close_listener(&loop, l);
+	CHECK_OK(loop_finish(&loop));
 }
 
 /* A peer that refuses: reconnect every retry delay, at most 3 sends kept,
@@ -1812,7 +1938,9 @@ TEST(init_cost)
 
 TEST_MAIN(T(codec_round_trips_every_type), T(codec_bytes_are_raft_uv_bytes),
 	  T(decoder_refuses_hostile_frames), T(decoder_cut_short_leaks_nothing),
+	  T(rio_frees_what_rnet_decodes),
 	  T(two_rnets_exchange_every_type), T(hostile_bytes_close_one_connection),
-	  T(close_with_sends_pending), T(refusing_peer_reconnects_and_bounds_its_queue),
+	  T(close_with_sends_pending), T(connection_that_dies_young_fails_its_sends),
+	  T(refusing_peer_reconnects_and_bounds_its_queue),
 	  T(silent_peer_bounds_the_write_backlog), T(raft_group_over_rnet),
 	  T(mixed_group_rnet_and_raft_uv), T(init_cost))
