@@ -1291,6 +1291,10 @@ TEST(membership_and_delete)
 	CHECK_MSG(rv == 0, "delete: %d %s", rv, r.message);
 	snprintf(path, sizeof path, "%s/tablets/%s", C.n[victim].dir, TABLET);
 	CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s still exists", path);
+	/* Its Raft state left the shared log too: the replica created below
+	 * under the same id starts from an empty log. */
+	CHECK(file_contains(C.n[victim].log,
+			    "its group of the shared Raft log is removed (replica deleted)"));
 	CHECK(!tablet_status(victim, TABLET, &rep, &status));
 	CHECK_EQ_INT(status, DOCRAFT_ETABLETNOTFOUND);
 	CHECK_EQ_INT(call(victim, DOCRAFT__METHOD__TSERVER_DELETE_TABLET, &del.base, &r),
@@ -1678,6 +1682,21 @@ TEST(heartbeats_to_a_fake_master)
 	cluster_down();
 }
 
+/* docraft-tserver --NAME VALUE (p: a proc slot) exits 2, logging want. */
+static void bad_flag(struct proc *p, const char *name, const char *value, const char *want)
+{
+	char flag[64];
+	int st = 0;
+	snprintf(flag, sizeof flag, "--%s", name);
+	char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
+			flag, (char *)value, NULL};
+	CHECK_OK(proc_spawn(p, argv, C.n[0].log));
+	CHECK(proc_wait(p, 10000, &st));
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "--%s %s: status 0x%x", name, value, st);
+	CHECK_MSG(file_contains(C.n[0].log, want), "--%s %s: no \"%s\" in the log", name, value,
+		  want);
+}
+
 TEST(flags_and_config)
 {
 	static struct proc p; /* listed by proc.c until reaped */
@@ -1701,22 +1720,10 @@ TEST(flags_and_config)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[0].log, "--data is required"));
 	}
-	{
-		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
-				(char *)"--raft-segment-mb", (char *)"0", NULL};
-		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
-		CHECK(proc_wait(&p, 10000, &st));
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-		CHECK(file_contains(C.n[0].log, "raft-segment-mb: '0' is not a size in MiB"));
-	}
-	{
-		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
-				(char *)"--raft-fill-segments", (char *)"maybe", NULL};
-		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
-		CHECK(proc_wait(&p, 10000, &st));
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-		CHECK(file_contains(C.n[0].log, "raft-fill-segments takes on or off, not 'maybe'"));
-	}
+	bad_flag(&p, "raft-segment-mb", "0", "raft-segment-mb: '0' is not a size in MiB");
+	bad_flag(&p, "raft-fill-segments", "maybe",
+		 "raft-fill-segments takes on or off, not 'maybe'");
+	bad_flag(&p, "raft-log", "maybe", "raft-log takes shared or per-tablet, not 'maybe'");
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
@@ -1748,6 +1755,19 @@ TEST(flags_and_config)
 		CHECK(proc_wait(&p, 10000, &st));
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[1].log, "unknown option 'no-such-flag'"));
+	}
+	/* The data directory was made with the shared log (the default): the
+	 * other mode is refused before anything is opened. */
+	{
+		char want[512];
+		char *argv[] = {C.exe, (char *)"--address", C.n[1].addr, (char *)"--data", data,
+				(char *)"--raft-log", (char *)"per-tablet", NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[1].log));
+		CHECK(proc_wait(&p, 15000, &st));
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status 0x%x", st);
+		snprintf(want, sizeof want, "%s was made with the shared Raft log and this server "
+			 "was started with --raft-log per-tablet", data);
+		CHECK(file_contains(C.n[1].log, want));
 	}
 	cluster_down();
 }
