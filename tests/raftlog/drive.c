@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "docraft/error.h"
 #include "loop.h"
+#include "test.h"
 
 static void default_fail(const char *file, int line, const char *msg)
 {
@@ -35,6 +38,22 @@ void drive_failf(const char *file, int line, const char *fmt, ...)
 bool drive_run_until(uv_loop_t *loop, const bool *flag)
 {
 	return loop_run_until(loop, loop_flag_is_set, (void *)flag, DRIVE_WAIT_MS);
+}
+
+void drive_netdir_make(char *path)
+{
+	const char *old = getenv("TMPDIR");
+	char save[512];
+	bool shm = access("/dev/shm", W_OK) == 0;
+
+	snprintf(save, sizeof save, "%s", old != NULL ? old : "");
+	if (shm)
+		setenv("TMPDIR", "/dev/shm", 1);
+	test_tmpdir_make(path, "rlnet");
+	if (shm && old != NULL)
+		setenv("TMPDIR", save, 1);
+	else if (shm)
+		unsetenv("TMPDIR");
 }
 
 /* ---- attach / detach ---- */

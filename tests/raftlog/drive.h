@@ -69,6 +69,12 @@ int drive_attach(struct drive_group *g, uv_loop_t *loop, struct raftlog *l, cons
  * have called back first (raft waits for them the same way). */
 void drive_detach(struct drive_group *g);
 
+/* A temp dir for the raft_uvs' directories (raft_uv_init probes it with
+ * O_DSYNC writes, ~45 ms each on this disk, and uses it for nothing else):
+ * on /dev/shm when writable, else $TMPDIR; made with test_tmpdir_make, so
+ * the test runner removes it. */
+void drive_netdir_make(char *path);
+
 /* ---- entries ---- */
 
 uint64_t drive_key(const char *name);

@@ -1,7 +1,7 @@
 /* logwriter: the child of test_crash.c, killed with SIGKILL at a random
  * moment. Opens the shared Raft log in DIR (small segments), starts
- * GROUPS groups the way raft_start does (drive.h: attach, load), raises each
- * group's term and votes, then appends to every group without end, two
+ * GROUPS groups the way raft_start does (drive.h: attach, load), raises the
+ * term of a fifth of them (all on the first run) and votes, then appends to every group without end, two
  * appends in flight per group, 1..3 entries of 16..1024 bytes each, and
  * every SNAP_EVERY entries puts a snapshot at its last acknowledged index
  * with trailing TRAILING (so segments rotate and go to the GC all the time).
@@ -9,7 +9,8 @@
  *   logwriter DIR NETDIR SEED SEGMENT_BYTES
  *
  * Stdout, one line per fact, each written only once it is durable:
- *   T <group> <term> <vote>   set_term and set_vote returned 0
+ *   T <group> <term> <vote>   set_term and set_vote returned 0 (a group whose
+ *                             term was not raised appends in its old term)
  *   R                         every group started, appends begin
  *   A <group> <index> <crc>   an append's callback said 0 (crc32 of payload)
  *   S <group> <index>         a snapshot_put's callback said 0
@@ -145,12 +146,13 @@ int main(int argc, char **argv)
 	struct raftlog_options o;
 	char errmsg[DOCRAFT_ERRMSG_SIZE] = "", name[32], line[128];
 	uv_check_t check;
-	int n;
+	int n, seed;
 
 	if (argc != 5) {
 		fprintf(stderr, "usage: logwriter DIR NETDIR SEED SEGMENT_BYTES\n");
 		return 2;
 	}
+	seed = (int)(strtoull(argv[3], NULL, 0) % 5);
 	rng = strtoull(argv[3], NULL, 0) | 1;
 	o.dir = argv[1];
 	o.segment_bytes = strtoull(argv[4], NULL, 0);
@@ -171,8 +173,13 @@ int main(int argc, char **argv)
 		w->next = st.start + st.n;
 		w->acked = w->next - 1;
 		w->snapped = st.has_snap ? st.snap.index : 0;
-		w->term = st.term + 1;
+		w->term = st.term;
 		drive_state_free(&st);
+		/* A new term (and vote) for a fifth of the groups per run, for all
+		 * on the first: each is a synchronous durable write. */
+		if (w->term != 0 && (i + seed) % 5 != 0)
+			continue;
+		w->term++;
 		if (w->g.x.io.set_term(&w->g.x.io, w->term) != 0 ||
 		    w->g.x.io.set_vote(&w->g.x.io, 1 + (raft_id)(w->term % 3)) != 0) {
 			fprintf(stderr, "logwriter: %s term/vote: %s\n", name, w->g.x.io.errmsg);

@@ -100,19 +100,16 @@ static void take_line(const char *line, unsigned *n_acks)
 	}
 }
 
-/* Reads every line the child has written until EOF or timeout. */
+/* Takes the child's lines for timeout_ms or until EOF. */
 static void drain(struct proc *p, int timeout_ms, unsigned *n_acks)
 {
 	char line[256];
 	uint64_t end = proc_now_ms() + (uint64_t)timeout_ms;
 	int rv;
 
-	while ((rv = proc_read_line(p, line, sizeof line, 50)) >= 0) {
+	while (proc_now_ms() < end && (rv = proc_read_line(p, line, sizeof line, 20)) >= 0)
 		if (rv == 1)
 			take_line(line, n_acks);
-		else if (proc_now_ms() > end)
-			break;
-	}
 }
 
 static void check_group(uv_loop_t *loop, struct raftlog *l, const char *netdir, int i)
@@ -195,8 +192,7 @@ TEST(sigkill_rounds)
 		  "no logwriter at %s", exe);
 	test_tmpdir_make(dir, "rl-crash");
 	snprintf(logdir, sizeof logdir, "%s/log", dir);
-	snprintf(netdir, sizeof netdir, "%s/net", dir);
-	CHECK(mkdir(netdir, 0755) == 0);
+	drive_netdir_make(netdir);
 	snprintf(segarg, sizeof segarg, "%u", SEGMENT_BYTES);
 	memset(acks, 0, sizeof acks);
 	CHECK_OK(uv_loop_init(&loop));
@@ -252,6 +248,7 @@ TEST(sigkill_rounds)
 	}
 	CHECK_OK(loop_finish(&loop));
 	test_tmpdir_remove(dir);
+	test_tmpdir_remove(netdir);
 }
 
 TEST_MAIN(T(sigkill_rounds))
