@@ -58,8 +58,8 @@ void drive_netdir_make(char *path)
 
 /* ---- attach / detach ---- */
 
-int drive_attach(struct drive_group *g, uv_loop_t *loop, struct raftlog *l, const char *name,
-		 const char *netdir, char *errmsg)
+static int attach(struct drive_group *g, uv_loop_t *loop, struct raftlog *l, const char *name,
+		  const char *netdir, bool init, char *errmsg)
 {
 	int rv;
 
@@ -80,6 +80,8 @@ int drive_attach(struct drive_group *g, uv_loop_t *loop, struct raftlog *l, cons
 	if ((rv = raftlog_io_init(&g->x, l, name, &g->net, errmsg)) != 0)
 		goto err_net;
 	g->x.io.data = g; /* raft_init: io->data = r */
+	if (!init)
+		return 0;
 	if ((rv = g->x.io.init(&g->x.io, 1, "127.0.0.1:1")) != 0) {
 		snprintf(errmsg, DOCRAFT_ERRMSG_SIZE, "io.init: %d %.200s", rv, g->x.io.errmsg);
 		raftlog_io_release(&g->x);
@@ -93,6 +95,18 @@ err_net:
 	raft_uv_tcp_close(&g->transport);
 	g->net_ready = false;
 	return rv;
+}
+
+int drive_attach(struct drive_group *g, uv_loop_t *loop, struct raftlog *l, const char *name,
+		 const char *netdir, char *errmsg)
+{
+	return attach(g, loop, l, name, netdir, true, errmsg);
+}
+
+int drive_attach_storage(struct drive_group *g, uv_loop_t *loop, struct raftlog *l,
+			 const char *name, const char *netdir, char *errmsg)
+{
+	return attach(g, loop, l, name, netdir, false, errmsg);
 }
 
 static void close_cb(struct raft_io *io)

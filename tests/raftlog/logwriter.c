@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 		struct wgroup *w = &groups[i];
 		struct drive_state st;
 		snprintf(name, sizeof name, "crash-%02d", i);
-		if (drive_attach(&w->g, &loop, l, name, argv[2], errmsg) != 0 ||
+		if (drive_attach_storage(&w->g, &loop, l, name, argv[2], errmsg) != 0 ||
 		    drive_load(&w->g, &st, errmsg) != 0) {
 			fprintf(stderr, "logwriter: start %s: %s\n", name, errmsg);
 			return 3;

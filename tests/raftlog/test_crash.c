@@ -12,6 +12,8 @@
  *     returns, acknowledged or not, holds the payload the child wrote;
  *   - no group lost its term or vote, nor an acknowledged snapshot.
  *
+ * Groups are attached without io.init (drive_attach_storage: raft_uv's
+ * init costs ~25 ms a group in io_destroy; test_black covers init/close).
  * Rounds share one directory: each child recovers what the previous kill
  * left (and the parent's own recovery cut). RAFTLOG_CRASH_ROUNDS (default
  * 100) sets the count; the seed (TEST_SEED) and each delay are printed.
@@ -121,7 +123,7 @@ static void check_group(uv_loop_t *loop, struct raftlog *l, const char *netdir, 
 	raft_index needed = 1, last;
 
 	snprintf(name, sizeof name, "crash-%02d", i);
-	CHECK_OK_MSG(drive_attach(&g, loop, l, name, netdir, errmsg), errmsg);
+	CHECK_OK_MSG(drive_attach_storage(&g, loop, l, name, netdir, errmsg), errmsg);
 	CHECK_OK_MSG(drive_load(&g, &st, errmsg), errmsg);
 	CHECK_MSG(st.term >= a->term, "%s: term %llu, %llu was acknowledged", name,
 		  (unsigned long long)st.term, (unsigned long long)a->term);
