@@ -1179,6 +1179,24 @@ static void history_down(struct history *h)
 	fx_down(&h->f);
 }
 
+/* The batch offsets of segment h->segs[s] as written (seg_batches). */
+static size_t history_batches(const struct history *h, size_t s, uint64_t *off, size_t cap)
+{
+	char path[400];
+	seg_name(path, sizeof path, h->pristine, h->segs[s]);
+	return seg_batches(path, off, cap);
+}
+
+/* A fresh copy (history_copy) with one bit of segment h->segs[s] flipped at
+ * offset at (bit < 8; or a random bit when bit is 8). */
+static void history_flip(struct history *h, size_t s, uint64_t at, unsigned bit, uint64_t *rng)
+{
+	char path[400];
+	history_copy(h);
+	seg_name(path, sizeof path, h->f.logdir, h->segs[s]);
+	flip_bit(path, at, bit < 8 ? bit : (unsigned)(test_rand(rng) % 8));
+}
+
 /* The last segment cut at every batch boundary +-1, inside its header and
  * at random offsets: the log opens, and each group holds exactly the
  * appends wholly before the cut. */
@@ -1190,8 +1208,7 @@ TEST(torn_tail_cuts)
 	char path[400], what[64];
 
 	history_write(&h, "rl-torn");
-	seg_name(path, sizeof path, h.pristine, h.segs[h.nsegs - 1]);
-	nb = seg_batches(path, off, 256);
+	nb = history_batches(&h, h.nsegs - 1, off, 256);
 	size = off[nb];
 	test_note("last segment: %zu batches, %llu bytes", nb, (unsigned long long)size);
 	CHECK(nb >= 4);
@@ -1234,7 +1251,7 @@ TEST(bitflip_non_last_segment)
 	static struct history h;
 	uint64_t off[256];
 	size_t nb;
-	char path[400], what[96];
+	char what[96];
 	uint64_t rng = test_seed();
 
 	history_write(&h, "rl-flip");
@@ -1244,8 +1261,7 @@ TEST(bitflip_non_last_segment)
 			const char *part;
 		} hits[10];
 		size_t nh = 0;
-		seg_name(path, sizeof path, h.pristine, h.segs[s]);
-		nb = seg_batches(path, off, 256);
+		nb = history_batches(&h, s, off, 256);
 		CHECK(nb >= 1);
 		hits[nh].at = 4;
 		hits[nh].batch = 0;
@@ -1267,17 +1283,13 @@ TEST(bitflip_non_last_segment)
 			hits[nh++].part = "records";
 		}
 		for (size_t i = 0; i < nh; i++) {
-			history_copy(&h);
-			seg_name(path, sizeof path, h.f.logdir, h.segs[s]);
-			flip_bit(path, hits[i].at, (unsigned)(test_rand(&rng) % 8));
+			history_flip(&h, s, hits[i].at, 8, &rng);
 			snprintf(what, sizeof what, "segment %zu of %zu, %s at %llu", s + 1, h.nsegs,
 				 hits[i].part, (unsigned long long)hits[i].at);
 			history_expect_corrupt(&h, h.segs[s], hits[i].batch, hits[i].at, what);
 		}
 		/* The len field: a length past the file or one that lands mid-batch. */
-		history_copy(&h);
-		seg_name(path, sizeof path, h.f.logdir, h.segs[s]);
-		flip_bit(path, off[0] + 8, 3);
+		history_flip(&h, s, off[0] + 8, 3, &rng);
 		snprintf(what, sizeof what, "segment %zu, len of batch 1", s + 1);
 		history_expect_corrupt(&h, h.segs[s], off[0], off[0] + 8, what);
 	}
@@ -1291,19 +1303,16 @@ TEST(bitflip_last_batch)
 	static struct history h;
 	uint64_t off[256], rng = test_seed();
 	size_t nb;
-	char path[400], what[96];
+	char what[96];
 
 	history_write(&h, "rl-flip-last");
-	seg_name(path, sizeof path, h.pristine, h.segs[h.nsegs - 1]);
-	nb = seg_batches(path, off, 256);
+	nb = history_batches(&h, h.nsegs - 1, off, 256);
 	CHECK(nb >= 2);
 	for (int i = 0; i < 12; i++) {
 		uint64_t len = off[nb] - off[nb - 1];
 		uint64_t at = i < 4 ? off[nb - 1] + (uint64_t)i * 4 + 1 /* magic, crc, len, seq */
 				    : off[nb - 1] + test_rand(&rng) % len;
-		history_copy(&h);
-		seg_name(path, sizeof path, h.f.logdir, h.segs[h.nsegs - 1]);
-		flip_bit(path, at, (unsigned)(test_rand(&rng) % 8));
+		history_flip(&h, h.nsegs - 1, at, 8, &rng);
 		snprintf(what, sizeof what, "flip at %llu in the last batch (%llu..%llu)",
 			 (unsigned long long)at, (unsigned long long)off[nb - 1],
 			 (unsigned long long)off[nb]);
@@ -1319,11 +1328,10 @@ TEST(bitflip_earlier_batch_of_last_segment)
 	static struct history h;
 	uint64_t off[256], rng = test_seed();
 	size_t nb;
-	char path[400], what[96];
+	char what[96];
 
 	history_write(&h, "rl-flip-mid");
-	seg_name(path, sizeof path, h.pristine, h.segs[h.nsegs - 1]);
-	nb = seg_batches(path, off, 256);
+	nb = history_batches(&h, h.nsegs - 1, off, 256);
 	CHECK(nb >= 3);
 	for (int i = 0; i < 10; i++) {
 		size_t b = i < 5 ? 0 : (size_t)(test_rand(&rng) % (nb - 1));
@@ -1332,9 +1340,7 @@ TEST(bitflip_earlier_batch_of_last_segment)
 			      : i == 1 ? off[b] + 9                   /* len */
 			      : i == 2 ? off[b] + 13                  /* seq */
 				       : off[b] + test_rand(&rng) % len;
-		history_copy(&h);
-		seg_name(path, sizeof path, h.f.logdir, h.segs[h.nsegs - 1]);
-		flip_bit(path, at, (unsigned)(test_rand(&rng) % 8));
+		history_flip(&h, h.nsegs - 1, at, 8, &rng);
 		snprintf(what, sizeof what, "flip at %llu in batch %zu of %zu of the last segment",
 			 (unsigned long long)at, b + 1, nb);
 		history_expect_corrupt(&h, h.segs[h.nsegs - 1], off[b], at, what);
