@@ -394,8 +394,9 @@ TEST(bootstrap_writes_entry_one)
 }
 
 /* Several groups, several appends in flight per group, all submitted before
- * the loop runs (so batches mix groups): each group loads exactly its own
- * entries, started again and after a reopen. */
+ * the loop runs (so batches mix groups), terms and votes set while appends
+ * are in flight: each group loads exactly its own entries, started again and
+ * after a reopen. */
 TEST(interleaved_groups_load_their_own)
 {
 	enum { G = 6, ROUNDS = 80, INFLIGHT = 4 };
@@ -424,6 +425,12 @@ TEST(interleaved_groups_load_their_own)
 				a[i][j].then = NULL;
 				CHECK_OK(drive_append(&g[i], &a[i][j], m[i].next, w, n));
 				model_add(&m[i], w, n);
+			}
+			/* A higher term seen while appends are in flight (raft's
+			 * recv path persists it at once, synchronously). */
+			if (k > 0 && test_rand(&rng) % 6 == 0) {
+				set_term_ok(&g[i], &m[i], m[i].term + 1);
+				set_vote_ok(&g[i], &m[i], 1 + (raft_id)(test_rand(&rng) % 3));
 			}
 		}
 		for (int i = 0; i < G; i++)
@@ -1348,6 +1355,158 @@ TEST(bitflip_earlier_batch_of_last_segment)
 	history_down(&h);
 }
 
+/* Entries larger than a segment (64 KiB segments; 100 and 300 KiB
+ * entries) next to small ones of another group, truncated into, reopened. */
+TEST(entries_larger_than_a_segment)
+{
+	struct fx f;
+	static struct drive_group g, h;
+	static struct model m, mh;
+	struct drive_want w[2];
+	uint64_t rng = test_seed();
+
+	fx_up(&f, "rl-big", 64 << 10);
+	model_init(&m, "t-big");
+	model_init(&mh, "t-small");
+	start(&f, &g, &m);
+	start(&f, &h, &mh);
+	set_term_ok(&g, &m, 1);
+	set_term_ok(&h, &mh, 1);
+	for (int i = 0; i < 6; i++) {
+		model_make(&m, w, 2, 1, 0, &rng);
+		w[0].len = i % 2 ? 100 << 10 : 300 << 10;
+		w[1].len = 10;
+		append_ok(&g, &m, w, 2);
+		append_random(&h, &mh, 3, 1, 2000, &rng);
+	}
+	CHECK_OK(drive_truncate(&g, 6));
+	m.next = 6;
+	set_term_ok(&g, &m, 2);
+	model_make(&m, w, 1, 2, 0, &rng);
+	w[0].len = 200 << 10;
+	append_ok(&g, &m, w, 1);
+	restart(&f, &g, &m);
+	drive_detach(&g);
+	drive_detach(&h);
+	fx_reopen(&f);
+	model_check_attached(&f, &m);
+	model_check_attached(&f, &mh);
+	fx_down(&f);
+}
+
+struct close_seen {
+	unsigned appends_before_close; /* append callbacks seen when close called back */
+	bool closed;
+};
+
+static struct close_seen close_seen;
+
+static void seen_close_cb(struct raft_io *io)
+{
+	struct drive_group *g = io->data;
+	close_seen.appends_before_close = g->appends_done;
+	close_seen.closed = true;
+	g->close_fired = true;
+}
+
+/* raft_close with appends in flight: raft frees itself in its close
+ * callback, so every append must have called back before io.close does
+ * (with any status); those that said 0 are there after a reopen. */
+TEST(close_with_appends_in_flight)
+{
+	enum { N = 8 };
+	struct fx f;
+	static struct drive_group g;
+	static struct model m;
+	static struct drive_append a[N];
+	struct drive_want w[3];
+	uint64_t rng = test_seed();
+	raft_index first = 0;
+	unsigned before;
+
+	fx_up(&f, "rl-close", 64 << 10);
+	model_init(&m, "t-close");
+	start(&f, &g, &m);
+	set_term_ok(&g, &m, 1);
+	append_random(&g, &m, 3, 1, 500, &rng);
+	before = g.appends_done;
+	for (int i = 0; i < N; i++) {
+		model_make(&m, w, 3, 1, 4000, &rng);
+		a[i].then = NULL;
+		CHECK_OK(drive_append(&g, &a[i], m.next, w, 3));
+		model_add(&m, w, 3);
+	}
+	memset(&close_seen, 0, sizeof close_seen);
+	g.x.io.close(&g.x.io, seen_close_cb);
+	CHECK(!close_seen.closed);
+	CHECK(drive_run_until(&f.loop, &close_seen.closed));
+	CHECK_MSG(close_seen.appends_before_close == before + N,
+		  "close called back after %u of %d append callbacks",
+		  close_seen.appends_before_close - before, N);
+	g.inited = false;
+	/* The log keeps a prefix: every append that said 0 before the first that
+	 * did not. */
+	m.next = 4;
+	for (int i = 0; i < N; i++) {
+		test_note("append %d: %d %s", i, a[i].status, a[i].errmsg);
+		if (a[i].status != 0)
+			break;
+		first = a[i].first + a[i].n;
+		m.next = first;
+	}
+	drive_detach(&g);
+	fx_reopen(&f);
+	{
+		struct drive_state st;
+		char errmsg[DOCRAFT_ERRMSG_SIZE] = "";
+		attach_raw(&f, &g, "t-close");
+		CHECK_OK_MSG(drive_load(&g, &st, errmsg), errmsg);
+		CHECK_MSG(st.start + st.n >= m.next, "entries end at %llu, acknowledged up to %llu",
+			  (unsigned long long)(st.start + st.n - 1), (unsigned long long)(m.next - 1));
+		for (raft_index i = 1; i < st.start + st.n; i++)
+			CHECK_MSG(drive_entry_is(drive_state_at(&st, i), m.key, i, &m.w[i]),
+				  "entry %llu", (unsigned long long)i);
+		drive_state_free(&st);
+		drive_detach(&g);
+	}
+	fx_down(&f);
+}
+
+/* A segment file missing from the middle, or the oldest one (which still
+ * holds live entries): the open fails with DOCRAFT_ECORRUPT, or (if the
+ * file held nothing any group needs) every group loads exactly what was
+ * written; never a log with entries silently gone. */
+TEST(missing_segment)
+{
+	static struct history h;
+	static struct model m[HIST_G];
+	struct raftlog_options o;
+	char path[400], errmsg[DOCRAFT_ERRMSG_SIZE];
+	int rv;
+
+	history_write(&h, "rl-missing");
+	for (int k = 0; k < 2; k++) {
+		size_t s = k == 0 ? h.nsegs / 2 : 0;
+		history_copy(&h);
+		seg_name(path, sizeof path, h.f.logdir, h.segs[s]);
+		CHECK(unlink(path) == 0);
+		o.dir = h.f.logdir;
+		o.segment_bytes = h.f.segment_bytes;
+		errmsg[0] = '\0';
+		rv = raftlog_open(&h.f.loop, &o, &h.f.l, errmsg);
+		test_note("segment %zu of %zu removed: %d %s", s + 1, h.nsegs, rv, errmsg);
+		if (rv != 0) {
+			CHECK_EQ_INT(rv, DOCRAFT_ECORRUPT);
+			continue;
+		}
+		history_models(&h, h.n, m);
+		for (int i = 0; i < HIST_G; i++)
+			model_check_attached(&h.f, &m[i]);
+		fx_close(&h.f);
+	}
+	history_down(&h);
+}
+
 /* ---- disk full ---- */
 
 /* The body of disk_full, run by disk_full in a child process inside a mount
@@ -1494,4 +1653,6 @@ TEST_MAIN(T(fresh_group_is_empty), T(term_and_vote_survive_reopen), T(bootstrap_
 	  T(interleaved_groups_load_their_own), T(truncate_then_append), T(snapshot_trailing),
 	  T(group_remove), T(attach_rules), T(disk_bound_with_idle_groups), T(torn_tail_cuts),
 	  T(bitflip_non_last_segment), T(bitflip_last_batch),
-	  T(bitflip_earlier_batch_of_last_segment), T(disk_full_body), T(disk_full))
+	  T(bitflip_earlier_batch_of_last_segment), T(missing_segment),
+	  T(entries_larger_than_a_segment), T(close_with_appends_in_flight), T(disk_full_body),
+	  T(disk_full))
