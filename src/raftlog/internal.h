@@ -1,5 +1,6 @@
-/* What log.c (the shared log: segments, writer thread, recovery, GC) and
- * io.c (a group's raft_io) share. Internal to src/raftlog/ and its
+/* What log.c (the shared log: writer thread, batches, GC), group.c (the
+ * in-memory index), recover.c (the scan at open) and io.c (a group's
+ * raft_io) share. Internal to src/raftlog/ and its
  * white-box test. Everything runs on the loop thread unless it says the
  * writer thread. */
 #ifndef DOCRAFT_RAFTLOG_INTERNAL_H
@@ -41,6 +42,7 @@ struct raftlog_group {
 	uint64_t first;          /* index of e[0]; the next index when n == 0 */
 	struct rl_entry *e;
 	size_t n, cap;
+	uint64_t ebytes;         /* sum over e[] of entry header + padded data */
 	unsigned queued;         /* ops of this group not completed yet */
 	bool removed;
 	struct raftlog_io *io;   /* attached io, or NULL */
@@ -156,6 +158,8 @@ void rl_op_defer(struct raftlog *l, struct rl_op *op);
 /* Waits (blocking the loop thread) until op, a queued RL_OP_SYNC op, is
  * written; returns its status (a RAFT_* code) and frees it. */
 int rl_op_wait(struct raftlog *l, struct rl_op *op);
+/* Keeps g's first n entries (if it has more). */
+void rl_group_keep(struct raftlog_group *g, size_t n);
 /* Drops g's entries from index on (in memory). */
 void rl_group_truncate(struct raftlog_group *g, uint64_t index);
 /* Drops g's entries below index (all if index is 0: an installed snapshot
@@ -171,6 +175,31 @@ void rl_group_set_snapshot(struct raftlog_group *g, uint64_t index, uint64_t ter
 			   const void *data, uint32_t data_len);
 /* Called by io.c when the group's last queued op has completed. */
 void rl_io_idle(struct raftlog_io *x);
+
+/* ---- group.c: the index, segments, file helpers ---- */
+
+void rl_seg_path(const struct raftlog *l, uint64_t seq, char *out, size_t cap);
+/* A new group (name_len bytes of name; "" for a recovery placeholder). */
+struct raftlog_group *rl_group_new(struct raftlog *l, uint32_t id, const char *name,
+				   size_t name_len);
+void rl_group_free(struct raftlog_group *g);
+/* Takes g out of the log's list and frees it. */
+void rl_group_unlink(struct raftlog *l, struct raftlog_group *g);
+/* The oldest segment g needs a record in (UINT64_MAX: none). */
+uint64_t rl_group_pin(const struct raftlog_group *g);
+struct rl_seg *rl_seg_find(struct raftlog *l, uint64_t seq);
+void rl_seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size);
+/* pwrite of all n bytes at off: 0 or an errno. Any thread. */
+int rl_write_all(int fd, const uint8_t *p, size_t n, uint64_t off);
+/* fsync of a directory: 0 or an errno. Any thread. */
+int rl_fsync_dir(const char *dir);
+
+/* ---- recover.c ---- */
+
+/* Replays every segment of l->dir into l (groups, segments, durable_seq). */
+int rl_recover(struct raftlog *l, char *errmsg);
+/* Creates segment seq holding only its header, durably. */
+int rl_create_first_segment(struct raftlog *l, uint64_t seq, char *errmsg);
 
 /* ---- test hooks (tests/raftlog/test_engine.c) ---- */
 

@@ -504,7 +504,7 @@ int raftlog_io_init(struct raftlog_io *x, struct raftlog *l, const char *name,
 	if (n == 0 || n > RL_NAME_MAX)
 		return err_set(errmsg, DOCRAFT_EINVAL, "raftlog: group name of %zu bytes", n);
 	for (size_t i = 0; i < n; i++)
-		if (name[i] < 0x21 || name[i] > 0x7e)
+		if (name[i] < 0x20 || name[i] > 0x7e)
 			return err_set(errmsg, DOCRAFT_EINVAL, "raftlog: group name not printable");
 	if (net == NULL || net->init == NULL || net->close == NULL || net->start == NULL ||
 	    net->send == NULL || net->time == NULL || net->random == NULL)

@@ -88,11 +88,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include "common/check.h"
 #include "common/err.h"
@@ -102,10 +99,6 @@
 
 #define RETRY_MS 100
 
-static void seg_path(const struct raftlog *l, uint64_t seq, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/%016" PRIu64 ".seg", l->dir, seq);
-}
 
 static uint64_t now_ns(void)
 {
@@ -119,188 +112,7 @@ static int raft_code(int e)
 	return e == ENOSPC || e == EDQUOT ? RAFT_NOSPACE : RAFT_IOERR;
 }
 
-/* ---- groups ---- */
-
-struct raftlog_group *rl_group_find(struct raftlog *l, const char *name)
-{
-	for (size_t i = 0; i < l->ngroups; i++)
-		if (!l->groups[i]->removed && strcmp(l->groups[i]->name, name) == 0)
-			return l->groups[i];
-	return NULL;
-}
-
-static struct raftlog_group *group_new(struct raftlog *l, uint32_t id, const char *name,
-				       size_t name_len)
-{
-	struct raftlog_group *g = xzalloc(sizeof *g);
-	memcpy(g->name, name, name_len);
-	g->name[name_len] = '\0';
-	g->id = id;
-	g->first = 1;
-	l->groups = xgrow(l->groups, &l->gcap, l->ngroups + 1, sizeof *l->groups, 16);
-	l->groups[l->ngroups++] = g;
-	if (id >= l->next_id)
-		l->next_id = id + 1;
-	return g;
-}
-
-struct raftlog_group *rl_group_get(struct raftlog *l, const char *name)
-{
-	struct raftlog_group *g = rl_group_find(l, name);
-	return g != NULL ? g : group_new(l, l->next_id, name, strlen(name));
-}
-
-static void group_free(struct raftlog_group *g)
-{
-	free(g->snap_conf);
-	free(g->snap_data);
-	free(g->e);
-	free(g);
-}
-
-static void group_unlink(struct raftlog *l, struct raftlog_group *g)
-{
-	for (size_t i = 0; i < l->ngroups; i++)
-		if (l->groups[i] == g) {
-			l->groups[i] = l->groups[--l->ngroups];
-			break;
-		}
-	group_free(g);
-}
-
-void rl_group_truncate(struct raftlog_group *g, uint64_t index)
-{
-	if (index <= g->first)
-		g->n = 0;
-	else if (index - g->first < g->n)
-		g->n = (size_t)(index - g->first);
-}
-
-void rl_group_drop_below(struct raftlog_group *g, uint64_t index, uint64_t snap_index)
-{
-	if (index == 0) {
-		g->n = 0;
-		g->first = snap_index + 1;
-		return;
-	}
-	if (index <= g->first)
-		return;
-	uint64_t drop = index - g->first;
-	if (drop >= g->n) {
-		/* nothing left: the next index stays, and follows the snapshot */
-		g->first += g->n;
-		if (g->first < snap_index + 1)
-			g->first = snap_index + 1;
-		g->n = 0;
-		return;
-	}
-	memmove(g->e, g->e + drop, (g->n - drop) * sizeof *g->e);
-	g->n -= drop;
-	g->first = index;
-}
-
-void rl_group_push(struct raftlog_group *g, uint64_t term, uint8_t type, uint32_t len)
-{
-	g->e = xgrow(g->e, &g->cap, g->n + 1, sizeof *g->e, 16);
-	g->e[g->n++] = (struct rl_entry){.term = term, .type = type, .len = len};
-}
-
-void rl_group_set_snapshot(struct raftlog_group *g, uint64_t index, uint64_t term,
-			   uint64_t conf_index, const void *conf, uint32_t conf_len,
-			   const void *data, uint32_t data_len)
-{
-	free(g->snap_conf);
-	free(g->snap_data);
-	g->snap_conf = xmalloc(conf_len);
-	memcpy(g->snap_conf, conf, conf_len);
-	g->snap_data = xmalloc(data_len);
-	if (data_len > 0)
-		memcpy(g->snap_data, data, data_len);
-	g->snap_conf_len = conf_len;
-	g->snap_data_len = data_len;
-	g->snap_index = index;
-	g->snap_term = term;
-	g->snap_conf_index = conf_index;
-	g->has_snap = true;
-}
-
-/* The oldest segment g needs a record in (UINT64_MAX: none). Entries are
- * written in index order and GC copies move all of them forward at once,
- * so e[0] is in the oldest segment holding any of g's entries. */
-static uint64_t group_pin(const struct raftlog_group *g)
-{
-	uint64_t pin = UINT64_MAX;
-	const struct rl_loc *locs[] = {&g->rec_group, &g->rec_tv, &g->rec_snap};
-	if (g->removed)
-		return pin;
-	for (size_t i = 0; i < 3; i++)
-		if (locs[i]->seg != 0 && locs[i]->seg < pin)
-			pin = locs[i]->seg;
-	if (g->n > 0 && g->e[0].seg != 0 && g->e[0].seg < pin)
-		pin = g->e[0].seg;
-	return pin;
-}
-
-/* ---- segments ---- */
-
-static struct rl_seg *seg_find(struct raftlog *l, uint64_t seq)
-{
-	if (l->nsegs == 0 || seq < l->segs[0].seq || seq - l->segs[0].seq >= l->nsegs)
-		return NULL;
-	return &l->segs[seq - l->segs[0].seq];
-}
-
-static void seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size)
-{
-	l->segs = xgrow(l->segs, &l->segcap, l->nsegs + 1, sizeof *l->segs, 8);
-	l->segs[l->nsegs++] = (struct rl_seg){.seq = seq, .fd = fd, .size = size};
-}
-
-int rl_read(struct raftlog *l, uint64_t seg, uint64_t off, void *p, size_t len, char *errmsg)
-{
-	struct rl_seg *s = seg_find(l, seg);
-	if (s == NULL || s->fd < 0)
-		return err_set(errmsg, RAFT_IOERR, "raftlog: segment %" PRIu64 " is gone", seg);
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(s->fd, (char *)p + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return err_set(errmsg, RAFT_IOERR, "raftlog: read of segment %" PRIu64
-				       " at %" PRIu64 ": %s", seg, off + done,
-				       n < 0 ? strerror(errno) : "end of file");
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* ---- the writer thread ---- */
-
-static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno;
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	int e = fsync(fd) != 0 ? errno : 0;
-	close(fd);
-	return e;
-}
 
 /* Writer thread: one batch (and its unlinks). Touches only b and l->dir. */
 static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
@@ -318,24 +130,24 @@ static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
 			e = errno;
 		if (e == 0 && b->rotate) {
 			char path[4096];
-			seg_path(l, b->seg, path, sizeof path);
+			rl_seg_path(l, b->seg, path, sizeof path);
 			fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 			if (fd < 0)
 				e = errno;
 			else {
 				uint8_t h[RL_SEG_HDR];
 				rl_seg_header(h, b->seg, b->seq);
-				e = write_all(fd, h, sizeof h, 0);
+				e = rl_write_all(fd, h, sizeof h, 0);
 			}
 		}
 		if (e == 0)
-			e = write_all(fd, b->buf.data, b->buf.len, b->off);
+			e = rl_write_all(fd, b->buf.data, b->buf.len, b->off);
 		if (e == 0 && fdatasync(fd) != 0)
 			e = errno;
 		if (e == 0 && fail != 0)
 			e = fail; /* test hook: as if fdatasync failed, bytes written */
 		if (e == 0 && b->rotate)
-			e = fsync_dir(l->dir);
+			e = rl_fsync_dir(l->dir);
 		if (b->rotate) {
 			if (e == 0) {
 				b->new_fd = fd;
@@ -343,10 +155,10 @@ static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
 				/* The next write may not rotate (a smaller batch): a
 				 * half-made segment must not follow the old one. */
 				char path[4096];
-				seg_path(l, b->seg, path, sizeof path);
+				rl_seg_path(l, b->seg, path, sizeof path);
 				close(fd);
 				unlink(path);
-				fsync_dir(l->dir);
+				rl_fsync_dir(l->dir);
 			}
 		}
 		b->err = e;
@@ -354,11 +166,11 @@ static void run_job(struct raftlog *l, struct rl_batch *b, int fail)
 	if (b->n_unlink > 0) {
 		for (size_t i = 0; i < b->n_unlink; i++) {
 			char path[4096];
-			seg_path(l, b->unlink[i], path, sizeof path);
+			rl_seg_path(l, b->unlink[i], path, sizeof path);
 			if (unlink(path) != 0)
 				LOG_WARN("raftlog: unlink %s: %s", path, strerror(errno));
 		}
-		int e = fsync_dir(l->dir);
+		int e = rl_fsync_dir(l->dir);
 		if (e != 0)
 			LOG_WARN("raftlog: fsync of %s: %s", l->dir, strerror(e));
 	}
@@ -571,10 +383,10 @@ static void complete_batch(struct raftlog *l, struct rl_batch *b)
 	if (b->buf.len > RL_BATCH_HDR) {
 		if (b->rotate) {
 			if (b->cut_fd >= 0)
-				seg_find(l, b->seg - 1)->stale = false;
-			seg_push(l, b->seg, b->new_fd, b->off + b->buf.len);
+				rl_seg_find(l, b->seg - 1)->stale = false;
+			rl_seg_push(l, b->seg, b->new_fd, b->off + b->buf.len);
 		} else
-			seg_find(l, b->seg)->size = b->off + b->buf.len;
+			rl_seg_find(l, b->seg)->size = b->off + b->buf.len;
 		l->durable_seq = b->seq;
 	}
 	bool relevant = b->rotate || b->n_unlink > 0;
@@ -619,8 +431,8 @@ static void fail_batch(struct raftlog *l, struct rl_batch *b)
 {
 	int code = raft_code(b->err);
 	l->st.write_errors++;
-	if (!b->rotate && seg_find(l, b->seg) != NULL)
-		seg_find(l, b->seg)->stale = true; /* bytes past its size, maybe */
+	if (!b->rotate && rl_seg_find(l, b->seg) != NULL)
+		rl_seg_find(l, b->seg)->stale = true; /* bytes past its size, maybe */
 	LOG_ERROR("raftlog %s: write of batch %" PRIu64 " (%zu bytes) to segment %" PRIu64
 		  " at %" PRIu64 " failed: %s", l->dir, b->seq, b->buf.len, b->seg, b->off,
 		  strerror(b->err));
@@ -662,7 +474,7 @@ static void fail_batch(struct raftlog *l, struct rl_batch *b)
 		size_t k = 0;
 		while (k < g->n && g->e[k].seg != 0)
 			k++;
-		g->n = k;
+		rl_group_keep(g, k);
 	}
 	free(failing);
 	l->rewriting = false;
@@ -807,7 +619,7 @@ int rl_op_wait(struct raftlog *l, struct rl_op *op)
 	if (l->ready != NULL)
 		uv_async_send(&l->async); /* callbacks of that batch, later */
 	if (g != NULL && g->removed && g->queued == 0 && g->io == NULL)
-		group_unlink(l, g);
+		rl_group_unlink(l, g);
 	return status;
 }
 
@@ -893,7 +705,7 @@ static void gc_check(struct raftlog *l)
 	uint64_t cur = l->segs[l->nsegs - 1].seq;
 	uint64_t pin = cur;
 	for (size_t i = 0; i < l->ngroups; i++) {
-		uint64_t p = group_pin(l->groups[i]);
+		uint64_t p = rl_group_pin(l->groups[i]);
 		if (p < pin)
 			pin = p;
 	}
@@ -919,7 +731,7 @@ static void gc_check(struct raftlog *l)
 		return;
 	for (size_t i = 0; i < l->ngroups; i++) {
 		struct raftlog_group *g = l->groups[i];
-		if (group_pin(g) != oldest)
+		if (rl_group_pin(g) != oldest)
 			continue;
 		bool entries_pin = g->n > 0 && g->e[0].seg == oldest;
 		if (entries_pin && g->queued != 0)
@@ -927,363 +739,6 @@ static void gc_check(struct raftlog *l)
 		if (rewrite_group(l, g, entries_pin) == 0)
 			l->rewriting = true;
 	}
-}
-
-/* ---- recovery ---- */
-
-struct scan {
-	struct raftlog *l;
-	struct raftlog_group **byid;
-	size_t nbyid, capid;
-	const char *file;
-	uint64_t seg;
-	uint32_t last_group;     /* group of the last good record, or UINT32_MAX */
-	char *errmsg;
-};
-
-static struct raftlog_group *scan_group(struct scan *sc, uint32_t id)
-{
-	if (id < sc->nbyid && sc->byid[id] != NULL)
-		return sc->byid[id];
-	if (id >= sc->nbyid) {
-		sc->byid = xgrow(sc->byid, &sc->capid, (size_t)id + 1, sizeof *sc->byid, 64);
-		memset(sc->byid + sc->nbyid, 0, ((size_t)id + 1 - sc->nbyid) * sizeof *sc->byid);
-		sc->nbyid = (size_t)id + 1;
-	}
-	/* A record of a group whose GROUP record was collected: the group must
-	 * have been removed later in the log (checked at the end). */
-	sc->byid[id] = group_new(sc->l, id, "", 0);
-	return sc->byid[id];
-}
-
-static const char *gname(struct scan *sc, uint32_t id)
-{
-	if (id < sc->nbyid && sc->byid[id] != NULL && sc->byid[id]->name[0] != '\0')
-		return sc->byid[id]->name;
-	return "?";
-}
-
-static int scan_corrupt(struct scan *sc, uint64_t off, const char *what)
-{
-	if (sc->last_group == UINT32_MAX)
-		return err_set(sc->errmsg, DOCRAFT_ECORRUPT,
-			       "raftlog: %s at offset %" PRIu64 ": %s (no record before it)",
-			       sc->file, off, what);
-	return err_set(sc->errmsg, DOCRAFT_ECORRUPT,
-		       "raftlog: %s at offset %" PRIu64 ": %s (after a record of group %s, id %u)",
-		       sc->file, off, what, gname(sc, sc->last_group), sc->last_group);
-}
-
-/* Applies one decoded record at file offset off. */
-static int scan_record(struct scan *sc, const struct rl_rec *r, uint64_t off)
-{
-	struct raftlog_group *g = scan_group(sc, r->group);
-	struct rl_loc loc = {sc->seg, off};
-	if (g->removed && r->type != RL_REC_REMOVE)
-		return scan_corrupt(sc, off, "a record of a removed group");
-	switch (r->type) {
-	case RL_REC_GROUP:
-		if (g->name[0] != '\0' &&
-		    (strlen(g->name) != r->name_len || memcmp(g->name, r->name, r->name_len) != 0))
-			return scan_corrupt(sc, off, "group id renamed");
-		memcpy(g->name, r->name, r->name_len);
-		g->name[r->name_len] = '\0';
-		g->rec_group = loc;
-		g->name_queued = true;
-		break;
-	case RL_REC_TERM_VOTE:
-		g->term = r->term;
-		g->vote = r->vote;
-		g->rec_tv = loc;
-		break;
-	case RL_REC_ENTRIES: {
-		/* Entries that do not follow on: what came before was collected
-		 * (the group's later SNAPSHOT no longer needs it) or is corrupt;
-		 * the end of the scan checks that the log joins the snapshot. */
-		if (r->first < g->first || r->first - g->first > g->n) {
-			g->n = 0;
-			g->first = r->first;
-		}
-		rl_group_truncate(g, r->first);
-		struct rl_entry_it it;
-		struct rl_entry_view v;
-		rl_entry_first(&it, r);
-		while (rl_entry_next(&it, &v)) {
-			rl_group_push(g, v.term, v.type, v.len);
-			g->e[g->n - 1].seg = sc->seg;
-			g->e[g->n - 1].off = off + RL_REC_HDR + v.body_off;
-		}
-		break;
-	}
-	case RL_REC_TRUNCATE:
-		rl_group_truncate(g, r->index);
-		break;
-	case RL_REC_SNAPSHOT:
-		rl_group_set_snapshot(g, r->index, r->term, r->conf_index, r->conf, r->conf_len,
-				      r->data, r->data_len);
-		rl_group_drop_below(g, r->first_needed, r->index);
-		g->rec_snap = loc;
-		break;
-	case RL_REC_REMOVE: {
-		struct raftlog_group *fresh = xzalloc(sizeof *fresh);
-		*fresh = (struct raftlog_group){.id = g->id, .first = 1, .removed = true};
-		free(g->snap_conf);
-		free(g->snap_data);
-		free(g->e);
-		*g = *fresh;
-		free(fresh);
-		break;
-	}
-	default:
-		break;
-	}
-	sc->last_group = r->group;
-	return 0;
-}
-
-/* Whether a valid batch with seq > after starts anywhere in p[from, n). */
-static bool later_batch(const uint8_t *p, size_t n, size_t from, uint64_t after)
-{
-	for (size_t i = from; i + RL_BATCH_HDR <= n; i++) {
-		uint32_t len;
-		uint64_t seq;
-		if (rl_get_u32(p + i) == RL_BATCH_MAGIC && rl_batch_check(p + i, n - i, &len, &seq) == 0 &&
-		    seq > after)
-			return true;
-	}
-	return false;
-}
-
-static int read_file(int fd, uint8_t **out, size_t *len)
-{
-	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return errno;
-	uint8_t *p = xmalloc((size_t)st.st_size + 1);
-	size_t done = 0;
-	while (done < (size_t)st.st_size) {
-		ssize_t n = pread(fd, p + done, (size_t)st.st_size - done, (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(p);
-			return n < 0 ? errno : EIO;
-		}
-		done += (size_t)n;
-	}
-	*out = p;
-	*len = done;
-	return 0;
-}
-
-/* Replays segment seq (fd) into the groups. *next_seq is the batch seq
- * expected next (0: any, for the first segment). */
-static int scan_segment(struct scan *sc, uint64_t seq, int fd, bool last, uint64_t *next_seq,
-			uint64_t *size)
-{
-	char path[4096];
-	seg_path(sc->l, seq, path, sizeof path);
-	sc->file = path;
-	sc->seg = seq;
-	uint8_t *p = NULL;
-	size_t n = 0;
-	int e = read_file(fd, &p, &n);
-	if (e != 0)
-		return err_set(sc->errmsg, DOCRAFT_EIO, "raftlog: read %s: %s", path, strerror(e));
-	int rv = 0;
-	uint64_t hseq, first;
-	size_t off = RL_SEG_HDR;
-	if (n < RL_SEG_HDR) {
-		if (!last) {
-			rv = scan_corrupt(sc, 0, "segment header cut short");
-			goto out;
-		}
-		/* A crash while creating the last segment: nothing in it. */
-		LOG_WARN("raftlog: %s: torn segment header (%zu bytes): cut", path, n);
-		off = 0;
-		goto cut;
-	}
-	if (rl_seg_header_check(p, &hseq, &first) != 0 || hseq != seq) {
-		rv = scan_corrupt(sc, 0, "bad segment header");
-		goto out;
-	}
-	if (*next_seq != 0 && first != *next_seq) {
-		rv = scan_corrupt(sc, 0, "batch sequence gap between segments");
-		goto out;
-	}
-	*next_seq = first;
-	while (off < n) {
-		uint32_t len;
-		uint64_t bseq;
-		if (rl_batch_check(p + off, n - off, &len, &bseq) != 0 || bseq != *next_seq) {
-			if (last && !later_batch(p, n, off + 1, *next_seq - 1)) {
-				LOG_WARN("raftlog: %s: torn tail at offset %zu (%zu bytes): cut",
-					 path, off, n - off);
-				goto cut;
-			}
-			bool intact = rl_batch_check(p + off, n - off, &len, &bseq) == 0;
-			rv = scan_corrupt(sc, off, intact ? "batch out of sequence"
-							  : "bad batch (checksum, length or magic)");
-			goto out;
-		}
-		size_t at = off + RL_BATCH_HDR, end = at + len;
-		while (at < end) {
-			struct rl_rec r;
-			size_t used;
-			char why[DOCRAFT_ERRMSG_SIZE];
-			if (rl_rec_decode(p + at, end - at, &r, &used, why) != 0) {
-				rv = scan_corrupt(sc, at, why);
-				goto out;
-			}
-			rv = scan_record(sc, &r, at);
-			if (rv != 0)
-				goto out;
-			at += used;
-		}
-		(*next_seq)++;
-		off = end;
-	}
-	*size = n;
-	goto out;
-cut:
-	if (ftruncate(fd, (off_t)off) != 0 || fsync(fd) != 0) {
-		rv = err_set(sc->errmsg, DOCRAFT_EIO, "raftlog: cut %s: %s", path, strerror(errno));
-		goto out;
-	}
-	*size = off;
-out:
-	free(p);
-	return rv;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Lists the segment numbers in dir, sorted. */
-static int list_segments(const char *dir, uint64_t **out, size_t *n, char *errmsg)
-{
-	DIR *d = opendir(dir);
-	if (d == NULL)
-		return err_set(errmsg, fs_errno_code(errno), "raftlog: open %s: %s", dir,
-			       strerror(errno));
-	uint64_t *v = NULL;
-	size_t cnt = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		const char *s = de->d_name;
-		if (strlen(s) != 20 || strcmp(s + 16, ".seg") != 0)
-			continue;
-		uint64_t x = 0;
-		bool ok = true;
-		for (int i = 0; i < 16; i++) {
-			if (s[i] < '0' || s[i] > '9')
-				ok = false;
-			x = x * 10 + (uint64_t)(s[i] - '0');
-		}
-		if (!ok || x == 0)
-			continue;
-		v = xgrow(v, &cap, cnt + 1, sizeof *v, 16);
-		v[cnt++] = x;
-	}
-	closedir(d);
-	if (cnt > 1)
-		qsort(v, cnt, sizeof *v, cmp_u64);
-	*out = v;
-	*n = cnt;
-	return 0;
-}
-
-static int recover(struct raftlog *l, char *errmsg)
-{
-	uint64_t *seqs = NULL;
-	size_t n = 0;
-	int rv = list_segments(l->dir, &seqs, &n, errmsg);
-	if (rv != 0)
-		return rv;
-	struct scan sc = {.l = l, .last_group = UINT32_MAX, .errmsg = errmsg};
-	uint64_t next_seq = 0;
-	for (size_t i = 0; i < n && rv == 0; i++) {
-		char path[4096];
-		seg_path(l, seqs[i], path, sizeof path);
-		if (i > 0 && seqs[i] != seqs[i - 1] + 1) {
-			rv = err_set(errmsg, DOCRAFT_ECORRUPT,
-				     "raftlog: %s: segment %" PRIu64 " is missing", path,
-				     seqs[i - 1] + 1);
-			break;
-		}
-		int fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0) {
-			rv = err_set(errmsg, fs_errno_code(errno), "raftlog: open %s: %s", path,
-				     strerror(errno));
-			break;
-		}
-		uint64_t size = 0;
-		rv = scan_segment(&sc, seqs[i], fd, i + 1 == n, &next_seq, &size);
-		if (rv != 0) {
-			close(fd);
-			break;
-		}
-		if (size == 0) { /* a torn empty last segment: gone */
-			close(fd);
-			unlink(path);
-			continue;
-		}
-		seg_push(l, seqs[i], fd, size);
-	}
-	free(seqs);
-	for (size_t i = 0; i < l->ngroups && rv == 0; i++) {
-		const struct raftlog_group *g = l->groups[i];
-		if (g->removed)
-			continue;
-		if (g->name[0] == '\0')
-			rv = err_set(errmsg, DOCRAFT_ECORRUPT,
-				     "raftlog: %s: records of group id %u whose GROUP record is "
-				     "missing", l->dir, g->id);
-		else if (g->n > 0 && g->first > (g->has_snap ? g->snap_index + 1 : 1))
-			rv = err_set(errmsg, DOCRAFT_ECORRUPT,
-				     "raftlog: %s: group %s: entries from %" PRIu64
-				     " do not join its %s", l->dir, g->name, g->first,
-				     g->has_snap ? "snapshot" : "start (index 1)");
-	}
-	free(sc.byid);
-	/* Removed groups need nothing any more. */
-	for (size_t i = 0; i < l->ngroups;)
-		if (l->groups[i]->removed)
-			group_unlink(l, l->groups[i]);
-		else
-			i++;
-	if (rv == 0)
-		l->durable_seq = next_seq != 0 ? next_seq - 1 : 0;
-	return rv;
-}
-
-/* A fresh log (or one whose only segment was a torn header): segment 1 (or
- * the next number) with just its header, written synchronously. */
-static int create_first_segment(struct raftlog *l, uint64_t seq, char *errmsg)
-{
-	char path[4096];
-	seg_path(l, seq, path, sizeof path);
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return err_set(errmsg, fs_errno_code(errno), "raftlog: create %s: %s", path,
-			       strerror(errno));
-	uint8_t h[RL_SEG_HDR];
-	rl_seg_header(h, seq, l->durable_seq + 1);
-	int e = write_all(fd, h, sizeof h, 0);
-	if (e == 0 && fdatasync(fd) != 0)
-		e = errno;
-	if (e == 0)
-		e = fsync_dir(l->dir);
-	if (e != 0) {
-		close(fd);
-		return err_set(errmsg, fs_errno_code(e), "raftlog: create %s: %s", path,
-			       strerror(e));
-	}
-	seg_push(l, seq, fd, RL_SEG_HDR);
-	return 0;
 }
 
 /* ---- the public functions ---- */
@@ -1294,7 +749,7 @@ static void log_free(struct raftlog *l)
 		if (l->segs[i].fd >= 0)
 			close(l->segs[i].fd);
 	for (size_t i = 0; i < l->ngroups; i++)
-		group_free(l->groups[i]);
+		rl_group_free(l->groups[i]);
 	if (l->pending != NULL)
 		batch_free(l->pending);
 	free(l->groups);
@@ -1320,9 +775,9 @@ int raftlog_open(uv_loop_t *loop, const struct raftlog_options *o, struct raftlo
 	l->segment_bytes = o->segment_bytes != 0 ? o->segment_bytes : RAFTLOG_SEGMENT_BYTES;
 	l->next_id = 1;
 	l->ready_tail = &l->ready;
-	rv = recover(l, errmsg);
+	rv = rl_recover(l, errmsg);
 	if (rv == 0 && l->nsegs == 0)
-		rv = create_first_segment(l, 1, errmsg);
+		rv = rl_create_first_segment(l, 1, errmsg);
 	if (rv != 0) {
 		log_free(l);
 		return rv;
@@ -1393,6 +848,10 @@ int raftlog_group_remove(struct raftlog *l, const char *name, char *errmsg)
 		return 0;
 	if (g->io != NULL)
 		return err_set(errmsg, DOCRAFT_EBUSY, "raftlog: group %s is attached", name);
+	if (!g->name_queued && g->queued == 0) { /* never written: nothing to record */
+		rl_group_unlink(l, g);
+		return 0;
+	}
 	struct rl_op *op = rl_op_begin(l, g, RL_REC_REMOVE, RL_OP_SYNC);
 	rl_enc_remove(rl_pending_buf(l), g->id);
 	rl_op_end(l, op);
@@ -1428,9 +887,7 @@ void raftlog_stats(const struct raftlog *l, struct raftlog_stats *st)
 		if (g->has_snap)
 			live += RL_REC_HDR + 40 + g->snap_conf_len + g->snap_data_len;
 		if (g->n > 0)
-			live += RL_REC_HDR + 16;
-		for (size_t k = 0; k < g->n; k++)
-			live += RL_ENTRY_HDR + rl_pad8(g->e[k].len);
+			live += RL_REC_HDR + 16 + g->ebytes;
 	}
 	st->live_bytes = live;
 }

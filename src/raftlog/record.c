@@ -221,7 +221,7 @@ int rl_rec_decode(const uint8_t *p, size_t avail, struct rl_rec *r, size_t *used
 		if (r->body_len == 0 || r->body_len > RL_NAME_MAX)
 			return bad(errmsg, "group name length", r->type, r->group);
 		for (uint32_t i = 0; i < r->body_len; i++)
-			if (q[i] < 0x21 || q[i] > 0x7e)
+			if (q[i] < 0x20 || q[i] > 0x7e)
 				return bad(errmsg, "group name not printable", r->type, r->group);
 		r->name = (const char *)q;
 		r->name_len = r->body_len;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,8 @@ TEST(append_and_reopen_return_identical_entries)
 	attach(&f, &x, "g1");
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "g1", &f.uv, errmsg), DOCRAFT_EBUSY);
+	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "", &f.uv, errmsg), DOCRAFT_EINVAL);
+	CHECK_EQ_INT(raftlog_io_init(&y, f.l, "tab\there", &f.uv, errmsg), DOCRAFT_EINVAL);
 	CHECK_EQ_INT(raftlog_close(f.l, closed_cb, NULL), DOCRAFT_EBUSY);
 	CHECK_OK(x.io.set_term(&x.io, 4));
 	load(&x, &ld);
@@ -845,6 +848,38 @@ TEST(measure_group_commit)
 	}
 	bench(&f, 1, turns);
 	bench(&f, 96, turns / 4);
+	/* 288 bootstrapped replicas (CREATE TABLE on 3 servers x 96): disk. */
+	struct raftlog_stats s0, s1;
+	stats(&f, &s0);
+	struct raft_configuration c;
+	raft_configuration_init(&c);
+	for (int k = 1; k <= 3; k++) {
+		char a[32];
+		snprintf(a, sizeof a, "127.0.0.%d:9000", k);
+		CHECK_OK(raft_configuration_add(&c, (raft_id)k, a, RAFT_VOTER));
+	}
+	uint64_t t0 = uv_hrtime();
+	for (int i = 0; i < 288; i++) {
+		struct raftlog_io x;
+		char name[40];
+		snprintf(name, sizeof name, "replica-%03d-of-some-table-id", i);
+		attach(&f, &x, name);
+		CHECK_OK(x.io.bootstrap(&x.io, &c));
+		raftlog_io_release(&x);
+	}
+	raft_configuration_close(&c);
+	stats(&f, &s1);
+	test_note("288 bootstraps in %.2f s: %" PRIu64 " bytes written (%" PRIu64 " per replica), "
+		  "%" PRIu64 " batches", (double)(uv_hrtime() - t0) / 1e9,
+		  s1.bytes_written - s0.bytes_written,
+		  (s1.bytes_written - s0.bytes_written) / 288, s1.batches - s0.batches);
+	t0 = uv_hrtime();
+	fx_reopen(&f);
+	stats(&f, &s1);
+	test_note("reopen of %" PRIu64 " groups, %" PRIu64 " segments, %" PRIu64
+		  " bytes: %.3f s", s1.groups, s1.segments, s1.disk_bytes,
+		  (double)(uv_hrtime() - t0) / 1e9);
+	CHECK_EQ_U64(s1.groups, 288 + 96); /* b0 is in both benches */
 	if (where != NULL) {
 		fx_close_log(&f);
 		char cmd[600];
@@ -869,6 +904,7 @@ struct node {
 	char dir[256], uvdir[256], addr[64];
 	uint64_t applied;     /* commands applied this start */
 	uint64_t sum;         /* of their payload numbers */
+	unsigned restores;    /* snapshots restored this start */
 	bool closed;
 	bool log_closed;
 };
@@ -885,20 +921,31 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	return 0;
 }
 
+/* Snapshots are 16-byte markers: (applied, sum) at the snapshot's index. */
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
 {
-	(void)fsm;
-	(void)bufs;
-	(void)n;
-	return RAFT_BUSY;
+	struct node *nd = fsm->data;
+	*bufs = raft_malloc(sizeof **bufs);
+	(*bufs)[0].base = raft_malloc(16);
+	(*bufs)[0].len = 16;
+	memcpy((*bufs)[0].base, &nd->applied, 8);
+	memcpy((char *)(*bufs)[0].base + 8, &nd->sum, 8);
+	*n = 1;
+	return 0;
 }
 
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
-	(void)fsm;
+	struct node *nd = fsm->data;
+	CHECK_EQ_U64(buf->len, 16);
+	memcpy(&nd->applied, buf->base, 8);
+	memcpy(&nd->sum, (char *)buf->base + 8, 8);
+	nd->restores++;
 	raft_free(buf->base);
 	return 0;
 }
+
+static unsigned g_threshold = 100000, g_trailing = 8192; /* raft's snapshot policy */
 
 static void node_start(uv_loop_t *loop, struct node *nodes, int i, bool first, int port)
 {
@@ -912,13 +959,15 @@ static void node_start(uv_loop_t *loop, struct node *nodes, int i, bool first, i
 	n->fsm = (struct raft_fsm){.version = 1, .data = n, .apply = fsm_apply,
 				   .snapshot = fsm_snapshot, .restore = fsm_restore};
 	n->applied = n->sum = 0;
+	n->restores = 0;
 	n->closed = n->log_closed = false;
 	snprintf(n->addr, sizeof n->addr, "127.0.0.1:%d", port + i);
 	CHECK_OK(raft_init(&n->r, &n->x.io, &n->fsm, (raft_id)(i + 1), n->addr));
 	raftlog_io_set_raft(&n->x, &n->r);
 	raft_set_election_timeout(&n->r, 300);
 	raft_set_heartbeat_timeout(&n->r, 50);
-	raft_set_snapshot_threshold(&n->r, 100000);
+	raft_set_snapshot_threshold(&n->r, g_threshold);
+	raft_set_snapshot_trailing(&n->r, g_trailing);
 	if (first) {
 		struct raft_configuration c;
 		raft_configuration_init(&c);
@@ -1000,11 +1049,13 @@ static void log_closed(struct raftlog *l, void *arg)
 	((struct node *)arg)->log_closed = true;
 }
 
+static unsigned g_mask; /* the nodes stop_nodes works on */
+
 static bool all_closed(void *arg)
 {
 	struct node *nodes = arg;
 	for (int i = 0; i < NR; i++)
-		if (!nodes[i].closed)
+		if ((g_mask & (1u << i)) && !nodes[i].closed)
 			return false;
 	return true;
 }
@@ -1013,17 +1064,22 @@ static bool all_logs_closed(void *arg)
 {
 	struct node *nodes = arg;
 	for (int i = 0; i < NR; i++)
-		if (!nodes[i].log_closed)
+		if ((g_mask & (1u << i)) && !nodes[i].log_closed)
 			return false;
 	return true;
 }
 
-static void stop_all(uv_loop_t *loop, struct node *nodes)
+/* Closes raft, the io, raft_uv and the log of the nodes in mask. */
+static void stop_nodes(uv_loop_t *loop, struct node *nodes, unsigned mask)
 {
+	g_mask = mask;
 	for (int i = 0; i < NR; i++)
-		raft_close(&nodes[i].r, raft_closed);
+		if (mask & (1u << i))
+			raft_close(&nodes[i].r, raft_closed);
 	CHECK(loop_run_until(loop, all_closed, nodes, 10000));
 	for (int i = 0; i < NR; i++) {
+		if (!(mask & (1u << i)))
+			continue;
 		raftlog_io_release(&nodes[i].x);
 		raft_uv_close(&nodes[i].uv);
 		raft_uv_tcp_close(&nodes[i].t);
@@ -1032,12 +1088,13 @@ static void stop_all(uv_loop_t *loop, struct node *nodes)
 	CHECK(loop_run_until(loop, all_logs_closed, nodes, 10000));
 }
 
-TEST(three_real_raft_instances_elect_apply_reopen)
+/* Temp dirs, three consecutive free ports, three bootstrapped nodes
+ * started; returns the first port once a leader is elected. */
+static int cluster_start(uv_loop_t *loop, struct node *nodes)
 {
-	uv_loop_t loop;
-	CHECK_OK(uv_loop_init(&loop));
-	static struct node nodes[NR];
-	memset(nodes, 0, sizeof nodes);
+	signal(SIGPIPE, SIG_IGN); /* raft_uv writes to peers that were closed */
+	CHECK_OK(uv_loop_init(loop));
+	memset(nodes, 0, sizeof(struct node) * NR);
 	g_nodes = nodes;
 	g_target = NCMD;
 	for (int i = 0; i < NR; i++) {
@@ -1052,32 +1109,56 @@ TEST(three_real_raft_instances_elect_apply_reopen)
 		struct sockaddr_in sa;
 		bool ok = true;
 		for (int k = 1; k < NR && ok; k++) {
-			uv_tcp_init(&loop, &s);
+			uv_tcp_init(loop, &s);
 			uv_ip4_addr("127.0.0.1", port + k, &sa);
 			ok = uv_tcp_bind(&s, (const struct sockaddr *)&sa, 0) == 0 &&
 			     uv_listen((uv_stream_t *)&s, 1, NULL) == 0;
 			uv_close((uv_handle_t *)&s, NULL);
-			uv_run(&loop, UV_RUN_NOWAIT);
+			uv_run(loop, UV_RUN_NOWAIT);
 		}
 		if (ok)
 			break;
 		port = proc_free_port(1, -1);
 	}
 	for (int i = 0; i < NR; i++)
-		node_start(&loop, nodes, i, true, port);
-	CHECK(loop_run_until(&loop, has_leader, nodes, 20000));
+		node_start(loop, nodes, i, true, port);
+	CHECK(loop_run_until(loop, has_leader, nodes, 20000));
+	return port;
+}
 
-	uint64_t want_sum = 0;
-	for (uint64_t v = 1; v <= NCMD; v++) {
-		apply_on_leader(&loop, nodes, v);
-		want_sum += v;
+static void cluster_end(uv_loop_t *loop, struct node *nodes)
+{
+	stop_nodes(loop, nodes, (1u << NR) - 1);
+	CHECK_OK(loop_finish(loop));
+	for (int i = 0; i < NR; i++) {
+		test_tmpdir_remove(nodes[i].dir);
+		test_tmpdir_remove(nodes[i].uvdir);
 	}
+}
+
+/* Commands from..to on whoever leads; returns the sum of their values. */
+static uint64_t apply_range(uv_loop_t *loop, struct node *nodes, uint64_t from, uint64_t to)
+{
+	uint64_t sum = 0;
+	for (uint64_t v = from; v <= to; v++) {
+		apply_on_leader(loop, nodes, v);
+		sum += v;
+	}
+	return sum;
+}
+
+TEST(three_real_raft_instances_elect_apply_reopen)
+{
+	uv_loop_t loop;
+	static struct node nodes[NR];
+	int port = cluster_start(&loop, nodes);
+	uint64_t want_sum = apply_range(&loop, nodes, 1, NCMD);
 	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
 	for (int i = 0; i < NR; i++) {
 		CHECK_EQ_U64(nodes[i].applied, NCMD);
 		CHECK_EQ_U64(nodes[i].sum, want_sum);
 	}
-	stop_all(&loop, nodes);
+	stop_nodes(&loop, nodes, (1u << NR) - 1);
 
 	/* Reopen all: the same log, a new election, every entry applied once. */
 	for (int i = 0; i < NR; i++)
@@ -1093,12 +1174,103 @@ TEST(three_real_raft_instances_elect_apply_reopen)
 		CHECK_EQ_U64(nodes[i].applied, NCMD + 1);
 		CHECK_EQ_U64(nodes[i].sum, want_sum);
 	}
-	stop_all(&loop, nodes);
-	CHECK_OK(loop_finish(&loop));
+	cluster_end(&loop, nodes);
+}
+
+static int g_victim;
+
+static bool victim_unavailable(void *arg)
+{
+	struct node *nodes = arg;
+	return raft_state(&nodes[g_victim].r) == RAFT_UNAVAILABLE;
+}
+
+/* A follower's log write fails: 0.15 keeps the failed entries in its
+ * memory, so its next append would leave a hole; the log refuses it (never
+ * stores entries at the wrong index), raft goes UNAVAILABLE, and after a
+ * restart the follower loads what is durable and catches up: every node
+ * applies the same commands. Fails without raftlog_io_set_raft (the hole
+ * is then written, and the follower never stops). */
+TEST(real_raft_follower_write_failure_restart_catches_up)
+{
+	uv_loop_t loop;
+	static struct node nodes[NR];
+	int port = cluster_start(&loop, nodes);
+	uint64_t want_sum = apply_range(&loop, nodes, 1, 50);
+	int leader = 0;
+	for (int i = 0; i < NR; i++)
+		if (raft_state(&nodes[i].r) == RAFT_LEADER)
+			leader = i;
+	g_victim = (leader + 1) % NR;
+	raftlog_test_fail_next_write(nodes[g_victim].l, EIO);
+	uint64_t v = 51;
+	for (; !victim_unavailable(nodes) && v < 1000; v++)
+		want_sum += apply_range(&loop, nodes, v, v);
+	CHECK(victim_unavailable(nodes));
+	struct raftlog_stats st;
+	raftlog_stats(nodes[g_victim].l, &st);
+	CHECK_EQ_U64(st.write_errors, 1);
+	test_note("node %d unavailable after command %" PRIu64, g_victim + 1, v - 1);
+	stop_nodes(&loop, nodes, 1u << g_victim);
+	node_start(&loop, nodes, g_victim, false, port);
+	want_sum += apply_range(&loop, nodes, v, v + 9);
+	g_target = v + 9;
+	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
 	for (int i = 0; i < NR; i++) {
-		test_tmpdir_remove(nodes[i].dir);
-		test_tmpdir_remove(nodes[i].uvdir);
+		CHECK_EQ_U64(nodes[i].applied, v + 9);
+		CHECK_EQ_U64(nodes[i].sum, want_sum);
 	}
+	cluster_end(&loop, nodes);
+}
+
+/* Raft snapshots every 32 entries keeping 8: snapshot_put with trailing
+ * on every node; a follower that was down while the leader's log moved on
+ * gets an InstallSnapshot (snapshot_put with trailing 0); after a restart
+ * of all, each node restores its newest snapshot from the log and replays
+ * what follows it. The sums prove every command counted exactly once. */
+TEST(real_raft_snapshots_install_and_restart)
+{
+	uv_loop_t loop;
+	static struct node nodes[NR];
+	g_threshold = 32;
+	g_trailing = 8;
+	int port = cluster_start(&loop, nodes);
+	uint64_t want_sum = apply_range(&loop, nodes, 1, 40);
+	int leader = 0;
+	for (int i = 0; i < NR; i++)
+		if (raft_state(&nodes[i].r) == RAFT_LEADER)
+			leader = i;
+	int down = (leader + 1) % NR;
+	stop_nodes(&loop, nodes, 1u << down);
+	want_sum += apply_range(&loop, nodes, 41, 200);
+	node_start(&loop, nodes, down, false, port);
+	want_sum += apply_range(&loop, nodes, 201, 210);
+	g_target = 210;
+	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
+	for (int i = 0; i < NR; i++) {
+		CHECK_EQ_U64(nodes[i].applied, 210);
+		CHECK_EQ_U64(nodes[i].sum, want_sum);
+	}
+	test_note("node %d restored %u snapshot(s) after its restart", down + 1,
+		  nodes[down].restores);
+	CHECK(nodes[down].restores >= 1);
+	struct raftlog_stats st;
+	raftlog_stats(nodes[leader].l, &st);
+	CHECK(st.live_bytes < 8192); /* 8 trailing entries, not 210 */
+	stop_nodes(&loop, nodes, (1u << NR) - 1);
+	for (int i = 0; i < NR; i++)
+		node_start(&loop, nodes, i, false, port);
+	apply_on_leader(&loop, nodes, 0);
+	g_target = 211;
+	CHECK(loop_run_until(&loop, all_applied, nodes, 20000));
+	for (int i = 0; i < NR; i++) {
+		CHECK(nodes[i].restores == 1);
+		CHECK_EQ_U64(nodes[i].applied, 211);
+		CHECK_EQ_U64(nodes[i].sum, want_sum);
+	}
+	cluster_end(&loop, nodes);
+	g_threshold = 100000;
+	g_trailing = 8192;
 }
 
 TEST_MAIN(T(records_round_trip), T(append_and_reopen_return_identical_entries),
@@ -1108,4 +1280,6 @@ TEST_MAIN(T(records_round_trip), T(append_and_reopen_return_identical_entries),
 	  T(stale_bytes_of_a_failed_write_never_read_back),
 	  T(gc_removes_unneeded_segments_and_rewrites_idle_groups), T(torn_tail_is_cut),
 	  T(crc_error_in_a_non_last_segment_is_corruption), T(measure_group_commit),
-	  T(three_real_raft_instances_elect_apply_reopen))
+	  T(three_real_raft_instances_elect_apply_reopen),
+	  T(real_raft_follower_write_failure_restart_catches_up),
+	  T(real_raft_snapshots_install_and_restart))
