@@ -1,10 +1,14 @@
 /* logwriter: the child of test_crash.c, killed with SIGKILL at a random
  * moment. Opens the shared Raft log in DIR (small segments), starts
  * GROUPS groups the way raft_start does (drive.h: attach, load), raises the
- * term of a fifth of them (all on the first run) and votes, then appends to every group without end, two
- * appends in flight per group, 1..3 entries of 16..1024 bytes each, and
- * every SNAP_EVERY entries puts a snapshot at its last acknowledged index
- * with trailing TRAILING (so segments rotate and go to the GC all the time).
+ * term of a fifth of them (all on the first run) and votes, then appends to
+ * every group without end, two appends in flight per group, 1..3 entries
+ * of 16..1024 bytes each; every SNAP_EVERY entries it puts a snapshot at
+ * the last acknowledged index with trailing TRAILING (so segments rotate and
+ * go to the GC all the time); every 150..250 entries a group plays a
+ * follower whose uncommitted tail a new leader overwrites: once its appends
+ * have called back, a new term and vote, truncate(t) of up to its last 4
+ * entries, and appends from t on in the new term.
  *
  *   logwriter DIR NETDIR SEED SEGMENT_BYTES
  *
@@ -14,6 +18,9 @@
  *   R                         every group started, appends begin
  *   A <group> <index> <crc>   an append's callback said 0 (crc32 of payload)
  *   S <group> <index>         a snapshot_put's callback said 0
+ *   X <group> <index>         truncate(index) returned 0 (durable only with
+ *                             the next append: until an A line at index
+ *                             follows, the old entries may come back)
  * Each line is one write(2) of less than PIPE_BUF bytes: never torn. Entry
  * payloads are drive_payload(key, index, term, salt 0, len), so every entry
  * the parent loads can be checked, acknowledged or not. Exits 3 on anything
@@ -41,6 +48,8 @@ struct wgroup {
 	raft_index next;  /* next index to submit */
 	raft_index acked; /* highest acknowledged index */
 	raft_index snapped;
+	raft_index trunc_after; /* truncate once acked reaches this */
+	bool truncating;        /* no new appends until the truncate */
 	bool putting;
 	struct drive_put put;
 	struct drive_append a[INFLIGHT];
@@ -75,15 +84,56 @@ static void appended(struct drive_append *a)
 					a->crc[i]);
 	say(line, len);
 	w->acked = a->first + a->n - 1;
-	submit(w, a);
+	if (!w->truncating)
+		submit(w, a);
 }
 
-/* Once per loop turn: finished snapshots are reported, new ones started. */
-static void snapshots_cb(uv_check_t *c)
+/* New term and vote, truncate the last few entries, append again. Called
+ * with no append of w in flight, outside any raftlog callback. */
+static void overwrite_tail(struct wgroup *w)
+{
+	raft_index guard = w->putting ? w->put.snap.index : w->snapped;
+	raft_index t = w->acked - (raft_index)(test_rand(&rng) % 5);
+	char line[96];
+	int i = (int)(w - groups), n;
+
+	w->term++;
+	if (w->g.x.io.set_term(&w->g.x.io, w->term) != 0 ||
+	    w->g.x.io.set_vote(&w->g.x.io, 1 + (raft_id)(w->term % 3)) != 0) {
+		fprintf(stderr, "logwriter: %s term/vote: %s\n", w->g.name, w->g.x.io.errmsg);
+		exit(3);
+	}
+	n = snprintf(line, sizeof line, "T %d %llu %llu\n", i, (unsigned long long)w->term,
+		     (unsigned long long)(1 + w->term % 3));
+	say(line, (size_t)n);
+	if (t > guard + 1 && t >= 2) {
+		if (drive_truncate(&w->g, t) != 0) {
+			fprintf(stderr, "logwriter: %s truncate %llu: %s\n", w->g.name,
+				(unsigned long long)t, w->g.x.io.errmsg);
+			exit(3);
+		}
+		n = snprintf(line, sizeof line, "X %d %llu\n", i, (unsigned long long)t);
+		say(line, (size_t)n);
+		w->next = t;
+		w->acked = t - 1;
+	}
+	w->truncating = false;
+	w->trunc_after = w->acked + 150 + (raft_index)(test_rand(&rng) % 100);
+	for (int k = 0; k < INFLIGHT; k++)
+		submit(w, &w->a[k]);
+}
+
+/* Once per loop turn: finished snapshots are reported, new ones started,
+ * tails overwritten. */
+static void turn_cb(uv_check_t *c)
 {
 	(void)c;
 	for (int i = 0; i < GROUPS; i++) {
 		struct wgroup *w = &groups[i];
+		if (!w->truncating && w->acked >= w->trunc_after)
+			w->truncating = true;
+		if (w->truncating && w->g.appends_in_flight == 0)
+			overwrite_tail(w);
 		if (w->putting && w->put.done) {
 			char line[64];
 			int n;
@@ -173,6 +223,7 @@ int main(int argc, char **argv)
 		w->next = st.start + st.n;
 		w->acked = w->next - 1;
 		w->snapped = st.has_snap ? st.snap.index : 0;
+		w->trunc_after = w->acked + 1 + (raft_index)(test_rand(&rng) % 250);
 		w->term = st.term;
 		drive_state_free(&st);
 		/* A new term (and vote) for a fifth of the groups per run, for all
@@ -191,7 +242,7 @@ int main(int argc, char **argv)
 	}
 	say("R\n", 2);
 	uv_check_init(&loop, &check);
-	uv_check_start(&check, snapshots_cb);
+	uv_check_start(&check, turn_cb);
 	for (int i = 0; i < GROUPS; i++)
 		for (int k = 0; k < INFLIGHT; k++)
 			submit(&groups[i], &groups[i].a[k]);

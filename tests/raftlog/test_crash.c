@@ -10,7 +10,10 @@
  *   - each group's entries run contiguously from at most its first needed
  *     index to at least its last acknowledged one, and every entry the log
  *     returns, acknowledged or not, holds the payload the child wrote;
- *   - no group lost its term or vote, nor an acknowledged snapshot.
+ *   - no group lost its term or vote, nor an acknowledged snapshot;
+ *   - terms never go down along a group's log: the child also plays a
+ *     follower whose tail a new leader overwrites (new term, truncate,
+ *     appends), and a truncated tail must not come back after newer ones.
  *
  * Groups are attached without io.init (drive_attach_storage: raft_uv's
  * init costs ~25 ms a group in io_destroy; test_black covers init/close).
@@ -44,7 +47,11 @@ static void fail_hook(const char *file, int line, const char *msg)
 	test_fail(file, line, "%s", msg);
 }
 
-/* What the children acknowledged, per group. */
+/* What the children acknowledged, per group. An acknowledged entry stays
+ * required until a truncate at or below it (X): then it may be there or not
+ * (the truncate is durable only with the next append), until acknowledged
+ * again. */
+enum { ACK_NONE, ACK_REQUIRED, ACK_TRUNCATED };
 struct acked {
 	raft_term term; /* highest term reported (T) */
 	raft_id vote;   /* the vote reported with it */
@@ -52,7 +59,7 @@ struct acked {
 	raft_index last;
 	size_t cap;
 	uint32_t *crc;   /* by index */
-	bool *have;      /* by index */
+	uint8_t *have;   /* by index: ACK_NONE, ACK_REQUIRED, ACK_TRUNCATED */
 };
 
 static struct acked acks[GROUPS];
@@ -71,7 +78,7 @@ static void ack_entry(int g, raft_index index, uint32_t crc)
 		a->cap = cap;
 	}
 	a->crc[index] = crc;
-	a->have[index] = true;
+	a->have[index] = ACK_REQUIRED;
 	if (index > a->last)
 		a->last = index;
 }
@@ -97,6 +104,12 @@ static void take_line(const char *line, unsigned *n_acks)
 	} else if (sscanf(line, "S %d %llu", &g, &x) == 2) {
 		CHECK(g >= 0 && g < GROUPS);
 		acks[g].snap = x;
+	} else if (sscanf(line, "X %d %llu", &g, &x) == 2) {
+		CHECK(g >= 0 && g < GROUPS && x >= 1);
+		for (raft_index k = x; k < acks[g].cap; k++)
+			if (acks[g].have[k] == ACK_REQUIRED)
+				acks[g].have[k] = ACK_TRUNCATED;
+		acks[g].last = x - 1;
 	} else {
 		CHECK_MSG(false, "logwriter said \"%s\"", line);
 	}
@@ -146,7 +159,7 @@ static void check_group(uv_loop_t *loop, struct raftlog *l, const char *netdir, 
 		  (unsigned long long)last, st.n, (unsigned long long)a->last);
 	for (raft_index k = needed; k <= a->last; k++) {
 		const struct drive_entry *e;
-		if (k >= a->cap || !a->have[k])
+		if (k >= a->cap || a->have[k] != ACK_REQUIRED)
 			continue;
 		e = drive_state_at(&st, k);
 		CHECK_MSG(e != NULL, "%s: acknowledged entry %llu missing", name,
@@ -162,6 +175,12 @@ static void check_group(uv_loop_t *loop, struct raftlog *l, const char *netdir, 
 		CHECK_MSG(drive_entry_is(&st.e[k], g.key, idx, &w),
 			  "%s: entry %llu (term %llu, %u bytes) is not what was written", name,
 			  (unsigned long long)idx, (unsigned long long)st.e[k].term, st.e[k].len);
+		/* A Raft log's terms never go down: an older entry after a newer
+		 * one is a truncated tail come back. */
+		CHECK_MSG(k == 0 || st.e[k].term >= st.e[k - 1].term,
+			  "%s: entry %llu has term %llu after term %llu", name,
+			  (unsigned long long)idx, (unsigned long long)st.e[k].term,
+			  (unsigned long long)st.e[k - 1].term);
 	}
 	drive_state_free(&st);
 	drive_detach(&g);
@@ -236,9 +255,11 @@ TEST(sigkill_rounds)
 			check_group(&loop, l, netdir, i);
 		raftlog_stats(l, &st);
 		if (r % 10 == 0 || r == rounds - 1)
-			test_note("round %d: killed %d ms %s, %u acks; %llu segments, %llu bytes", r,
-				  delay, in_recovery ? "after start" : "into appending", n_acks,
-				  (unsigned long long)st.segments, (unsigned long long)st.disk_bytes);
+			test_note("round %d: killed %d ms %s, %u acks; %llu segments, %llu bytes, "
+				  "%llu live",
+				  r, delay, in_recovery ? "after start" : "into appending", n_acks,
+				  (unsigned long long)st.segments, (unsigned long long)st.disk_bytes,
+				  (unsigned long long)st.live_bytes);
 		drive_close_log(&loop, l);
 	}
 	test_note("%d rounds, %u acknowledged entries checked as they came, %u kills before any "
