@@ -895,6 +895,7 @@ TEST(disk_bound_with_idle_groups)
 #define SEG_HDR 32u
 #define BATCH_HDR 20u
 #define BATCH_MAGIC 0x48424c52u
+#define REC_HDR 12u
 
 /* Segment sequence numbers in dir, ascending. */
 static size_t seg_list(const char *dir, uint64_t *seqs, size_t cap)
@@ -962,6 +963,34 @@ static size_t seg_batches(const char *path, uint64_t *off, size_t cap)
 	CHECK_MSG(at == size, "%s: batches end at %llu, the file at %llu", path,
 		  (unsigned long long)at, (unsigned long long)size);
 	off[n] = at;
+	return n;
+}
+
+/* The start offsets of the records inside the batches off[0..nb] of the
+ * segment file (record := type u8, 3 zero bytes, group u32, body_len u32,
+ * body). */
+static size_t seg_records(const char *path, const uint64_t *off, size_t nb, uint64_t *rec,
+			  size_t cap)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t h[REC_HDR];
+	size_t n = 0;
+
+	CHECK(fp != NULL);
+	for (size_t b = 0; b < nb; b++) {
+		uint64_t at = off[b] + BATCH_HDR;
+		while (at + REC_HDR <= off[b + 1]) {
+			CHECK(fseek(fp, (long)at, SEEK_SET) == 0 &&
+			      fread(h, 1, sizeof h, fp) == sizeof h);
+			CHECK(n < cap);
+			rec[n++] = at;
+			at += REC_HDR + le32(h + 8);
+		}
+		CHECK_MSG(at == off[b + 1], "%s: records of the batch at %llu end at %llu, not %llu",
+			  path, (unsigned long long)off[b], (unsigned long long)at,
+			  (unsigned long long)off[b + 1]);
+	}
+	fclose(fp);
 	return n;
 }
 
@@ -1204,18 +1233,19 @@ static void history_flip(struct history *h, size_t s, uint64_t at, unsigned bit,
 	flip_bit(path, at, bit < 8 ? bit : (unsigned)(test_rand(rng) % 8));
 }
 
-/* The last segment cut at every batch boundary +-1, inside its header and
- * at random offsets: the log opens, and each group holds exactly the
- * appends wholly before the cut. */
+/* The last segment cut at every batch and record boundary +-1, inside its
+ * header and at random offsets: the log opens, and each group holds exactly
+ * the appends wholly before the cut. */
 TEST(torn_tail_cuts)
 {
 	static struct history h;
-	uint64_t off[256], cuts[1024], size, rng = test_seed();
-	size_t nb, nc = 0;
+	uint64_t off[256], rec[512], cuts[1024], size, rng = test_seed();
+	size_t nb, nr, nc = 0;
 	char path[400], what[64];
 
 	history_write(&h, "rl-torn");
 	nb = history_batches(&h, h.nsegs - 1, off, 256);
+	seg_name(path, sizeof path, h.pristine, h.segs[h.nsegs - 1]);
 	size = off[nb];
 	test_note("last segment: %zu batches, %llu bytes", nb, (unsigned long long)size);
 	CHECK(nb >= 4);
@@ -1236,6 +1266,11 @@ TEST(torn_tail_cuts)
 			if (off[b] + (uint64_t)d >= h.safe_from && off[b] + (uint64_t)d <= size &&
 			    (d >= 0 || off[b] > 0))
 				cuts[nc++] = off[b] + (uint64_t)d;
+	nr = seg_records(path, off, nb, rec, 512);
+	for (size_t k = 0; k < nr; k++)
+		for (int d = -1; d <= 1; d++)
+			if (rec[k] + (uint64_t)d >= h.safe_from && nc < 1000)
+				cuts[nc++] = rec[k] + (uint64_t)d;
 	for (int r = 0; r < 40; r++)
 		cuts[nc++] = h.safe_from + test_rand(&rng) % (size - h.safe_from);
 	for (size_t c = 0; c < nc; c++) {
