@@ -251,6 +251,32 @@ static void set_vote_ok(struct drive_group *g, struct model *m, raft_id vote)
 	m->vote = vote;
 }
 
+static void truncate_ok(struct drive_group *g, struct model *m, raft_index index)
+{
+	int rv = drive_truncate(g, index);
+	CHECK_MSG(rv == 0, "%s: truncate %llu: %d %s", m->name, (unsigned long long)index, rv,
+		  g->x.io.errmsg);
+	m->next = index;
+}
+
+/* What a follower does when a new leader's entries conflict from index on:
+ * the new term, truncate, n entries of it. */
+static void overwrite_ok(struct drive_group *g, struct model *m, raft_index index, unsigned n,
+			 raft_term term, uint32_t max_len, uint64_t *rng)
+{
+	truncate_ok(g, m, index);
+	set_term_ok(g, m, term);
+	append_random(g, m, n, term, max_len, rng);
+}
+
+/* Starts g again (load must match m), closes it and reopens the log. */
+static void check_and_reopen(struct fx *f, struct drive_group *g, const struct model *m)
+{
+	restart(f, g, m);
+	drive_detach(g);
+	fx_reopen(f);
+}
+
 static void snap_make(struct drive_snap *s, raft_index index, raft_term term, raft_index conf_index,
 		      unsigned n_servers, const char *data)
 {
@@ -316,17 +342,13 @@ TEST(term_and_vote_survive_reopen)
 	set_term_ok(&g, &m, 3);
 	set_vote_ok(&g, &m, 2);
 	CHECK(raftlog_group_exists(f.l, "t-term"));
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	check_and_reopen(&f, &g, &m);
 	CHECK(raftlog_group_exists(f.l, "t-term"));
 
 	/* set_term clears the vote, on disk too. */
 	start(&f, &g, &m);
 	set_term_ok(&g, &m, 4);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	check_and_reopen(&f, &g, &m);
 
 	/* A vote in the new term, the vote changing within a term. */
 	start(&f, &g, &m);
@@ -477,26 +499,16 @@ TEST(truncate_then_append)
 	for (int i = 0; i < 10; i++)
 		append_random(&g, &m, 1, 1, 100, &rng);
 	/* 1..10 -> 1..5 + 6..8 of term 2 */
-	CHECK_OK(drive_truncate(&g, 6));
-	m.next = 6;
-	set_term_ok(&g, &m, 2);
-	append_random(&g, &m, 3, 2, 100, &rng);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	overwrite_ok(&g, &m, 6, 3, 2, 100, &rng);
+	check_and_reopen(&f, &g, &m);
 
 	/* Across segments: ~300 KiB of entries on 64 KiB segments, truncated
 	 * back into an early one. */
 	start(&f, &g, &m);
 	for (int i = 0; i < 60; i++)
 		append_random(&g, &m, 2, 2, 4000, &rng);
-	CHECK_OK(drive_truncate(&g, 20));
-	m.next = 20;
-	set_term_ok(&g, &m, 3);
-	append_random(&g, &m, 5, 3, 4000, &rng);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	overwrite_ok(&g, &m, 20, 5, 3, 4000, &rng);
+	check_and_reopen(&f, &g, &m);
 
 	/* Truncating entries whose append has not called back yet (a follower
 	 * that receives a conflicting AppendEntries): ordered after it. */
@@ -505,20 +517,14 @@ TEST(truncate_then_append)
 	a.then = NULL;
 	CHECK_OK(drive_append(&g, &a, m.next, w, 6));
 	model_add(&m, w, 6);
-	CHECK_OK(drive_truncate(&g, m.next - 3));
-	m.next -= 3;
-	set_term_ok(&g, &m, 4);
-	append_random(&g, &m, 2, 4, 500, &rng);
+	overwrite_ok(&g, &m, m.next - 3, 2, 4, 500, &rng);
 	CHECK(a.done);
 	CHECK_MSG(a.status == 0, "append before the truncate: %d %s", a.status, a.errmsg);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	check_and_reopen(&f, &g, &m);
 
 	/* A truncate with nothing after it, then a clean close. */
 	start(&f, &g, &m);
-	CHECK_OK(drive_truncate(&g, m.next - 2));
-	m.next -= 2;
+	truncate_ok(&g, &m, m.next - 2);
 	drive_detach(&g);
 	fx_reopen(&f);
 	model_check_attached(&f, &m);
@@ -550,9 +556,7 @@ TEST(snapshot_trailing)
 	CHECK_OK(drive_snapshot_get_wait(&g, &got));
 	CHECK_EQ_U64(got.index, 80);
 	CHECK_EQ_MEM(got.data, got.len, s.data, s.len);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	check_and_reopen(&f, &g, &m);
 
 	/* A trailing larger than the index keeps everything that is left. */
 	start(&f, &g, &m);
@@ -573,9 +577,7 @@ TEST(snapshot_trailing)
 	snap_make(&s, 100, 1, 85, 2, "at 100");
 	snapshot_ok(&g, &m, 0, &s);
 	CHECK_EQ_U64(m.start, 101);
-	restart(&f, &g, &m);
-	drive_detach(&g);
-	fx_reopen(&f);
+	check_and_reopen(&f, &g, &m);
 	start(&f, &g, &m);
 	set_term_ok(&g, &m, 2);
 	append_random(&g, &m, 5, 2, 1500, &rng);
@@ -1414,8 +1416,7 @@ TEST(entries_larger_than_a_segment)
 		append_ok(&g, &m, w, 2);
 		append_random(&h, &mh, 3, 1, 2000, &rng);
 	}
-	CHECK_OK(drive_truncate(&g, 6));
-	m.next = 6;
+	truncate_ok(&g, &m, 6);
 	set_term_ok(&g, &m, 2);
 	model_make(&m, w, 1, 2, 0, &rng);
 	w[0].len = 200 << 10;
