@@ -1552,6 +1552,7 @@ TEST(disk_full_body)
 	const char *dir = getenv("RAFTLOG_FULL_DIR");
 	static struct drive_group ga, gb;
 	static struct model ma, mb;
+	static struct drive_append q[4];
 	struct fx f;
 	char mnt[290], ballast[320], errmsg[DOCRAFT_ERRMSG_SIZE] = "";
 	struct drive_want w[1];
@@ -1618,6 +1619,23 @@ TEST(disk_full_body)
 		CHECK_MSG(rv == RAFT_NOSPACE, "append %d on a full disk: %d %s", i + 1, rv, errmsg);
 		CHECK_MSG(strcasestr(errmsg, "space") != NULL,
 			  "append %d: the errmsg \"%s\" does not say the disk is full", i + 1, errmsg);
+	}
+
+	/* Appends in flight, three of one group and one of the other: every one
+	 * fails (those queued after a failed one of the same group too). */
+	for (int k = 0; k < 4; k++) {
+		model_make(k < 3 ? &ma : &mb, w, 1, 1, 0, &rng);
+		w[0].len = 8192;
+		q[k].then = NULL;
+		CHECK_OK(drive_append(k < 3 ? &ga : &gb, &q[k], k < 3 ? failed_at + (raft_index)k : mb.next,
+				      w, 1));
+	}
+	for (int k = 0; k < 4; k++) {
+		CHECK(drive_run_until(&f.loop, &q[k].done));
+		test_note("append in flight %d on a full disk: %d %s", k + 1, q[k].status,
+			  q[k].errmsg);
+		CHECK_MSG(q[k].status == RAFT_NOSPACE, "append in flight %d: %d %s", k + 1,
+			  q[k].status, q[k].errmsg);
 	}
 
 	/* Space again: raft appends at the failed index (0.15's leader does). */
