@@ -13,7 +13,9 @@
  *   - no group lost its term or vote, nor an acknowledged snapshot;
  *   - terms never go down along a group's log: the child also plays a
  *     follower whose tail a new leader overwrites (new term, truncate,
- *     appends), and a truncated tail must not come back after newer ones.
+ *     appends), and a truncated tail must not come back after newer ones;
+ *   - four groups that went idle after 40 entries keep them while the GC
+ *     copies them forward and removes the segments they were in.
  *
  * Groups are attached without io.init (drive_attach_storage: raft_uv's
  * init costs ~25 ms a group in io_destroy; test_black covers init/close).
@@ -21,6 +23,7 @@
  * left (and the parent's own recovery cut). RAFTLOG_CRASH_ROUNDS (default
  * 100) sets the count; the seed (TEST_SEED) and each delay are printed.
  * Suite raftlog-crash: real processes, not run under ASan. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +189,24 @@ static void check_group(uv_loop_t *loop, struct raftlog *l, const char *netdir, 
 	drive_detach(&g);
 }
 
+/* The oldest segment's sequence number in dir (0: none). */
+static unsigned long long oldest_segment(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned long long min = 0;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long v;
+		if (strlen(de->d_name) == 20 && strcmp(de->d_name + 16, ".seg") == 0 &&
+		    sscanf(de->d_name, "%16llu", &v) == 1 && (min == 0 || v < min))
+			min = v;
+	}
+	closedir(d);
+	return min;
+}
+
 static void on_signal(int sig)
 {
 	proc_die_of_signal(sig, NULL);
@@ -263,8 +284,9 @@ TEST(sigkill_rounds)
 		drive_close_log(&loop, l);
 	}
 	test_note("%d rounds, %u acknowledged entries checked as they came, %u kills before any "
-		  "append",
-		  rounds, total_acks, recovery_kills);
+		  "append; the oldest segment left is number %llu (the idle groups' first records "
+		  "were in number 1)",
+		  rounds, total_acks, recovery_kills, oldest_segment(logdir));
 	for (int i = 0; i < GROUPS; i++) {
 		free(acks[i].crc);
 		free(acks[i].have);
