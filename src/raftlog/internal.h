@@ -61,6 +61,7 @@ struct rl_op {
 	uint8_t flags;
 	bool done;               /* RL_OP_SYNC: the write finished, status set */
 	int status;
+	int err;                 /* failed: the errno of the write or fdatasync */
 	struct raftlog_group *g;
 	size_t off, len;         /* the record's bytes in its batch's buffer */
 	uint64_t term, vote;     /* TERM_VOTE (applied to g when durable) */

@@ -315,7 +315,8 @@ static void fire_ready(struct raftlog *l)
 		struct raftlog_group *g = op->g;
 		if (g != NULL && op->status != 0 && g->io != NULL)
 			snprintf(g->io->io.errmsg, sizeof g->io->io.errmsg,
-				 "raftlog: write failed: %s", raft_strerror(op->status));
+				 "raftlog %s: write failed: %s", l->dir,
+				 op->err != 0 ? strerror(op->err) : raft_strerror(op->status));
 		if (op->acb != NULL)
 			op->acb(op->areq, op->status);
 		else if (op->scb != NULL)
@@ -451,8 +452,10 @@ static void fail_batch(struct raftlog *l, struct rl_batch *b)
 							sizeof *failing, 8);
 					failing[nfail++] = op->g;
 				}
+				op->err = b->err;
 				op_finish(l, op, code);
 			} else if (s == 0 && (op->flags & RL_OP_SYNC)) {
+				op->err = b->err;
 				op_finish(l, op, code);
 			} else if (s == 0 && (op->flags & RL_OP_REWRITE)) {
 				if (op->g != NULL)
