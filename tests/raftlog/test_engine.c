@@ -767,6 +767,99 @@ TEST(torn_tail_is_cut)
 	finish(&f, &x, &ld);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	static char b[1 << 16];
+	ssize_t n;
+	CHECK(in >= 0 && out >= 0);
+	while ((n = read(in, b, sizeof b)) > 0)
+		CHECK_EQ_INT(write(out, b, (size_t)n), (int)n);
+	CHECK_EQ_INT((int)n, 0);
+	close(in);
+	close(out);
+}
+
+/* The segment of a log with one segment, copied into dir to (as a crash
+ * would leave it: the log is open). */
+static void copy_open_log(struct fx *f, const char *to)
+{
+	char from[512], path[600];
+	last_segment(f->dir, from, sizeof from);
+	snprintf(path, sizeof path, "%s/%s", to, strrchr(from, '/') + 1);
+	copy_file(from, path);
+}
+
+/* While the log is open its last segment holds a window of zeros after its
+ * records (allocated ahead, stats.disk_bytes counts it). A crash leaves
+ * it: recovery reads the zeros as the end of the log (nothing cut, nothing
+ * lost) and the log goes on there; non-zero bytes in the window are still a
+ * torn tail (cut); a clean close cuts the zeros. */
+TEST(zero_window_ends_the_log)
+{
+	struct fx f, c;
+	struct raftlog_io x, y;
+	struct loaded ld;
+	struct raftlog_stats st;
+	char seg[512], cseg[512];
+	fx_init_attached(&f, 0, &x, "g");
+	for (unsigned i = 1; i <= 3; i++)
+		append_wait(&f, &x, 1, "t", i, 100);
+	last_segment(f.dir, seg, sizeof seg);
+	stats(&f, &st);
+	uint64_t end = f.l->segs[0].size;
+	test_note("records end at %" PRIu64 ", the file is %lld bytes", end,
+		  (long long)file_size(seg));
+	CHECK((uint64_t)file_size(seg) >= end + RL_ZERO_WINDOW / 2);
+	CHECK_EQ_U64(st.disk_bytes, (uint64_t)file_size(seg));
+
+	/* A crash copy: opens with every entry, the zeros kept, and goes on. */
+	fx_init(&c, 0);
+	fx_close_log(&c);
+	test_tmpdir_remove(c.dir);
+	test_tmpdir_make(c.dir, "raftlog");
+	copy_open_log(&f, c.dir);
+	last_segment(c.dir, cseg, sizeof cseg);
+	off_t crashed = file_size(cseg);
+	fx_open_log(&c);
+	CHECK_EQ_U64((uint64_t)file_size(cseg), (uint64_t)crashed);
+	attach(&c, &y, "g");
+	load(&y, &ld);
+	CHECK_EQ_U64(ld.n, 3);
+	loaded_free(&ld);
+	append_wait(&c, &y, 1, "t", 4, 100);
+	stats(&c, &st);
+	CHECK_EQ_U64(st.disk_bytes, (uint64_t)file_size(cseg));
+	reopen_and_load(&c, &y, "g", &ld); /* the close cut the zeros */
+	check_entry(&ld, 3, "t", 4, 100);
+	CHECK_EQ_U64(ld.n, 4);
+	loaded_free(&ld);
+	raftlog_io_release(&y);
+	fx_close_log(&c);
+	CHECK((uint64_t)file_size(cseg) < end + 1024);
+
+	/* Bytes that are not zeros past the records: a torn tail, cut. */
+	copy_open_log(&f, c.dir);
+	int fd = open(cseg, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT((int)pwrite(fd, "torn", 4, (off_t)end + 100), 4);
+	close(fd);
+	fx_open_log(&c);
+	CHECK_EQ_U64((uint64_t)file_size(cseg), end);
+	attach(&c, &y, "g");
+	load(&y, &ld);
+	CHECK_EQ_U64(ld.n, 3);
+	loaded_free(&ld);
+	raftlog_io_release(&y);
+	fx_done(&c);
+
+	/* The clean close of the original cuts its zeros. */
+	raftlog_io_release(&x);
+	fx_close_log(&f);
+	CHECK_EQ_U64((uint64_t)file_size(seg), end);
+	fx_done(&f);
+}
+
 TEST(crc_error_in_a_non_last_segment_is_corruption)
 {
 	struct fx f;
@@ -1279,7 +1372,7 @@ TEST_MAIN(T(records_round_trip), T(append_and_reopen_return_identical_entries),
 	  T(failed_write_fails_the_batch_and_the_next_append_restarts),
 	  T(stale_bytes_of_a_failed_write_never_read_back),
 	  T(gc_removes_unneeded_segments_and_rewrites_idle_groups), T(torn_tail_is_cut),
-	  T(crc_error_in_a_non_last_segment_is_corruption), T(measure_group_commit),
+	  T(zero_window_ends_the_log), T(crc_error_in_a_non_last_segment_is_corruption), T(measure_group_commit),
 	  T(three_real_raft_instances_elect_apply_reopen),
 	  T(real_raft_follower_write_failure_restart_catches_up),
 	  T(real_raft_snapshots_install_and_restart))
