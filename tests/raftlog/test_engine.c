@@ -18,6 +18,7 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "common/mem.h"
 #include "loop.h"
 #include "proc.h"
 #include "raftlog/internal.h"
@@ -893,6 +894,12 @@ TEST(crc_error_in_a_non_last_segment_is_corruption)
 
 /* ---- measurement (no assertion on time) ---- */
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static void bench(struct fx *f, int groups, int turns)
 {
 	static struct raftlog_io x[96];
@@ -903,16 +910,24 @@ static void bench(struct fx *f, int groups, int turns)
 		attach(f, &x[i], name);
 	}
 	struct raftlog_stats s0, s1;
+	uint64_t *turn_ns = xcalloc((size_t)turns, sizeof *turn_ns);
 	stats(f, &s0);
 	uint64_t t0 = uv_hrtime();
 	for (int t = 0; t < turns; t++) {
+		uint64_t ts = uv_hrtime();
 		for (int i = 0; i < groups; i++)
 			append_one(&x[i], &a[i], 1, "b", (unsigned)t, 128);
 		for (int i = 0; i < groups; i++)
 			CHECK(loop_run_until(&f->loop, app_done, &a[i], 10000));
+		turn_ns[t] = uv_hrtime() - ts;
 	}
 	double s = (double)(uv_hrtime() - t0) / 1e9;
 	stats(f, &s1);
+	qsort(turn_ns, (size_t)turns, sizeof *turn_ns, cmp_u64);
+	test_note("%d group(s): a turn (append to callback) p50 %.1f us, p90 %.1f us, p99 %.1f us",
+		  groups, (double)turn_ns[turns / 2] / 1e3, (double)turn_ns[turns * 9 / 10] / 1e3,
+		  (double)turn_ns[turns * 99 / 100] / 1e3);
+	free(turn_ns);
 	test_note("%d group(s) x 1 entry per turn, %d turns in %.2f s: %.0f appends/s, %" PRIu64
 		  " batches (%.0f fdatasyncs/s), %.1f us per write+fdatasync", groups, turns, s,
 		  (double)(s1.appends - s0.appends) / s, s1.batches - s0.batches,
