@@ -791,6 +791,17 @@ static void copy_open_log(struct fx *f, const char *to)
 	copy_file(from, path);
 }
 
+/* Attaches x as group name and returns how many entries it loads. */
+static size_t attach_count(struct fx *f, struct raftlog_io *x, const char *name)
+{
+	struct loaded ld;
+	attach(f, x, name);
+	load(x, &ld);
+	size_t n = ld.n;
+	loaded_free(&ld);
+	return n;
+}
+
 /* While the log is open its last segment holds a window of zeros after its
  * records (allocated ahead, stats.disk_bytes counts it). A crash leaves
  * it: recovery reads the zeros as the end of the log (nothing cut, nothing
@@ -824,10 +835,7 @@ TEST(zero_window_ends_the_log)
 	off_t crashed = file_size(cseg);
 	fx_open_log(&c);
 	CHECK_EQ_U64((uint64_t)file_size(cseg), (uint64_t)crashed);
-	attach(&c, &y, "g");
-	load(&y, &ld);
-	CHECK_EQ_U64(ld.n, 3);
-	loaded_free(&ld);
+	CHECK_EQ_U64(attach_count(&c, &y, "g"), 3);
 	append_wait(&c, &y, 1, "t", 4, 100);
 	stats(&c, &st);
 	CHECK_EQ_U64(st.disk_bytes, (uint64_t)file_size(cseg));
@@ -847,10 +855,7 @@ TEST(zero_window_ends_the_log)
 	close(fd);
 	fx_open_log(&c);
 	CHECK_EQ_U64((uint64_t)file_size(cseg), end);
-	attach(&c, &y, "g");
-	load(&y, &ld);
-	CHECK_EQ_U64(ld.n, 3);
-	loaded_free(&ld);
+	CHECK_EQ_U64(attach_count(&c, &y, "g"), 3);
 	raftlog_io_release(&y);
 	fx_done(&c);
 
