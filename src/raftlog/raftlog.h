@@ -64,7 +64,9 @@ bool raftlog_group_exists(struct raftlog *l, const char *name);
 
 struct raftlog_stats {
 	uint64_t segments;         /* segment files on disk */
-	uint64_t disk_bytes;       /* their total size */
+	uint64_t disk_bytes;       /* their total size (file sizes: the records
+				    * and, while open, up to 1 MiB of zeros
+				    * written ahead of the last one's end) */
 	uint64_t live_bytes;       /* bytes of records some group still needs */
 	uint64_t groups;           /* groups known, attached or not */
 	uint64_t batches;          /* writes (each followed by one fdatasync) */
