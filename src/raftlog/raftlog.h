@@ -127,6 +127,8 @@ struct raftlog_io {
 	bool attached;
 	/* Added by the engine (not in the first contract): */
 	bool closing;               /* raft closed it; waiting for queued records */
+	bool net_closed;            /* net's close callback came; raft's waits
+				       until the group has nothing queued */
 	struct raft *raft;          /* raftlog_io_set_raft, or NULL */
 };
 

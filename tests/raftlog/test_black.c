@@ -1525,6 +1525,53 @@ TEST(close_with_appends_in_flight)
 	fx_down(&f);
 }
 
+/* raft 0.15 puts a snapshot while it closes: net's close waits for the
+ * async work of snapshot_async, whose callback (takeSnapshotDoneCb) calls
+ * snapshot_put after io.close found nothing queued. Raft frees itself in
+ * its close callback, so the put's callback must come first. */
+static bool put_seen_before_close;
+static struct drive_put *closing_put;
+
+static void put_close_cb(struct raft_io *io)
+{
+	struct drive_group *g = io->data;
+	put_seen_before_close = closing_put->done;
+	close_seen.closed = true;
+	g->close_fired = true;
+}
+
+TEST(snapshot_put_while_closing_calls_back_before_close)
+{
+	struct fx f;
+	static struct drive_group g;
+	static struct model m;
+	static struct drive_put p;
+	struct drive_snap s = {.index = 1, .term = 1, .conf_index = 1, .n_servers = 3,
+			       .ids = {1, 2, 3}, .len = 13};
+	uint64_t rng = test_seed();
+
+	fx_up(&f, "rl-close-put", 64 << 10);
+	model_init(&m, "t-close-put");
+	start(&f, &g, &m);
+	set_term_ok(&g, &m, 1);
+	append_random(&g, &m, 3, 1, 200, &rng);
+	memset(s.data, 'm', s.len);
+	memset(&close_seen, 0, sizeof close_seen);
+	memset(&p, 0, sizeof p);
+	put_seen_before_close = false;
+	closing_put = &p;
+	g.x.io.close(&g.x.io, put_close_cb);
+	CHECK_OK(drive_snapshot_put(&g, &p, 2, &s));
+	CHECK(drive_run_until(&f.loop, &close_seen.closed));
+	CHECK_MSG(put_seen_before_close, "raft's close callback came before the snapshot put's");
+	CHECK(p.done);
+	CHECK_EQ_INT(p.status, 0);
+	drive_put_free(&p);
+	g.inited = false;
+	drive_detach(&g);
+	fx_down(&f);
+}
+
 /* A segment file missing from the middle, or the oldest one (which still
  * holds live entries): the open fails with DOCRAFT_ECORRUPT, or (if the
  * file held nothing any group needs) every group loads exactly what was
@@ -1737,5 +1784,6 @@ TEST_MAIN(T(fresh_group_is_empty), T(term_and_vote_survive_reopen), T(bootstrap_
 	  T(group_remove), T(attach_rules), T(disk_bound_with_idle_groups), T(torn_tail_cuts),
 	  T(bitflip_non_last_segment), T(bitflip_last_batch),
 	  T(bitflip_earlier_batch_of_last_segment), T(missing_segment),
-	  T(entries_larger_than_a_segment), T(close_with_appends_in_flight), T(disk_full_body),
+	  T(entries_larger_than_a_segment), T(close_with_appends_in_flight),
+	  T(snapshot_put_while_closing_calls_back_before_close), T(disk_full_body),
 	  T(disk_full))
