@@ -151,9 +151,8 @@ struct tablet {
 	char *copy_dir;             /* dir/db.copy */
 	struct copy_fetch copy_req;
 	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
-	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv's
-				       writers (per-tablet), raft_close for a
-				       snapshot in flight (shared) */
+	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv
+				       (per-tablet log only) */
 	uint64_t log_wait_since;    /* uv_now when that wait started */
 	unsigned copy_attempts;
 

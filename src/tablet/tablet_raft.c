@@ -92,7 +92,6 @@ struct tablet_log_ops {
 	void (*bound)(struct tablet *t);
 	void (*release)(struct tablet *t);
 	bool wait_writers;                      /* raft_uv's writers (see the top) */
-	bool wait_snapshot;                     /* no raft_close mid-snapshot (below) */
 };
 
 /* Once per process: raft_uv's segments would stay unwritten (segfill.h). */
@@ -152,9 +151,9 @@ static void shared_release(struct tablet *t)
 }
 
 static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, NULL,
-						      per_tablet_release, true, false};
+						      per_tablet_release, true};
 static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_bound,
-						  shared_release, false, true};
+						  shared_release, false};
 
 /* The io's release, then the transport's. */
 static void io_release(struct tablet *t)
@@ -291,50 +290,13 @@ static void raft_closed(struct raft *r)
 	raft_released(t);
 }
 
-/* Shared log: raft_close waits until no snapshot is in flight. raft 0.15
- * takes one in two steps, the fsm's snapshot_async on the threadpool
- * (io->async_work, which raftlog_io hands to rnet) and then snapshot_put;
- * closed between the two, rnet's close waits for the work, whose callback
- * issues the put, and fires raft's close callback at once: the put then
- * completes on a closed raft (a double free under ASan; WIRE-BUGS.md 3,
- * for raftlog's close to wait for it). raft_uv waits for its own put. So
- * the close waits (polled, LOG_WAIT_POLL_MS, at most LOG_WAIT_MAX_MS) for
- * the fsm's snapshot_busy, set by its snapshot and cleared by
- * snapshot_finalize once the put is done; raft runs on meanwhile (a few
- * milliseconds: one flush and one log write). */
-static void close_now(struct tablet *t)
-{
-	t->raft.data = t;
-	raft_close(&t->raft, raft_closed);
-}
-
-static void snapshot_wait_cb(uv_timer_t *h)
-{
-	struct tablet *t = h->data;
-	uint64_t waited = uv_now(t->loop) - t->log_wait_since;
-	if (t->fsm.snapshot_busy) {
-		if (waited < LOG_WAIT_MAX_MS) {
-			uv_timer_start(&t->log_timer, snapshot_wait_cb, LOG_WAIT_POLL_MS, 0);
-			return;
-		}
-		TLOG(LOG_LVL_ERROR, t, "a snapshot still in flight %" PRIu64 " ms after the "
-		     "raft close was asked for; closing anyway", waited);
-	}
-	close_now(t);
-}
-
 void tablet_raft_close(struct tablet *t, bool for_close)
 {
 	if (t->life != LIFE_OPEN && t->life != LIFE_RUNNING)
 		return;
 	tablet_life_set(t, for_close ? LIFE_CLOSE_RAFT : LIFE_RAFT_CLOSING);
-	if (t->log_ops->wait_snapshot && t->fsm.snapshot_busy) {
-		TLOG(LOG_LVL_DEBUG, t, "raft close waits for the snapshot in flight");
-		t->log_wait_since = uv_now(t->loop);
-		uv_timer_start(&t->log_timer, snapshot_wait_cb, LOG_WAIT_POLL_MS, 0);
-		return;
-	}
-	close_now(t);
+	t->raft.data = t;
+	raft_close(&t->raft, raft_closed);
 }
 
 /* ---- Raft log memory and snapshots (see the top) ------------------------------ */
