@@ -164,10 +164,11 @@ struct rl_seg *rl_seg_find(struct raftlog *l, uint64_t seq)
 	return &l->segs[seq - l->segs[0].seq];
 }
 
-void rl_seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size)
+void rl_seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size, uint64_t fsize)
 {
 	l->segs = xgrow(l->segs, &l->segcap, l->nsegs + 1, sizeof *l->segs, 8);
-	l->segs[l->nsegs++] = (struct rl_seg){.seq = seq, .fd = fd, .size = size};
+	l->segs[l->nsegs++] =
+		(struct rl_seg){.seq = seq, .fd = fd, .size = size, .zend = fsize, .fsize = fsize};
 }
 
 int rl_read(struct raftlog *l, uint64_t seg, uint64_t off, void *p, size_t len, char *errmsg)

@@ -89,17 +89,29 @@ struct rl_batch {
 	uint64_t *unlink;
 	size_t n_unlink;
 	int cut_fd;              /* rotate: first cut the old segment ... */
-	uint64_t cut_size;       /* ... to its durable size (after a failure) */
+	uint64_t cut_size;       /* ... to its durable size (zeros, failed bytes) */
+	uint64_t zend;           /* not rotate: bytes [off, zend) are zeros */
+	uint64_t fsize;          /* not rotate: the segment's file size */
 	/* writer thread results */
 	int err;                 /* errno of the failed write/fdatasync, 0 */
 	int new_fd;
+	uint64_t zend_out;       /* written: [end of the batch, zend_out) are zeros */
+	uint64_t fsize_out;      /* written: the file size of segment seg */
 	uint64_t ns;
 };
+
+/* The zero-filled window the writer keeps ahead of the last segment's end
+ * (see the design note in log.c): refilled to RL_ZERO_WINDOW ahead (at most
+ * to segment_bytes) when less than half of it is left. */
+#define RL_ZERO_WINDOW (1u << 20)
 
 struct rl_seg {
 	uint64_t seq;
 	int fd;
-	uint64_t size;           /* durable bytes */
+	uint64_t size;           /* durable bytes (the records end there) */
+	uint64_t zend;           /* [size, zend) are known zeros (>= size) */
+	uint64_t fsize;          /* the file's size: size, or the end of the zeros
+				  * or of a failed write's bytes (>= zend) */
 	bool stale;              /* a failed write may have left bytes past size */
 };
 
@@ -189,7 +201,9 @@ void rl_group_unlink(struct raftlog *l, struct raftlog_group *g);
 /* The oldest segment g needs a record in (UINT64_MAX: none). */
 uint64_t rl_group_pin(const struct raftlog_group *g);
 struct rl_seg *rl_seg_find(struct raftlog *l, uint64_t seq);
-void rl_seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size);
+/* Appends segment seq: size durable bytes, a file of fsize bytes whose
+ * bytes past size are zeros. */
+void rl_seg_push(struct raftlog *l, uint64_t seq, int fd, uint64_t size, uint64_t fsize);
 /* pwrite of all n bytes at off: 0 or an errno. Any thread. */
 int rl_write_all(int fd, const uint8_t *p, size_t n, uint64_t off);
 /* fsync of a directory: 0 or an errno. Any thread. */

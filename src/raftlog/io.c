@@ -114,13 +114,25 @@ static void recv_tramp(struct raft_io *net, struct raft_message *m)
 	x->recv_cb(&x->io, m);
 }
 
+/* Raft's close callback, once net has closed AND the group has nothing
+ * queued: net's close may run async work whose callback queues more (raft
+ * 0.15's takeSnapshotDoneCb puts the snapshot while raft is closing), and
+ * raft frees itself in its close callback, so every record's callback must
+ * come first (raft_uv 0.15 waits for a snapshot put the same way). */
+static void maybe_closed(struct raftlog_io *x)
+{
+	raft_io_close_cb cb = x->close_cb;
+	if (!x->net_closed || x->group->queued > 0 || cb == NULL)
+		return;
+	x->close_cb = NULL;
+	cb(&x->io);
+}
+
 static void close_tramp(struct raft_io *net)
 {
 	struct raftlog_io *x = of_net(net);
-	raft_io_close_cb cb = x->close_cb;
-	x->close_cb = NULL; /* raft_uv 0.15 may fire its close callback twice */
-	if (cb != NULL)
-		cb(&x->io);
+	x->net_closed = true; /* raft_uv 0.15 may fire its close callback twice */
+	maybe_closed(x);
 }
 
 static void close_net(struct raftlog_io *x)
@@ -133,6 +145,8 @@ void rl_io_idle(struct raftlog_io *x)
 {
 	if (x->closing)
 		close_net(x);
+	else
+		maybe_closed(x);
 }
 
 /* ---- the methods ---- */

@@ -64,7 +64,9 @@ bool raftlog_group_exists(struct raftlog *l, const char *name);
 
 struct raftlog_stats {
 	uint64_t segments;         /* segment files on disk */
-	uint64_t disk_bytes;       /* their total size */
+	uint64_t disk_bytes;       /* their total size (file sizes: the records
+				    * and, while open, up to 1 MiB of zeros
+				    * written ahead of the last one's end) */
 	uint64_t live_bytes;       /* bytes of records some group still needs */
 	uint64_t groups;           /* groups known, attached or not */
 	uint64_t batches;          /* writes (each followed by one fdatasync) */
@@ -125,6 +127,8 @@ struct raftlog_io {
 	bool attached;
 	/* Added by the engine (not in the first contract): */
 	bool closing;               /* raft closed it; waiting for queued records */
+	bool net_closed;            /* net's close callback came; raft's waits
+				       until the group has nothing queued */
 	struct raft *raft;          /* raftlog_io_set_raft, or NULL */
 };
 

@@ -165,10 +165,20 @@ static int read_file(int fd, uint8_t **out, size_t *len)
 	return 0;
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
 /* Replays segment seq (fd) into the groups. *next_seq is the batch seq
- * expected next (0: any, for the first segment). */
+ * expected next (0: any, for the first segment). *size: where its records
+ * end; *fsize: the file's size (the last segment's zero window after its
+ * records is the end of the log, not a torn tail: it stays). */
 static int scan_segment(struct scan *sc, uint64_t seq, int fd, bool last, uint64_t *next_seq,
-			uint64_t *size)
+			uint64_t *size, uint64_t *fsize)
 {
 	char path[4096];
 	rl_seg_path(sc->l, seq, path, sizeof path);
@@ -204,6 +214,8 @@ static int scan_segment(struct scan *sc, uint64_t seq, int fd, bool last, uint64
 	while (off < n) {
 		uint32_t len;
 		uint64_t bseq;
+		if (last && all_zero(p + off, n - off))
+			break; /* the zeros the writer keeps ahead */
 		if (rl_batch_check(p + off, n - off, &len, &bseq) != 0 || bseq != *next_seq) {
 			if (last && !later_batch(p, n, off + 1, *next_seq - 1)) {
 				LOG_WARN("raftlog: %s: torn tail at offset %zu (%zu bytes): cut",
@@ -232,7 +244,8 @@ static int scan_segment(struct scan *sc, uint64_t seq, int fd, bool last, uint64
 		(*next_seq)++;
 		off = end;
 	}
-	*size = n;
+	*size = off;
+	*fsize = n;
 	goto out;
 cut:
 	if (ftruncate(fd, (off_t)off) != 0 || fsync(fd) != 0) {
@@ -240,6 +253,7 @@ cut:
 		goto out;
 	}
 	*size = off;
+	*fsize = off;
 out:
 	free(p);
 	return rv;
@@ -309,8 +323,8 @@ int rl_recover(struct raftlog *l, char *errmsg)
 				     strerror(errno));
 			break;
 		}
-		uint64_t size = 0;
-		rv = scan_segment(&sc, seqs[i], fd, i + 1 == n, &next_seq, &size);
+		uint64_t size = 0, fsize = 0;
+		rv = scan_segment(&sc, seqs[i], fd, i + 1 == n, &next_seq, &size, &fsize);
 		if (rv != 0) {
 			close(fd);
 			break;
@@ -320,7 +334,7 @@ int rl_recover(struct raftlog *l, char *errmsg)
 			unlink(path);
 			continue;
 		}
-		rl_seg_push(l, seqs[i], fd, size);
+		rl_seg_push(l, seqs[i], fd, size, fsize);
 	}
 	free(seqs);
 	for (size_t i = 0; i < l->ngroups && rv == 0; i++) {
@@ -371,6 +385,6 @@ int rl_create_first_segment(struct raftlog *l, uint64_t seq, char *errmsg)
 		return err_set(errmsg, fs_errno_code(e), "raftlog: create %s: %s", path,
 			       strerror(e));
 	}
-	rl_seg_push(l, seq, fd, RL_SEG_HDR);
+	rl_seg_push(l, seq, fd, RL_SEG_HDR, RL_SEG_HDR);
 	return 0;
 }

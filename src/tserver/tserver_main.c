@@ -148,8 +148,8 @@ static const struct config_flag flags[] = {
 		 "directory's first start (default shared)"},
 	{.name = "raft-log-segment-mb", .arg = "MB", .kind = CONFIG_MB,
 	 .dst = &S.cfg.log_segment_mb, .min = 1, .max = 1024, .def = "64",
-	 .help = "size of the shared Raft log's segment files, written as they fill, never "
-		 "preallocated (default 64)"},
+	 .help = "size of the shared Raft log's segment files, written as they fill (1 MiB of "
+		 "zeros ahead), never preallocated whole (default 64)"},
 	{.name = "raft-segment-mb", .arg = "MB", .kind = CONFIG_MB, .dst = &S.cfg.segment_mb,
 	 .min = 1, .max = 1024,
 	 .help = "--raft-log per-tablet only: size of a tablet's Raft log segment files; "

@@ -943,8 +943,19 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The start offsets of the batches of a segment file, then its size:
- * off[0..n] with off[n] = the end of the last batch (= the file size). */
+/* Whether the bytes of fp from at to size are all zeros. */
+static bool zeros_from(FILE *fp, uint64_t at, uint64_t size)
+{
+	int c = 0;
+	CHECK(fseek(fp, (long)at, SEEK_SET) == 0);
+	for (uint64_t i = at; i < size && c == 0; i++)
+		c = fgetc(fp);
+	return c == 0;
+}
+
+/* The start offsets of the batches of a segment file, then its end:
+ * off[0..n] with off[n] = the end of the last batch (the file size, or
+ * where the zeros the writer keeps ahead of the last segment's end start). */
 static size_t seg_batches(const char *path, uint64_t *off, size_t cap)
 {
 	FILE *fp = fopen(path, "rb");
@@ -955,15 +966,18 @@ static size_t seg_batches(const char *path, uint64_t *off, size_t cap)
 	CHECK(fp != NULL);
 	while (at + BATCH_HDR <= size) {
 		CHECK(fseek(fp, (long)at, SEEK_SET) == 0 && fread(h, 1, sizeof h, fp) == sizeof h);
+		if (le32(h) == 0 && zeros_from(fp, at, size))
+			break;
 		CHECK_MSG(le32(h) == BATCH_MAGIC, "%s: no batch magic at %llu", path,
 			  (unsigned long long)at);
 		CHECK(n + 1 < cap);
 		off[n++] = at;
 		at += BATCH_HDR + le32(h + 8);
 	}
+	CHECK_MSG(at == size || zeros_from(fp, at, size),
+		  "%s: batches end at %llu, the file at %llu", path, (unsigned long long)at,
+		  (unsigned long long)size);
 	fclose(fp);
-	CHECK_MSG(at == size, "%s: batches end at %llu, the file at %llu", path,
-		  (unsigned long long)at, (unsigned long long)size);
 	off[n] = at;
 	return n;
 }
@@ -1036,8 +1050,8 @@ static void flip_bit(const char *path, uint64_t off, unsigned bit)
 
 /* A known history: 3 groups, one append at a time (so each lands in a batch
  * of its own), on 16 KiB segments; for each append the segment it went to
- * and the size of that file when its callback came (no preallocation: the
- * end of its batch). */
+ * and the end of that file's batches when its callback came (the end of its
+ * batch; the zeros the writer keeps ahead are not counted). */
 #define HIST_G 3
 #define HIST_MAX 200
 struct hist_append {
@@ -1100,7 +1114,10 @@ static void history_write(struct history *h, const char *tag)
 		CHECK(ns > 0);
 		ha->seg = seqs[ns - 1];
 		seg_name(path, sizeof path, h->f.logdir, ha->seg);
-		ha->end = file_size(path);
+		{
+			static uint64_t boff[HIST_MAX + 2];
+			ha->end = boff[seg_batches(path, boff, HIST_MAX + 2)];
+		}
 		/* A segment went: the GC relied on every batch written so far (an
 		 * idle group's tail rewritten forward, say), which no crash can
 		 * lose; cuts start past this append. A new segment without that:
@@ -1508,6 +1525,53 @@ TEST(close_with_appends_in_flight)
 	fx_down(&f);
 }
 
+/* raft 0.15 puts a snapshot while it closes: net's close waits for the
+ * async work of snapshot_async, whose callback (takeSnapshotDoneCb) calls
+ * snapshot_put after io.close found nothing queued. Raft frees itself in
+ * its close callback, so the put's callback must come first. */
+static bool put_seen_before_close;
+static struct drive_put *closing_put;
+
+static void put_close_cb(struct raft_io *io)
+{
+	struct drive_group *g = io->data;
+	put_seen_before_close = closing_put->done;
+	close_seen.closed = true;
+	g->close_fired = true;
+}
+
+TEST(snapshot_put_while_closing_calls_back_before_close)
+{
+	struct fx f;
+	static struct drive_group g;
+	static struct model m;
+	static struct drive_put p;
+	struct drive_snap s = {.index = 1, .term = 1, .conf_index = 1, .n_servers = 3,
+			       .ids = {1, 2, 3}, .len = 13};
+	uint64_t rng = test_seed();
+
+	fx_up(&f, "rl-close-put", 64 << 10);
+	model_init(&m, "t-close-put");
+	start(&f, &g, &m);
+	set_term_ok(&g, &m, 1);
+	append_random(&g, &m, 3, 1, 200, &rng);
+	memset(s.data, 'm', s.len);
+	memset(&close_seen, 0, sizeof close_seen);
+	memset(&p, 0, sizeof p);
+	put_seen_before_close = false;
+	closing_put = &p;
+	g.x.io.close(&g.x.io, put_close_cb);
+	CHECK_OK(drive_snapshot_put(&g, &p, 2, &s));
+	CHECK(drive_run_until(&f.loop, &close_seen.closed));
+	CHECK_MSG(put_seen_before_close, "raft's close callback came before the snapshot put's");
+	CHECK(p.done);
+	CHECK_EQ_INT(p.status, 0);
+	drive_put_free(&p);
+	g.inited = false;
+	drive_detach(&g);
+	fx_down(&f);
+}
+
 /* A segment file missing from the middle, or the oldest one (which still
  * holds live entries): the open fails with DOCRAFT_ECORRUPT, or (if the
  * file held nothing any group needs) every group loads exactly what was
@@ -1609,10 +1673,22 @@ TEST(disk_full_body)
 	close(fd);
 	test_note("ballast %zu KiB", filled >> 10);
 
-	/* An append that needs new pages fails with RAFT_NOSPACE, and again. */
+	/* Appends into the zeros the writer keeps allocated ahead of the last
+	 * segment's end still succeed (at most to the segment's end); the
+	 * first that needs new pages fails with RAFT_NOSPACE, and again. */
+	for (int k = 0;; k++) {
+		CHECK_MSG(k < (int)(f.segment_bytes / 8192) + 2, "%d appends on a full disk", k);
+		model_make(&ma, w, 1, 1, 0, &rng);
+		w[0].len = 8192;
+		rv = drive_append_wait(&ga, ma.next, w, 1, errmsg);
+		if (rv != 0)
+			break;
+		model_add(&ma, w, 1);
+	}
 	failed_at = ma.next;
 	for (int i = 0; i < 2; i++) {
-		model_make(&ma, w, 1, 1, 0, &rng);
+		if (i > 0)
+			model_make(&ma, w, 1, 1, 0, &rng);
 		w[0].len = 8192;
 		rv = drive_append_wait(&ga, failed_at, w, 1, errmsg);
 		test_note("append %d on a full disk: %d %s", i + 1, rv, errmsg);
@@ -1708,5 +1784,6 @@ TEST_MAIN(T(fresh_group_is_empty), T(term_and_vote_survive_reopen), T(bootstrap_
 	  T(group_remove), T(attach_rules), T(disk_bound_with_idle_groups), T(torn_tail_cuts),
 	  T(bitflip_non_last_segment), T(bitflip_last_batch),
 	  T(bitflip_earlier_batch_of_last_segment), T(missing_segment),
-	  T(entries_larger_than_a_segment), T(close_with_appends_in_flight), T(disk_full_body),
+	  T(entries_larger_than_a_segment), T(close_with_appends_in_flight),
+	  T(snapshot_put_while_closing_calls_back_before_close), T(disk_full_body),
 	  T(disk_full))

@@ -136,6 +136,14 @@ static void log_open(int i)
 		CHECK_OK_MSG(raftlog_open(&C.loop, &lo, &C.n[i].log, C.errmsg), C.errmsg);
 }
 
+/* Runs the loop until *count reaches want (a close callback counts). */
+static void run_until_count(const int *count, int want)
+{
+	for (int k = 0; k < 10000 && *count < want; k++)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	CHECK_EQ_INT(*count, want);
+}
+
 static int logs_closed;
 static void log_closed(struct raftlog *l, void *arg)
 {
@@ -147,13 +155,10 @@ static void log_closed(struct raftlog *l, void *arg)
 /* Closes server i's shared log, if any (its tablet closed). */
 static void log_close(int i)
 {
-	int before = logs_closed;
 	if (C.n[i].log == NULL)
 		return;
 	CHECK_OK(raftlog_close(C.n[i].log, log_closed, NULL));
-	for (int k = 0; k < 10000 && logs_closed == before; k++)
-		uv_run(&C.loop, UV_RUN_ONCE);
-	CHECK_EQ_INT(logs_closed, before + 1);
+	run_until_count(&logs_closed, logs_closed + 1);
 	C.n[i].log = NULL;
 }
 
@@ -186,11 +191,8 @@ static void on_closed(struct tablet *t, void *arg)
 
 static void node_close(int i)
 {
-	int before = closed_count;
 	tablet_close(C.n[i].t, on_closed, NULL);
-	for (int k = 0; k < 10000 && closed_count == before; k++)
-		uv_run(&C.loop, UV_RUN_ONCE);
-	CHECK(closed_count == before + 1);
+	run_until_count(&closed_count, closed_count + 1);
 	C.n[i].t = NULL;
 }
 
