@@ -2,6 +2,11 @@
  *
  * Design note.
  *
+ * One file of about 1,050 lines on purpose: the outbound clients, the
+ * inbound streams and the raft_io methods share one instance's state and
+ * its close accounting (every callback before the close callback);
+ * splitting them would put that state and its invariants in a header.
+ *
  * Outbound, one client per peer (id, address), as raft_uv 0.15's
  * src/uv_send.c: the first send to a peer creates its client and starts a
  * connect through the transport. A client is in one of: connecting (a
