@@ -56,7 +56,7 @@ entry)       sources="tablet/entry.c $docdb_all $common" ;;
 docdb_key)   sources="$docdb_pure $common" ;;
 docdb_value) sources="$docdb_pure $common" ;;
 paging)      sources="$docdb_all $common" ;;
-copy_stream) sources="tablet/copy_proto.c $common" ;;
+copy_stream) sources="tablet/copy_proto.c common/crc32c.c $common" ;;
 raft_message) sources="raft/rwire.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
