@@ -28,12 +28,13 @@ declare -A allowed=(
 	[rpc]="common net docdb proto libuv"
 	[server]="common net docdb rpc proto libuv"
 	[raft]="common net libraft libuv"
-	[tablet]="common net docdb rpc raft proto libraft libuv"
+	[raftlog]="common libraft libuv"
+	[tablet]="common net docdb rpc raft raftlog proto libraft libuv"
 	[cql]="common docdb"
 	[client]="common net docdb rpc cql proto api libuv"
-	[tserver]="common net docdb rpc raft tablet server proto libraft libuv"
+	[tserver]="common net docdb rpc raft raftlog tablet server proto libraft libuv"
 	[master]="common net docdb rpc raft tablet server proto libraft libuv"
-	[tools]="common net docdb rpc raft tablet cql client proto libraft libuv rocksdb api"
+	[tools]="common net docdb rpc raft raftlog tablet cql client proto libraft libuv rocksdb api"
 )
 
 bad=0

@@ -33,90 +33,21 @@
  * per-file size and CRC-32C (computed from the bytes the source read and the
  * bytes the destination wrote); a checkpoint that is not a consistent store
  * (missing or truncated file) fails to open; RocksDB's own block checksums
- * are then verified on every read of the copy. No zlib: RocksDB's
- * pkg-config file brings only -lrocksdb, and CRC-32C is a few lines here
- * (SSE4.2 when the CPU has it). */
+ * are then verified on every read of the copy (CRC-32C: common/crc32c.h). */
 #include "tablet/copy_proto.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-#include <uv.h>
-
 #include "common/buf.h"
+#include "common/crc32c.h"
 #include "common/err.h"
 
 /* ---- CRC-32C ---- */
 
-static uint32_t crc_table[8][256];
-static uv_once_t crc_once = UV_ONCE_INIT;
-static bool crc_hw_ok;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[0][i] = c;
-	}
-	for (uint32_t i = 0; i < 256; i++)
-		for (int t = 1; t < 8; t++)
-			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
-					  crc_table[0][crc_table[t - 1][i] & 0xff];
-#if defined(__x86_64__) && defined(__GNUC__)
-	__builtin_cpu_init();
-	crc_hw_ok = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
-static uint32_t crc_sw(uint32_t crc, const uint8_t *b, size_t n)
-{
-	while (n >= 8) {
-		uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-				     (uint32_t)b[3] << 24);
-		uint32_t hi = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
-			      (uint32_t)b[7] << 24;
-		crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-		      crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-		      crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-		      crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-		b += 8;
-		n -= 8;
-	}
-	while (n-- > 0)
-		crc = crc_table[0][(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *b,
-							  size_t n)
-{
-	uint64_t c = crc;
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, b, 8);
-		c = __builtin_ia32_crc32di(c, w);
-		b += 8;
-		n -= 8;
-	}
-	crc = (uint32_t)c;
-	while (n-- > 0)
-		crc = __builtin_ia32_crc32qi(crc, *b++);
-	return crc;
-}
-#endif
-
 uint32_t copy_crc32c(uint32_t crc, const void *p, size_t n)
 {
-	uv_once(&crc_once, crc_init);
-	crc = ~crc;
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (crc_hw_ok)
-		return ~crc_hw(crc, p, n);
-#endif
-	return ~crc_sw(crc, p, n);
+	return crc32c(crc, p, n);
 }
 
 /* ---- encoders ---- */

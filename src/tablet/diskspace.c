@@ -73,17 +73,18 @@ static void timer_cb(uv_timer_t *h)
 }
 
 int diskspace_init(struct diskspace *d, uv_loop_t *loop, const char *dir, const char *address,
-		   uint64_t reserve_bytes, size_t segment_bytes, char *errmsg)
+		   uint64_t reserve_bytes, unsigned floor_segments, size_t segment_bytes,
+		   char *errmsg)
 {
 	uv_fs_t req;
-	uint64_t floor = (uint64_t)DISKSPACE_FLOOR_SEGMENTS * segment_bytes;
+	uint64_t floor = (uint64_t)floor_segments * segment_bytes;
 
 	if (reserve_bytes != 0 && reserve_bytes < 2 * floor)
 		return err_set(errmsg, DOCRAFT_EINVAL,
 			       "a disk reserve of %" PRIu64 " MiB is below twice the floor of %u "
 			       "Raft log segments of %zu MiB (%" PRIu64 " MiB): raise the "
 			       "reserve or lower the segment size",
-			       reserve_bytes / MIB, DISKSPACE_FLOOR_SEGMENTS, segment_bytes / MIB,
+			       reserve_bytes / MIB, floor_segments, segment_bytes / MIB,
 			       2 * floor / MIB);
 	memset(d, 0, sizeof *d);
 	d->loop = loop;
@@ -119,7 +120,7 @@ bool diskspace_below_floor(const struct diskspace *d, char *why, size_t why_len)
 		return false;
 	snprintf(why, why_len,
 		 "disk almost full on %s: %" PRIu64 " MiB free, below the floor of %" PRIu64
-		 " MiB (room for the Raft log segments raft_uv prepares)",
+		 " MiB (room for the Raft log's next segments)",
 		 d->address, d->free / MIB, d->floor / MIB);
 	return true;
 }

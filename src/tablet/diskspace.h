@@ -11,12 +11,18 @@
  *            reserve M MiB" (retryable; the leader proposes nothing for
  *            them). Raft's own traffic goes on. A FAILED replica recovers
  *            only once free space is back above it.
- *   floor    (DISKSPACE_FLOOR_SEGMENTS x the Raft segment size): below it
- *            every replica fails itself cleanly (its raft instance closes,
- *            which removes its prepared segments) before raft_uv would have
- *            to allocate a segment on a full disk: C-Raft 0.15 crashes
- *            when a segment allocation or log write fails with several
- *            appends pending (docs/replication.md).
+ *   floor    (a number of Raft log segments, given to diskspace_init):
+ *            below it every replica fails itself cleanly (its raft
+ *            instance closes). Per-tablet logs (DISKSPACE_FLOOR_SEGMENTS of
+ *            raft_uv's segment size): closing removes raft_uv's prepared
+ *            segments, and stops it before it would have to allocate one
+ *            on a full disk: C-Raft 0.15 crashes when a segment allocation
+ *            or log write fails with several appends pending
+ *            (docs/replication.md). The shared log
+ *            (DISKSPACE_SHARED_FLOOR_SEGMENTS of its segment size) fails a
+ *            full write cleanly, but needs room for the segment it fills
+ *            and for the garbage collector's rewrite of live tails, which
+ *            is what frees old segments.
  *
  * The reserve is at least twice the floor (diskspace_init refuses less), so
  * replicas that stop at the floor start again only once there is room for
@@ -35,6 +41,9 @@
 /* Segments raft_uv prepares ahead (UV__TARGET_POOL_SIZE in 0.15) plus the
  * open one: what one replica may allocate before its next poll. */
 #define DISKSPACE_FLOOR_SEGMENTS 3u
+/* The shared log's open segment plus one for the rewrite of live tails
+ * that lets the garbage collector remove the oldest (raftlog.h). */
+#define DISKSPACE_SHARED_FLOOR_SEGMENTS 2u
 #define DISKSPACE_REFRESH_MS 100u
 #define DISKSPACE_DEFAULT_RESERVE_MB 256u
 
@@ -61,12 +70,15 @@ struct diskspace {
 };
 
 /* Starts refreshing. dir and address are copied. reserve_bytes 0 turns the
- * reserve (and the floor) off. DOCRAFT_EINVAL with errmsg when
- * reserve_bytes is nonzero and below 2 x DISKSPACE_FLOOR_SEGMENTS x
- * segment_bytes; then nothing is left to close. The first statfs runs
+ * reserve (and the floor) off; the floor is floor_segments x segment_bytes
+ * (DISKSPACE_FLOOR_SEGMENTS or DISKSPACE_SHARED_FLOOR_SEGMENTS and the
+ * segment size of the server's Raft log). DOCRAFT_EINVAL with errmsg when
+ * reserve_bytes is nonzero and below twice the floor; then nothing is left
+ * to close. The first statfs runs
  * before this returns (synchronously), so the cache is valid at once. */
 int diskspace_init(struct diskspace *d, uv_loop_t *loop, const char *dir, const char *address,
-		   uint64_t reserve_bytes, size_t segment_bytes, char *errmsg);
+		   uint64_t reserve_bytes, unsigned floor_segments, size_t segment_bytes,
+		   char *errmsg);
 
 /* 0 when a write may be proposed; DOCRAFT_EBUSY with errmsg ("disk almost
  * full on ...") when free space is below the reserve. d may be NULL (0). */

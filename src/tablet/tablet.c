@@ -333,7 +333,8 @@ int tablet_prepare(const struct tablet_options *o, struct store **out, char *err
 	int rv;
 
 	*out = NULL;
-	if ((rv = fs_mkdir_p(o->dir, errmsg)) == 0 && (rv = fs_mkdir_p(raft_dir, errmsg)) == 0) {
+	if ((rv = fs_mkdir_p(o->dir, errmsg)) == 0 &&
+	    (o->raft_log != NULL || (rv = fs_mkdir_p(raft_dir, errmsg)) == 0)) {
 		fs_remove_tree(copy_dir); /* a copy interrupted by a crash */
 		if ((rv = copy_server_remove_leftovers(db_dir, errmsg)) == 0)
 			rv = store_open(db_dir, &o->store, out, errmsg);

@@ -5,8 +5,10 @@
  *   every replica: fsm apply ─► store_apply_parts(batch, retry records,
  *                                                  applied index) ─► answer
  *
- * Lifecycle: tablet_open (creates dir/raft and dir/db, opens the store and
- * raft_uv behind the rio guard and the shared-port transport) →
+ * Lifecycle: tablet_open (creates dir/db, opens the store and the replica's
+ * Raft io behind the rio guard and the shared-port transport: its group of
+ * the server's shared Raft log (raft_log), or a raft_uv of its own in
+ * dir/raft) →
  * [tablet_bootstrap on first start, same configuration on every replica] →
  * tablet_start → ... → tablet_close. A replica whose raft group becomes
  * unavailable, fails to apply, or (as leader) fails to write its Raft log is
@@ -95,6 +97,7 @@ struct tablet;
 struct listener;
 struct copy_server;
 struct diskspace;
+struct raftlog;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -138,8 +141,15 @@ struct tablet_options {
 	size_t max_entry_bytes;        /* group commit cap; default 4 MiB */
 	unsigned max_inflight;         /* entries proposed and not yet applied before
 					* the next one is proposed; default 1 */
+	/* The server's shared Raft log (raftlog/raftlog.h): this replica's
+	 * term, vote, entries and snapshots go there as group `id`, its Raft
+	 * messages through rnet (raft/rnet.h) on the shared-port transport.
+	 * Borrowed: open, on this loop, until the tablet's close callback.
+	 * NULL: a raft_uv instance of the replica's own in dir/raft
+	 * (`--raft-log per-tablet`). */
+	struct raftlog *raft_log;
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
-					* default TABLET_SEGMENT_BYTES */
+					* default TABLET_SEGMENT_BYTES; per-tablet only */
 	const struct diskspace *disk;  /* NULL: none; else below its floor the replica
 					* fails itself, and recovers only above its
 					* reserve (diskspace.h); borrowed */
@@ -169,7 +179,8 @@ struct tablet_options {
 
 void tablet_options_default(struct tablet_options *o);
 
-/* The blocking half of tablet_open: creates o->dir and dir/raft, removes
+/* The blocking half of tablet_open: creates o->dir (and dir/raft without
+ * a shared log), removes
  * the leftovers of an interrupted copy and opens the store dir/db into *out
  * (pass it as o->opened_store). Any thread (the manager runs it on libuv's
  * threadpool); touches nothing but those files. On error *out is NULL. */

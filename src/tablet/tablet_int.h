@@ -4,8 +4,9 @@
  *
  *   tablet.c             lifecycle: open, bootstrap, start, the poll, failure,
  *                        status, close
- *   tablet_raft.c        the raft instance: setup, close and release of
- *                        raft_uv, Raft log memory and snapshots
+ *   tablet_raft.c        the raft instance: setup on the shared log or
+ *                        raft_uv, close and release, Raft log memory and
+ *                        snapshots
  *   tablet_write.c       the write path: queue, group commit, apply callbacks
  *   tablet_read.c        the read path: leader leases, barriers, safe time
  *   tablet_membership.c  leadership, configuration changes, transfers, peer
@@ -30,6 +31,8 @@
 #include "common/log.h"
 #include "net/listener.h"
 #include "raft/rio.h"
+#include "raft/rnet.h"
+#include "raftlog/raftlog.h"
 #include "tablet/fsm.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
@@ -45,8 +48,8 @@
  *   │ raft_setup  │ raft_close          │ raft_close (FAILED, COPYING)
  *   │ (copy,      └──────► RAFT_CLOSING ◄┘
  *   │  recovery)                │ raft_closed
- *   │                     RAFT_RELEASING   (raft_uv kept until its
- *   │                           │           writers have closed)
+ *   │                     RAFT_RELEASING   (per-tablet: raft_uv kept until
+ *   │                           │           its writers have closed)
  *   └──────────────────── DOWN ◄┘ raft_released
  *      (no raft instance: fetching or installing a copy, or FAILED
  *       waiting for / running a recovery)
@@ -107,8 +110,11 @@ struct tablet {
 
 	struct store *store;
 	struct raft raft;
-	struct raft_io uvio;
-	struct rio rio;
+	const struct tablet_log_ops *log_ops; /* which Raft io (tablet_raft.c) */
+	struct raft_io uvio;        /* per-tablet log: raft_uv in raft_dir */
+	struct rnet rnet;           /* shared log: the network half ... */
+	struct raftlog_io logio;    /* ... and the group's io on o.raft_log */
+	struct rio rio;             /* the guard around uvio or logio */
 	struct raft_uv_transport transport;
 	struct tablet_fsm fsm;
 
@@ -145,7 +151,8 @@ struct tablet {
 	char *copy_dir;             /* dir/db.copy */
 	struct copy_fetch copy_req;
 	uv_timer_t copy_timer;      /* retry delay (copies, and recovery) */
-	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv */
+	uv_timer_t log_timer;       /* raft_closed waits on it for raft_uv
+				       (per-tablet log only) */
 	uint64_t log_wait_since;    /* uv_now when that wait started */
 	unsigned copy_attempts;
 
@@ -225,14 +232,20 @@ void tablet_close_handles(struct tablet *t);
 
 /* ---- tablet_raft.c: the raft instance ----------------------------------- */
 
-/* DOWN -> OPEN: raft_uv on the shared-port transport behind the rio guard,
- * raft_init with the options' timeouts (not started). On error nothing is
- * left open and the state stays DOWN. */
+/* The two Raft ios a replica may have, behind one seam (tablet_raft.c):
+ * the group of the server's shared log (o.raft_log set) or a raft_uv of
+ * its own. */
+struct tablet_log_ops;
+
+/* DOWN -> OPEN: the shared-port transport, the replica's Raft io on it (its
+ * group of the shared log with rnet, or raft_uv in raft_dir) behind the
+ * rio guard, raft_init with the options' timeouts (not started). On error
+ * nothing is left open and the state stays DOWN. */
 int tablet_raft_setup(struct tablet *t, char *errmsg);
 /* From OPEN or RUNNING (else a no-op): to RAFT_CLOSING (for_close:
  * tablet_close's CLOSE_RAFT), then raft_close, whose pending requests fire
- * their callbacks from inside it; raft_closed, then the release of raft_uv,
- * continue on later loop turns (RAFT_RELEASING, then DOWN: the copy fetch
+ * their callbacks from inside it; raft_closed, then the release of the
+ * Raft io, continue on later loop turns (RAFT_RELEASING, then DOWN: the copy fetch
  * or the recovery starts; when closing, the close). */
 void tablet_raft_close(struct tablet *t, bool for_close);
 /* From the poll of a live raft: requests a snapshot when the Raft log holds

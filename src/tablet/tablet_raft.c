@@ -1,17 +1,30 @@
-/* The raft instance of a tablet replica: its setup, its close and the
- * release of raft_uv, and the bound on the memory of its log.
+/* The raft instance of a tablet replica: its setup on one of two Raft ios,
+ * its close and release, and the bound on the memory of its log.
  *
  * Design.
  *
- * Setup (DOWN -> OPEN): the shared-port transport (raft/transport.h), raft_uv
- * on dir/raft (auto-recovery off, TABLET_SEGMENT_BYTES segments), the rio
- * guard around it (raft/rio.h), raft_init with the fsm (fsm.h) and the
- * options' timeouts, pre-vote on. The same directory is set up again after
- * a checkpoint copy and on every recovery (tablet_recover.c).
+ * Setup (DOWN -> OPEN): the shared-port transport (raft/transport.h), the
+ * replica's Raft io on it, the rio guard around that io (raft/rio.h),
+ * raft_init with the fsm (fsm.h) and the options' timeouts, pre-vote on.
+ * The same group is set up again after a checkpoint copy and on every
+ * recovery (tablet_recover.c). The Raft io is one of two, behind a seam of
+ * two functions (struct tablet_log_ops); everything else is one path:
+ *
+ *   shared      (o.raft_log set, the tserver's default): rnet (raft/rnet.h)
+ *               carries the messages over the transport, and raftlog_io
+ *               (raftlog/raftlog.h) stores term, vote, entries and
+ *               snapshots as group `id` of the server's one log. Release:
+ *               raftlog_io_release, rnet_release, transport_close.
+ *   per-tablet  (o.raft_log NULL, `--raft-log per-tablet`): raft_uv on
+ *               dir/raft (auto-recovery off, o.segment_bytes segments),
+ *               the transport its network. Release: raft_uv_close and
+ *               transport_close, once raft_uv's writers have closed (below).
  *
  * Close: raft_close (RAFT_CLOSING, or CLOSE_RAFT when the tablet closes);
  * pending raft requests fire their callbacks from it. raft_closed
- * (RAFT_RELEASING / CLOSE_RELEASING) does not yet release raft_uv:
+ * (RAFT_RELEASING / CLOSE_RELEASING) then releases the io. The shared log's
+ * io has returned every append before raft's close callback (raftlog.h),
+ * so it is released at once. raft_uv is not:
  *
  * raft_uv outlives its close callback (C-Raft 0.15 up to canonical/raft
  * 0.18.1; fixed in cowsql/raft#45): uvAppendClose starts closing the open
@@ -23,17 +36,18 @@
  * (embedded here) and uv->io (close_tramp, made idempotent in rio.c). With
  * 300 busy replicas a tserver died so at SIGTERM (docs/benchmarks.md).
  *
- * So raft_uv's memory, and this tablet, are kept until no raft_uv writer of
- * this loop is part-way through closing: no closing handle whose close
- * callback, and no active check handle (a writer waiting for its threadpool
- * writes: UvWriterClose is raft_uv's only uv_check_start) whose callback,
- * lies in libraft. That is every raft instance's, not only this one's (the
- * handles do not say whose they are), so the wait is conservative; such
- * handles live one loop turn, or as long as a segment write. uv_walk sees
- * closing handles until just before their close callback runs; close_cb
- * and check_cb are libuv's own fields of the handle (part of its ABI).
- * Once released (DOWN / CLOSING): the close goes on, a FAILED replica
- * schedules its recovery, a COPYING one starts its fetch.
+ * So on the per-tablet path raft_uv's memory, and this tablet, are kept
+ * until no raft_uv writer of this loop is part-way through closing: no
+ * closing handle whose close callback, and no active check handle (a
+ * writer waiting for its threadpool writes: UvWriterClose is raft_uv's
+ * only uv_check_start) whose callback, lies in libraft. That is every raft
+ * instance's, not only this one's (the handles do not say whose they are),
+ * so the wait is conservative; such handles live one loop turn, or as long
+ * as a segment write. uv_walk sees closing handles until just before their
+ * close callback runs; close_cb and check_cb are libuv's own fields of the
+ * handle (part of its ABI). Once released (DOWN / CLOSING): the close goes
+ * on, a FAILED replica schedules its recovery, a COPYING one starts its
+ * fetch.
  *
  * Raft log memory (issue 12, memory bounds). C-Raft 0.15 keeps every entry
  * since its last snapshot in memory, plus `trailing` entries before it, and
@@ -65,7 +79,20 @@
 #include "raft/transport.h"
 #include "tablet/tablet_int.h"
 
-/* ---- setup ------------------------------------------------------------------ */
+/* ---- setup: the seam between the two Raft ios ------------------------------ */
+
+/* One kind of Raft io. open sets the io up on t->transport (transport_init
+ * done) and returns the io to wrap; on error nothing of it is left. bound
+ * (may be NULL) tells it t->raft once raft_init succeeded. release frees it
+ * once raft's close callback has fired, or after a successful open if
+ * raft_init failed; the transport is closed after it. */
+struct tablet_log_ops {
+	const char *name;                       /* logs */
+	int (*open)(struct tablet *t, struct raft_io **io, char *errmsg);
+	void (*bound)(struct tablet *t);
+	void (*release)(struct tablet *t);
+	bool wait_writers;                      /* raft_uv's writers (see the top) */
+};
 
 /* Once per process: raft_uv's segments would stay unwritten (segfill.h). */
 static void warn_unwritten_segments(struct tablet *t)
@@ -77,24 +104,77 @@ static void warn_unwritten_segments(struct tablet *t)
 				      "threadpool path (link it with raftglue_dep)");
 }
 
-int tablet_raft_setup(struct tablet *t, char *errmsg)
+static int per_tablet_open(struct tablet *t, struct raft_io **io, char *errmsg)
 {
-	int rv;
-	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
-		return rv;
-	rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
+	int rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
 	if (rv != 0) {
-		err_set(errmsg, tablet_from_raft(rv), "tablet %s: raft_uv_init: %s", t->id,
-			t->uvio.errmsg);
-		transport_close(&t->transport);
-		return tablet_from_raft(rv) ? tablet_from_raft(rv) : DOCRAFT_EIO;
+		int code = tablet_from_raft(rv);
+		return err_set(errmsg, code ? code : DOCRAFT_EIO, "tablet %s: raft_uv_init: %s",
+			       t->id, t->uvio.errmsg);
 	}
 	raft_uv_set_auto_recovery(&t->uvio, false);
 	raft_uv_set_segment_size(&t->uvio, t->o.segment_bytes);
 	warn_unwritten_segments(t);
-	if ((rv = rio_wrap(&t->rio, &t->uvio)) != 0) {
-		raft_uv_close(&t->uvio);
+	*io = &t->uvio;
+	return 0;
+}
+
+static void per_tablet_release(struct tablet *t)
+{
+	raft_uv_close(&t->uvio);
+}
+
+static int shared_open(struct tablet *t, struct raft_io **io, char *errmsg)
+{
+	int rv = rnet_init(&t->rnet, t->loop, &t->transport, errmsg);
+	if (rv != 0)
+		return rv;
+	rnet_set_log_id(&t->rnet, t->id);
+	if ((rv = raftlog_io_init(&t->logio, t->o.raft_log, t->id, &t->rnet.io, errmsg)) != 0) {
+		rnet_release(&t->rnet);
+		return rv;
+	}
+	*io = &t->logio.io;
+	return 0;
+}
+
+/* The log checks each append against raft's own last index. */
+static void shared_bound(struct tablet *t)
+{
+	raftlog_io_set_raft(&t->logio, &t->raft);
+}
+
+static void shared_release(struct tablet *t)
+{
+	raftlog_io_release(&t->logio);
+	rnet_release(&t->rnet);
+}
+
+static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, NULL,
+						      per_tablet_release, true};
+static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_bound,
+						  shared_release, false};
+
+/* The io's release, then the transport's. */
+static void io_release(struct tablet *t)
+{
+	t->log_ops->release(t);
+	transport_close(&t->transport);
+}
+
+int tablet_raft_setup(struct tablet *t, char *errmsg)
+{
+	struct raft_io *io;
+	int rv;
+	t->log_ops = t->o.raft_log != NULL ? &shared_ops : &per_tablet_ops;
+	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
+		return rv;
+	if ((rv = t->log_ops->open(t, &io, errmsg)) != 0) {
 		transport_close(&t->transport);
+		return rv;
+	}
+	if ((rv = rio_wrap(&t->rio, io)) != 0) {
+		io_release(t);
 		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
 			       raft_strerror(rv));
 	}
@@ -104,10 +184,11 @@ int tablet_raft_setup(struct tablet *t, char *errmsg)
 	if (rv != 0) {
 		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,
 			rv == -1 ? "version mismatch" : raft_errmsg(&t->raft));
-		raft_uv_close(&t->uvio);
-		transport_close(&t->transport);
+		io_release(t);
 		return DOCRAFT_EIO;
 	}
+	if (t->log_ops->bound != NULL)
+		t->log_ops->bound(t);
 	raft_set_heartbeat_timeout(&t->raft, t->o.heartbeat_ms);
 	raft_set_election_timeout(&t->raft, t->o.election_ms);
 	raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
@@ -115,6 +196,7 @@ int tablet_raft_setup(struct tablet *t, char *errmsg)
 	raft_set_pre_vote(&t->raft, true);
 	tablet_fsm_bind(&t->fsm, &t->raft);
 	tablet_life_set(t, LIFE_OPEN);
+	TLOG(LOG_LVL_DEBUG, t, "raft set up on the %s Raft log", t->log_ops->name);
 	return 0;
 }
 
@@ -159,8 +241,7 @@ static bool raft_writers_closing(uv_loop_t *loop)
 static void raft_released(struct tablet *t)
 {
 	tablet_membership_free_transfers(t);
-	raft_uv_close(&t->uvio);
-	transport_close(&t->transport);
+	io_release(t);
 	if (tablet_closing(t)) {
 		tablet_life_set(t, LIFE_CLOSING);
 		tablet_close_handles(t);
@@ -198,9 +279,9 @@ static void log_timer_cb(uv_timer_t *h)
 static void raft_closed(struct raft *r)
 {
 	struct tablet *t = r->data;
-	/* raft's memory is closed; raft_uv's is not */
+	/* raft's memory is closed; its io's is not */
 	tablet_life_set(t, tablet_closing(t) ? LIFE_CLOSE_RELEASING : LIFE_RAFT_RELEASING);
-	if (raft_writers_closing(t->loop)) {
+	if (t->log_ops->wait_writers && raft_writers_closing(t->loop)) {
 		TLOG(LOG_LVL_DEBUG, t, "raft closed; waiting for raft_uv's writers to close");
 		t->log_wait_since = uv_now(t->loop);
 		uv_timer_start(&t->log_timer, log_timer_cb, LOG_WAIT_POLL_MS, 0);

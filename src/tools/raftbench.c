@@ -1,8 +1,9 @@
 /* docraft-raftbench: replication throughput and commit latency.
  *
  * Starts three server processes on 127.0.0.1-3 (fork of this binary), each
- * hosting a replica of every tablet (RF 3, real raft_uv, real RocksDB with
- * the WAL off, the one-port transport). Once every tablet has a ready
+ * hosting a replica of every tablet (RF 3, each process's shared Raft log
+ * in DIR/nI/raftlog, or with --raft-log per-tablet a raft_uv per replica,
+ * real RocksDB with the WAL off, the one-port transport). Once every tablet has a ready
  * leader, each process runs closed-loop writers on the tablets it leads: a
  * writer submits a one-pair DocDB batch through tablet_write and submits the
  * next one when the previous is acknowledged (committed by a majority and
@@ -31,10 +32,11 @@
 #include "docdb/batch.h"
 #include "docdb/key.h"
 #include "net/listener.h"
+#include "raftlog/raftlog.h"
 #include "tablet/tablet.h"
 
 #define NODES 3
-#define MAX_TABLETS 64
+#define MAX_TABLETS 128
 
 struct opts {
 	int tablets;
@@ -45,6 +47,7 @@ struct opts {
 	int port;
 	int max_inflight; /* tablet_options.max_inflight; 0: its default */
 	const char *dir;
+	bool per_tablet_log; /* --raft-log per-tablet */
 };
 
 struct writer {
@@ -61,6 +64,7 @@ struct node {
 	struct opts o;
 	uv_loop_t loop;
 	struct listener *l;
+	struct raftlog *log; /* NULL: --raft-log per-tablet */
 	struct tablet *t[MAX_TABLETS];
 	char addr[NODES][32];
 	uv_timer_t timer;
@@ -227,6 +231,15 @@ static int node_main(int index, const struct opts *o, int out_fd)
 		fprintf(stderr, "raftbench: %s\n", errmsg);
 		return 1;
 	}
+	if (!o->per_tablet_log) {
+		char dir[512];
+		struct raftlog_options lo = {.dir = dir, .segment_bytes = RAFTLOG_SEGMENT_BYTES};
+		snprintf(dir, sizeof dir, "%s/n%d/raftlog", o->dir, index + 1);
+		if (raftlog_open(&n.loop, &lo, &n.log, errmsg) != 0) {
+			fprintf(stderr, "raftbench: %s\n", errmsg);
+			return 1;
+		}
+	}
 	n.w = xcalloc((size_t)(o->tablets * o->writers), sizeof *n.w);
 	for (int i = 0; i < o->tablets; i++) {
 		struct tablet_options to;
@@ -242,6 +255,7 @@ static int node_main(int index, const struct opts *o, int out_fd)
 		to.raft_id = (raft_id)(index + 1);
 		to.address = n.addr[index];
 		to.listener = n.l;
+		to.raft_log = n.log;
 		for (int p = 0; p < NODES; p++)
 			peers[p] = (struct tablet_peer){(raft_id)(p + 1), n.addr[p], RAFT_VOTER};
 		if (tablet_open(&n.loop, &to, &n.t[i], errmsg) != 0 ||
@@ -264,6 +278,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: docraft-raftbench [--tablets N] [--writers W] [--seconds S] [--warmup S]\n"
 		"                         [--value-size B] [--port P] [--dir DIR] [--max-inflight E]\n"
+		"                         [--raft-log shared|per-tablet]\n"
 		"Three replica processes on 127.0.0.1-3; W closed-loop writers per tablet\n"
 		"on each tablet's leader. Prints writes/s, entries/s and commit latency.\n");
 }
@@ -274,8 +289,8 @@ int main(int argc, char **argv)
 		{"tablets", 1, 0, 't'}, {"writers", 1, 0, 'w'}, {"seconds", 1, 0, 's'},
 		{"warmup", 1, 0, 'u'},  {"value-size", 1, 0, 'v'}, {"port", 1, 0, 'p'},
 		{"dir", 1, 0, 'd'},     {"max-inflight", 1, 0, 'e'},
-		{"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-	struct opts o = {1, 1, 10, 2, 100, 0, 0, NULL};
+		{"raft-log", 1, 0, 'r'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+	struct opts o = {1, 1, 10, 2, 100, 0, 0, NULL, false};
 	char tmpl[] = "/tmp/docraft-raftbench-XXXXXX";
 	pid_t pids[NODES];
 	int fds[NODES];
@@ -293,6 +308,13 @@ int main(int argc, char **argv)
 		case 'p': o.port = atoi(optarg); break;
 		case 'd': o.dir = optarg; break;
 		case 'e': o.max_inflight = atoi(optarg); break;
+		case 'r':
+			if (strcmp(optarg, "shared") != 0 && strcmp(optarg, "per-tablet") != 0) {
+				usage(stderr);
+				return 2;
+			}
+			o.per_tablet_log = strcmp(optarg, "per-tablet") == 0;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

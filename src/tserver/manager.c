@@ -75,6 +75,7 @@
 #include "common/hlc.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "raftlog/raftlog.h"
 #include "rpc/wire.h"
 #include "tablet/diskspace.h"
 #include "tserver/create_check.h"
@@ -317,6 +318,21 @@ static void remove_work(uv_work_t *w)
 	job->status = delete_files(job->r);
 }
 
+/* The Raft state of replica id in the shared log, if any, goes for good
+ * (its tablet is closed, or it never had one). Blocks the loop for one
+ * durable write; a failure is logged (the next create of id tries again). */
+static void remove_group(struct manager *m, const char *id, const char *why)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	if (m->o.raft_log == NULL || !raftlog_group_exists(m->o.raft_log, id))
+		return;
+	if (raftlog_group_remove(m->o.raft_log, id, errmsg) != 0)
+		LOG_ERROR("tablet %s: cannot remove its group of the shared Raft log (%s): %s", id,
+			  why, errmsg);
+	else
+		LOG_INFO("tablet %s: its group of the shared Raft log is removed (%s)", id, why);
+}
+
 static void remove_after(uv_work_t *w, int status)
 {
 	struct mgr_job *job = w->data;
@@ -325,6 +341,11 @@ static void remove_after(uv_work_t *w, int status)
 	struct mgr_waiter *waiters = r->waiters;
 	(void)status; /* never cancelled */
 	m->pool_jobs--;
+	/* After meta.pb is gone: a crash in between leaves a group without a
+	 * replica (removed by the next create of that id), never a replica
+	 * without its Raft state. */
+	if (job->status == 0)
+		remove_group(m, r->id, "replica deleted");
 	LOG_INFO("tablet %s: replica deleted", r->id);
 	r->waiters = NULL;
 	replica_unlink(r);
@@ -394,6 +415,7 @@ static void options_for(struct manager *m, struct replica *r, struct tablet_opti
 		o->max_inflight = m->o.max_inflight;
 	if (m->o.segment_bytes != 0)
 		o->segment_bytes = m->o.segment_bytes;
+	o->raft_log = m->o.raft_log;
 	o->disk = m->o.disk;
 	o->log_budget = &m->log_budget;
 	if (m->o.max_clock_skew_ms != 0)
@@ -967,6 +989,8 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 			       "open-file and AIO limits allow (--max-replicas); place it elsewhere",
 			       req->tablet_id, hosted);
 
+	/* Unknown here, so whatever the log holds of it is a deleted replica's. */
+	remove_group(m, req->tablet_id, "left by an interrupted delete");
 	r = replica_new(m, req->tablet_id);
 	r->schema = s;
 	r->has_schema = true;

@@ -129,7 +129,14 @@ struct manager_options {
 	unsigned lease_ms;            /* leader lease: 0: tablet default (7/10 of the
 					 election timeout); MANAGER_LEASE_OFF: none */
 	unsigned max_inflight;        /* entries in flight per tablet; 0: tablet default */
-	size_t segment_bytes;         /* raft log segment size; 0: tablet default */
+	/* The server's shared Raft log (raftlog/raftlog.h), open on loop, given
+	 * to every replica (tablet_options.raft_log); borrowed: close it after
+	 * the manager's close callback. A deleted replica's group is removed
+	 * from it once its files are gone, and a create of a replica unknown
+	 * here first removes a group of that name left by a delete that a
+	 * crash interrupted. NULL: each replica has its own raft_uv log. */
+	struct raftlog *raft_log;
+	size_t segment_bytes;         /* per-tablet raft_uv segment size; 0: tablet default */
 	const struct diskspace *disk; /* free-space reserve (diskspace.h); NULL: none */
 	unsigned max_clock_skew_ms;   /* each tablet's hybrid clock; 0: tablet default */
 	/* The process's block cache and memtable budget (docdb/store_env.h)
@@ -210,7 +217,9 @@ int manager_create(struct manager *m, const Docraft__CreateTabletRequest *req,
 
 /* Deletes replica id: it disappears from lookups at once, its tablet is
  * closed (pending requests fail with DOCRAFT_ECLOSED), then meta.pb and
- * the directory are removed (threadpool) and cb(arg, 0) runs. A delete of
+ * the directory are removed (threadpool), then its group of the shared Raft
+ * log (raft_log; a synchronous, durable record on the loop), and cb(arg, 0)
+ * runs. A delete of
  * a replica already being deleted waits for that one; of one being created,
  * the create is answered DOCRAFT_ETABLETNOTFOUND and whatever it made is
  * removed. Synchronous errors (cb never called): DOCRAFT_ETABLETNOTFOUND,

@@ -37,10 +37,12 @@
 #include "docdb/store_env.h"
 #include "net/listener.h"
 #include "raft/segfill.h"
+#include "raftlog/raftlog.h"
 #include "server/config.h"
 #include "server/skeleton.h"
 #include "tablet/diskspace.h"
 #include "tserver/heartbeat.h"
+#include "tserver/logmode.h"
 #include "tserver/manager.h"
 #include "tablet/remote_copy.h"
 #include "tserver/service.h"
@@ -56,8 +58,10 @@ struct config {
 	unsigned lease_ms;          /* given: 0 off; not given: 7/10 of election-ms */
 	bool lease_given;
 	unsigned max_inflight;      /* 0: tablet default */
-	unsigned segment_mb;        /* 0: tablet default */
-	bool fill_segments;         /* segfill.h */
+	bool per_tablet_log;        /* --raft-log per-tablet: raft_uv per replica */
+	unsigned log_segment_mb;    /* the shared log's segment size */
+	unsigned segment_mb;        /* per-tablet: 0: tablet default */
+	bool fill_segments;         /* per-tablet: segfill.h */
 	unsigned shutdown_transfer_ms;
 	unsigned max_clock_skew_ms;
 	unsigned block_cache_mb;    /* 0: store_env default */
@@ -88,6 +92,7 @@ static struct {
 	struct store_env *env;  /* every store's cache and memtable budget */
 	struct diskspace disk;  /* the data directory's free-space reserve */
 	bool disk_on;
+	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
 
 	uv_timer_t drain_timer;
@@ -102,6 +107,16 @@ static struct {
 /* ---- flags ----------------------------------------------------------------------------- */
 
 #define SECONDS_MAX (30u * 86400)
+
+/* --raft-log: shared (false at dst) or per-tablet (true). */
+static int set_raft_log(void *dst, const char *name, const char *value, char *errmsg)
+{
+	if (strcmp(value, logmode_name(true)) != 0 && strcmp(value, logmode_name(false)) != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s takes %s or %s, not '%s'", name,
+			       logmode_name(true), logmode_name(false), value);
+	*(bool *)dst = strcmp(value, logmode_name(false)) == 0;
+	return 0;
+}
 
 /* Every flag but --config, --log-level, --help and the peer limits,
  * which server_parse adds (server/skeleton.h).
@@ -126,14 +141,23 @@ static const struct config_flag flags[] = {
 	 .dst = &S.cfg.max_inflight, .min = 1, .max = 1024, .what = "a count",
 	 .help = "Raft entries a tablet leader keeps in flight; writes arriving meanwhile share "
 		 "the next entry (default 1)"},
+	{.name = "raft-log", .arg = "shared|per-tablet", .kind = CONFIG_CALL,
+	 .dst = &S.cfg.per_tablet_log, .set = set_raft_log, .def = "shared",
+	 .help = "where the replicas' Raft logs live: one log of the server in DIR/raftlog "
+		 "(shared), or a raft_uv log per replica (per-tablet); fixed at the data "
+		 "directory's first start (default shared)"},
+	{.name = "raft-log-segment-mb", .arg = "MB", .kind = CONFIG_MB,
+	 .dst = &S.cfg.log_segment_mb, .min = 1, .max = 1024, .def = "64",
+	 .help = "size of the shared Raft log's segment files, written as they fill (1 MiB of "
+		 "zeros ahead), never preallocated whole (default 64)"},
 	{.name = "raft-segment-mb", .arg = "MB", .kind = CONFIG_MB, .dst = &S.cfg.segment_mb,
 	 .min = 1, .max = 1024,
-	 .help = "size of a tablet's Raft log segment files; raft_uv keeps up to three per "
-		 "tablet (default 8)"},
+	 .help = "--raft-log per-tablet only: size of a tablet's Raft log segment files; "
+		 "raft_uv keeps up to three per tablet (default 8)"},
 	{.name = "raft-fill-segments", .arg = "on|off", .kind = CONFIG_BOOL,
 	 .dst = &S.cfg.fill_segments, .def = "on",
-	 .help = "write zeros over each Raft log segment raft_uv prepares, so that appends are "
-		 "overwrites (default on)"},
+	 .help = "--raft-log per-tablet only: write zeros over each Raft log segment raft_uv "
+		 "prepares, so that appends are overwrites (default on)"},
 	{.name = "lease-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.lease_ms,
 	 .given = &S.cfg.lease_given,
 	 .help = "leader lease: reads without a Raft round (default 7/10 of --election-ms, at "
@@ -301,9 +325,33 @@ static void handle_closed(uv_handle_t *h)
 	(void)h;
 }
 
+static void log_closed(struct raftlog *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	server_release(&S.proc);
+}
+
+/* The shared Raft log, once every replica is closed (raftlog_close says
+ * DOCRAFT_EBUSY while one is attached: then it is left to the exit). */
+static void close_log(void)
+{
+	struct raftlog *l = S.log;
+	int rv;
+	if (l == NULL)
+		return;
+	S.log = NULL;
+	server_hold(&S.proc);
+	if ((rv = raftlog_close(l, log_closed, NULL)) != 0) {
+		LOG_ERROR(PROG ": closing the Raft log: %s", docraft_strerror(rv));
+		server_release(&S.proc);
+	}
+}
+
 /* The close chain, one layer after the other: heartbeats (and the rpc
  * client), the RPC server (calls in progress are answered into the void),
- * the tablets, the service, the copy server, the port, the handles. */
+ * the tablets, the shared Raft log, the service, the copy server, the
+ * port, the handles. */
 static void step_heartbeat(struct server *s)
 {
 	(void)s;
@@ -315,6 +363,12 @@ static void step_manager(struct server *s)
 {
 	(void)s;
 	close_manager();
+}
+
+static void step_log(struct server *s)
+{
+	(void)s;
+	close_log();
 }
 
 static void step_service(struct server *s)
@@ -341,7 +395,7 @@ static void step_handles(struct server *s)
 }
 
 static const server_step_fn close_steps[] = {
-	step_heartbeat, server_step_rpc, step_manager, step_service,
+	step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
 	step_copy, server_step_listener, step_handles,
 };
 
@@ -518,9 +572,13 @@ static void lag_cb(uv_timer_t *t)
  * LOCK, LOG, MANIFEST, directories and SST files; RocksDB keeps every SST
  * open) and 2 AIO events (raft_uv's io_setup per segment writer, counted
  * against the system-wide /proc/sys/fs/aio-max-nr). The margins cover SST
- * files a busy store accumulates between compactions. */
+ * files a busy store accumulates between compactions. With the shared
+ * Raft log a replica holds only its store's files and no AIO context
+ * (the log's few descriptors are the process's, in FDS_RESERVED). */
 #define FDS_PER_REPLICA 24u
 #define AIO_PER_REPLICA 4u
+#define FDS_PER_REPLICA_SHARED 18u
+#define AIO_PER_REPLICA_SHARED 0u
 #define FDS_RESERVED 256u /* logs, the listener, copies, RocksDB's own files */
 
 static unsigned long read_proc_ulong(const char *path)
@@ -543,16 +601,17 @@ static unsigned host_limits(void)
 	unsigned long fds = server_raise_nofile(&S.proc);
 	unsigned long sockets, aio_max, aio_used, by_fds, by_aio, n;
 	unsigned max_connections = S.proc.rpc_opts.max_connections;
+	unsigned fds_per = S.cfg.per_tablet_log ? FDS_PER_REPLICA : FDS_PER_REPLICA_SHARED;
+	unsigned aio_per = S.cfg.per_tablet_log ? AIO_PER_REPLICA : AIO_PER_REPLICA_SHARED;
 
 	if (fds == 0)
 		return 0;
 	sockets = max_connections < fds / 4 ? max_connections : fds / 4;
-	by_fds = fds > sockets + FDS_RESERVED ? (fds - sockets - FDS_RESERVED) / FDS_PER_REPLICA
-					      : 0;
+	by_fds = fds > sockets + FDS_RESERVED ? (fds - sockets - FDS_RESERVED) / fds_per : 0;
 	aio_max = read_proc_ulong("/proc/sys/fs/aio-max-nr");
 	aio_used = read_proc_ulong("/proc/sys/fs/aio-nr");
-	by_aio = aio_max == 0 ? by_fds
-	       : aio_max > aio_used ? (aio_max - aio_used) / AIO_PER_REPLICA : 0;
+	by_aio = aio_max == 0 || aio_per == 0 ? by_fds
+	       : aio_max > aio_used ? (aio_max - aio_used) / aio_per : 0;
 	n = by_fds < by_aio ? by_fds : by_aio;
 	if (n > UINT32_MAX)
 		n = UINT32_MAX;
@@ -561,8 +620,7 @@ static unsigned host_limits(void)
 	LOG_INFO(PROG ": can host %lu replicas: open files %lu (%lu kept for up to %lu "
 		 "connections, %u per replica), AIO events %lu of %lu in use system-wide "
 		 "(%u per replica)%s",
-		 n, fds, sockets + FDS_RESERVED, sockets, FDS_PER_REPLICA, aio_used, aio_max,
-		 AIO_PER_REPLICA,
+		 n, fds, sockets + FDS_RESERVED, sockets, fds_per, aio_used, aio_max, aio_per,
 		 S.cfg.max_replicas != 0 ? "; --max-replicas overrides it" : "");
 	if (n < 16)
 		LOG_WARN(PROG ": the limits leave room for only %lu replicas: raise the open "
@@ -571,6 +629,41 @@ static unsigned host_limits(void)
 }
 
 /* ---- start --------------------------------------------------------------------------- */
+
+/* The data directory's Raft log mode (logmode.h), then, in shared mode,
+ * DIR/raftlog: one recovery scan before any replica opens; a corrupt log
+ * (raftlog.h says where) stops the server. */
+static int open_log(void)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE], dir[4200];
+	struct raftlog_options lo;
+	struct raftlog_stats st;
+	uint64_t t0;
+
+	if (logmode_check(S.proc.data, !S.cfg.per_tablet_log, errmsg) != 0) {
+		LOG_ERROR(PROG ": %s", errmsg);
+		return -1;
+	}
+	if (S.cfg.per_tablet_log) {
+		LOG_INFO(PROG ": Raft logs: raft_uv per replica (--raft-log per-tablet)");
+		return 0;
+	}
+	snprintf(dir, sizeof dir, "%s/raftlog", S.proc.data);
+	memset(&lo, 0, sizeof lo);
+	lo.dir = dir;
+	lo.segment_bytes = (size_t)S.cfg.log_segment_mb << 20;
+	t0 = uv_hrtime();
+	if (raftlog_open(&S.proc.loop, &lo, &S.log, errmsg) != 0) {
+		LOG_ERROR(PROG ": the shared Raft log %s: %s", dir, errmsg);
+		return -1;
+	}
+	raftlog_stats(S.log, &st);
+	LOG_INFO(PROG ": shared Raft log %s opened in %" PRIu64 " ms: %" PRIu64 " groups, %"
+		 PRIu64 " segments, %" PRIu64 " MiB (%" PRIu64 " MiB live)", dir,
+		 (uv_hrtime() - t0) / 1000000, st.groups, st.segments, st.disk_bytes >> 20,
+		 st.live_bytes >> 20);
+	return 0;
+}
 
 static int start(void)
 {
@@ -607,12 +700,18 @@ static int start(void)
 
 	if (diskspace_init(&S.disk, &S.proc.loop, S.proc.data, address,
 			   (uint64_t)S.cfg.min_free_disk_mb << 20,
-			   S.cfg.segment_mb != 0 ? (size_t)S.cfg.segment_mb << 20 : TABLET_SEGMENT_BYTES,
+			   S.cfg.per_tablet_log ? DISKSPACE_FLOOR_SEGMENTS
+						: DISKSPACE_SHARED_FLOOR_SEGMENTS,
+			   S.cfg.per_tablet_log ? (S.cfg.segment_mb != 0 ? (size_t)S.cfg.segment_mb << 20
+									 : TABLET_SEGMENT_BYTES)
+						: (size_t)S.cfg.log_segment_mb << 20,
 			   errmsg) != 0) {
 		LOG_ERROR(PROG ": --min-free-disk-mb: %s", errmsg);
 		return -1;
 	}
 	S.disk_on = true;
+	if (open_log() != 0)
+		return -1;
 
 	memset(&mo, 0, sizeof mo);
 	mo.max_replicas = host_limits();
@@ -630,6 +729,7 @@ static int start(void)
 	mo.history_retention_s = S.cfg.history_retention_s;
 	mo.raft_log_memory_bytes = (uint64_t)S.cfg.raft_log_memory_mb << 20;
 	mo.disk = &S.disk;
+	mo.raft_log = S.log;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = !S.cfg.lease_given ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								 : S.cfg.lease_ms;

@@ -24,7 +24,7 @@
 # targets (rebuilt when a source or header is newer).
 set -eu
 
-targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream"
+targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message"
 if [ "${1:-}" = --list ]; then
 	echo "$targets"
 	exit 0
@@ -56,7 +56,8 @@ entry)       sources="tablet/entry.c $docdb_all $common" ;;
 docdb_key)   sources="$docdb_pure $common" ;;
 docdb_value) sources="$docdb_pure $common" ;;
 paging)      sources="$docdb_all $common" ;;
-copy_stream) sources="tablet/copy_proto.c $common" ;;
+copy_stream) sources="tablet/copy_proto.c common/crc32c.c $common" ;;
+raft_message) sources="raft/rwire.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2

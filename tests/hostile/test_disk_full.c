@@ -49,7 +49,8 @@
 #include "cluster.h"
 
 #define TMPFS_SIZE "64m"
-#define RESERVE_MB "16" /* --min-free-disk-mb; the floor: 3 segments of 1 MiB */
+#define RESERVE_MB "16" /* --min-free-disk-mb; the floor: 2 shared log segments (3
+			 * raft_uv ones with --raft-log per-tablet) of 1 MiB */
 #define NROWS_MAX 20000
 #define VALUE_LEN 8192
 #define FULL_WRITES_MS 40000   /* bound of the writes on a full disk */
@@ -70,7 +71,7 @@ static void tserver1_on_tmpfs(void)
 		"cp \"$2/uuid\" \"$1/uuid\" && mkdir -p \"$1/tablets/orphan-1\" && "
 		"echo keep > \"$1/tablets/orphan-1/data\" && shift 2 && exec \"$@\"";
 	char line[512];
-	char *argv[24] = {"/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c",
+	char *argv[32] = {"/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c",
 			  (char *)script, "sh", small, s->dir, C.tserver_exe, "--address", s->addr,
 			  "--data", small, "--masters", C.maddr, NULL};
 	int n = 17, st = 0;
@@ -255,7 +256,9 @@ static void setup(const char *memstore_mb, int timeout_ms, int ntablets)
 	C.tserver_args[3] = memstore_mb;
 	C.tserver_args[4] = "--min-free-disk-mb";
 	C.tserver_args[5] = RESERVE_MB;
-	C.tserver_args[6] = NULL;
+	C.tserver_args[6] = "--raft-log-segment-mb";
+	C.tserver_args[7] = "1";
+	C.tserver_args[8] = NULL;
 	cluster_up("disk-full");
 	tserver1_on_tmpfs();
 	check_orphan_moved();
@@ -450,7 +453,9 @@ TEST(reopen_after_full_start)
 	C.tserver_args[1] = "1";
 	C.tserver_args[2] = "--min-free-disk-mb";
 	C.tserver_args[3] = RESERVE_MB;
-	C.tserver_args[4] = NULL;
+	C.tserver_args[4] = "--raft-log-segment-mb";
+	C.tserver_args[5] = "1";
+	C.tserver_args[6] = NULL;
 	cluster_up("disk-reopen");
 	docraft_client_options_init(&o);
 	o.timeout_ms = 15000;

@@ -12,7 +12,6 @@
  * Every wait drives the loop until a condition holds or a guard timer
  * fires; nothing sleeps. */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,133 +28,8 @@
 #include "raft/transport.h"
 #include "test.h"
 #include "loop.h"
-
-/* ---- driving the loop ---- */
-
-static void start_loop(uv_loop_t *loop)
-{
-	/* Cases write to sockets their peers close (see listener.h). */
-	signal(SIGPIPE, SIG_IGN);
-	CHECK_OK(uv_loop_init(loop));
-}
-
-static void listener_closed_cb(void *arg)
-{
-	*(bool *)arg = true;
-}
-
-static void close_listener(uv_loop_t *loop, struct listener *l)
-{
-	bool done = false;
-	listener_close(l, listener_closed_cb, &done);
-	CHECK(!done); /* never synchronous */
-	CHECK(loop_run_until(loop, loop_flag_is_set, &done, 5000));
-}
-
-/* ---- a raw client ---- */
-
-struct client {
-	uv_tcp_t tcp;
-	uv_connect_t creq;
-	uv_shutdown_t sreq;
-	bool connected;
-	bool connect_failed;
-	bool ended; /* EOF or read error: the server closed us */
-	bool closed;
-	size_t n_received;
-};
-
-static void client_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char sink[4096];
-	(void)h;
-	(void)suggested;
-	buf->base = sink;
-	buf->len = sizeof sink;
-}
-
-static void client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct client *c = s->data;
-	(void)buf;
-	if (nread > 0)
-		c->n_received += (size_t)nread;
-	if (nread < 0) {
-		c->ended = true;
-		uv_read_stop(s);
-	}
-}
-
-static void client_connect_cb(uv_connect_t *req, int status)
-{
-	struct client *c = req->data;
-	if (status != 0) {
-		c->connect_failed = true;
-		return;
-	}
-	c->connected = true;
-	uv_read_start((uv_stream_t *)&c->tcp, client_alloc_cb, client_read_cb);
-}
-
-static bool client_connected(void *p)
-{
-	struct client *c = p;
-	return c->connected || c->connect_failed;
-}
-
-static bool client_ended(void *p)
-{
-	return ((struct client *)p)->ended;
-}
-
-static void client_connect(uv_loop_t *loop, struct client *c, const char *address)
-{
-	struct sockaddr_in addr;
-	memset(c, 0, sizeof *c);
-	CHECK_OK(listener_parse_address(address, &addr, NULL));
-	uv_tcp_init(loop, &c->tcp);
-	c->tcp.data = c;
-	c->creq.data = c;
-	CHECK_OK(uv_tcp_connect(&c->creq, &c->tcp, (struct sockaddr *)&addr, client_connect_cb));
-	CHECK(loop_run_until(loop, client_connected, c, 5000));
-	CHECK(c->connected);
-}
-
-static void write_done_cb(uv_write_t *w, int status)
-{
-	(void)status; /* the server may have closed on us already */
-	free(w);
-}
-
-/* One uv_write of n bytes (copied). */
-static void client_write(struct client *c, const void *p, size_t n)
-{
-	uv_write_t *w = malloc(sizeof *w + n);
-	uv_buf_t buf = uv_buf_init((char *)(w + 1), (unsigned)n);
-	memcpy(w + 1, p, n);
-	CHECK_OK(uv_write(w, (uv_stream_t *)&c->tcp, &buf, 1, write_done_cb));
-}
-
-static void client_shutdown(struct client *c)
-{
-	CHECK_OK(uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, NULL));
-}
-
-static void client_close_cb(uv_handle_t *h)
-{
-	((struct client *)h->data)->closed = true;
-}
-
-static bool client_closed(void *p)
-{
-	return ((struct client *)p)->closed;
-}
-
-static void client_close(uv_loop_t *loop, struct client *c)
-{
-	uv_close((uv_handle_t *)&c->tcp, client_close_cb);
-	CHECK(loop_run_until(loop, client_closed, c, 5000));
-}
+#include "rawclient.h"
+#include "seqfsm.h"
 
 enum reason { MALFORMED, UNROUTABLE, DROPPED, REJECTED };
 
@@ -848,7 +722,6 @@ TEST(transport_connects_refuses_and_cancels)
 /* ---- (c) many groups, one process, one port per server ---- */
 
 #define N_SERVERS 3
-#define MAX_SEQ 1024
 
 struct tablet;
 
@@ -859,11 +732,7 @@ struct replica {
 	struct raft raft;
 	struct raft_io io;
 	struct raft_uv_transport transport;
-	struct raft_fsm fsm;
-	uint8_t seen[MAX_SEQ];
-	unsigned distinct;
-	uint64_t sum;
-	unsigned bad;
+	struct seq_fsm fsm;
 	bool open;
 	bool closing;
 };
@@ -871,9 +740,7 @@ struct replica {
 struct tablet {
 	const char *id;
 	struct replica r[N_SERVERS];
-	uint8_t state[MAX_SEQ]; /* 0 to submit, 1 in flight, 2 acknowledged */
-	unsigned target;        /* seqs [0, target) must be applied everywhere */
-	unsigned n_failed;      /* apply callbacks with an error (resubmitted) */
+	struct seq_load load;
 };
 
 struct cluster {
@@ -884,85 +751,19 @@ struct cluster {
 	struct tablet tabs[2];
 };
 
-struct apply_req {
-	struct raft_apply req;
-	struct tablet *tab;
-	unsigned seq;
-};
-
-static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
-{
-	struct replica *rep = fsm->data;
-	uint64_t seq = 0;
-
-	*result = NULL;
-	if (buf->len != 8) {
-		rep->bad++;
-		return 0;
-	}
-	memcpy(&seq, buf->base, 8);
-	if (seq >= MAX_SEQ) {
-		rep->bad++;
-		return 0;
-	}
-	if (!rep->seen[seq]) {
-		rep->seen[seq] = 1;
-		rep->distinct++;
-		rep->sum += seq;
-	}
-	return 0;
-}
-
-static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
-{
-	struct replica *rep = fsm->data;
-	*bufs = raft_malloc(sizeof **bufs);
-	(*bufs)[0].base = raft_malloc(MAX_SEQ);
-	(*bufs)[0].len = MAX_SEQ;
-	memcpy((*bufs)[0].base, rep->seen, MAX_SEQ);
-	*n = 1;
-	return 0;
-}
-
-static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
-{
-	struct replica *rep = fsm->data;
-	if (buf->len != MAX_SEQ)
-		return RAFT_MALFORMED;
-	memcpy(rep->seen, buf->base, MAX_SEQ);
-	rep->distinct = 0;
-	rep->sum = 0;
-	for (unsigned i = 0; i < MAX_SEQ; i++) {
-		if (rep->seen[i]) {
-			rep->distinct++;
-			rep->sum += i;
-		}
-	}
-	raft_free(buf->base);
-	return 0;
-}
-
 static void replica_open(struct cluster *cl, struct replica *rep)
 {
 	struct raft_configuration conf;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
 
-	memset(rep->seen, 0, sizeof rep->seen);
-	rep->distinct = 0;
-	rep->sum = 0;
-	rep->bad = 0;
+	seq_fsm_reset(&rep->fsm);
 	CHECK_OK_MSG(transport_init(&rep->transport, cl->l[rep->idx], rep->tab->id, errmsg),
 		     errmsg);
 	CHECK_OK(raft_uv_init(&rep->io, &cl->loop, rep->dir, &rep->transport));
 	raft_uv_set_segment_size(&rep->io, 1024 * 1024);
 	raft_uv_set_connect_retry_delay(&rep->io, 200);
-	rep->fsm.version = 1;
-	rep->fsm.data = rep;
-	rep->fsm.apply = fsm_apply;
-	rep->fsm.snapshot = fsm_snapshot;
-	rep->fsm.restore = fsm_restore;
-	rv = raft_init(&rep->raft, &rep->io, &rep->fsm, (raft_id)rep->idx + 1,
+	rv = raft_init(&rep->raft, &rep->io, &rep->fsm.fsm, (raft_id)rep->idx + 1,
 		       cl->address[rep->idx]);
 	CHECK_OK_MSG(rv, raft_errmsg(&rep->raft));
 	rep->raft.data = rep;
@@ -1020,62 +821,17 @@ static bool tablet_has_leader(void *p)
 	return tablet_leader(p) != NULL;
 }
 
-static void apply_cb(struct raft_apply *req, int status, void *result)
-{
-	struct apply_req *a = req->data;
-	(void)result;
-	if (status == 0) {
-		a->tab->state[a->seq] = 2;
-	} else {
-		a->tab->state[a->seq] = 0;
-		a->tab->n_failed++;
-	}
-	free(a);
-}
-
-/* Submits every seq below target not yet in flight, to the leader if any. */
-static void tablet_pump(struct tablet *tab)
+/* Every open replica (all N of them) applied [0, target). */
+static bool tablet_caught_up(struct tablet *tab)
 {
 	struct replica *leader = tablet_leader(tab);
 
-	if (leader == NULL)
-		return;
-	for (unsigned seq = 0; seq < tab->target; seq++) {
-		struct apply_req *a;
-		struct raft_buffer buf;
-		uint64_t v = seq;
-
-		if (tab->state[seq] != 0)
-			continue;
-		a = malloc(sizeof *a);
-		a->req.data = a;
-		a->tab = tab;
-		a->seq = seq;
-		buf.len = 8;
-		buf.base = raft_malloc(8);
-		memcpy(buf.base, &v, 8);
-		if (raft_apply(&leader->raft, &a->req, &buf, 1, apply_cb) != 0) {
-			raft_free(buf.base);
-			free(a);
-			return; /* lost leadership: next time */
-		}
-		tab->state[seq] = 1;
-	}
-}
-
-/* All open replicas (and all N if all_open) applied [0, target). */
-static bool tablet_caught_up(struct tablet *tab)
-{
-	uint64_t want_sum = (uint64_t)tab->target * (tab->target - 1) / 2;
-	tablet_pump(tab);
-	for (unsigned seq = 0; seq < tab->target; seq++)
-		if (tab->state[seq] != 2)
+	seq_load_pump(&tab->load, leader != NULL ? &leader->raft : NULL);
+	if (!seq_load_acked(&tab->load))
+		return false;
+	for (int i = 0; i < N_SERVERS; i++)
+		if (!tab->r[i].open || !seq_fsm_has(&tab->r[i].fsm, tab->load.target))
 			return false;
-	for (int i = 0; i < N_SERVERS; i++) {
-		struct replica *rep = &tab->r[i];
-		if (!rep->open || rep->distinct != tab->target || rep->sum != want_sum)
-			return false;
-	}
 	return true;
 }
 
@@ -1174,9 +930,9 @@ static void check_consistent(struct tablet *tab)
 {
 	for (int i = 0; i < N_SERVERS; i++) {
 		struct replica *rep = &tab->r[i];
-		CHECK_EQ_INT(rep->bad, 0);
-		CHECK_EQ_INT(rep->distinct, tab->target);
-		CHECK_EQ_MEM(rep->seen, MAX_SEQ, tab->r[0].seen, MAX_SEQ);
+		CHECK_EQ_INT(rep->fsm.bad, 0);
+		CHECK_EQ_INT(rep->fsm.distinct, tab->load.target);
+		CHECK_EQ_MEM(rep->fsm.seen, SEQ_MAX, tab->r[0].fsm.seen, SEQ_MAX);
 	}
 }
 
@@ -1208,27 +964,27 @@ TEST(two_tablets_three_servers_one_port_each)
 		  tablet_leader(t1)->idx + 1, tablet_leader(t2)->idx + 1);
 
 	/* 200 entries each, applied by all six replicas. */
-	t1->target = 200;
-	t2->target = 200;
+	t1->load.target = 200;
+	t2->load.target = 200;
 	CHECK(loop_run_until(&cl.loop, t_caught_up, t1, 60000));
 	CHECK(loop_run_until(&cl.loop, t_caught_up, t2, 60000));
 	check_consistent(t1);
 	check_consistent(t2);
 	test_note("200 + 200 applied everywhere after %.2f s (%u + %u retried)",
-		  (double)(uv_hrtime() - t0) / 1e9, t1->n_failed, t2->n_failed);
+		  (double)(uv_hrtime() - t0) / 1e9, t1->load.n_failed, t2->load.n_failed);
 
 	/* Close t1's replica on server 1: its peers' raft_uv reconnect to
 	 * server 1, whose listener now refuses t1 (unroutable) and still
 	 * serves t2. */
 	replica_close(&t1->r[0]);
-	t2->target = 300;
+	t2->load.target = 300;
 	CHECK(loop_run_until(&cl.loop, t2_caught_up_s1_refused_t1, &x, 20000));
 	listener_get_stats(cl.l[0], &st);
 	test_note("server 1 refused %" PRIu64 " t1 connections", st.unroutable);
 
 	/* Close the rest of t1 while t2 keeps applying. */
 	tablet_close(t1);
-	t2->target = 400;
+	t2->load.target = 400;
 	CHECK(loop_run_until(&cl.loop, t1_closed_t2_caught_up, &x, 60000));
 	check_consistent(t2);
 	for (int i = 0; i < N_SERVERS; i++)
@@ -1236,10 +992,10 @@ TEST(two_tablets_three_servers_one_port_each)
 	test_note("t1 closed, t2 at 400 after %.2f s", (double)(uv_hrtime() - t0) / 1e9);
 
 	/* Reopen t1 from its directories: it elects, replays, takes more. */
-	memset(t1->state, 0, sizeof t1->state);
+	memset(t1->load.state, 0, sizeof t1->load.state);
 	for (unsigned seq = 0; seq < 200; seq++)
-		t1->state[seq] = 2; /* committed before the restart */
-	t1->target = 250;
+		t1->load.state[seq] = 2; /* committed before the restart */
+	t1->load.target = 250;
 	tablet_open(&cl, t1);
 	CHECK(loop_run_until(&cl.loop, tablet_has_leader, t1, 20000));
 	CHECK(loop_run_until(&cl.loop, t_caught_up, t1, 60000));
@@ -1247,7 +1003,7 @@ TEST(two_tablets_three_servers_one_port_each)
 	for (int i = 0; i < N_SERVERS; i++)
 		CHECK(raft_last_index(&t1->r[i].raft) >= 251); /* config + 200 + 50 */
 	/* t2 was not disturbed. */
-	t2->target = 450;
+	t2->load.target = 450;
 	CHECK(loop_run_until(&cl.loop, t_caught_up, t2, 60000));
 	check_consistent(t2);
 	test_note("t1 reopened at 250, t2 at 450 after %.2f s", (double)(uv_hrtime() - t0) / 1e9);

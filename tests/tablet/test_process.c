@@ -1,5 +1,12 @@
 /* Real-process tests: three (or four) tnode processes on loopback, one tablet
- * replica each, real raft_uv and real RocksDB; nodes are killed with SIGKILL.
+ * replica each, real Raft logs and real RocksDB; nodes are killed with
+ * SIGKILL.
+ *
+ * Raft log: each case says which (tnode --raft-log): kill_all_and_restart
+ * runs on per-tablet raft_uv logs, the others on the shared log (one per
+ * tnode in <dir>/raftlog), so the default suite exercises both without
+ * running twice. TNODE_RAFT_LOG=shared or per-tablet runs every case on
+ * that one.
  *
  *   kill_leader_mid_stream       the leader dies with writes in flight: a new
  *                                leader within a few election timeouts, every
@@ -69,6 +76,7 @@ static struct {
 	int port;
 	int nodes;       /* slots in use */
 	unsigned snap_threshold, snap_trailing;
+	const char *raft_log;  /* tnode --raft-log: shared or per-tablet */
 	struct tnode n[NN];
 } C;
 
@@ -399,6 +407,8 @@ static void node_start(int k)
 	argv[a++] = th;
 	argv[a++] = "--snapshot-trailing";
 	argv[a++] = tr;
+	argv[a++] = "--raft-log";
+	argv[a++] = (char *)C.raft_log;
 	if (n->bootstrap)
 		argv[a++] = "--bootstrap";
 	argv[a] = NULL;
@@ -479,9 +489,12 @@ static void on_fatal_signal(int sig)
 	proc_die_of_signal(sig, C.active ? C.base : NULL);
 }
 
-static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned trailing)
+/* raft_log: the case's Raft log (see the top), unless TNODE_RAFT_LOG says. */
+static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned trailing,
+		       const char *raft_log)
 {
 	const char *logdir = getenv("TNODE_LOG_DIR");
+	const char *forced = getenv("TNODE_RAFT_LOG");
 	cluster_cleanup(true); /* the previous case failed */
 	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	memset(C.n, 0, sizeof C.n);
@@ -494,6 +507,8 @@ static void cluster_up(const char *tag, int nodes, unsigned threshold, unsigned 
 	C.nodes = NN;
 	C.snap_threshold = threshold;
 	C.snap_trailing = trailing;
+	C.raft_log = forced != NULL && *forced != '\0' ? forced : raft_log;
+	test_note("Raft log: %s", C.raft_log);
 	for (int k = 0; k < NN; k++) {
 		struct tnode *n = &C.n[k];
 		n->id = k + 1;
@@ -731,7 +746,7 @@ TEST(kill_leader_mid_stream)
 	uint64_t t_kill, t_new, old_term, pairs;
 	int l, nl;
 
-	cluster_up("proc-kill-leader", 3, 1000, 500);
+	cluster_up("proc-kill-leader", 3, 1000, 500, "shared");
 	l = leader_must(0, 20 * ELECTION_MS);
 	status_must(l, &st);
 	old_term = st.term;
@@ -792,7 +807,7 @@ TEST(kill_all_and_restart)
 	bool flushed_some = false;
 
 	/* A small threshold: snapshots flush part of the data before the kill. */
-	cluster_up("proc-kill-all", 3, 128, 64);
+	cluster_up("proc-kill-all", 3, 128, 64, "per-tablet");
 	w = writer_new(B_WRITES, 2, "b", 64);
 	writer_run(w, 120000);
 	wait_converged(60000);
@@ -918,7 +933,7 @@ TEST(follower_catches_up_by_copy)
 	uint64_t pairs, total;
 	int l, f;
 
-	cluster_up("proc-copy", 3, 1000, 500);
+	cluster_up("proc-copy", 3, 1000, 500, "shared");
 	l = leader_must(0, 20 * ELECTION_MS);
 	status_must(l, &st);
 	f = (l + 1) % 3;
@@ -951,7 +966,7 @@ TEST(new_replica_catches_up)
 	uint64_t pairs, total, end, t0;
 	int l;
 
-	cluster_up("proc-add", 3, 200, 100);
+	cluster_up("proc-add", 3, 200, 100, "shared");
 	w = write_until_truncated(D_WRITES, 4, "d", 32, 0, false, &total);
 	wait_converged(60000);
 

@@ -1,9 +1,15 @@
-/* Tablet replicas on real raft_uv over loopback, in one process and one
+/* Tablet replicas on real Raft logs over loopback, in one process and one
  * loop: three servers (listeners on 127.0.0.1/.2/.3), one tablet with a
  * replica on each. Writes through the leader, linearizable reads, retried
  * writes applied once, restarts that replay only what was not flushed,
  * leadership transfer with writes in flight, and conditional writes
- * (compare-and-set) decided at apply on every replica. */
+ * (compare-and-set) decided at apply on every replica.
+ *
+ * Raft log: each server has a shared log (raftlog.h) in <tmp>/logI, as a
+ * tserver does, except in the cases about raft_uv's own files
+ * (writes_reads_and_retries, segments_are_written), which run on
+ * per-tablet raft_uv logs; TABLET_RAFT_LOG=shared or per-tablet runs every
+ * case on that one. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 #include "docdb/reader.h"
 #include "net/listener.h"
 #include "raft/segfill.h"
+#include "raftlog/raftlog.h"
 #include "tablet/remote_copy.h"
 #include "tablet/tablet.h"
 #include "test.h"
@@ -38,7 +45,9 @@ struct node {
 	struct listener *l;
 	struct copy_server cs;
 	struct tablet *t;
+	struct raftlog *log;   /* the server's shared log, NULL: per-tablet */
 	char dir[300];
+	char logdir[300];
 	char addr[32];
 };
 
@@ -59,6 +68,8 @@ static unsigned election_ms = 500;
 static size_t segment_bytes = 256u << 10;
 /* Raft log memory share of the replicas node_open opens (0: none). */
 static uint64_t log_memory_bytes;
+/* The next cluster_up's servers have no shared log: a raft_uv per replica. */
+static bool per_tablet_log;
 
 /* Bytes of node i's raft log files named open-* (raft_uv pre-allocates each
  * to the segment size), or 0 with none. */
@@ -98,6 +109,7 @@ static void node_open(int i, bool bootstrap)
 	o.snapshot_threshold = 64;
 	o.snapshot_trailing = 32;
 	o.segment_bytes = segment_bytes;
+	o.raft_log = C.n[i].log;
 	o.log_memory_bytes = log_memory_bytes;
 	o.store.schema = store_schema;
 	CHECK_OK_MSG(tablet_open(&C.loop, &o, &C.n[i].t, C.errmsg), C.errmsg);
@@ -111,6 +123,45 @@ static void node_open(int i, bool bootstrap)
 	CHECK_OK_MSG(tablet_start(C.n[i].t, C.errmsg), C.errmsg);
 }
 
+/* Opens server i's shared log (cluster_up's mode; none when per-tablet). */
+static void log_open(int i)
+{
+	const char *mode = getenv("TABLET_RAFT_LOG");
+	bool per_tablet = mode != NULL && *mode != '\0' ? strcmp(mode, "per-tablet") == 0
+							: per_tablet_log;
+	struct raftlog_options lo = {.dir = C.n[i].logdir,
+				     .segment_bytes = RAFTLOG_SEGMENT_BYTES};
+	C.n[i].log = NULL;
+	if (!per_tablet)
+		CHECK_OK_MSG(raftlog_open(&C.loop, &lo, &C.n[i].log, C.errmsg), C.errmsg);
+}
+
+/* Runs the loop until *count reaches want (a close callback counts). */
+static void run_until_count(const int *count, int want)
+{
+	for (int k = 0; k < 10000 && *count < want; k++)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	CHECK_EQ_INT(*count, want);
+}
+
+static int logs_closed;
+static void log_closed(struct raftlog *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	logs_closed++;
+}
+
+/* Closes server i's shared log, if any (its tablet closed). */
+static void log_close(int i)
+{
+	if (C.n[i].log == NULL)
+		return;
+	CHECK_OK(raftlog_close(C.n[i].log, log_closed, NULL));
+	run_until_count(&logs_closed, logs_closed + 1);
+	C.n[i].log = NULL;
+}
+
 static void cluster_up(const char *tag)
 {
 	memset(&C, 0, sizeof C);
@@ -121,7 +172,9 @@ static void cluster_up(const char *tag)
 	for (int i = 0; i < N; i++) {
 		snprintf(C.n[i].addr, sizeof C.n[i].addr, "127.0.0.%d:%d", i + 1, C.port);
 		snprintf(C.n[i].dir, sizeof C.n[i].dir, "%s/n%d", C.base, i + 1);
+		snprintf(C.n[i].logdir, sizeof C.n[i].logdir, "%s/log%d", C.base, i + 1);
 		CHECK_OK_MSG(listener_open(&C.loop, C.n[i].addr, &C.n[i].l, C.errmsg), C.errmsg);
+		log_open(i);
 		CHECK_OK_MSG(copy_server_init(&C.n[i].cs, &C.loop, C.n[i].l, C.errmsg), C.errmsg);
 	}
 	for (int i = 0; i < N; i++)
@@ -138,11 +191,8 @@ static void on_closed(struct tablet *t, void *arg)
 
 static void node_close(int i)
 {
-	int before = closed_count;
 	tablet_close(C.n[i].t, on_closed, NULL);
-	for (int k = 0; k < 10000 && closed_count == before; k++)
-		uv_run(&C.loop, UV_RUN_ONCE);
-	CHECK(closed_count == before + 1);
+	run_until_count(&closed_count, closed_count + 1);
 	C.n[i].t = NULL;
 }
 
@@ -164,6 +214,9 @@ static void cluster_down(void)
 	for (int i = 0; i < N; i++)
 		if (C.n[i].t != NULL)
 			node_close(i);
+	for (int i = 0; i < N; i++)
+		log_close(i);
+	per_tablet_log = false;
 	cs_closed = 0;
 	for (int i = 0; i < N; i++)
 		copy_server_close(&C.n[i].cs, copy_server_closed);
@@ -379,8 +432,17 @@ TEST(writes_reads_and_retries)
 	CHECK_EQ_U64(tablet_leader(C.n[f].t, &hint), (uint64_t)(l + 1));
 	CHECK_EQ_STR(hint, C.n[l].addr);
 
-	/* The log's segments have the configured size. */
-	CHECK_EQ_U64((uint64_t)open_segment_size(l), (uint64_t)segment_bytes);
+	if (C.n[l].log == NULL) {
+		/* raft_uv's segments have the configured size. */
+		CHECK_EQ_U64((uint64_t)open_segment_size(l), (uint64_t)segment_bytes);
+	} else {
+		/* The shared log holds the group and served its appends. */
+		struct raftlog_stats ls;
+		raftlog_stats(C.n[l].log, &ls);
+		CHECK_EQ_U64(ls.groups, 1);
+		CHECK(ls.appends > 0 && ls.batches > 0 && ls.segments >= 1);
+		CHECK(raftlog_group_exists(C.n[l].log, "tab1"));
+	}
 
 	for (int i = 0; i < NW; i++)
 		batch_free(&ws[i].b);
@@ -442,6 +504,7 @@ TEST(segments_are_written)
 	int fd;
 
 	CHECK_MSG(segfill_active(), "the test executable does not export posix_fallocate");
+	per_tablet_log = true; /* raft_uv's files */
 	cluster_up("tablet-uv-segfill");
 	/* Off, posix_fallocate is glibc's: on ext4 or xfs the blocks stay
 	 * unwritten, which is what the checks below must see through. */
@@ -722,8 +785,12 @@ TEST(restart_replays_only_unflushed)
 		tablet_get_status(C.n[i].t, &st);
 		unflushed[i] = st.applied_index;
 	}
-	for (int i = 0; i < N; i++)
+	/* As a server restarts: its shared log is reopened (recovered) too. */
+	for (int i = 0; i < N; i++) {
 		node_close(i);
+		log_close(i);
+		log_open(i);
+	}
 	for (int i = 0; i < N; i++) {
 		node_open(i, false);
 		struct tablet_status st;

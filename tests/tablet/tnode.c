@@ -4,10 +4,13 @@
  *   tnode --id N --address IP:PORT --dir DIR --peers "1=IP:PORT,2=..."
  *         [--bootstrap] [--tablets K] [--heartbeat-ms MS] [--election-ms MS]
  *         [--snapshot-threshold N] [--snapshot-trailing N]
+ *         [--raft-log shared|per-tablet]
  *
  * One process = one server: a listener on --address carrying the Raft (and
  * checkpoint copy) traffic of tablets "tab1".."tabK" (default K = 1), each a
- * replica with raft id --id and data under DIR/tabI. --bootstrap writes the
+ * replica with raft id --id and data under DIR/tabI. Their Raft logs are
+ * groups of one shared log in DIR/raftlog (raftlog.h; the default, as in
+ * the tserver), or with --raft-log per-tablet each a raft_uv in DIR/tabI/raft. --bootstrap writes the
  * initial configuration (every peer a voter; harmless on a restart); without
  * it the replica waits to be added by a leader.
  *
@@ -71,6 +74,7 @@
 #include "docdb/key.h"
 #include "docdb/store.h"
 #include "net/listener.h"
+#include "raftlog/raftlog.h"
 #include "tablet/tablet.h"
 #include "tablet/remote_copy.h"
 
@@ -97,6 +101,7 @@ struct opts {
 	unsigned election_ms;
 	unsigned snapshot_threshold;
 	unsigned snapshot_trailing;
+	bool per_tablet_log;
 };
 
 static struct {
@@ -105,6 +110,7 @@ static struct {
 	struct listener *l;
 	struct copy_server copy; /* serves checkpoint copies of our tablets */
 	bool copy_on;
+	struct raftlog *log;     /* DIR/raftlog; NULL with --raft-log per-tablet */
 	struct tab tabs[MAX_TABLETS];
 	int ntabs;
 	int open_tabs;
@@ -592,14 +598,32 @@ static void copy_closed(struct copy_server *cs)
 	close_rest();
 }
 
+static void log_closed(struct raftlog *l, void *arg);
+
 static void tablets_closed(void)
 {
+	if (S.log != NULL) {
+		struct raftlog *l = S.log;
+		int rv;
+		S.log = NULL;
+		if ((rv = raftlog_close(l, log_closed, NULL)) == 0)
+			return;
+		LOG_ERROR("tnode: raftlog_close: %s", docraft_strerror(rv));
+		S.exit_code = 1;
+	}
 	if (S.copy_on) {
 		S.copy_on = false;
 		copy_server_close(&S.copy, copy_closed);
 		return;
 	}
 	close_rest();
+}
+
+static void log_closed(struct raftlog *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	tablets_closed();
 }
 
 static void tablet_closed(struct tablet *t, void *arg)
@@ -767,7 +791,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: tnode --id N --address IP:PORT --dir DIR --peers \"1=IP:PORT,...\"\n"
 		"             [--bootstrap] [--tablets K] [--heartbeat-ms MS] [--election-ms MS]\n"
-		"             [--snapshot-threshold N] [--snapshot-trailing N]\n");
+		"             [--snapshot-threshold N] [--snapshot-trailing N]\n"
+		"             [--raft-log shared|per-tablet]\n");
 	exit(2);
 }
 
@@ -817,6 +842,10 @@ static void parse_args(int argc, char **argv)
 			o->snapshot_threshold = (unsigned)num_arg(k, v);
 		else if (strcmp(k, "--snapshot-trailing") == 0)
 			o->snapshot_trailing = (unsigned)num_arg(k, v);
+		else if (strcmp(k, "--raft-log") == 0 && strcmp(v, "per-tablet") == 0)
+			o->per_tablet_log = true;
+		else if (strcmp(k, "--raft-log") == 0 && strcmp(v, "shared") == 0)
+			o->per_tablet_log = false;
 		else
 			usage();
 	}
@@ -868,6 +897,7 @@ static int open_tablets(void)
 		o.address = S.o.address;
 		o.listener = S.l;
 		o.copy = &S.copy;
+		o.raft_log = S.log;
 		if (S.o.heartbeat_ms)
 			o.heartbeat_ms = S.o.heartbeat_ms;
 		if (S.o.election_ms)
@@ -933,6 +963,18 @@ int main(int argc, char **argv)
 		goto run;
 	}
 	S.copy_on = true;
+	if (!S.o.per_tablet_log) {
+		char dir[4200];
+		struct raftlog_options lo = {.dir = dir, .segment_bytes = RAFTLOG_SEGMENT_BYTES};
+		snprintf(dir, sizeof dir, "%s/raftlog", S.o.dir);
+		if (raftlog_open(&S.loop, &lo, &S.log, errmsg) != 0) {
+			LOG_ERROR("tnode: raftlog_open %s: %s", dir, errmsg);
+			S.exit_code = 1;
+			S.quitting = true;
+			tablets_closed();
+			goto run;
+		}
+	}
 	if (open_tablets() != 0) {
 		S.exit_code = 1;
 		shutdown_all();

@@ -20,24 +20,31 @@
  *                           election timeout); the stopped server restarts,
  *                           reopens its replica from meta.pb and catches up
  *   membership_and_delete   CHANGE_CONFIG removes a replica, DELETE_TABLET
- *                           removes its files, a new replica (join) is
- *                           created and added and catches up
+ *                           removes its files and its group of the shared
+ *                           Raft log, a new replica (join) of the same id
+ *                           is created and added and catches up
  *   heartbeats_to_a_fake_master  two master stand-ins in the test: the first
  *                           answers NOT_LEADER with the second's address, which
  *                           gets the heartbeats (uuid, address, reports) and
  *                           instructs: create a replica (reported leader),
  *                           delete it (gone, files removed)
- *   flags_and_config        --help, a missing flag, a config file
+ *   flags_and_config        --help, a missing flag, bad values, a config
+ *                           file, the other --raft-log on a data directory
  *   memtable_budget_and_delete_off_the_loop  a write load over a 4 MiB
  *                           memtable budget and deletes of replicas with
  *                           large memtables keep loop turns < 1 s; every
  *                           acknowledged write reads back
+ *   corrupt_raft_log_stops_the_server  a gap in the shared Raft log's
+ *                           segments: the server does not start and says
+ *                           which file
  *
  * Each server's stderr goes to <tmp>/nK.log, or to $TSERVER_LOG_DIR/<case>-nK.log
  * (kept) when that is set; the tail of every log is shown when a case fails.
  * TSERVER names the executable (meson sets it). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -1291,6 +1298,10 @@ TEST(membership_and_delete)
 	CHECK_MSG(rv == 0, "delete: %d %s", rv, r.message);
 	snprintf(path, sizeof path, "%s/tablets/%s", C.n[victim].dir, TABLET);
 	CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s still exists", path);
+	/* Its Raft state left the shared log too: the replica created below
+	 * under the same id starts from an empty log. */
+	CHECK(file_contains(C.n[victim].log,
+			    "its group of the shared Raft log is removed (replica deleted)"));
 	CHECK(!tablet_status(victim, TABLET, &rep, &status));
 	CHECK_EQ_INT(status, DOCRAFT_ETABLETNOTFOUND);
 	CHECK_EQ_INT(call(victim, DOCRAFT__METHOD__TSERVER_DELETE_TABLET, &del.base, &r),
@@ -1678,6 +1689,21 @@ TEST(heartbeats_to_a_fake_master)
 	cluster_down();
 }
 
+/* docraft-tserver --NAME VALUE (p: a proc slot) exits 2, logging want. */
+static void bad_flag(struct proc *p, const char *name, const char *value, const char *want)
+{
+	char flag[64];
+	int st = 0;
+	snprintf(flag, sizeof flag, "--%s", name);
+	char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
+			flag, (char *)value, NULL};
+	CHECK_OK(proc_spawn(p, argv, C.n[0].log));
+	CHECK(proc_wait(p, 10000, &st));
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "--%s %s: status 0x%x", name, value, st);
+	CHECK_MSG(file_contains(C.n[0].log, want), "--%s %s: no \"%s\" in the log", name, value,
+		  want);
+}
+
 TEST(flags_and_config)
 {
 	static struct proc p; /* listed by proc.c until reaped */
@@ -1701,22 +1727,10 @@ TEST(flags_and_config)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[0].log, "--data is required"));
 	}
-	{
-		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
-				(char *)"--raft-segment-mb", (char *)"0", NULL};
-		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
-		CHECK(proc_wait(&p, 10000, &st));
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-		CHECK(file_contains(C.n[0].log, "raft-segment-mb: '0' is not a size in MiB"));
-	}
-	{
-		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data", C.base,
-				(char *)"--raft-fill-segments", (char *)"maybe", NULL};
-		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
-		CHECK(proc_wait(&p, 10000, &st));
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-		CHECK(file_contains(C.n[0].log, "raft-fill-segments takes on or off, not 'maybe'"));
-	}
+	bad_flag(&p, "raft-segment-mb", "0", "raft-segment-mb: '0' is not a size in MiB");
+	bad_flag(&p, "raft-fill-segments", "maybe",
+		 "raft-fill-segments takes on or off, not 'maybe'");
+	bad_flag(&p, "raft-log", "maybe", "raft-log takes shared or per-tablet, not 'maybe'");
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
@@ -1749,10 +1763,66 @@ TEST(flags_and_config)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 		CHECK(file_contains(C.n[1].log, "unknown option 'no-such-flag'"));
 	}
+	/* The data directory was made with the shared log (the default): the
+	 * other mode is refused before anything is opened. */
+	{
+		char want[512];
+		char *argv[] = {C.exe, (char *)"--address", C.n[1].addr, (char *)"--data", data,
+				(char *)"--raft-log", (char *)"per-tablet", NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[1].log));
+		CHECK(proc_wait(&p, 15000, &st));
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status 0x%x", st);
+		snprintf(want, sizeof want, "%s was made with the shared Raft log and this server "
+			 "was started with --raft-log per-tablet", data);
+		CHECK(file_contains(C.n[1].log, want));
+	}
+	cluster_down();
+}
+
+/* The shared Raft log is checked before any replica opens: a segment file
+ * missing from the sequence (here: one past a gap) is corruption, and the
+ * server stops with the log's message naming the file. (The data directory
+ * recorded its mode, shared, at the first start.) */
+TEST(corrupt_raft_log_stops_the_server)
+{
+	static struct proc p; /* listed by proc.c until reaped */
+	char dir[400], path[500], want[1200];
+	unsigned long long last = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd, st = 0;
+
+	cluster_up("tserver-corrupt-log", false);
+	node_start(0);
+	node_stop(0, 15000);
+	snprintf(path, sizeof path, "%s/raft-log-mode", C.n[0].dir);
+	CHECK(file_contains(path, "shared"));
+	snprintf(dir, sizeof dir, "%s/raftlog", C.n[0].dir);
+	CHECK((d = opendir(dir)) != NULL);
+	while ((e = readdir(d)) != NULL) {
+		unsigned long long seq;
+		if (sscanf(e->d_name, "%16llu.seg", &seq) == 1 && seq > last)
+			last = seq;
+	}
+	closedir(d);
+	CHECK_MSG(last > 0, "no segment in %s", dir);
+	snprintf(path, sizeof path, "%s/%016llu.seg", dir, last + 2);
+	CHECK((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)) >= 0);
+	close(fd);
+	{
+		char *argv[] = {C.exe, (char *)"--address", C.n[0].addr, (char *)"--data",
+				C.n[0].dir, NULL};
+		CHECK_OK(proc_spawn(&p, argv, C.n[0].log));
+		CHECK(proc_wait(&p, 15000, &st));
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status 0x%x", st);
+		snprintf(want, sizeof want, "the shared Raft log %s: raftlog: %s: segment %llu is "
+			 "missing", dir, path, last + 1);
+		CHECK_MSG(file_contains(C.n[0].log, want), "no \"%s\" in the log", want);
+	}
 	cluster_down();
 }
 
 TEST_MAIN(T(seeds_through_rpc), T(leadership_and_restart), T(membership_and_delete),
 	  T(creates_off_the_loop_and_races),
 	  T(heartbeats_to_a_fake_master), T(flags_and_config),
-	  T(memtable_budget_and_delete_off_the_loop))
+	  T(memtable_budget_and_delete_off_the_loop), T(corrupt_raft_log_stops_the_server))
