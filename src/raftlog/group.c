@@ -45,6 +45,8 @@ struct raftlog_group *rl_group_new(struct raftlog *l, uint32_t id, const char *n
 struct raftlog_group *rl_group_get(struct raftlog *l, const char *name)
 {
 	struct raftlog_group *g = rl_group_find(l, name);
+	if (g == NULL && l->next_id > RL_GROUP_ID_MAX)
+		return NULL;
 	return g != NULL ? g : rl_group_new(l, l->next_id, name, strlen(name));
 }
 

@@ -123,7 +123,7 @@ struct raftlog {
 	size_t nsegs, segcap;
 	struct raftlog_group **groups;
 	size_t ngroups, gcap;
-	uint32_t next_id;
+	uint32_t next_id;        /* never reused; at most RL_GROUP_ID_MAX */
 	uint64_t durable_seq;    /* seq of the last durable batch */
 	struct rl_batch *pending, *inflight;
 	struct rl_op *ready, **ready_tail; /* callbacks to fire, in order */
@@ -156,7 +156,8 @@ struct raftlog {
 
 /* The group named name, or NULL (removed groups are not found). */
 struct raftlog_group *rl_group_find(struct raftlog *l, const char *name);
-/* Finds or creates (empty) the group. */
+/* Finds or creates (empty) the group; NULL once RL_GROUP_ID_MAX ids were
+ * issued. */
 struct raftlog_group *rl_group_get(struct raftlog *l, const char *name);
 /* A new op of group g (g may be NULL for none) appended to the pending batch;
  * its record is the bytes the caller appends to rl_pending_buf() right

@@ -526,6 +526,10 @@ int raftlog_io_init(struct raftlog_io *x, struct raftlog *l, const char *name,
 	if (l->closing)
 		return err_set(errmsg, DOCRAFT_ECLOSED, "raftlog: closing");
 	struct raftlog_group *g = rl_group_get(l, name);
+	if (g == NULL)
+		return err_set(errmsg, DOCRAFT_EBUSY, "raftlog %s: all %u group ids were "
+			       "issued, none is left for %s: move this server's replicas to a "
+			       "fresh data directory", l->dir, RL_GROUP_ID_MAX, name);
 	if (g->io != NULL)
 		return err_set(errmsg, DOCRAFT_EBUSY, "raftlog: group %s already attached", name);
 	memset(x, 0, sizeof *x);

@@ -22,6 +22,10 @@
 #define RL_REC_HDR 12u             /* record header bytes */
 #define RL_ENTRY_HDR 16u           /* per-entry header inside ENTRIES */
 #define RL_NAME_MAX 64u
+/* Group ids are issued 1, 2, ... and never reused; recovery indexes groups
+ * by id in an array, so an id read from disk above this bound is
+ * corruption, not an allocation (16 M replicas created on one server). */
+#define RL_GROUP_ID_MAX (1u << 24)
 #define RL_BATCH_MAX (1u << 30)    /* largest batch payload accepted on decode */
 
 enum rl_rec_type {

@@ -66,6 +66,8 @@ static int scan_corrupt(struct scan *sc, uint64_t off, const char *what)
 /* Applies one decoded record at file offset off. */
 static int scan_record(struct scan *sc, const struct rl_rec *r, uint64_t off)
 {
+	if (r->group == 0 || r->group > RL_GROUP_ID_MAX)
+		return scan_corrupt(sc, off, "group id out of range");
 	struct raftlog_group *g = scan_group(sc, r->group);
 	struct rl_loc loc = {sc->seg, off};
 	if (g->removed && r->type != RL_REC_REMOVE)

@@ -897,6 +897,50 @@ TEST(crc_error_in_a_non_last_segment_is_corruption)
 	fx_done(&f);
 }
 
+/* A batch with a valid CRC (as a crafted file or a buggy writer would
+ * leave) whose record names group id 0xffffffff: recovery indexes groups by
+ * id, so this must be corruption, not a 32 GiB array. */
+TEST(group_id_out_of_range_is_corruption)
+{
+	struct fx f;
+	struct raftlog_io x;
+	fx_init_attached(&f, 0, &x, "g");
+	append_wait(&f, &x, 1, "e", 1, 32);
+	raftlog_io_release(&x);
+	fx_close_log(&f);
+	char path[512];
+	last_segment(f.dir, path, sizeof path);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	off_t end = file_size(path);
+	/* The last batch's seq: walk the batches after the segment header. */
+	uint8_t *p = xmalloc((size_t)end);
+	CHECK_EQ_INT(pread(fd, p, (size_t)end, 0), (int)end);
+	uint64_t off = RL_SEG_HDR, seq = 0;
+	uint32_t len;
+	while (off < (uint64_t)end && rl_batch_check(p + off, (size_t)end - off, &len, &seq) == 0)
+		off += RL_BATCH_HDR + len;
+	CHECK_EQ_U64(off, (uint64_t)end);
+	free(p);
+	struct buf b;
+	buf_init(&b);
+	uint8_t hdr[RL_BATCH_HDR] = {0};
+	buf_append(&b, hdr, sizeof hdr);
+	rl_enc_term_vote(&b, UINT32_MAX, 7, 0);
+	rl_batch_seal(b.data, (uint32_t)(b.len - RL_BATCH_HDR), seq + 1);
+	CHECK_EQ_INT(pwrite(fd, b.data, b.len, end), (int)b.len);
+	close(fd);
+	buf_free(&b);
+	char errmsg[DOCRAFT_ERRMSG_SIZE] = "";
+	struct raftlog_options o = {.dir = f.dir};
+	struct raftlog *l = (struct raftlog *)1;
+	CHECK_EQ_INT(raftlog_open(&f.loop, &o, &l, errmsg), DOCRAFT_ECORRUPT);
+	CHECK(l == NULL);
+	test_note("%s", errmsg);
+	CHECK(strstr(errmsg, "group id out of range") != NULL);
+	fx_done(&f);
+}
+
 /* ---- measurement (no assertion on time) ---- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -1392,7 +1436,8 @@ TEST_MAIN(T(records_round_trip), T(append_and_reopen_return_identical_entries),
 	  T(failed_write_fails_the_batch_and_the_next_append_restarts),
 	  T(stale_bytes_of_a_failed_write_never_read_back),
 	  T(gc_removes_unneeded_segments_and_rewrites_idle_groups), T(torn_tail_is_cut),
-	  T(zero_window_ends_the_log), T(crc_error_in_a_non_last_segment_is_corruption), T(measure_group_commit),
+	  T(zero_window_ends_the_log), T(crc_error_in_a_non_last_segment_is_corruption),
+	 T(group_id_out_of_range_is_corruption), T(measure_group_commit),
 	  T(three_real_raft_instances_elect_apply_reopen),
 	  T(real_raft_follower_write_failure_restart_catches_up),
 	  T(real_raft_snapshots_install_and_restart))
