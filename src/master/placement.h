@@ -36,6 +36,9 @@ int placement_check_rf(uint32_t rf, char *errmsg);
 /* A live tablet server that may receive replicas. */
 struct placement_server {
 	uint32_t load; /* replicas it hosts now */
+	uint32_t zone; /* zone index (master/policy.h policy_zone_index); issue 15: a
+			* tablet's replicas go to distinct zones when the servers
+			* span at least rf zones */
 };
 
 /* Places n_tablets tablets of rf replicas on the n_servers live servers
