@@ -20,10 +20,11 @@
  *       commits a newer value; it is never answered. Fails if a read were
  *       answered without a barrier (it would return the old value).
  *   group_commit_shares_next_entry  max_inflight 1: nine writes arriving
- *       while one entry is in flight go into ONE next entry (2 entries, 10
- *       writes), each acknowledged only once applied on the leader and
- *       applied on every replica after commit. Fails if writes were not
- *       batched or were acknowledged before applying.
+ *       over three loop turns while one entry is in flight go into ONE next
+ *       entry (2 entries, 10 writes), each acknowledged only once applied on
+ *       the leader and applied on every replica after commit. Fails if the
+ *       in-flight cap were ignored (4 entries: checked by breaking it) or a
+ *       write were acknowledged before it applied.
  *   leader_change_acked_survives_inflight_once  an acknowledged write
  *       survives a depose; a write in flight at the depose is answered
  *       DOCRAFT_ELEADERLOST, the next leader commits it, and a retry with the
@@ -31,6 +32,12 @@
  *       table: every replica keeps the first value. Fails if the retry
  *       applied again (the second value would win) or the acked write was
  *       lost.
+ *   leader_change_lost_inflight_retried_once  the other outcome: a write
+ *       proposed by a leader already cut off never commits; answered
+ *       DOCRAFT_ELEADERLOST, retried at the new leader with the same id, it
+ *       applies once; healed, the old leader drops its copy and every store
+ *       is byte-identical. Fails if the old leader applied its uncommitted
+ *       entry or the retry were refused.
  *   slow_follower_keeps_apply_order  a follower's disk at 70 ms, the other
  *       follower's messages at 45 ms, four entries in flight: after every
  *       step every replica's "seq" key only grows, every write is
@@ -504,8 +511,12 @@ TEST(group_commit_shares_next_entry)
 		struct entries_arg e = {l, st0.entries + 1};
 		CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
 	}
-	CHECK(!ws[0].done); /* in flight: a majority has not stored it yet */
+	/* Three each turn for three turns (steps), all while w0 is in flight:
+	 * without the in-flight cap each turn would propose its own entry. */
 	for (int i = 1; i < 10; i++) {
+		if (i > 1 && i % 3 == 1)
+			raft_fixture_step(&TF.f);
+		CHECK(!ws[0].done); /* in flight: a majority has not stored it yet */
 		w_init(&ws[i], 2, (uint64_t)i + 1, keys[i], 100 + i);
 		w_submit(&ws[i], l);
 	}
@@ -580,6 +591,48 @@ TEST(leader_change_acked_survives_inflight_once)
 		CHECK_EQ_INT(v_on(i, "b"), 10);
 	batch_free(&b.b);
 	batch_free(&again.b);
+	tablet_fixture_down(&TF);
+}
+
+/* The other outcome: a write proposed by a leader already cut off never
+ * commits; answered DOCRAFT_ELEADERLOST, retried with the same id (another
+ * value) at the new leader, it applies there once, and after the partition
+ * heals the old leader drops its own copy of the entry: every store ends
+ * byte-identical with the retry's value. */
+TEST(leader_change_lost_inflight_retried_once)
+{
+	struct tablet_options o;
+	struct buf d0 = BUF_INIT, d = BUF_INIT;
+	struct w b, again;
+	unsigned l, m;
+
+	options(&o, TABLET_LEASE_AUTO, 1);
+	tablet_fixture_up(&TF, NS, &o);
+	l = ready_leader();
+	write_acked(l, 3, 1, "a", 1);
+	isolate(l);
+	w_init(&b, 9, 1, "b", 10);
+	w_submit(&b, l);
+	m = other_ready_leader(l);
+	CHECK(tablet_fixture_step_until(&TF, w_done, &b, 5000));
+	CHECK_EQ_INT(b.status, DOCRAFT_ELEADERLOST);
+	w_init(&again, 9, 1, "b", 99);
+	w_submit(&again, m);
+	CHECK(tablet_fixture_step_until(&TF, w_done, &again, 5000));
+	CHECK_EQ_INT(again.status, 0);
+	heal(l);
+	all_apply_what(m);
+	store_dump(tablet_store(TF.t[m]), &d0);
+	for (unsigned i = 0; i < NS; i++) {
+		CHECK_EQ_INT(v_on(i, "a"), 1);
+		CHECK_EQ_INT(v_on(i, "b"), 99);
+		store_dump(tablet_store(TF.t[i]), &d);
+		CHECK_EQ_MEM(d.data, d.len, d0.data, d0.len);
+	}
+	batch_free(&b.b);
+	batch_free(&again.b);
+	buf_free(&d0);
+	buf_free(&d);
 	tablet_fixture_down(&TF);
 }
 
@@ -660,4 +713,4 @@ TEST(slow_follower_keeps_apply_order)
 
 TEST_MAIN(T(lease_outlives_no_new_leader), T(barrier_read_on_deposed_leader),
 	  T(group_commit_shares_next_entry), T(leader_change_acked_survives_inflight_once),
-	  T(slow_follower_keeps_apply_order))
+	  T(leader_change_lost_inflight_retried_once), T(slow_follower_keeps_apply_order))
