@@ -232,6 +232,17 @@ static bool r_done(struct tablet_fixture *tf, void *arg)
 	return ((struct r *)arg)->done;
 }
 
+/* A read of key at replica i: answered (and confirmed) with want. */
+static void read_sees(unsigned i, const char *key, int64_t want)
+{
+	struct r rd;
+	r_submit(&rd, i, key);
+	CHECK(tablet_fixture_step_until(&TF, r_done, &rd, 1000));
+	CHECK_EQ_INT(rd.status, 0);
+	CHECK(rd.confirmed);
+	CHECK_EQ_INT(rd.v, want);
+}
+
 /* ---- leadership ------------------------------------------------------------- */
 
 static bool has_ready_leader(struct tablet_fixture *tf, void *arg)
@@ -305,6 +316,19 @@ static void all_apply_what(unsigned l)
 	CHECK(tablet_fixture_step_until(&TF, all_applied, &a, 5000));
 }
 
+/* Opens the replicas, waits for a ready leader, writes a = 1 through it
+ * (client 1, seq 1) and returns it. */
+static unsigned up_with_a(unsigned lease_ms, unsigned max_inflight)
+{
+	struct tablet_options o;
+	unsigned l;
+	options(&o, lease_ms, max_inflight);
+	tablet_fixture_up(&TF, NS, &o);
+	l = ready_leader();
+	write_acked(l, 1, 1, "a", 1);
+	return l;
+}
+
 /* ---- leases ------------------------------------------------------------------ */
 
 /* What the hook watches while the old leader is cut off. */
@@ -358,24 +382,16 @@ static bool old_read_failed_and_new_leader(struct tablet_fixture *tf, void *arg)
 
 TEST(lease_outlives_no_new_leader)
 {
-	struct tablet_options o;
+	const unsigned election_ms = 1000; /* options() */
 	struct tablet_status st0, st;
 	unsigned l, m;
 	struct r rd;
 	uint64_t part_ms;
 
-	options(&o, 700, 1);
-	tablet_fixture_up(&TF, NS, &o);
-	l = ready_leader();
-	write_acked(l, 1, 1, "a", 1);
-
+	l = up_with_a(700, 1);
 	/* Under the lease: answered without a barrier. */
 	st0 = status_of(l);
-	r_submit(&rd, l, "a");
-	CHECK(tablet_fixture_step_until(&TF, r_done, &rd, 1000));
-	CHECK_EQ_INT(rd.status, 0);
-	CHECK(rd.confirmed);
-	CHECK_EQ_INT(rd.v, 1);
+	read_sees(l, "a", 1);
 	st = status_of(l);
 	CHECK_EQ_U64(st.lease_reads, st0.lease_reads + 1);
 	CHECK_EQ_U64(st.barrier_reads, st0.barrier_reads);
@@ -401,7 +417,7 @@ TEST(lease_outlives_no_new_leader)
 	/* The argument of tablet.h: the entry that gave the lease was proposed at
 	 * lease_end - 700 ms; nobody votes for election_ms after receiving it. */
 	CHECK(LW.new_leader_ms >= LW.lease_end_ms);
-	CHECK(LW.new_leader_ms >= LW.lease_end_ms - 700 + o.election_ms);
+	CHECK(LW.new_leader_ms >= LW.lease_end_ms - 700 + election_ms);
 	CHECK(LW.last_ok_ms < LW.new_leader_ms);
 
 	/* The new side serves a newer value; the old leader never does. */
@@ -421,22 +437,14 @@ TEST(lease_outlives_no_new_leader)
 
 TEST(barrier_read_on_deposed_leader)
 {
-	struct tablet_options o;
 	struct tablet_status st0, st;
 	unsigned l, m;
-	struct r rd, cut;
+	struct r cut;
 	struct w w2;
 
-	options(&o, 0, 1);
-	tablet_fixture_up(&TF, NS, &o);
-	l = ready_leader();
-	write_acked(l, 1, 1, "a", 1);
-
+	l = up_with_a(0, 1);
 	st0 = status_of(l);
-	r_submit(&rd, l, "a");
-	CHECK(tablet_fixture_step_until(&TF, r_done, &rd, 1000));
-	CHECK_EQ_INT(rd.status, 0);
-	CHECK_EQ_INT(rd.v, 1);
+	read_sees(l, "a", 1);
 	st = status_of(l);
 	CHECK_EQ_U64(st.barrier_reads, st0.barrier_reads + 1);
 	CHECK_EQ_U64(st.lease_reads, 0);
@@ -460,10 +468,7 @@ TEST(barrier_read_on_deposed_leader)
 	heal(l);
 	all_apply_what(m);
 	CHECK_EQ_INT(v_on(l, "a"), 2);
-	r_submit(&rd, m, "a");
-	CHECK(tablet_fixture_step_until(&TF, r_done, &rd, 1000));
-	CHECK_EQ_INT(rd.status, 0);
-	CHECK_EQ_INT(rd.v, 2);
+	read_sees(m, "a", 2);
 	tablet_fixture_down(&TF);
 }
 
@@ -545,15 +550,11 @@ TEST(group_commit_shares_next_entry)
 
 TEST(leader_change_acked_survives_inflight_once)
 {
-	struct tablet_options o;
 	struct tablet_status st0;
 	struct w b, again;
 	unsigned l, m;
 
-	options(&o, TABLET_LEASE_AUTO, 1);
-	tablet_fixture_up(&TF, NS, &o);
-	l = ready_leader();
-	write_acked(l, 3, 1, "a", 1);
+	l = up_with_a(TABLET_LEASE_AUTO, 1);
 
 	/* b goes out to the followers, whose answers the depose drops. */
 	st0 = status_of(l);
@@ -601,15 +602,11 @@ TEST(leader_change_acked_survives_inflight_once)
  * byte-identical with the retry's value. */
 TEST(leader_change_lost_inflight_retried_once)
 {
-	struct tablet_options o;
 	struct buf d0 = BUF_INIT, d = BUF_INIT;
 	struct w b, again;
 	unsigned l, m;
 
-	options(&o, TABLET_LEASE_AUTO, 1);
-	tablet_fixture_up(&TF, NS, &o);
-	l = ready_leader();
-	write_acked(l, 3, 1, "a", 1);
+	l = up_with_a(TABLET_LEASE_AUTO, 1);
 	isolate(l);
 	w_init(&b, 9, 1, "b", 10);
 	w_submit(&b, l);
