@@ -34,8 +34,10 @@
  * leases (tablet_raft_host.clock_ns: raft_fixture_time in ns, the same
  * clock as the election timers the lease argument relies on), rio's vote
  * quiet period (inner io time) and the hybrid clocks (hlc_clock_us:
- * TF_EPOCH_US + virtual time). What stays on the loop's real time is only
- * what these tests never reach: a FAILED replica's recovery backoff and
+ * TF_EPOCH_US + virtual time), and through them the retry table's window
+ * (retry_ttl_us counts entries' hybrid times). What stays on the loop's
+ * real time is only what these tests never reach: a FAILED replica's
+ * recovery backoff, a checkpoint copy's retry delay (both uv timers) and
  * raft_uv's writer wait (per-tablet only). The fixture's io has no
  * threadpool: open clears the fsm's snapshot_async, so a snapshot flushes
  * RocksDB synchronously in fsm.c (as tests/tablet/test_tablet_fixture.c
