@@ -13,7 +13,9 @@
  *       lease ends, and the other side elects a leader only after it has
  *       ended (exact virtual times noted). Fails if the lease ran on any
  *       clock but raft's (it would outlast the partition), if lease_ms
- *       reached the election timeout, or if a lease read saw stale data.
+ *       reached the election timeout, or if a lease read saw stale data
+ *       (on CLOCK_BOOTTIME the old leader still served at 3030 ms, after
+ *       the new leader's election at 2460 ms).
  *   barrier_read_on_deposed_leader  lease_ms 0: every read waits for a
  *       barrier; a read given to a leader just cut off fails
  *       (DOCRAFT_ENOTLEADER) while the other side elects a leader and
@@ -30,8 +32,9 @@
  *       DOCRAFT_ELEADERLOST, the next leader commits it, and a retry with the
  *       same (client, seq) but ANOTHER value is answered from the retry
  *       table: every replica keeps the first value. Fails if the retry
- *       applied again (the second value would win) or the acked write was
- *       lost.
+ *       applied again (the second value would win; with both retry checks,
+ *       the leader's and the fsm's, switched off the process aborts on
+ *       retry.c's invariant) or the acked write was lost.
  *   leader_change_lost_inflight_retried_once  the other outcome: a write
  *       proposed by a leader already cut off never commits; answered
  *       DOCRAFT_ELEADERLOST, retried at the new leader with the same id, it
@@ -42,7 +45,8 @@
  *       follower's messages at 45 ms, four entries in flight: after every
  *       step every replica's "seq" key only grows, every write is
  *       acknowledged in order, and the stores end byte-identical. Fails if
- *       any replica applied out of order or missed an entry. */
+ *       any replica applied out of order or missed an entry (followers
+ *       skipping one apply: the dumps differ). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
