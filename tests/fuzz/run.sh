@@ -20,8 +20,7 @@
 #   FUZZ_CC       the compiler (default clang)
 # Exits 77 (meson: skipped) when clang or libFuzzer is missing; a crash
 # exits 1 (-error_exitcode: libFuzzer's default, 77, would read as skipped).
-# A crash
-# leaves its input in <build dir> (crash-*; replay: <build dir>/fuzz_<target>
+# A crash leaves its input in <build dir> (crash-*; replay: <build dir>/fuzz_<target>
 # <file>). Objects are compiled once into <build dir>/obj and shared by the
 # targets (rebuilt when a source or header is newer).
 set -eu
