@@ -190,15 +190,15 @@ static int split_args(struct resp_parser *p, const char *s, size_t n)
 		while (!fin) {
 			char c = i < n ? s[i] : '\0';
 			char next = i + 1 < n ? s[i + 1] : '\0';
-			if (inq) {
-				if (c == '\\' && next == 'x' && i + 3 < n &&
+			if (inq || insq) {
+				if (inq && c == '\\' && next == 'x' && i + 3 < n &&
 				    hexval((unsigned char)s[i + 2]) >= 0 &&
 				    hexval((unsigned char)s[i + 3]) >= 0) {
 					buf_push(&p->scratch,
 						 (uint8_t)(hexval((unsigned char)s[i + 2]) * 16 +
 							   hexval((unsigned char)s[i + 3])));
 					i += 3;
-				} else if (c == '\\' && next != '\0') {
+				} else if (inq && c == '\\' && next != '\0') {
 					i++;
 					switch (next) {
 					case 'n': c = '\n'; break;
@@ -209,26 +209,16 @@ static int split_args(struct resp_parser *p, const char *s, size_t n)
 					default: c = next; break;
 					}
 					buf_push(&p->scratch, (uint8_t)c);
-				} else if (c == '"') {
+				} else if (insq && c == '\\' && next == '\'') {
+					i++;
+					buf_push(&p->scratch, '\'');
+				} else if (c == (inq ? '"' : '\'')) {
 					/* a closing quote is followed by a blank or the end */
 					if (next != '\0' && !blank((unsigned char)next))
 						return -1;
 					fin = 1;
 				} else if (c == '\0') {
-					return -1;
-				} else {
-					buf_push(&p->scratch, (uint8_t)c);
-				}
-			} else if (insq) {
-				if (c == '\\' && next == '\'') {
-					i++;
-					buf_push(&p->scratch, '\'');
-				} else if (c == '\'') {
-					if (next != '\0' && !blank((unsigned char)next))
-						return -1;
-					fin = 1;
-				} else if (c == '\0') {
-					return -1;
+					return -1; /* unterminated quotes */
 				} else {
 					buf_push(&p->scratch, (uint8_t)c);
 				}
