@@ -139,7 +139,7 @@ static const struct config_flag flags[] = {
 	{.name = "redis-address", .arg = "IP:PORT|off", .kind = CONFIG_STRING,
 	 .dst = S.redis_address, .cap = sizeof S.redis_address,
 	 .help = "Redis protocol port (default: IP:6379 with the IP of --address, left off "
-		 "when taken; off: none)"},
+		 "when taken; :PORT: that IP; off: none)"},
 	{.name = "heartbeat-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.heartbeat_ms,
 	 .min = 1, .help = "heartbeat period to the master (default 1000)"},
 	{.name = "election-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.election_ms,
@@ -693,7 +693,8 @@ static int start(void)
 	}
 	S.copy_on = true;
 	/* issue 17: the Redis protocol port */
-	if (tserver_redis_start(&S.redis, &S.proc.loop, S.redis_address, address, errmsg) != 0) {
+	if (tserver_redis_start(&S.redis, &S.proc.loop, S.redis_address, address,
+				(const char *const *)S.masters, S.n_masters, errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
 		return -1;
 	}
