@@ -52,7 +52,8 @@ static void parse_stream(const char *in, size_t n, size_t step, const struct res
 	while (fed < n || out->last == RESP_REQUEST) {
 		size_t more = step == 0 ? n - fed : (n - fed < step ? n - fed : step);
 		char *nb = malloc(have + more + 1);
-		memcpy(nb, buf, have);
+		if (have > 0)
+			memcpy(nb, buf, have);
 		memcpy(nb + have, in + fed, more);
 		free(buf);
 		buf = nb;
