@@ -90,7 +90,7 @@ check "wrong arity" "ERR wrong number of arguments for 'echo' command" "$("${R[@
 check "wrong arity of a subcommand" "ERR wrong number of arguments for 'config|get' command" \
 	"$("${R[@]}" CONFIG GET)"
 check "CONFIG GET: empty" "" "$("${R[@]}" CONFIG GET save)"
-check "COMMAND COUNT" "7" "$("${R[@]}" COMMAND COUNT)"
+check "COMMAND COUNT: 7 of the server, GET and SET" "9" "$("${R[@]}" COMMAND COUNT)"
 # one connection: the name stays with it
 check "CLIENT SETNAME / GETNAME" "$(printf 'OK\nme')" \
 	"$(printf 'CLIENT SETNAME me\nCLIENT GETNAME\n' | "${R[@]}")"
@@ -114,7 +114,7 @@ check "too big inline request closes" "-ERR Protocol error: too big inline reque
 	"$(raw "$big")"
 
 # pipelines: raw, both forms mixed, and redis-cli --pipe
-check "a raw pipeline keeps its order" "+PONG|\$2|hi|+OK|:7|+PONG|\$-1|" \
+check "a raw pipeline keeps its order" "+PONG|\$2|hi|+OK|:9|+PONG|\$-1|" \
 	"$(raw "$(hex 'PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nSELECT 1\nCOMMAND COUNT\r\n*1\r\n$4\r\nPING\r\nCLIENT GETNAME\r\n')" | sed 's/<closed>//')"
 pipe_out=$(python3 -c '
 import sys
@@ -191,6 +191,9 @@ for mode in off default; do
 	else
 		if grep -q "redis: Redis protocol on $ip:6379" "$ts.log"; then
 			check "default: $ip:6379" "PONG" "$(redis-cli -h "$ip" -p 6379 PING)"
+			check "without masters, no data commands" \
+				"ERR this tserver has no masters: no data commands" \
+				"$(redis-cli -h "$ip" -p 6379 GET k)"
 		elif grep -q "the Redis protocol port stays off" "$ts.log"; then
 			ok "default: $ip:6379 taken, the tserver runs without it"
 		else
