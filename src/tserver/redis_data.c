@@ -204,6 +204,15 @@ static int build_op(struct cmd *x, const docraft_value *expected)
 	return 0;
 }
 
+/* Sends x->op; set_done replies. */
+static void submit_write(struct cmd *x)
+{
+	int rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1,
+				     DOCRAFT_TTL_DEFAULT, set_done);
+	if (rv != 0)
+		submit_failed(x, rv);
+}
+
 static void set_write(struct cmd *x)
 {
 	int rv;
@@ -212,10 +221,7 @@ static void set_write(struct cmd *x)
 		fail(x, rv, docraft_errmsg());
 		return;
 	}
-	rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1, DOCRAFT_TTL_DEFAULT,
-				 set_done);
-	if (rv != 0)
-		submit_failed(x, rv);
+	submit_write(x);
 }
 
 static void xx_got(docraft_req *req)
@@ -248,10 +254,7 @@ static void xx_got(docraft_req *req)
 		fail(x, rv, docraft_errmsg());
 		return;
 	}
-	rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1, DOCRAFT_TTL_DEFAULT,
-				 set_done);
-	if (rv != 0)
-		submit_failed(x, rv);
+	submit_write(x);
 }
 
 static void xx_read(struct cmd *x)

@@ -21,26 +21,14 @@ if ! command -v redis-cli >/dev/null; then
 	exit 0
 fi
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-	n=$((n + 1))
-	failed=1
-	echo "not ok $n - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-}
-# check DESC WANT GOT
-check() {
-	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "want: $(printf %q "$2")" "got:  $(printf %q "$3")"; fi
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 
 extra_pids=()
 finish() {
 	local rc=$?
 	for p in "${extra_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	[ "$failed" -ne 0 ] && rc=1
+	[ "$FAILED" -ne 0 ] && rc=1
 	cluster_down "$rc"
 }
 trap finish EXIT
@@ -130,7 +118,7 @@ esac
 python3 - "$pr" >"$CLUSTER_BASE/flood.out" 2>&1 <<'PY' &
 import os, random, socket, sys, time
 port = int(sys.argv[1])
-end = time.time() + 6
+end = time.time() + 3
 conns = 0
 while time.time() < end:
     try:
@@ -205,4 +193,4 @@ for mode in off default; do
 	check "--redis-address $mode: SIGTERM stops it cleanly" "0" "$?"
 done
 
-echo "1..$n"
+echo "1..$TAP_N"

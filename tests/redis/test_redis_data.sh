@@ -19,22 +19,11 @@ if ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null;
 	exit 0
 fi
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-	n=$((n + 1))
-	failed=1
-	echo "not ok $n - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-}
-check() {
-	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "want: $(printf %q "$2")" "got:  $(printf %q "$3")"; fi
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 finish() {
 	local rc=$?
-	[ "$failed" -ne 0 ] && rc=1
+	[ "$FAILED" -ne 0 ] && rc=1
 	cluster_down "$rc"
 }
 trap finish EXIT
@@ -147,4 +136,4 @@ else
 		"$(tail -n 3 "$CLUSTER_BASE/writer.err")"
 fi
 
-echo "1..$n"
+echo "1..$TAP_N"

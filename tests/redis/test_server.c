@@ -197,17 +197,25 @@ static void expect_eof(int fd)
 	CHECK_EQ_INT(recv(fd, &c, 1, 0), 0);
 }
 
+/* The server with the default options (tweaked by tweak when not NULL)
+ * and one client connected to it. */
+static int serve(struct fixture *f, void (*tweak)(struct redis_server_options *o))
+{
+	struct redis_server_options o;
+
+	redis_server_options_default(&o);
+	if (tweak != NULL)
+		tweak(&o);
+	start(f, &o);
+	return client(f->port);
+}
+
 /* ---- cases ---- */
 
 TEST(pipeline_keeps_order_across_async_commands)
 {
-	struct redis_server_options o;
 	struct fixture f;
-	int fd;
-
-	redis_server_options_default(&o);
-	start(&f, &o);
-	fd = client(f.port);
+	int fd = serve(&f, NULL);
 	/* the slow ones finish in the opposite order of their start */
 	SEND(fd, "SLOW a 50\r\n*2\r\n$4\r\nECHO\r\n$1\r\nb\r\nSLOW c 1\r\nPING\r\nslow d 0\r\n");
 	expect(fd, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+PONG\r\n$1\r\nd\r\n");
@@ -220,13 +228,8 @@ TEST(pipeline_keeps_order_across_async_commands)
 
 TEST(command_errors)
 {
-	struct redis_server_options o;
 	struct fixture f;
-	int fd;
-
-	redis_server_options_default(&o);
-	start(&f, &o);
-	fd = client(f.port);
+	int fd = serve(&f, NULL);
 	SEND(fd, "foo a b\r\nget\r\necho\r\nping a b\r\nclient\r\nclient foo\r\nconfig get\r\n"
 		 "client setname\r\ncommand bar\r\n");
 	expect(fd, "-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n"
@@ -265,13 +268,8 @@ TEST(command_errors)
 
 TEST(protocol_error_replies_then_closes)
 {
-	struct redis_server_options o;
 	struct fixture f;
-	int fd;
-
-	redis_server_options_default(&o);
-	start(&f, &o);
-	fd = client(f.port);
+	int fd = serve(&f, NULL);
 	SEND(fd, "PING\r\n*1\r\n$4\r\nPING\r\n*x\r\nPING\r\n");
 	expect(fd, "+PONG\r\n+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n");
 	expect_eof(fd);
@@ -289,20 +287,21 @@ TEST(protocol_error_replies_then_closes)
 	stop(&f);
 }
 
+static void queue_1mib(struct redis_server_options *o)
+{
+	o->max_queued_bytes = 1u << 20;
+}
+
 /* Replies nobody reads stop the reading of requests. */
 TEST(back_pressure)
 {
-	struct redis_server_options o;
 	struct fixture f;
 	struct buf req = BUF_INIT;
 	const int n = 400; /* 100 MiB of replies */
 	int fd, seen;
 
-	redis_server_options_default(&o);
-	o.max_queued_bytes = 1u << 20;
-	start(&f, &o);
 	atomic_store(&big_runs, 0);
-	fd = client(f.port);
+	fd = serve(&f, queue_1mib);
 	for (int i = 0; i < n; i++)
 		buf_append(&req, "BIG\r\n", 5);
 	send_all(fd, req.data, req.len); /* 2 KB: the socket takes it all */
@@ -333,17 +332,18 @@ TEST(back_pressure)
 	stop(&f);
 }
 
+static void two_clients_idle_300ms(struct redis_server_options *o)
+{
+	o->max_clients = 2;
+	o->idle_timeout_ms = 300;
+}
+
 TEST(client_limit_and_idle_timeout)
 {
-	struct redis_server_options o;
 	struct fixture f;
 	int a, b, c;
 
-	redis_server_options_default(&o);
-	o.max_clients = 2;
-	o.idle_timeout_ms = 300;
-	start(&f, &o);
-	a = client(f.port);
+	a = serve(&f, two_clients_idle_300ms);
 	b = client(f.port);
 	SEND(a, "PING\r\n");
 	expect(a, "+PONG\r\n");
@@ -361,17 +361,18 @@ TEST(client_limit_and_idle_timeout)
 	stop(&f);
 }
 
+static void query_1000(struct redis_server_options *o)
+{
+	o->max_query_bytes = 1000;
+}
+
 TEST(request_size_limit)
 {
-	struct redis_server_options o;
 	struct fixture f;
 	char big[2048];
 	int fd;
 
-	redis_server_options_default(&o);
-	o.max_query_bytes = 1000;
-	start(&f, &o);
-	fd = client(f.port);
+	fd = serve(&f, query_1000);
 	SEND(fd, "*2\r\n$4\r\nECHO\r\n$1500\r\n");
 	memset(big, 'v', sizeof big);
 	send_all(fd, big, 1200);
@@ -395,13 +396,8 @@ TEST(request_size_limit)
  * goes, the command still completes, and only then is the server gone. */
 TEST(close_with_command_in_progress)
 {
-	struct redis_server_options o;
 	struct fixture f;
-	int fd;
-
-	redis_server_options_default(&o);
-	start(&f, &o);
-	fd = client(f.port);
+	int fd = serve(&f, NULL);
 	SEND(fd, "SLOW a 300\r\n");
 	while (atomic_load(&slow_pending) == 0)
 		sleep_ms(5);
