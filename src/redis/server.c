@@ -180,6 +180,25 @@ static int cmd_config_get(struct redis_conn *c, uint32_t argc, const struct resp
 	return REDIS_DONE;
 }
 
+/* INFO [section...]: the sections clients look at, whatever is asked.
+ * redis_version says which Redis the protocol and errors follow. */
+static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	struct buf b = BUF_INIT;
+	const char *port = strrchr(c->s->address, ':');
+
+	(void)argc;
+	(void)argv;
+	buf_printf(&b,
+		   "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+		   "docraft:1\r\ntcp_port:%s\r\n\r\n"
+		   "# Clients\r\nconnected_clients:%" PRIu32 "\r\nmaxclients:%" PRIu32 "\r\n",
+		   port != NULL ? port + 1 : "", c->s->n_conns, c->s->o.max_clients);
+	resp_bulk(&c->out, b.data, b.len);
+	buf_free(&b);
+	return REDIS_DONE;
+}
+
 static int cmd_command(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
 static int cmd_command_count(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
 static int cmd_command_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
@@ -216,6 +235,7 @@ static const struct redis_command builtins[] = {
 	 N(command_subs)},
 	{"config", -2, 0, 0, 0, 0, NULL, config_subs, N(config_subs)},
 	{"echo", 2, FLAGS_CONN, 0, 0, 0, cmd_echo, NULL, 0},
+	{"info", -1, REDIS_CMD_LOADING | REDIS_CMD_STALE, 0, 0, 0, cmd_info, NULL, 0},
 	{"ping", -1, REDIS_CMD_FAST, 0, 0, 0, cmd_ping, NULL, 0},
 	{"quit", -1, FLAGS_CONN, 0, 0, 0, cmd_quit, NULL, 0},
 	{"select", 2, FLAGS_CONN, 0, 0, 0, cmd_select, NULL, 0},
@@ -578,8 +598,11 @@ static size_t queued(const struct redis_conn *c)
 
 static void want_read(struct redis_conn *c)
 {
-	bool want = !c->pending && !c->eof && !c->close_after && !c->closing &&
-		    queued(c) < c->s->o.max_queued_bytes;
+	bool want;
+
+	if (c->closing)
+		return;
+	want = !c->pending && !c->eof && !c->close_after && queued(c) < c->s->o.max_queued_bytes;
 
 	if (want && !c->reading) {
 		if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) {

@@ -15,7 +15,7 @@
  * with Redis's arity rule (n > 0: exactly n words, the name included;
  * n < 0: at least -n) and Redis's error texts for an unknown command, an
  * unknown subcommand and a wrong arity. The server has the commands that
- * need no storage (PING ECHO QUIT SELECT COMMAND CLIENT CONFIG); the layer
+ * need no storage (PING ECHO QUIT SELECT INFO COMMAND CLIENT CONFIG); the layer
  * above adds its own (the data commands) through the options.
  *
  * Threading: everything runs on the loop's thread; no function may be

@@ -258,7 +258,7 @@ TEST(command_errors)
 	SEND(fd, "CLIENT SETNAME \"a b\"\r\nCLIENT GETNAME\r\nCLIENT SETNAME me\r\n"
 		 "client getname\r\nCONFIG GET *\r\nCOMMAND COUNT\r\nECHO \"\"\r\n");
 	expect(fd, "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
-		   "$-1\r\n+OK\r\n$2\r\nme\r\n*0\r\n:9\r\n$0\r\n\r\n");
+		   "$-1\r\n+OK\r\n$2\r\nme\r\n*0\r\n:10\r\n$0\r\n\r\n");
 	SEND(fd, "QUIT\r\nPING\r\n");
 	expect(fd, "+OK\r\n");
 	expect_eof(fd);
