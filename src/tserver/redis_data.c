@@ -11,6 +11,10 @@
  *        at most XX_ATTEMPTS times. The client's conditions only say
  *        "equals" or "has no value", so "exists" is this read and compare.
  *   SET ... NX: one write with "v has no value" (ECONDITION: null reply).
+ *   EXISTS k...: a get per key, one after the other, counting.
+ *   DEL k...: per key, a get, then (present) a delete on condition that v
+ *        is still what was read (changed: read again, as XX), counting
+ *        the deletes that applied: Redis's count of keys removed.
  * Arguments (argv) stay valid until redis_conn_complete (server.h); the
  * op copies what it needs anyway. Errors of the cluster are replied as
  * "-ERR docraft: <reason>"; the command's own errors are Redis's texts. */
@@ -25,7 +29,9 @@
 
 #define XX_ATTEMPTS 8
 
-enum { SET_ANY, SET_NX, SET_XX };
+/* what a struct cmd does beyond its name: SET's condition, or which of
+ * EXISTS and DEL it is */
+enum { SET_ANY, SET_NX, SET_XX, MULTI_EXISTS, MULTI_DEL };
 
 struct cmd {
 	docraft_req req;
@@ -39,6 +45,10 @@ struct cmd {
 	int64_t ttl_ms; /* 0: no expiry */
 	int cond;
 	int attempts;
+	/* EXISTS, DEL: the keys argv[1..argc), the one at idx, the count */
+	uint32_t argc, idx;
+	const struct resp_arg *argv;
+	long long count;
 	bool created; /* the table was created once already */
 };
 
@@ -316,7 +326,118 @@ static int cmd_set(struct redis_conn *c, uint32_t argc, const struct resp_arg *a
 	return REDIS_ASYNC;
 }
 
+/* ---- EXISTS, DEL ---- */
+
+static void multi_next(struct cmd *x);
+
+static void multi_key_done(struct cmd *x)
+{
+	x->idx++;
+	x->attempts = 0;
+	multi_next(x);
+}
+
+static void del_done(docraft_req *req)
+{
+	struct cmd *x = req->data;
+
+	if (req->status == 0) {
+		x->count++;
+		multi_key_done(x);
+	} else if (req->status == DOCRAFT_ECONDITION && x->attempts < XX_ATTEMPTS) {
+		multi_next(x); /* changed since read: read it again */
+	} else {
+		fail(x, req->status, req->errmsg);
+	}
+}
+
+static void multi_got(docraft_req *req)
+{
+	struct cmd *x = req->data;
+	docraft_value v;
+	int rv;
+
+	if (req->status == DOCRAFT_ETABLENOTFOUND) { /* no key of this database */
+		x->idx = x->argc;
+		multi_next(x);
+		return;
+	}
+	if (req->status != 0) {
+		fail(x, req->status, req->errmsg);
+		return;
+	}
+	v = docraft_result_value(req->result, 0, 1);
+	if (docraft_result_nrows(req->result) == 0 || v.type != DOCRAFT_TYPE_BLOB) {
+		docraft_result_free(req->result);
+		multi_key_done(x);
+		return;
+	}
+	if (x->cond == MULTI_EXISTS) {
+		docraft_result_free(req->result);
+		x->count++;
+		multi_key_done(x);
+		return;
+	}
+	docraft_op_free(x->op);
+	x->op = NULL;
+	if ((rv = docraft_op_delete_row(&x->key, 1, &x->op)) == 0)
+		rv = docraft_op_if(x->op, "v", &v); /* copies v */
+	docraft_result_free(req->result);
+	if (rv != 0) {
+		fail(x, rv, docraft_errmsg());
+		return;
+	}
+	rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1,
+				 DOCRAFT_TTL_DEFAULT, del_done);
+	if (rv != 0)
+		submit_failed(x, rv);
+}
+
+/* Reads the key at idx, or replies the count once every key is done. */
+static void multi_next(struct cmd *x)
+{
+	int rv;
+
+	if (x->idx == x->argc) {
+		resp_int(redis_conn_out(x->c), x->count);
+		finish(x);
+		return;
+	}
+	x->attempts++;
+	x->key = docraft_value_blob(x->argv[x->idx].p, x->argv[x->idx].n);
+	rv = docraft_get_async(x->d->client, &x->req, x->table, &x->key, 1, 0, multi_got);
+	if (rv != 0)
+		submit_failed(x, rv);
+}
+
+static int multi(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv, int kind)
+{
+	struct cmd *x;
+
+	if (no_client(c))
+		return REDIS_DONE;
+	x = cmd_new(c, &argv[1]);
+	x->cond = kind;
+	x->argc = argc;
+	x->argv = argv;
+	x->idx = 1;
+	multi_next(x);
+	return REDIS_ASYNC;
+}
+
+static int cmd_exists(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	return multi(c, argc, argv, MULTI_EXISTS);
+}
+
+static int cmd_del(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	return multi(c, argc, argv, MULTI_DEL);
+}
+
 const struct redis_command redis_data_commands[] = {
+	{"del", -2, REDIS_CMD_WRITE, 1, -1, 1, cmd_del, NULL, 0},
+	{"exists", -2, REDIS_CMD_READONLY | REDIS_CMD_FAST, 1, -1, 1, cmd_exists, NULL, 0},
 	{"get", 2, REDIS_CMD_READONLY | REDIS_CMD_FAST, 1, 1, 1, cmd_get, NULL, 0},
 	{"set", -3, REDIS_CMD_WRITE | REDIS_CMD_DENYOOM, 1, 1, 1, cmd_set, NULL, 0},
 };

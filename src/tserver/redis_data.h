@@ -1,5 +1,5 @@
-/* The Redis data commands of the tserver's front end (issue 17): GET and
- * SET (EX PX NX XX), run through the routing client (include/docraft) on
+/* The Redis data commands of the tserver's front end (issue 17): GET,
+ * SET (EX PX NX XX), EXISTS and DEL, run through the routing client (include/docraft) on
  * the tserver's loop, so a command reaches its tablet's leader wherever
  * it is and every write is replicated by Raft before its reply.
  *
@@ -23,7 +23,7 @@ struct redis_data {
 	docraft_client *client; /* on the tserver's loop; NULL: no masters, no data commands */
 };
 
-/* The command table (GET, SET), for redis_server_options.commands. */
+/* The command table (DEL, EXISTS, GET, SET), for redis_server_options.commands. */
 extern const struct redis_command redis_data_commands[];
 extern const size_t redis_data_n_commands;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redis GET and SET on a real 3-tserver cluster (RF 3), through redis-cli,
+# Redis GET, SET, EXISTS, DEL on a real 3-tserver cluster (RF 3), through redis-cli,
 # redis-benchmark and raw sockets (issue 17): any tserver serves any key
 # (routed to the tablet leader), SET's NX XX EX PX and their errors, TTL
 # expiry, one table per database (SELECT), binary values, redis-benchmark
@@ -48,6 +48,12 @@ check "SET NX of a new key" "OK" "$(r 2 SET k2 v2 NX)"
 check "SET XX of an existing key" "OK" "$(r 3 SET k1 v1b XX)"
 check "SET XX of a missing key: nil" "" "$(r 3 SET k3 v3 XX)"
 check "values after NX/XX" "$(printf 'v1b\nv2\n')" "$(r 1 GET k1; r 1 GET k2; r 1 GET k3)"
+check "EXISTS counts every key given" "3" "$(r 1 EXISTS k1 k2 nokey k1)"
+check "DEL: the keys removed" "1" "$(r 2 DEL k1 nokey)"
+check "after DEL" "$(printf '\n0\n1')" "$(r 3 GET k1; r 3 EXISTS k1; r 3 EXISTS k2)"
+check "DEL and EXISTS in a database without a table" "$(printf 'OK\n0\n0')" \
+	"$(printf 'SELECT 9\nDEL a b\nEXISTS a\n' | r 1)"
+check "SET again after DEL" "$(printf 'OK\nagain')" "$(r 1 SET k1 again; r 2 GET k1)"
 check "EX 0" "ERR invalid expire time in 'set' command" "$(r 1 SET k v EX 0)"
 check "EX x" "ERR value is not an integer or out of range" "$(r 1 SET k v EX x)"
 check "NX XX" "ERR syntax error" "$(r 1 SET k v NX XX)"
@@ -64,7 +70,7 @@ sleep 1.2
 check "the key SET again without EX does not expire" "w" "$(r 3 GET t2)"
 
 # databases: one table each
-check "SELECT 5: its own keys" "$(printf 'OK\n\nOK\nfive\nOK\nv1b')" \
+check "SELECT 5: its own keys" "$(printf 'OK\n\nOK\nfive\nOK\nagain')" \
 	"$(printf 'SELECT 5\nGET k1\nSET k1 five\nGET k1\nSELECT 0\nGET k1\n' | r 2)"
 
 # binary values, byte for byte
