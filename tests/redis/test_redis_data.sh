@@ -2,7 +2,8 @@
 # Redis GET, SET, EXISTS, DEL on a real 3-tserver cluster (RF 3), through redis-cli,
 # redis-benchmark and raw sockets (issue 17): any tserver serves any key
 # (routed to the tablet leader), SET's NX XX EX PX and their errors, TTL
-# expiry, one table per database (SELECT), binary values, redis-benchmark
+# expiry, one table per database (SELECT), binary values, python3-redis
+# (skipped when not installed), redis-benchmark
 # SET/GET without an error, and a tserver killed mid-workload with no
 # acknowledged write lost.
 #
@@ -99,6 +100,35 @@ assert call("127.0.0.1", b"SET", b"bin\x00key", val) == b"+OK\r\n"
 got = call("127.0.0.2", b"GET", b"bin\x00key")
 sys.exit(0 if got == b"$%d\r\n%s\r\n" % (len(val), val) else 1)
 PY
+
+# python3-redis (redis-py), Debian's: a client library's view
+if /usr/bin/python3 -c "import redis" 2>/dev/null; then
+	py=$(/usr/bin/python3 - "$pr" 2>&1 <<'PY'
+import sys, redis
+r = redis.Redis(host="127.0.0.2", port=int(sys.argv[1]), socket_timeout=20)
+assert r.ping() is True
+assert r.echo("hi") == b"hi"
+assert r.set("py", b"\x00bin\r\n") is True
+assert redis.Redis(host="127.0.0.3", port=int(sys.argv[1])).get("py") == b"\x00bin\r\n"
+assert r.set("py", "other", nx=True) is None
+assert r.set("py", "new", xx=True, ex=100) is True
+p = r.pipeline(transaction=False)
+p.set("pa", "1").get("pa").exists("pa", "nope", "py").delete("pa", "py").get("pa").get("py")
+assert p.execute() == [True, b"1", 2, 2, None, None], "pipeline"
+try:
+    r.execute_command("FOO", "x")
+    raise AssertionError("FOO did not fail")
+except redis.ResponseError as e:
+    assert str(e) == "unknown command 'FOO', with args beginning with: 'x' ", str(e)
+assert r.info()["redis_version"] == "7.0.0"
+assert r.client_setname("py") is True and r.client_getname() in (b"py", "py")
+print("ok")
+PY
+	)
+	check "python3-redis: commands, a pipeline, errors, INFO" "ok" "$py"
+else
+	ok "python3-redis: not installed # SKIP"
+fi
 
 # redis-benchmark: it reports every error reply it gets
 bench=$(redis-benchmark -h 127.0.0.1 -p "$pr" -t set,get -n 2000 -c 8 -r 1000 -q 2>&1)
