@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # FAILED, TAP_N: read by the sourcing test
 # TAP for the shell tests of tests/redis: ok, not_ok, check; FAILED is 1
 # once a check failed (the test's exit trap makes it the exit status).
 # Sourced. The plan line ("1..$TAP_N") is printed by the test at its end.

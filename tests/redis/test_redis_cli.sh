@@ -63,8 +63,11 @@ PY
 }
 hex() { printf '%b' "$1" | od -An -tx1 | tr -d ' \n'; }
 
-grep -q "redis: Redis protocol on 127.0.0.1:$pr" "$CLUSTER_BASE/ts1.log" &&
-	ok "the tserver logs its Redis address" || not_ok "the tserver logs its Redis address"
+if grep -q "redis: Redis protocol on 127.0.0.1:$pr" "$CLUSTER_BASE/ts1.log"; then
+	ok "the tserver logs its Redis address"
+else
+	not_ok "the tserver logs its Redis address"
+fi
 
 check "PING" "PONG" "$("${R[@]}" PING)"
 check "PING message" "hello world" "$("${R[@]}" PING "hello world")"
@@ -136,7 +139,7 @@ while time.time() < end:
         pass
 print("connections", conns)
 PY
-extra_pids+=($!)
+extra_pids+=("$!")
 flood=$!
 cql=$("$DOCRAFT" --masters "$CLUSTER_MASTERS" --rf 1 --tablets 1 -e \
 	"CREATE TABLE redisflood (k int PRIMARY KEY, v text); INSERT INTO redisflood (k, v) VALUES (1, 'during the flood'); SELECT v FROM redisflood WHERE k = 1;" 2>&1)
@@ -154,7 +157,7 @@ pt=$(cluster_free_port 1 "$pr")
 "$TSERVER" --address "127.0.0.1:$pt" --data "$ts" --redis-address "127.0.0.1:$pr" \
 	>"$ts.out" 2>"$ts.log" &
 busy=$!
-extra_pids+=($busy)
+extra_pids+=("$busy")
 wait "$busy"
 rc=$?
 if [ "$rc" -ne 0 ] && grep -q "redis server: listen on 127.0.0.1:$pr" "$ts.log"; then
@@ -173,14 +176,16 @@ for mode in off default; do
 	[ "$mode" = off ] && args+=(--redis-address off)
 	"$TSERVER" "${args[@]}" >"$ts.out" 2>"$ts.log" &
 	p=$!
-	extra_pids+=($p)
+	extra_pids+=("$p")
 	if ! wait_for 10000 grep -q "listening on" "$ts.out"; then
 		not_ok "--redis-address $mode: the tserver starts" "$(tail -n 5 "$ts.log")"
 	elif [ "$mode" = off ]; then
-		grep -q "redis: --redis-address off" "$ts.log" &&
-			! redis-cli -h "$ip" -p 6379 PING >/dev/null 2>&1 &&
-			ok "--redis-address off: no Redis port" ||
+		if grep -q "redis: --redis-address off" "$ts.log" &&
+			! redis-cli -h "$ip" -p 6379 PING >/dev/null 2>&1; then
+			ok "--redis-address off: no Redis port"
+		else
 			not_ok "--redis-address off: no Redis port" "$(grep redis "$ts.log")"
+		fi
 	else
 		if grep -q "redis: Redis protocol on $ip:6379" "$ts.log"; then
 			check "default: $ip:6379" "PONG" "$(redis-cli -h "$ip" -p 6379 PING)"

@@ -75,7 +75,7 @@ check "SELECT 5: its own keys" "$(printf 'OK\n\nOK\nfive\nOK\nagain')" \
 	"$(printf 'SELECT 5\nGET k1\nSET k1 five\nGET k1\nSELECT 0\nGET k1\n' | r 2)"
 
 # binary values, byte for byte
-python3 - "$pr" <<'PY' && ok "a binary value round-trips" || not_ok "a binary value round-trips"
+if python3 - "$pr" <<'PY'
 import socket, sys
 port = int(sys.argv[1])
 val = bytes(range(256)) * 40 + b"\r\n$-1\r\n"
@@ -100,6 +100,11 @@ assert call("127.0.0.1", b"SET", b"bin\x00key", val) == b"+OK\r\n"
 got = call("127.0.0.2", b"GET", b"bin\x00key")
 sys.exit(0 if got == b"$%d\r\n%s\r\n" % (len(val), val) else 1)
 PY
+then
+	ok "a binary value round-trips"
+else
+	not_ok "a binary value round-trips"
+fi
 
 # python3-redis (redis-py), Debian's: a client library's view
 if /usr/bin/python3 -c "import redis" 2>/dev/null; then
