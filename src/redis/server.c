@@ -58,6 +58,7 @@ struct redis_conn {
 	unsigned db;
 	char *name; /* CLIENT SETNAME; NULL: none */
 	bool writing, reading, pending, eof, close_after, closing, closed;
+	bool in_run; /* inside a command's function: a completion there returns to pump */
 };
 
 struct redis_server {
@@ -648,8 +649,13 @@ static void pump(struct redis_conn *c)
 		c->pos += req.used;
 		if (req.argc == 0)
 			continue;
-		if (run(c, req.argc, req.argv) == REDIS_ASYNC)
-			c->pending = true;
+		/* pending from the start: a command may complete inside its
+		 * function (a client call that fails at once) */
+		c->pending = true;
+		c->in_run = true;
+		if (run(c, req.argc, req.argv) == REDIS_DONE)
+			c->pending = false;
+		c->in_run = false;
 	}
 	if (!c->pending)
 		compact(c);
@@ -665,6 +671,8 @@ void redis_conn_complete(struct redis_conn *c)
 {
 	PRE(c->pending);
 	c->pending = false;
+	if (c->in_run)
+		return; /* completed inside its function: pump carries on */
 	c->last_active = uv_now(c->s->loop);
 	if (c->closed) {
 		conn_free(c);

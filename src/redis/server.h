@@ -124,7 +124,9 @@ unsigned redis_conn_db(const struct redis_conn *c);
 void *redis_conn_data(const struct redis_conn *c);
 /* Ends a command that returned REDIS_ASYNC: its reply is in
  * redis_conn_out(c). The connection runs its next request, or is released
- * if it closed meanwhile. */
+ * if it closed meanwhile. May also be called inside the command's function
+ * (it then returns REDIS_ASYNC all the same): the next request runs once
+ * the function has returned. */
 void redis_conn_complete(struct redis_conn *c);
 
 #endif

@@ -50,13 +50,21 @@ static void slow_fire(uv_timer_t *t)
 	uv_close((uv_handle_t *)t, slow_closed);
 }
 
-/* SLOW text ms: replies text after ms milliseconds. */
+/* SLOW text ms: replies text after ms milliseconds; SLOW text now:
+ * replies and completes inside the call, still returning REDIS_ASYNC (a
+ * command whose client call fails at once). */
 static int cmd_slow(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 {
-	struct slow *sl = calloc(1, sizeof *sl);
+	struct slow *sl;
 	long long ms;
 
 	(void)argc;
+	if (argv[2].n == 3 && memcmp(argv[2].p, "now", 3) == 0) {
+		resp_bulk(redis_conn_out(c), argv[1].p, argv[1].n);
+		redis_conn_complete(c);
+		return REDIS_ASYNC;
+	}
+	sl = calloc(1, sizeof *sl);
 	if (!resp_string2ll(argv[2].p, argv[2].n, &ms) || ms < 0)
 		ms = 0;
 	snprintf(sl->text, sizeof sl->text, "%.*s", (int)argv[1].n, argv[1].p);
@@ -217,8 +225,10 @@ TEST(pipeline_keeps_order_across_async_commands)
 	struct fixture f;
 	int fd = serve(&f, NULL);
 	/* the slow ones finish in the opposite order of their start */
-	SEND(fd, "SLOW a 50\r\n*2\r\n$4\r\nECHO\r\n$1\r\nb\r\nSLOW c 1\r\nPING\r\nslow d 0\r\n");
-	expect(fd, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+PONG\r\n$1\r\nd\r\n");
+	SEND(fd, "SLOW a 50\r\n*2\r\n$4\r\nECHO\r\n$1\r\nb\r\nSLOW c 1\r\nPING\r\nslow d 0\r\n"
+		 "SLOW e now\r\nSLOW f now\r\nSLOW g 1\r\n");
+	expect(fd, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+PONG\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"
+		   "$1\r\ng\r\n");
 	SEND(fd, "SELECT 5\r\nSELECT 16\r\nSELECT -1\r\nSELECT 1x\r\n");
 	expect(fd, "+OK\r\n-ERR DB index is out of range\r\n-ERR DB index is out of range\r\n"
 		   "-ERR value is not an integer or out of range\r\n");
