@@ -4,8 +4,8 @@
 # (routed to the tablet leader), SET's NX XX EX PX and their errors, TTL
 # expiry, one table per database (SELECT), binary values, python3-redis
 # (skipped when not installed), redis-benchmark
-# SET/GET without an error, and a tserver killed mid-workload with no
-# acknowledged write lost.
+# SET/GET without an error, a tserver killed mid-workload with no
+# acknowledged write lost, and a SIGTERM with Redis commands in flight.
 #
 # One master and three tservers on 127.0.0.1..3 (../lib/cluster.sh), the
 # Redis port :PR on each; every process is stopped on exit.
@@ -175,6 +175,25 @@ if [ "$lost" -eq 0 ] && [ "$acked" -gt 100 ]; then
 else
 	not_ok "ts3 killed mid-workload: no acknowledged write lost" "acked $acked, lost $lost" \
 		"$(tail -n 3 "$CLUSTER_BASE/writer.err")"
+fi
+
+# SIGTERM to a tserver with Redis commands in flight (ts3 is down: with
+# ts2 stopping, writes wait for a majority): it stops cleanly, the
+# commands waiting answered with an error or dropped with the connection
+redis-benchmark -h 127.0.0.2 -p "$pr" -c 16 -n 1000000 -r 1000 -t set -q >/dev/null 2>&1 &
+bench=$!
+sleep 1
+kill -TERM "${CLUSTER_PIDS[2]}"
+if wait_for 30000 cluster_gone "${CLUSTER_PIDS[2]}"; then
+	wait "${CLUSTER_PIDS[2]}"
+	check "SIGTERM with Redis commands in flight: a clean stop" "0" "$?"
+else
+	not_ok "SIGTERM with Redis commands in flight: a clean stop" "still running after 30 s"
+fi
+kill "$bench" 2>/dev/null
+wait "$bench" 2>/dev/null
+if grep -q PANIC "$CLUSTER_BASE/ts2.log"; then
+	not_ok "no PANIC in ts2's log" "$(grep -A3 PANIC "$CLUSTER_BASE/ts2.log")"
 fi
 
 echo "1..$TAP_N"
