@@ -29,10 +29,11 @@ declare -A allowed=(
 	[server]="common net docdb rpc proto libuv"
 	[raft]="common net libraft libuv"
 	[raftlog]="common libraft libuv"
+	[redis]="common libuv"
 	[tablet]="common net docdb rpc raft raftlog proto libraft libuv"
 	[cql]="common docdb"
 	[client]="common net docdb rpc cql proto api libuv"
-	[tserver]="common net docdb rpc raft raftlog tablet server proto libraft libuv"
+	[tserver]="common net docdb rpc raft raftlog tablet server redis client api proto libraft libuv"
 	[master]="common net docdb rpc raft tablet server proto libraft libuv"
 	[tools]="common net docdb rpc raft raftlog tablet cql client proto libraft libuv rocksdb api"
 )
