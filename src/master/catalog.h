@@ -53,6 +53,7 @@
 #include "docdb/store.h"
 #include "docraft.pb-c.h"
 #include "master/placement.h"
+#include "master/policy.h"
 
 /* The id of the catalog tablet (its Raft group on the masters). */
 #define CATALOG_TABLET_ID "sys.catalog"
@@ -120,6 +121,7 @@ struct cat_tserver {
 	char address[RPC_ADDRESS_MAX + 1];
 	uint64_t last_hb_ms; /* loop ms of its last heartbeat */
 	uint64_t hb_count;   /* heartbeats received */
+	char placement[POLICY_PLACEMENT_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
 };
 
 /* A DDL request id recorded (see the "ddl" document above). */
