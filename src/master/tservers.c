@@ -223,7 +223,9 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 									 : LEADER_TARGET_FRESH_MS;
 	struct balance_server *servers;
 	struct balance_tablet *tablets;
-	struct cat_tablet **of;
+	struct cat_tablet **of, **by_table;
+	uint32_t *table_of;
+	size_t n_by_table = 0;
 	struct balance_load *load;
 	struct balance_move mv;
 	struct cat_tablet *tb;
@@ -249,12 +251,22 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 	of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *of);
 	for (size_t s = 0; s < n_servers; s++)
 		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+	/* Table by table: balance_pick counts per table over adjacent tablets. */
+	by_table = master_zalloc(ins->a, m->cat.n_tablets * sizeof *by_table);
+	table_of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *table_of);
+	for (size_t i = 0; i < m->cat.n_tables; i++)
+		for (size_t j = 0; j < m->cat.tables[i]->n_tablets && n_by_table < m->cat.n_tablets;
+		     j++) {
+			table_of[n_by_table] = (uint32_t)i;
+			by_table[n_by_table++] = m->cat.tables[i]->tablets[j];
+		}
+	for (size_t i = 0; i < n_by_table; i++) {
 		struct balance_tablet *bt = &tablets[n];
 		const struct cat_replica *leader;
-		tb = m->cat.tablets[i];
+		tb = by_table[i];
 		if (tb->state != CAT_RUNNING || tb->n_replicas == 0)
 			continue;
+		bt->table = table_of[i];
 		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
 					    : BALANCE_NONE;
