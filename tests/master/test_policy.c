@@ -834,6 +834,329 @@ TEST(large_cluster)
 		CHECK_EQ_INT(r->out[i].reason, POLICY_REBALANCE);
 }
 
+/* ---- a simulation of moves with failures -------------------------------------------------------
+ *
+ * A model of the master's move engine around policy_pick: a move adds a
+ * spare on its target (phase ADDED: catching up, not a voter), promotes
+ * it (PROMOTED: rf + 1 voters), then removes the replaced replica. A
+ * step needs the configuration after it to keep a live majority; a move
+ * whose target died rolls back (the spare dropped, or the new voter
+ * removed). Each round injects at most one event (a server dies, comes
+ * back, is declared failed, drains or undrains; a server is added), then
+ * advances every move by one step, then asks the policy for more with the
+ * budget left. A server dies for good only while no other one dead for
+ * good still holds a replica, and besides it one more may be down for a
+ * few rounds (less than the time to be declared failed): then some
+ * tablets have no live majority for a while, and neither the policy nor
+ * the engine may touch them. A zone keeps two available servers (live,
+ * not draining), so zones stay distinct. Checked after every step: each
+ * tablet has a live majority unless a server is down for a while, a step
+ * runs only with a live majority and keeps it, the policy
+ * picks only tablets whose live-and-up replicas plus the new one are a
+ * majority of n_replicas + 1, only eligible targets that hold none of the
+ * tablet. At the end (no more events, the dead declared failed): every
+ * tablet at rf voters on distinct live servers in distinct zones, none on
+ * a draining server, loads of the available servers within one, nothing
+ * in flight. */
+
+#define SIM_NS 16
+#define SIM_ZONES 3
+#define SIM_MAX_MOVES 4
+#define SIM_PER_SERVER 2
+
+enum sim_phase { SIM_IDLE = 0, SIM_ADDED, SIM_PROMOTED };
+
+struct sim_move {
+	enum sim_phase phase;
+	size_t old, to;
+};
+
+struct sim {
+	uint64_t seed;
+	size_t ns;
+	bool dead[SIM_NS];
+	uint32_t dead_rounds[SIM_NS];
+	uint32_t blip[SIM_NS]; /* dead for this many rounds, then back (never failed); 0: for good */
+	bool failed[SIM_NS], draining[SIM_NS];
+	uint32_t zone[SIM_NS];
+	size_t nt;
+	uint32_t n[NT_MAX];
+	size_t v[NT_MAX][POLICY_MAX_REPLICAS];
+	struct sim_move mv[NT_MAX];
+	uint32_t rf;
+	uint64_t picks, steps, rollbacks, events;
+};
+
+static uint32_t sim_live_voters(const struct sim *m, size_t t)
+{
+	uint32_t live = 0;
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		live += !m->dead[m->v[t][k]];
+	return live;
+}
+
+static bool sim_holds_voter(const struct sim *m, size_t t, size_t s)
+{
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		if (m->v[t][k] == s)
+			return true;
+	return false;
+}
+
+static void sim_remove(struct sim *m, size_t t, size_t s)
+{
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		if (m->v[t][k] == s) {
+			m->v[t][k] = m->v[t][--m->n[t]];
+			return;
+		}
+	CHECK_MSG(false, "tablet %zu: no voter on %zu", t, s);
+}
+
+/* Whether removing voter s of tablet t leaves a live majority. */
+static bool sim_may_remove(const struct sim *m, size_t t, size_t s)
+{
+	uint32_t live = sim_live_voters(m, t) - !m->dead[s];
+	return 2 * live > m->n[t] - 1;
+}
+
+/* Some server dead for good still holds a voter or is a move's party. */
+static bool sim_dead_holder(const struct sim *m)
+{
+	for (size_t t = 0; t < m->nt; t++) {
+		for (uint32_t k = 0; k < m->n[t]; k++)
+			if (m->dead[m->v[t][k]] && m->blip[m->v[t][k]] == 0)
+				return true;
+		if (m->mv[t].phase != SIM_IDLE && m->dead[m->mv[t].to] && m->blip[m->mv[t].to] == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool sim_blipping(const struct sim *m)
+{
+	for (size_t s = 0; s < m->ns; s++)
+		if (m->dead[s] && m->blip[s] > 0)
+			return true;
+	return false;
+}
+
+static uint32_t sim_available_in_zone(const struct sim *m, uint32_t zone, size_t except)
+{
+	uint32_t n = 0;
+	for (size_t s = 0; s < m->ns; s++)
+		n += s != except && m->zone[s] == zone && !m->dead[s] && !m->draining[s];
+	return n;
+}
+
+static void sim_event(struct sim *m, bool end)
+{
+	size_t s = test_rand(&m->seed) % m->ns;
+	unsigned what = (unsigned)(test_rand(&m->seed) % 16);
+	for (size_t i = 0; i < m->ns; i++) {
+		if (!m->dead[i] || m->failed[i])
+			continue;
+		m->dead_rounds[i]++;
+		if (m->blip[i] > 0 && (end || m->dead_rounds[i] >= m->blip[i]))
+			m->dead[i] = false; /* back before being declared failed */
+		else if (m->blip[i] == 0 && (end || m->dead_rounds[i] >= 6))
+			m->failed[i] = true; /* silent past --tserver-failed-after-s */
+	}
+	if (end)
+		return;
+	if (what == 0 && !m->dead[s] && !sim_dead_holder(m) &&
+	    sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		m->dead[s] = true; /* dies for good */
+		m->blip[s] = 0;
+		m->dead_rounds[s] = 0;
+		m->events++;
+	} else if (what == 1 && !m->dead[s] && !sim_blipping(m) &&
+		   sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		/* Down for a while (a second failure at the same time: some
+		 * tablets have no live majority until it is back). */
+		m->dead[s] = true;
+		m->blip[s] = 1 + (uint32_t)(test_rand(&m->seed) % 4);
+		m->dead_rounds[s] = 0;
+		m->events++;
+	} else if (what == 2 && !m->dead[s] && !m->draining[s] &&
+		   sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		m->draining[s] = true;
+		m->events++;
+	} else if (what == 3 && m->draining[s]) {
+		m->draining[s] = false;
+		m->events++;
+	} else if (what == 4 && m->ns < SIM_NS) {
+		m->zone[m->ns++] = (uint32_t)(test_rand(&m->seed) % SIM_ZONES); /* add-node */
+		m->events++;
+	}
+}
+
+/* One step of tablet t's move. */
+static void sim_step(struct sim *m, size_t t)
+{
+	struct sim_move *mv = &m->mv[t];
+	if (2 * sim_live_voters(m, t) <= m->n[t])
+		return; /* no live majority: no configuration change commits */
+	if (mv->phase == SIM_ADDED) {
+		if (m->dead[mv->to]) {
+			mv->phase = SIM_IDLE; /* roll back: drop the spare */
+			m->rollbacks++;
+		} else if (2 * (sim_live_voters(m, t) + 1) > m->n[t] + 1) {
+			m->v[t][m->n[t]++] = mv->to; /* promote */
+			mv->phase = SIM_PROMOTED;
+		}
+	} else if (mv->phase == SIM_PROMOTED) {
+		size_t gone = m->dead[mv->to] ? mv->to : mv->old;
+		if (!sim_may_remove(m, t, gone))
+			return; /* waits */
+		sim_remove(m, t, gone);
+		m->rollbacks += gone == mv->to;
+		mv->phase = SIM_IDLE;
+	}
+	m->steps++;
+	CHECK_MSG(2 * sim_live_voters(m, t) > m->n[t], "tablet %zu: %u live of %u after a step", t,
+		  sim_live_voters(m, t), m->n[t]);
+	CHECK(m->n[t] <= m->rf + 1);
+}
+
+/* The policy's view of the model, a pick, the moves started. */
+static void sim_pick(struct sim *m, struct rig *r)
+{
+	size_t in_flight = 0, got;
+	memset(r, 0, sizeof *r);
+	r->ns = m->ns;
+	r->nt = m->nt;
+	for (size_t s = 0; s < m->ns; s++) {
+		r->s[s].live = !m->dead[s];
+		r->s[s].failed = m->failed[s];
+		r->s[s].draining = m->draining[s];
+		r->s[s].zone = m->zone[s];
+	}
+	for (size_t t = 0; t < m->nt; t++) {
+		struct policy_tablet *pt = &r->t[t];
+		pt->rf = m->rf;
+		pt->n_replicas = m->n[t];
+		for (uint32_t k = 0; k < m->n[t]; k++) {
+			pt->server[k] = m->v[t][k];
+			pt->up[k] = !m->dead[m->v[t][k]];
+			r->s[m->v[t][k]].load++;
+		}
+		pt->moving = m->mv[t].phase != SIM_IDLE;
+		if (pt->moving) {
+			in_flight++;
+			if (m->mv[t].phase == SIM_ADDED)
+				r->s[m->mv[t].to].load++; /* counted at its target */
+			r->s[m->mv[t].to].moves_in_flight++;
+			r->s[m->mv[t].old].moves_in_flight++;
+		}
+	}
+	if (in_flight >= SIM_MAX_MOVES)
+		return;
+	got = pick_raw(r, SIM_MAX_MOVES - in_flight, SIM_PER_SERVER);
+	for (size_t i = 0; i < got; i++) {
+		const struct policy_move *pm = &r->out[i];
+		size_t t = pm->tablet, to = pm->to;
+		CHECK(t < m->nt && pm->replica < m->n[t] && to < m->ns);
+		CHECK_MSG(m->n[t] <= m->rf && m->mv[t].phase == SIM_IDLE, "tablet %zu moves twice", t);
+		CHECK_MSG(2 * (sim_live_voters(m, t) + 1) > m->n[t] + 1,
+			  "tablet %zu picked with %u live of %u", t, sim_live_voters(m, t), m->n[t]);
+		CHECK_MSG(!m->dead[to] && !m->failed[to] && !m->draining[to] &&
+				  !sim_holds_voter(m, t, to),
+			  "tablet %zu: bad target %zu", t, to);
+		m->mv[t] = (struct sim_move){SIM_ADDED, m->v[t][pm->replica], to};
+		m->picks++;
+	}
+}
+
+static void sim_check_end(const struct sim *m)
+{
+	uint32_t lo = UINT32_MAX, hi = 0, load[SIM_NS] = {0};
+	for (size_t t = 0; t < m->nt; t++) {
+		CHECK_EQ_INT(m->mv[t].phase, SIM_IDLE);
+		CHECK_MSG(m->n[t] == m->rf, "tablet %zu: %u voters", t, m->n[t]);
+		for (uint32_t a = 0; a < m->n[t]; a++) {
+			size_t s = m->v[t][a];
+			CHECK_MSG(!m->dead[s] && !m->draining[s], "tablet %zu on %zu (dead %d)", t, s,
+				  m->dead[s]);
+			load[s]++;
+			for (uint32_t b = a + 1; b < m->n[t]; b++)
+				CHECK_MSG(m->zone[s] != m->zone[m->v[t][b]], "tablet %zu: zone %u twice",
+					  t, m->zone[s]);
+		}
+	}
+	/* Within one per zone (moves keep zones: each zone holds every
+	 * tablet once), for the available servers. */
+	for (uint32_t z = 0; z < SIM_ZONES; z++) {
+		lo = UINT32_MAX;
+		hi = 0;
+		for (size_t s = 0; s < m->ns; s++) {
+			if (m->zone[s] != z || m->dead[s] || m->draining[s])
+				continue;
+			lo = load[s] < lo ? load[s] : lo;
+			hi = load[s] > hi ? load[s] : hi;
+		}
+		CHECK_MSG(hi <= lo + 1, "zone %u: loads %u..%u", z, lo, hi);
+	}
+}
+
+static void sim_run(uint64_t seed, uint32_t rf, size_t nt, int rounds)
+{
+	static struct sim m;
+	memset(&m, 0, sizeof m);
+	m.seed = seed;
+	m.rf = rf;
+	m.ns = 9;
+	m.nt = nt;
+	for (size_t s = 0; s < m.ns; s++)
+		m.zone[s] = (uint32_t)(s % SIM_ZONES);
+	/* Each tablet on one server of each zone (RF 3). */
+	for (size_t t = 0; t < nt; t++) {
+		m.n[t] = rf;
+		for (uint32_t k = 0; k < rf; k++)
+			m.v[t][k] = k + SIM_ZONES * (test_rand(&m.seed) % 3);
+	}
+	int round;
+	for (round = 0; round < rounds; round++) {
+		sim_event(&m, false);
+		for (size_t t = 0; t < m.nt; t++)
+			if (m.mv[t].phase != SIM_IDLE)
+				sim_step(&m, t);
+		sim_pick(&m, &R);
+		/* Only the blip takes a majority away (every voter but one alive
+		 * otherwise). */
+		for (size_t t = 0; t < m.nt; t++)
+			CHECK_MSG(2 * sim_live_voters(&m, t) > m.n[t] || sim_blipping(&m),
+				  "round %d tablet %zu: %u of %u", round, t, sim_live_voters(&m, t),
+				  m.n[t]);
+	}
+	/* The end: no more events, the dead are declared failed, undrained
+	 * capacity as it is; run until nothing moves. */
+	for (round = 0; round < 2000; round++) {
+		bool busy = false;
+		sim_event(&m, true);
+		for (size_t t = 0; t < m.nt; t++)
+			if (m.mv[t].phase != SIM_IDLE) {
+				sim_step(&m, t);
+				busy = true;
+			}
+		sim_pick(&m, &R);
+		busy = busy || R.n_out > 0;
+		if (!busy)
+			break;
+	}
+	CHECK_MSG(round < 2000, "seed %" PRIu64 ": still moving", seed);
+	sim_check_end(&m);
+	test_note("seed %" PRIu64 ": %" PRIu64 " events, %" PRIu64 " moves, %" PRIu64
+		  " steps, %" PRIu64 " rollbacks, %d rounds to settle, %zu servers",
+		  seed, m.events, m.picks, m.steps, m.rollbacks, round, m.ns);
+}
+
+TEST(simulation_with_failures)
+{
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		sim_run(seed * 0x9e3779b97f4a7c15ull, 3, 48, 600);
+}
+
 TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(balanced_healthy_cluster_moves_nothing), T(rereplicate_replaces_the_failed_replica),
 	  T(rules_in_order), T(rereplicate_most_at_risk_first),
@@ -842,4 +1165,5 @@ TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(zone_target_busy_means_wait), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
 	  T(limits), T(rebalance_picks), T(rebalance_keeps_zones),
 	  T(rebalance_never_lowers_zone_spread), T(rebalance_converges_after_add_node),
-	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster))
+	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster),
+	  T(simulation_with_failures))
