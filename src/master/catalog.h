@@ -67,6 +67,7 @@
 #include "docdb/store.h"
 #include "docraft.pb-c.h"
 #include "master/placement.h"
+#include "master/policy.h"
 
 /* The id of the catalog tablet (its Raft group on the masters). */
 #define CATALOG_TABLET_ID "sys.catalog"
@@ -78,8 +79,6 @@
 #define CATALOG_MAX_UUID 64
 /* Most replicas of a tablet: rf, and the new one while a move runs. */
 #define CATALOG_MAX_REPLICAS (PLACEMENT_MAX_RF + 1)
-/* Longest --placement string (policy.h policy_placement_valid). */
-#define CATALOG_MAX_PLACEMENT 64
 /* Most servers of a leader's reported configuration the master keeps. */
 #define CATALOG_MAX_CONFIG (CATALOG_MAX_REPLICAS + 2)
 
@@ -177,7 +176,7 @@ struct cat_tserver {
 	char address[RPC_ADDRESS_MAX + 1];
 	uint64_t last_hb_ms; /* loop ms of its last heartbeat (or of its registration) */
 	uint64_t hb_count;   /* heartbeats received (0: known from the catalog only) */
-	char placement[CATALOG_MAX_PLACEMENT + 1]; /* HeartbeatRequest.placement */
+	char placement[POLICY_PLACEMENT_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
 	uint64_t drain_seen_ms; /* loop ms this master first saw it draining (moves.c) */
 };
 

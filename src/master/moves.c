@@ -693,15 +693,15 @@ static void say_below_majority(struct master *m, struct cat_tablet *tb,
 		up += pt->up[k];
 		lost |= pt->server[k] == POLICY_NONE || servers[pt->server[k]].failed;
 	}
-	if (!lost || up > (pt->n_replicas + 1) / 2)
+	if (!lost || 2 * (up + 1) > pt->n_replicas + 1) /* policy.h's majority rule */
 		return;
 	if (tb->said_ms != 0 && now - tb->said_ms < SAY_MS)
 		return;
 	tb->said_ms = now;
 	LOG_AT(LOG_LVL_WARN, tb->id, m->term,
-	       "master %s: tablet %s: %u of %u replicas up, not a majority of %u: no replica "
-	       "is moved until more come back", m->address, tb->id, up, pt->n_replicas,
-	       pt->n_replicas + 1);
+	       "master %s: tablet %s: %u of %u replicas up: with a new one not a majority of "
+	       "%u, so no replica is moved until more come back", m->address, tb->id, up,
+	       pt->n_replicas, pt->n_replicas + 1);
 }
 
 static void start_moves(struct master *m, uint64_t now)

@@ -9,8 +9,11 @@
  * from the next heartbeats. A tserver is live if heard from within
  * --tserver-timeout-ms.
  *
- * Heartbeat: records the tserver (uuid, address, time) and, per reported
- *   tablet, the replica's role and term. Instructions in the reply:
+ * Heartbeat: records the tserver (uuid, address, placement, time) and, per
+ *   reported tablet, the replica's role and term. A placement that is not
+ *   "" or cloud.region.zone (policy_placement_valid) fails the heartbeat
+ *   with EINVAL; tservers_live maps the placements of the live tservers to
+ *   zone indexes for CreateTable's placement. Instructions in the reply:
  *   - delete: for every reported tablet that is deleted in the catalog;
  *   - create: for every running tablet with a replica on this tserver that
  *     the heartbeat does not list, unless a create was sent less than
@@ -99,6 +102,8 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	uint64_t now = master_now_ms(m);
 	struct cat_tserver **live = xcalloc(m->cat.n_tservers, sizeof *live);
 	struct placement_server *ld;
+	const char **zones;
+	uint32_t n_zones = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->cat.n_tservers; i++)
@@ -106,6 +111,10 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 		    !catalog_draining(&m->cat, m->cat.tservers[i]->uuid))
 			live[n++] = m->cat.tservers[i];
 	ld = xcalloc(n, sizeof *ld);
+	zones = xcalloc(n, sizeof *zones);
+	for (size_t i = 0; i < n; i++)
+		ld[i].zone = policy_zone_index(zones, &n_zones, (uint32_t)n, live[i]->placement);
+	free(zones);
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		const struct cat_tablet *tb = m->cat.tablets[i];
 		if (tb->state == CAT_DELETED)
@@ -483,15 +492,18 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
 		LOG_INFO("master %s: tserver %s at %s", m->address, req->uuid, req->address);
-	if (strlen(req->placement) > CATALOG_MAX_PLACEMENT ||
-	    !policy_placement_valid(req->placement, errmsg)) {
-		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: placement: %s", errmsg);
+	if (!policy_placement_valid(req->placement, errmsg)) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: %s", errmsg);
 		return RPC_DISPATCH_FREE;
 	}
 	ts = catalog_tserver_upsert(&m->cat, req->uuid, req->address);
+	if (strcmp(ts->placement, req->placement) != 0) {
+		LOG_INFO("master %s: tserver %s placement '%s'", m->address, req->uuid,
+			 req->placement);
+		snprintf(ts->placement, sizeof ts->placement, "%s", req->placement);
+	}
 	ts->hb_count++;
 	ts->last_hb_ms = now;
-	snprintf(ts->placement, sizeof ts->placement, "%s", req->placement);
 
 	arena_init(&a);
 	ins.a = &a;
