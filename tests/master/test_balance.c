@@ -366,6 +366,13 @@ static size_t addt(struct rig *r, uint32_t table, size_t leader)
 	return t;
 }
 
+/* n such tablets. */
+static void addn(struct rig *r, uint32_t table, size_t leader, int n)
+{
+	for (int i = 0; i < n; i++)
+		addt(r, table, leader);
+}
+
 /* The leaders of table `table` on server s. */
 static int table_leaders(const struct rig *r, uint32_t table, size_t s)
 {
@@ -383,11 +390,9 @@ TEST(per_table_first)
 	 * table is uneven. 0 hands a table-0 leader to 1, then 1 a table-1
 	 * leader to 0. */
 	rig_init(&r, 3);
-	addt(&r, 0, 0);
-	addt(&r, 0, 0);
+	addn(&r, 0, 0, 2);
 	addt(&r, 0, 2);
-	addt(&r, 1, 1);
-	addt(&r, 1, 1);
+	addn(&r, 1, 1, 2);
 	addt(&r, 1, 2);
 	CHECK(!pick(&r, 2, &mv));
 	CHECK(pick(&r, 0, &mv));
@@ -435,8 +440,7 @@ TEST(per_server_keeps_tables_within_one)
 	rig_init(&r, 3);
 	addt(&r, 0, 0);
 	addt(&r, 0, 1);
-	addt(&r, 3, 0);
-	addt(&r, 3, 0);
+	addn(&r, 3, 0, 2);
 	addt(&r, 3, 1);
 	CHECK(pick(&r, 0, &mv));
 	CHECK_EQ_INT(mv.tablet, 2);
@@ -451,15 +455,11 @@ TEST(largest_table_gap_first)
 	 * to 1 and 2, which lead more in table 1 than 1 does in table 0):
 	 * table 1's first tablet goes, to 1 (fewer in total: 2 against 3). */
 	rig_init(&r, 3);
-	addt(&r, 0, 0);
-	addt(&r, 0, 0);
+	addn(&r, 0, 0, 2);
 	addt(&r, 0, 2);
-	for (int i = 0; i < 5; i++)
-		addt(&r, 1, 0);
-	for (int i = 0; i < 2; i++) {
-		addt(&r, 1, 1);
-		addt(&r, 1, 2);
-	}
+	addn(&r, 1, 0, 5);
+	addn(&r, 1, 1, 2);
+	addn(&r, 1, 2, 2);
 	CHECK(pick(&r, 0, &mv));
 	CHECK_EQ_INT(mv.tablet, 3);
 	CHECK_EQ_U64(mv.to, 1);
@@ -474,8 +474,7 @@ TEST(draining_leaders_leave_first)
 	rig_init(&r, 3);
 	addt(&r, 0, 0);
 	addt(&r, 0, 1);
-	addt(&r, 1, 2);
-	addt(&r, 1, 2);
+	addn(&r, 1, 2, 2);
 	r.s[0].draining = true;
 	CHECK(pick(&r, 0, &mv));
 	CHECK_EQ_INT(mv.tablet, 0);

@@ -40,6 +40,19 @@ static struct rig *rig(size_t ns)
 	return &R;
 }
 
+/* Server s dead for good (declared failed), or back. */
+static void fail(struct rig *r, size_t s)
+{
+	r->s[s].failed = true;
+	r->s[s].live = false;
+}
+
+static void revive(struct rig *r, size_t s)
+{
+	r->s[s].failed = false;
+	r->s[s].live = true;
+}
+
 /* Server loads recomputed from the tablets (moves in flight not counted). */
 static void reload(struct rig *r)
 {
@@ -212,8 +225,7 @@ TEST(rereplicate_replaces_the_failed_replica)
 {
 	struct rig *r = rig(4);
 	tab3(r, 0, 1, 2);
-	r->s[1].live = false;
-	r->s[1].failed = true;
+	fail(r, 1);
 	CHECK_EQ_INT(pick(r, 4, 2), 1);
 	check_move(&r->out[0], 0, 1, 3, POLICY_REREPLICATE);
 }
@@ -228,8 +240,7 @@ TEST(rules_in_order)
 	tab3(r, 2, 3, 4);
 	tab3(r, 1, 3, 4);
 	tab3(r, 0, 3, 4);
-	r->s[0].live = false;
-	r->s[0].failed = true;
+	fail(r, 0);
 	r->s[1].draining = true;
 	CHECK_EQ_INT(pick(r, 8, 8), 3);
 	check_move(&r->out[0], 3, 0, 5, POLICY_REREPLICATE);
@@ -254,18 +265,14 @@ TEST(rereplicate_most_at_risk_first)
 	size_t a[5] = {0, 1, 2, 3, 4}, b[5] = {0, 1, 5, 6, 7};
 	tab(r, 5, a);
 	tab(r, 5, b);
-	r->s[0].failed = true;
-	r->s[0].live = false;
-	r->s[1].failed = true;
-	r->s[1].live = false;
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 0);
+	fail(r, 1);
+	fail(r, 2);
 	/* t0 has 2 live of 5 (blocked by majority: 2 + 1 of 6 is not a
 	 * majority), t1 has 3 live of 5. */
 	CHECK_EQ_INT(pick(r, 1, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 1);
-	r->s[2].failed = false;
-	r->s[2].live = true;
+	revive(r, 2);
 	/* Now t0 has 3 live, t1 3 live: index order. */
 	CHECK_EQ_INT(pick(r, 1, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 0);
@@ -277,11 +284,8 @@ TEST(rereplicate_most_at_risk_first)
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 0);
 	r->t[1].up[3] = true;
-	r->s[2].failed = true;
-	r->s[2].live = false;
-	r->s[3].failed = true;
-	r->s[3].live = false;
-	r->s[3].failed = true;
+	fail(r, 2);
+	fail(r, 3);
 	/* t0: 1 live (blocked), t1: 3 live: only t1. */
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 1);
@@ -292,8 +296,7 @@ TEST(targets_exclude_dead_failed_draining_and_holders)
 	struct rig *r = rig(8);
 	tab3(r, 0, 1, 2);
 	tab3(r, 3, 4, 5); /* loads 3, 4, 5 at 1; 6, 7 at 0 */
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	r->s[6].live = false;
 	r->s[7].draining = true;
 	/* 6 down, 7 draining, 1 and 2 holders: the least loaded of 3, 4, 5,
@@ -320,8 +323,7 @@ TEST(least_loaded_then_lowest_index)
 {
 	struct rig *r = rig(6);
 	tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	reload(r);
 	r->s[3].load = 5;
 	r->s[4].load = 2;
@@ -341,8 +343,7 @@ TEST(zones_distinct_when_enough)
 	for (size_t s = 0; s < 6; s++)
 		r->s[s].zone = (uint32_t)(s / 2);
 	tab3(r, 0, 2, 4);
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 2);
 	reload(r);
 	r->s[3].load = 10;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
@@ -359,8 +360,7 @@ TEST(zones_distinct_when_enough)
 	CHECK_EQ_U64(r->out[0].to, 1);
 	/* Drain keeps zones too: 4 (zone 2) drains, 5 is the target. */
 	r->s[3].draining = false;
-	r->s[2].failed = false;
-	r->s[2].live = true;
+	revive(r, 2);
 	r->s[4].draining = true;
 	r->s[5].load = 7;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
@@ -374,18 +374,15 @@ TEST(zones_spread_when_too_few)
 	struct rig *r = rig(5);
 	r->s[3].zone = r->s[4].zone = 1;
 	tab3(r, 0, 1, 3);
-	r->s[3].failed = true;
-	r->s[3].live = false;
+	fail(r, 3);
 	reload(r);
 	r->s[4].load = 9;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
 	check_move(&r->out[0], 0, 2, 4, POLICY_REREPLICATE);
 	/* 0 fails instead: zone 0 keeps one (1), zone 1 one (3): either zone
 	 * has a count of 1; the least loaded: 2 (load 0) over 4. */
-	r->s[3].failed = false;
-	r->s[3].live = true;
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	revive(r, 3);
+	fail(r, 0);
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
 	check_move(&r->out[0], 0, 0, 2, POLICY_REREPLICATE);
 	/* One zone only ("" everywhere): plain least loaded. */
@@ -407,8 +404,7 @@ TEST(zone_target_busy_means_wait)
 	r->s[3].zone = 0; /* 3: zone 0, free budget */
 	r->s[4].zone = 2; /* 4: zone 2, busy */
 	tab3(r, 0, 1, 2);
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 2);
 	r->s[4].moves_in_flight = 2;
 	CHECK_EQ_INT(pick(r, 4, 2), 0);
 	r->s[4].moves_in_flight = 1;
@@ -422,12 +418,10 @@ TEST(majority_rule)
 	size_t one[1] = {0};
 	tab3(r, 0, 1, 2);
 	/* One lost of 3: 2 live + the new one = 3 of 4. */
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	/* Two lost: 1 + 1 of 4 is no majority. */
-	r->s[1].failed = true;
-	r->s[1].live = false;
+	fail(r, 1);
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
 	/* One failed and one down (not failed yet): no move either. */
 	r->s[1].failed = false;
@@ -459,11 +453,9 @@ TEST(majority_rule)
 	 * draining one moves. */
 	r = rig(2);
 	tab(r, 1, one);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
-	r->s[0].failed = false;
-	r->s[0].live = true;
+	revive(r, 0);
 	r->s[0].draining = true;
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	check_move(&r->out[0], 0, 0, 1, POLICY_DRAIN);
@@ -482,8 +474,7 @@ TEST(moving_and_mid_move_tablets_skipped)
 	struct rig *r = rig(5);
 	size_t four[4] = {0, 1, 2, 3};
 	tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	r->t[0].moving = true;
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
 	r->t[0].moving = false;
@@ -506,8 +497,7 @@ TEST(limits)
 	struct rig *r = rig(9);
 	for (int i = 0; i < 6; i++)
 		tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	/* max_moves bounds the count; one move per tablet. */
 	CHECK_EQ_INT(pick(r, 4, 8), 4);
 	for (size_t i = 0; i < 4; i++) {
@@ -525,8 +515,7 @@ TEST(limits)
 	/* Limit 2: 3 and 4 take one more each. */
 	CHECK_EQ_INT(pick(r, 16, 2), 6);
 	/* A live source is limited: drain 6 tablets off 0 with limit 2. */
-	r->s[0].failed = false;
-	r->s[0].live = true;
+	revive(r, 0);
 	r->s[0].draining = true;
 	r->s[3].moves_in_flight = r->s[4].moves_in_flight = 0;
 	CHECK_EQ_INT(pick(r, 16, 2), 2);
@@ -808,8 +797,7 @@ TEST(large_cluster)
 		size_t base = 3 * (test_rand(&seed) % 33);
 		tab3(r, base, base + 1, base + 2);
 	}
-	r->s[7].failed = true;
-	r->s[7].live = false;
+	fail(r, 7);
 	r->s[8].draining = true;
 	reload(r);
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -822,8 +810,7 @@ TEST(large_cluster)
 		CHECK_EQ_INT(r->s[r->out[i].to].zone, r->s[7].zone);
 	}
 	/* Rebalance alone: no failure, no drain. */
-	r->s[7].failed = false;
-	r->s[7].live = true;
+	revive(r, 7);
 	r->s[8].draining = false;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	CHECK_EQ_INT(pick(r, 16, 4), 16);
