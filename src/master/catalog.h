@@ -130,6 +130,7 @@ struct cat_config {
 	bool known;
 	uint64_t term;  /* the leader's term */
 	uint64_t index; /* config_index */
+	bool committed; /* the leader had applied that entry (index <= applied_index) */
 	uint32_t n;
 	uint64_t id[CATALOG_MAX_CONFIG];
 	bool voter[CATALOG_MAX_CONFIG];

@@ -153,7 +153,8 @@ uint32_t moves_of_tserver(const struct master *m, const char *uuid)
 }
 
 /* The configuration tb's current leader reported, or NULL if no leader is
- * known or its report had none. */
+ * known or its report had none. It may hold an entry not committed yet:
+ * an id seen absent ends a step only in a committed one (cfg->committed). */
 static const struct cat_config *leader_config(struct master *m, const struct cat_tablet *tb,
 					      const struct cat_replica **leader, uint64_t now)
 {
@@ -578,6 +579,11 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 		return;
 	case CAT_MOVE_REMOVING:
 		if (!config_has(cfg, mv->from_raft_id, NULL)) {
+			if (!cfg->committed) {
+				SAY_WAIT(m, tb, now, "the removal is not committed yet", m->address,
+					 tb->id);
+				return;
+			}
 			finish(m, tb, W_FINISH);
 			return;
 		}
@@ -596,6 +602,11 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 		return;
 	case CAT_MOVE_ROLLING_BACK:
 		if (!config_has(cfg, mv->new_raft_id, NULL)) {
+			if (!cfg->committed) {
+				SAY_WAIT(m, tb, now, "the removal is not committed yet", m->address,
+					 tb->id);
+				return;
+			}
 			finish(m, tb, W_ROLLBACK);
 			return;
 		}

@@ -341,6 +341,7 @@ static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *re
 	c->known = true;
 	c->term = rep->term;
 	c->index = rep->config_index;
+	c->committed = rep->config_index <= rep->applied_index;
 	c->n = (uint32_t)rep->n_config;
 	for (size_t k = 0; k < rep->n_config; k++) {
 		c->id[k] = rep->config[k]->raft_id;
@@ -350,17 +351,19 @@ static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *re
 
 /* Whether the replica raft_id of tb, reported by a tserver the catalog
  * does not list for it, is out of the tablet for good: the current
- * leader's configuration, in a term at least the report's, lacks it (a
+ * leader's configuration, committed (applied by the leader), lacks it (a
  * replica removed by a move, a rolled-back new one, an older replica left
  * on a tserver that now holds another). Without a current leader's word it
- * stays. */
+ * stays. A removed replica's own term may be past the leader's (it keeps
+ * campaigning, unheard: its peers drop its messages), so terms are not
+ * compared. */
 static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint64_t raft_id,
-			    uint64_t term, uint64_t now)
+			    uint64_t now)
 {
 	const struct cat_replica *leader =
 		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 	const struct cat_config *c = &tb->config;
-	if (leader == NULL || !c->known || c->term != leader->term || c->term < term)
+	if (leader == NULL || !c->known || !c->committed || c->term != leader->term)
 		return false;
 	for (uint32_t k = 0; k < c->n; k++)
 		if (c->id[k] == raft_id)
@@ -430,7 +433,7 @@ static void apply_reports(struct master *m, struct cat_tserver *ts,
 			if (r != NULL)
 				r->seen_hb = ts->hb_count; /* no create over it */
 			if (tb->state == CAT_RUNNING &&
-			    removed_replica(m, tb, rep->raft_id, rep->term, now)) {
+			    removed_replica(m, tb, rep->raft_id, now)) {
 				instruct_delete(ins, tb);
 				LOG_AT(LOG_LVL_INFO, tb->id, m->term,
 				       "master %s: tserver %s holds replica %" PRIu64 " of tablet %s, "
