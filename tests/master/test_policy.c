@@ -393,6 +393,34 @@ TEST(zones_spread_when_too_few)
 	CHECK_EQ_U64(r->out[0].to, 3);
 }
 
+TEST(next_replica_when_first_has_no_target)
+{
+	/* RF 5 in 5 zones (server s in zone s % 5), on 0..4; 0 and 1 failed.
+	 * Zone 0's other server (5) is busy: replica 1 (zone 1) goes first, to
+	 * 6. Drain likewise: 2 and 3 drain, 7 busy: replica 3 goes to 8. */
+	struct rig *r = rig(10);
+	size_t v[5] = {0, 1, 2, 3, 4};
+	for (size_t s = 0; s < 10; s++)
+		r->s[s].zone = (uint32_t)(s % 5);
+	tab(r, 5, v);
+	fail(r, 0);
+	fail(r, 1);
+	r->s[5].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 1, 6, POLICY_REREPLICATE);
+	revive(r, 0);
+	revive(r, 1);
+	r->s[2].draining = r->s[3].draining = true;
+	r->s[7].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 3, 8, POLICY_DRAIN);
+	/* A live source without budget: the next one. */
+	r->s[7].moves_in_flight = 0;
+	r->s[2].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 3, 8, POLICY_DRAIN);
+}
+
 TEST(zone_target_busy_means_wait)
 {
 	/* The only server in the free zone has no budget: no move into a zone
@@ -1155,7 +1183,8 @@ TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(rules_in_order), T(rereplicate_most_at_risk_first),
 	  T(targets_exclude_dead_failed_draining_and_holders), T(least_loaded_then_lowest_index),
 	  T(zones_distinct_when_enough), T(zones_spread_when_too_few),
-	  T(zone_target_busy_means_wait), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
+	  T(zone_target_busy_means_wait),
+	  T(next_replica_when_first_has_no_target), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
 	  T(limits), T(rebalance_picks), T(rebalance_keeps_zones),
 	  T(rebalance_never_lowers_zone_spread), T(rebalance_converges_after_add_node),
 	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster),
