@@ -234,7 +234,9 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 									 : LEADER_TARGET_FRESH_MS;
 	struct balance_server *servers;
 	struct balance_tablet *tablets;
-	struct cat_tablet **of;
+	struct cat_tablet **of, **by_table;
+	uint32_t *table_of;
+	size_t n_by_table = 0;
 	struct balance_load *load;
 	struct balance_move mv;
 	struct cat_tablet *tb;
@@ -258,15 +260,26 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 	load = master_zalloc(ins->a, n_servers * sizeof *load);
 	tablets = master_zalloc(ins->a, m->cat.n_tablets * sizeof *tablets);
 	of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *of);
-	for (size_t s = 0; s < n_servers; s++)
-		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh) &&
-				  !catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+	for (size_t s = 0; s < n_servers; s++) {
+		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
+		servers[s].draining = catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
+	}
+	/* Table by table: balance_pick counts per table over adjacent tablets. */
+	by_table = master_zalloc(ins->a, m->cat.n_tablets * sizeof *by_table);
+	table_of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *table_of);
+	for (size_t i = 0; i < m->cat.n_tables; i++)
+		for (size_t j = 0; j < m->cat.tables[i]->n_tablets && n_by_table < m->cat.n_tablets;
+		     j++) {
+			table_of[n_by_table] = (uint32_t)i;
+			by_table[n_by_table++] = m->cat.tables[i]->tablets[j];
+		}
+	for (size_t i = 0; i < n_by_table; i++) {
 		struct balance_tablet *bt = &tablets[n];
 		const struct cat_replica *leader;
-		tb = m->cat.tablets[i];
+		tb = by_table[i];
 		if (tb->state != CAT_RUNNING || tb->n_replicas == 0 || tb->move != NULL)
 			continue; /* a replica move changes its members: not now */
+		bt->table = table_of[i];
 		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
 					    : BALANCE_NONE;
@@ -356,37 +369,6 @@ static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint6
 		if (c->id[k] == raft_id)
 			return false;
 	return true;
-}
-
-/* Drain, leaders first: one StepDown (to any up-to-date voter) per reply
- * for a tablet the draining ts leads, each tablet at most every
- * LEADER_MOVE_COOLDOWN_MS. */
-static void instruct_drain_leader(struct master *m, const struct cat_tserver *ts,
-				  struct instructions *ins, uint64_t now)
-{
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
-		struct cat_tablet *tb = m->cat.tablets[i];
-		const struct cat_replica *r = tb->state == CAT_RUNNING ? replica_on(tb, ts->uuid)
-								       : NULL;
-		Docraft__Instruction *in;
-		Docraft__StepDownRequest *sd;
-		if (r == NULL || !r->leader || tb->n_replicas < 2 ||
-		    (tb->move_sent_ms != 0 && now - tb->move_sent_ms < LEADER_MOVE_COOLDOWN_MS))
-			continue;
-		in = instruction_add(ins);
-		sd = master_zalloc(ins->a, sizeof *sd);
-		docraft__step_down_request__init(sd);
-		sd->tablet_id = tb->id;
-		sd->to_raft_id = 0;
-		in->kind_case = DOCRAFT__INSTRUCTION__KIND_STEP_DOWN;
-		in->step_down = sd;
-		tb->move_sent_ms = now;
-		tb->move_to = 0;
-		LOG_AT(LOG_LVL_INFO, tb->id, r->term,
-		       "master %s: drain: tablet %s: its leader on tserver %s steps down",
-		       m->address, tb->id, ts->uuid);
-		return;
-	}
 }
 
 /* The replicas a heartbeat of ts lists: their role and term recorded,
@@ -512,9 +494,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ins.a = &a;
 	apply_reports(m, ts, req, &ins, now);
 	reconcile_missing(m, ts, &ins, now);
-	if (catalog_draining(&m->cat, ts->uuid))
-		instruct_drain_leader(m, ts, &ins, now);
-	else if (m->leader_balance)
+	if (m->leader_balance)
 		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;
