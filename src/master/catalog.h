@@ -119,6 +119,7 @@ struct cat_move {
 	uint64_t started_ms; /* wall clock ms */
 	/* Volatile (moves.c). */
 	bool busy;            /* an RPC or catalog write of it in flight */
+	bool writing;         /* ... a catalog write */
 	uint64_t step_at_ms;  /* loop ms this master saw the step begin */
 	uint64_t next_try_ms; /* loop ms before which no action is retried */
 	uint32_t failures;    /* ADD / REMOVE refusals in this step */

@@ -268,6 +268,7 @@ static void move_written(struct cwrite *w, int status)
 		return;
 	}
 	mv->busy = false;
+	mv->writing = false;
 	if (status != 0) {
 		LOG_AT(LOG_LVL_WARN, tb->id, m->term, "master %s: move %s: catalog write (%s): %s",
 		       m->address, tb->id, write_what(op->kind), docraft_strerror(status));
@@ -354,6 +355,7 @@ static void submit_write(struct master *m, struct cat_tablet *tb, struct move_wr
 	}
 	m->ops++;
 	tb->move->busy = true;
+	tb->move->writing = true;
 }
 
 static struct move_write *write_new(struct cat_tablet *tb, enum write_kind kind)

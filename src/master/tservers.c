@@ -371,37 +371,6 @@ static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint6
 	return true;
 }
 
-/* Drain, leaders first: one StepDown (to any up-to-date voter) per reply
- * for a tablet the draining ts leads, each tablet at most every
- * LEADER_MOVE_COOLDOWN_MS. */
-static void instruct_drain_leader(struct master *m, const struct cat_tserver *ts,
-				  struct instructions *ins, uint64_t now)
-{
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
-		struct cat_tablet *tb = m->cat.tablets[i];
-		const struct cat_replica *r = tb->state == CAT_RUNNING ? replica_on(tb, ts->uuid)
-								       : NULL;
-		Docraft__Instruction *in;
-		Docraft__StepDownRequest *sd;
-		if (r == NULL || !r->leader || tb->n_replicas < 2 ||
-		    (tb->move_sent_ms != 0 && now - tb->move_sent_ms < LEADER_MOVE_COOLDOWN_MS))
-			continue;
-		in = instruction_add(ins);
-		sd = master_zalloc(ins->a, sizeof *sd);
-		docraft__step_down_request__init(sd);
-		sd->tablet_id = tb->id;
-		sd->to_raft_id = 0;
-		in->kind_case = DOCRAFT__INSTRUCTION__KIND_STEP_DOWN;
-		in->step_down = sd;
-		tb->move_sent_ms = now;
-		tb->move_to = 0;
-		LOG_AT(LOG_LVL_INFO, tb->id, r->term,
-		       "master %s: drain: tablet %s: its leader on tserver %s steps down",
-		       m->address, tb->id, ts->uuid);
-		return;
-	}
-}
-
 /* The replicas a heartbeat of ts lists: their role and term recorded,
  * leaders' configurations kept; delete instructed for every one whose
  * tablet is deleted, and for a running tablet's replica the catalog does
@@ -525,9 +494,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ins.a = &a;
 	apply_reports(m, ts, req, &ins, now);
 	reconcile_missing(m, ts, &ins, now);
-	if (catalog_draining(&m->cat, ts->uuid))
-		instruct_drain_leader(m, ts, &ins, now);
-	else if (m->leader_balance)
+	if (m->leader_balance)
 		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;

@@ -12,7 +12,7 @@
  *                    replicas' tservers: for 3 x FAILED_S nothing moves (its
  *                    replicas stay, no move in ClusterStatus) and the master
  *                    says why ("not a majority").
- *   target_dies      5 tservers, 2 tablets: kill -9 one replica's tserver;
+ *   target_dies      5 tservers, 1 tablet: kill -9 one replica's tserver;
  *                    as soon as a move is in its adding step, kill -9 its
  *                    target: the move rolls back and the tablet is
  *                    re-replicated on the servers left.
@@ -22,6 +22,8 @@
  *                    master leads: every move completes or rolls back under
  *                    the new leader, and the catalog, the leaders'
  *                    configurations and the checksums agree at the end.
+ *   master_failover_rollback  the same with the target paused 10 s more:
+ *                    the new leader rolls the move back.
  *   drain            4 tservers, 6 tablets: MASTER_DRAIN of an unknown
  *                    tserver is NOT_FOUND; of tserver 1: it ends drained
  *                    (no replica, no leader), every tablet at 3 live
@@ -435,8 +437,10 @@ TEST(no_majority)
 	cluster_down();
 }
 
+static char adding_tablet[80]; /* adding_move: the tablet of the move found */
+
 /* For wait_for: a move is in its adding step; its target's address goes
- * to arg. */
+ * to arg (64 bytes), its tablet to adding_tablet. */
 static bool adding_move(void *arg)
 {
 	char *to = arg;
@@ -449,6 +453,8 @@ static bool adding_move(void *arg)
 			for (size_t k = 0; k < st->n_tservers && !found; k++)
 				if (strcmp(st->tservers[k]->uuid, st->moves[i]->to_uuid) == 0) {
 					snprintf(to, 64, "%s", st->tservers[k]->address);
+					snprintf(adding_tablet, sizeof adding_tablet, "%s",
+						 st->moves[i]->tablet_id);
 					found = true;
 				}
 	docraft__cluster_status_response__free_unpacked(st, NULL);
@@ -462,8 +468,8 @@ TEST(target_dies)
 	int victim, target;
 
 	up("heal-target", 5, 1);
-	load(2, "2000", "1000");
-	victim = busiest(5);
+	load(1, "2000", "1000");
+	victim = busiest(5); /* one of the tablet's three */
 	kill9(&C.t[victim]);
 	h.avoid[victim] = true;
 	CHECK_MSG(wait_for(adding_move, to, 30000), "no move started");
@@ -499,13 +505,16 @@ static bool other_leader(void *arg)
 	return k >= 0 && k != *(int *)arg;
 }
 
-TEST(master_failover)
+/* The master_failover cases: the paused target resumes pause_ms after the
+ * new leader is elected; want_back: the move must have rolled back (the
+ * target was silent past FAILED_S for the new leader too). */
+static void failover(const char *tag, int pause_ms, bool want_back)
 {
 	struct healed h = {.rf = 3};
-	char to[64];
-	int victim, target, ml;
+	char to[64], done[128], back[128];
+	int victim, target, ml, nl, n_done, n_back;
 
-	up("heal-failover", 4, 3);
+	up(tag, 4, 3);
 	load(6, "2000", "1000");
 	victim = busiest(4);
 	kill9(&C.t[victim]);
@@ -519,11 +528,38 @@ TEST(master_failover)
 	kill9(&C.mk[ml]);
 	test_note("move to tserver %d paused, master %d (the leader) killed", target + 1, ml + 1);
 	CHECK_MSG(wait_for(other_leader, &ml, 30000), "no new master leader");
+	sleep_ms(pause_ms); /* the point: the target stays paused this long */
 	CHECK_OK(proc_signal(&C.t[target].p, SIGCONT));
 	wait_healed(&h, HEAL_MS, "after the master failover");
 	check_checksums();
+	/* The move in flight was finished by the new leader, one way or the
+	 * other. */
+	nl = master_leader();
+	CHECK(nl >= 0 && nl != ml);
+	snprintf(done, sizeof done, "move %s done", adding_tablet);
+	snprintf(back, sizeof back, "move %s rolled back", adding_tablet);
+	n_done = count_in_log(C.mk[nl].log, done);
+	n_back = count_in_log(C.mk[nl].log, back);
+	CHECK_MSG(n_done + n_back >= 1, "the new leader never ended the move of %s",
+		  adding_tablet);
+	test_note("the new leader ended moves of %s: %d completed, %d rolled back", adding_tablet,
+		  n_done, n_back);
+	if (want_back)
+		CHECK_MSG(n_back >= 1, "the move of %s did not roll back", adding_tablet);
 	master_start_k(ml);
 	cluster_down();
+}
+
+TEST(master_failover)
+{
+	failover("heal-failover", 0, false);
+}
+
+/* The target stays paused past the failure timeout under the new leader
+ * (it waits tserver_timeout_ms, 3 s, then FAILED_S more): rolled back. */
+TEST(master_failover_rollback)
+{
+	failover("heal-failover-rb", 10000, true);
 }
 
 static bool drained(void *arg)
@@ -601,4 +637,5 @@ TEST(drain)
 	cluster_down();
 }
 
-TEST_MAIN(T(rereplicate), T(no_majority), T(target_dies), T(master_failover), T(drain))
+TEST_MAIN(T(rereplicate), T(no_majority), T(target_dies), T(master_failover),
+	  T(master_failover_rollback), T(drain))
