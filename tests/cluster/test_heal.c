@@ -321,6 +321,38 @@ static int count_in_log(const char *path, const char *needle)
 	return n;
 }
 
+/* HEAL_MEASURE_MB: each ADD's time (sent -> the new replica a voter: the
+ * checkpoint copy and raft's catch-up), from the master's log. */
+static void note_add_times(void)
+{
+	char line[4096], id[24][80], *p;
+	double sent[24];
+	int n = 0;
+	FILE *f = fopen(C.m.log, "r");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		int hh, mm;
+		double ss, t;
+		char tablet[80];
+		if (sscanf(line, "%*d-%*d-%*dT%d:%d:%lfZ", &hh, &mm, &ss) != 3 ||
+		    (p = strstr(line, ": move ")) == NULL || sscanf(p + 7, "%79[^:]", tablet) != 1)
+			continue;
+		t = hh * 3600.0 + mm * 60.0 + ss;
+		if (strstr(p, ": add raft id ") != NULL && n < 24) {
+			snprintf(id[n], sizeof id[n], "%s", tablet);
+			sent[n++] = t;
+		} else if (strstr(p, ": step removing") != NULL) {
+			for (int i = n - 1; i >= 0; i--)
+				if (strcmp(id[i], tablet) == 0) {
+					test_note("ADD of %s: %.0f ms", tablet, (t - sent[i]) * 1000);
+					break;
+				}
+		}
+	}
+	fclose(f);
+}
+
 static int victim_replicas; /* rereplicate: replicas the victim held */
 
 /* For wait_for: tserver *arg deleted every replica it held before it was
@@ -363,6 +395,8 @@ TEST(rereplicate)
 	test_note("%d replicas of tserver %d re-created: healed %" PRIu64 " ms after the kill, "
 		  "%" PRIu64 " ms after it was failed", before, victim + 1, t_healed - t_kill,
 		  t_healed - t_failed);
+	if (mb != NULL && atoi(mb) > 0)
+		note_add_times();
 	if (mb != NULL && atoi(mb) > 0)
 		test_note("HEAL_MEASURE_MB=%s: %d of 6 tablets (~%.1f MiB) copied in %" PRIu64
 			  " ms after the failure was detected: %.1f MiB/s",
