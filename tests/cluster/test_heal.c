@@ -58,6 +58,10 @@
 #define TABLE "bench"
 #define FAILED_S "4"
 #define HEAL_MS 120000
+/* 20 MiB: a move's adding step lasts long enough (its checkpoint copy,
+ * ~1 s per 8 MiB here) for a test polling ClusterStatus to catch it. */
+#define WIDE_KEYS "1280"
+#define WIDE_VSIZE "16384"
 
 /* ---- master and tserver calls ---------------------------------------------------------------- */
 
@@ -502,7 +506,7 @@ TEST(target_dies)
 	int victim, target;
 
 	up("heal-target", 5, 1);
-	load(1, "2000", "1000");
+	load(1, WIDE_KEYS, WIDE_VSIZE);
 	victim = busiest(5); /* one of the tablet's three */
 	kill9(&C.t[victim]);
 	h.avoid[victim] = true;
@@ -549,7 +553,7 @@ static void failover(const char *tag, int pause_ms, bool want_back)
 	int victim, target, ml, nl, n_done, n_back;
 
 	up(tag, 4, 3);
-	load(6, "2000", "1000");
+	load(6, WIDE_KEYS, WIDE_VSIZE);
 	victim = busiest(4);
 	kill9(&C.t[victim]);
 	h.avoid[victim] = true;
