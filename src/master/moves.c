@@ -25,7 +25,8 @@
  *              tablet (now, or when it comes back), gets a delete
  *              (tservers.c: a replica the leader's configuration lacks).
  *   rolling-back  (the new replica's tserver silent past the bound, failed
- *              or draining; ADD refused MAX_FAILURES times) REMOVE of the
+ *              or draining; ADD refused MAX_FAILURES times; the new replica
+ *              not created within CREATE_STUCK_MS) REMOVE of the
  *              new id if the leader's configuration has it, then one write:
  *              the new replica dropped, the move document deleted; policy
  *              picks again later.
@@ -99,6 +100,10 @@
 /* The new replica's tserver silent this long (capped by the failure
  * timeout): the move rolls back. */
 #define TARGET_LOST_MS 30000
+/* The new replica not created this long after the move started (its
+ * tserver refuses it: full, failing disk, ...): the move rolls back. A
+ * joining replica opens at once; its copy comes after, in the ADD. */
+#define CREATE_STUCK_MS 60000
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -579,8 +584,8 @@ static void send_call(struct master *m, struct cat_tablet *tb, const struct cat_
 /* ---- advancing a move ------------------------------------------------------------------------ */
 
 /* Why an adding move must roll back ("" : it need not). */
-static void rollback_reason(struct master *m, const struct cat_tablet *tb, uint64_t now,
-			    char *why, size_t cap)
+static void rollback_reason(struct master *m, const struct cat_tablet *tb, bool created,
+			    uint64_t now, char *why, size_t cap)
 {
 	const struct cat_move *mv = tb->move;
 	const struct cat_tserver *to = catalog_find_tserver(&m->cat, mv->to_uuid);
@@ -594,6 +599,9 @@ static void rollback_reason(struct master *m, const struct cat_tablet *tb, uint6
 		snprintf(why, cap, "its tserver %.40s is draining", mv->to_uuid);
 	else if (mv->failures >= MAX_FAILURES)
 		snprintf(why, cap, "the leader refused to add it %u times", mv->failures);
+	else if (!created && now - mv->step_at_ms > CREATE_STUCK_MS)
+		snprintf(why, cap, "its tserver did not create it within %d s",
+			 CREATE_STUCK_MS / 1000);
 }
 
 /* The steps removing (id: the replaced replica, end: W_FINISH) and
@@ -633,7 +641,7 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 	const struct cat_config *cfg = leader_config(m, tb, &leader, now);
 	struct cat_replica *fresh = catalog_replica(tb, mv->new_raft_id);
 	const struct cat_tserver *to_ts = catalog_find_tserver(&m->cat, mv->to_uuid);
-	bool voter = false, has;
+	bool voter = false, has, created;
 	char why[96];
 
 	if (cfg == NULL) {
@@ -647,7 +655,9 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 			set_step(m, tb, CAT_MOVE_REMOVING, "the leader's configuration has it as a voter");
 			return;
 		}
-		rollback_reason(m, tb, now, why, sizeof why);
+		created = mv->created || (fresh != NULL && to_ts != NULL && to_ts->hb_count != 0 &&
+					  fresh->seen_hb == to_ts->hb_count);
+		rollback_reason(m, tb, created, now, why, sizeof why);
 		if (why[0] != '\0') {
 			set_step(m, tb, CAT_MOVE_ROLLING_BACK, why);
 			return;
@@ -658,8 +668,7 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 			send_call(m, tb, leader, C_REMOVE, mv->new_raft_id, NULL);
 			return;
 		}
-		if (!mv->created && (fresh == NULL || to_ts == NULL ||
-				     fresh->seen_hb != to_ts->hb_count || to_ts->hb_count == 0)) {
+		if (!created) {
 			SAY_WAIT(m, tb, now, "the new replica is not created on %s yet", m->address,
 				 tb->id, mv->to_address);
 			return;
@@ -861,6 +870,8 @@ void moves_tick(struct master *m)
 	}
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		struct cat_tablet *tb = m->cat.tablets[i];
+		if (tb->move != NULL && tb->move->step_at_ms == 0)
+			tb->move->step_at_ms = now; /* loaded: its step starts here for us */
 		if (tb->move != NULL && !tb->move->busy && now >= tb->move->next_try_ms &&
 		    tb->state == CAT_RUNNING)
 			advance(m, tb, now);
