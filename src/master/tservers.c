@@ -140,8 +140,8 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
-void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
-		   Docraft__TServerInfo *info)
+static void tserver_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
+			 Docraft__TServerInfo *info)
 {
 	docraft__tserver_info__init(info);
 	info->uuid = (char *)ts->uuid;
@@ -165,6 +165,16 @@ void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
 	info->moves = moves_of_tserver(m, ts->uuid);
 }
 
+Docraft__TServerInfo **tservers_infos(struct master *m, uint64_t now, struct arena *a)
+{
+	Docraft__TServerInfo **v = master_zalloc(a, m->cat.n_tservers * sizeof *v);
+	for (size_t i = 0; i < m->cat.n_tservers; i++) {
+		v[i] = master_zalloc(a, sizeof *v[i]);
+		tserver_info(m, m->cat.tservers[i], now, v[i]);
+	}
+	return v;
+}
+
 enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
 	struct master *m = ctx;
@@ -176,12 +186,7 @@ enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req,
 	(void)obj;
 	arena_init(&a);
 	resp.n_tservers = m->cat.n_tservers;
-	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
-	for (size_t i = 0; i < m->cat.n_tservers; i++) {
-		Docraft__TServerInfo *info = master_zalloc(&a, sizeof *info);
-		tservers_info(m, m->cat.tservers[i], now, info);
-		resp.tservers[i] = info;
-	}
+	resp.tservers = tservers_infos(m, now, &a);
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
 	return RPC_DISPATCH_FREE;

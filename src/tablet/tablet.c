@@ -448,12 +448,12 @@ raft_id tablet_leader(struct tablet *t, const char **address)
 bool tablet_configuration(struct tablet *t, const struct raft_configuration **conf,
 			  uint64_t *index)
 {
-	if (tablet_closing(t) || !tablet_raft_alive(t) || t->raft.configuration.n == 0)
+	if (tablet_closing(t) || !tablet_raft_alive(t) || t->raft->configuration.n == 0)
 		return false;
-	*conf = &t->raft.configuration;
-	*index = t->raft.configuration_uncommitted_index != 0
-			 ? t->raft.configuration_uncommitted_index
-			 : t->raft.configuration_index;
+	*conf = &t->raft->configuration;
+	*index = t->raft->configuration_uncommitted_index != 0
+			 ? t->raft->configuration_uncommitted_index
+			 : t->raft->configuration_index;
 	return true;
 }
 

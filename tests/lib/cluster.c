@@ -124,36 +124,38 @@ int count_substr(const char *s, const char *needle)
 
 /* ---- processes ---------------------------------------------------------------------- */
 
-/* The flags below are those of tests/lib/cluster.sh too. */
-void master_start(void)
+/* Starts a master at s->addr with s->dir and s->log, --masters list when
+ * not NULL, and C.master_args. The flags below are those of
+ * tests/lib/cluster.sh too. */
+static void spawn_master(struct server *s, const char *list)
 {
 	char line[512], want[192];
-	char *argv[12] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
+	char *argv[14] = {C.master_exe, "--address", s->addr, "--data", s->dir,
 			  "--tserver-timeout-ms", "3000", NULL};
-	for (int i = 0, n = 7; C.master_args[i] != NULL && n < 11; i++)
-		argv[n++] = (char *)C.master_args[i];
-	CHECK_MSG(proc_spawn(&C.m.p, argv, C.m.log) == 0, "spawn master: %s", strerror(errno));
-	C.m.up = true;
-	int rv = proc_read_line(&C.m.p, line, sizeof line, 15000);
-	CHECK_MSG(rv == 1, "the master did not start (%d)", rv);
-	snprintf(want, sizeof want, "docraft-master listening on %s", C.maddr);
-	CHECK_MSG(strstr(line, want) != NULL, "master: unexpected first line: %s", line);
-}
-
-void master_start_k(int k)
-{
-	struct server *s = &C.mk[k];
-	char line[512], want[128];
-	char *argv[14] = {C.master_exe, "--address", s->addr, "--data", s->dir, "--masters",
-			  C.maddr, "--tserver-timeout-ms", "3000", NULL};
-	for (int i = 0, n = 9; C.master_args[i] != NULL && n < 13; i++)
+	int n = 7;
+	if (list != NULL) {
+		argv[n++] = "--masters";
+		argv[n++] = (char *)list;
+	}
+	for (int i = 0; C.master_args[i] != NULL && n < 13; i++)
 		argv[n++] = (char *)C.master_args[i];
 	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn master: %s", strerror(errno));
 	s->up = true;
 	int rv = proc_read_line(&s->p, line, sizeof line, 15000);
-	CHECK_MSG(rv == 1, "master %d did not start (%d)", k + 1, rv);
+	CHECK_MSG(rv == 1, "the master at %s did not start (%d)", s->addr, rv);
 	snprintf(want, sizeof want, "docraft-master listening on %s", s->addr);
-	CHECK_MSG(strstr(line, want) != NULL, "master %d: unexpected first line: %s", k + 1, line);
+	CHECK_MSG(strstr(line, want) != NULL, "master %s: unexpected first line: %s", s->addr,
+		  line);
+}
+
+void master_start(void)
+{
+	spawn_master(&C.m, NULL);
+}
+
+void master_start_k(int k)
+{
+	spawn_master(&C.mk[k], C.maddr);
 }
 
 void tserver_start(int k)
@@ -222,6 +224,7 @@ void cluster_start_masters(const char *tag, int nt, int nm)
 	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
 	if (nm == 1) {
 		snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
+		snprintf(C.m.addr, sizeof C.m.addr, "127.0.0.1:%d", pm);
 		snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
 		snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
 		master_start();
