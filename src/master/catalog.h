@@ -26,6 +26,12 @@
  *                   row stays until no replica reports the tablet any more)
  *       "replicas": { uint64 raft id -> {"uuid": text, "address": text} }
  *   }
+ *   DocKey("masters", "config") -> {
+ *       "next_id": uint64, the lowest raft id never given to a master
+ *       "members": { uint64 raft id -> address text }, the masters' Raft
+ *                  configuration as the last change intended it
+ *   }   written by MASTER_CHANGE_MASTERS before each change (members.c);
+ *       absent until the first change (then the ids are 1..n, --masters)
  *
  * Each document is written whole (an object with an init marker, so it
  * replaces any older version); a drop deletes the table document and sets
@@ -137,7 +143,17 @@ struct cat_ddl {
 	uint64_t at_ms;
 };
 
+/* The "masters" document (members.c); n == 0 and next_id == 0: never written. */
+#define CATALOG_MAX_MASTERS 16
+struct cat_masters {
+	uint64_t next_id;
+	size_t n;
+	uint64_t ids[CATALOG_MAX_MASTERS];
+	char addresses[CATALOG_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
+};
+
 struct catalog {
+	struct cat_masters masters;    /* issue 15: master membership */
 	struct cat_ddl **ddl;          /* sorted by client */
 	size_t n_ddl, cap_ddl;
 	struct cat_table **tables;     /* sorted by name */
@@ -219,7 +235,10 @@ int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg)
 /* Appends the deletion of a tablet's document. */
 int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg);
 
-/* Replaces the tables, tablets and DDL records of c with those stored in s
+/* Appends the "masters" document of ms. */
+int catalog_write_masters(struct batch *b, const struct cat_masters *ms, char *errmsg);
+
+/* Replaces the tables, tablets, DDL records and the masters document of c with those stored in s
  * as of read_ht (tables and their tablets CAT_RUNNING, dropped tablets
  * CAT_DELETED; no volatile state). Tservers are kept. On error (a store
  * error, or DOCRAFT_ECORRUPT for documents that do not decode or do not

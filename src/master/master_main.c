@@ -1,6 +1,6 @@
 /* docraft-master: the catalog server (service.h).
  *
- *   docraft-master --address IP:PORT --data DIR [--masters A,B,C]
+ *   docraft-master --address IP:PORT --data DIR [--masters A,B,C | --join A,B]
  *                  [--tserver-timeout-ms MS] [--replication-factor N]
  *                  [--leader-balance on|off] [--config FILE]
  *                  [--log-level LEVEL] [--help]
@@ -33,6 +33,7 @@ static struct {
 		unsigned tserver_timeout_ms;
 		unsigned replication_factor;
 		bool leader_balance;
+		char join[2048];
 	} st;
 	struct master *m;
 } S;
@@ -41,6 +42,10 @@ static struct {
  * which server_parse adds (server/skeleton.h).
  * The numbers are checked by master_open (a bad one fails the start). */
 static const struct config_flag flags[] = {
+	{.name = "join", .arg = "A,B", .kind = CONFIG_STRING, .dst = S.st.join,
+	 .cap = sizeof S.st.join,
+	 .help = "a new master: running masters to ask for its raft id once `docraft master add` "
+		 "added it (no bootstrap; ignored once DIR/master.id exists)"},
 	{.name = "tserver-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
 	 .dst = &S.st.tserver_timeout_ms, .max = UINT_MAX,
 	 .help = "a tserver silent longer is not live (default 3000)"},
@@ -57,7 +62,8 @@ static const struct server_help help = {
 	.address = "the address to bind and to be known by (required)",
 	.data = "data directory (required; created if missing)",
 	.masters = "every master's address, this one included, in the same order on every master "
-		   "(default: --address)",
+		   "(default: --address); the bootstrap list only: after `docraft master add|remove`, "
+		   "the masters' Raft configuration wins",
 };
 
 static const struct config_spec spec = {
@@ -100,6 +106,7 @@ int main(int argc, char **argv)
 {
 	struct master_options o;
 	char *masters[MASTER_MAX_MASTERS];
+	char *join[MASTER_MAX_MASTERS];
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	server_init(&S.proc, PROG, -1);
@@ -116,6 +123,13 @@ int main(int argc, char **argv)
 			server_bad_usage(&S.proc, "more than %d masters in --masters",
 					 MASTER_MAX_MASTERS);
 		o.masters = (const char *const *)masters;
+	}
+	if (S.st.join[0] != '\0') {
+		o.n_join = config_split_list(S.st.join, join, MASTER_MAX_MASTERS);
+		if (o.n_join > MASTER_MAX_MASTERS)
+			server_bad_usage(&S.proc, "more than %d masters in --join",
+					 MASTER_MAX_MASTERS);
+		o.join = (const char *const *)join;
 	}
 	o.tserver_timeout_ms = S.st.tserver_timeout_ms;
 	o.default_rf = S.st.replication_factor;

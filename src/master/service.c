@@ -122,8 +122,13 @@ static void refresh(struct master *m)
 {
 	struct tablet_status st;
 
-	if (m->closing || m->t == NULL)
+	if (m->closing)
 		return;
+	if (m->t == NULL) {
+		members_join_poll(m); /* a joining master (members.c) */
+		return;
+	}
+	members_refresh(m);
 	tablet_get_status(m->t, &st);
 	if (st.role == TABLET_FAILED && !m->fatal_sent) {
 		m->fatal_sent = true;
@@ -162,14 +167,16 @@ void master_reply_not_leader(struct master *m, struct rpc_call *call)
 {
 	const char *addr = "";
 	raft_id id = m->t != NULL ? tablet_leader(m->t, &addr) : 0;
-	if (id == m->raft_id) {
+	if (id == 0 || addr[0] == '\0')
+		addr = members_leader_hint(m); /* joining, removed, or between leaders */
+	if (id != 0 && id == m->raft_id) {
 		/* Elected but not ready yet (or about to step down). */
 		rpc_reply_error(call, DOCRAFT_EUNAVAILABLE, "master leader not ready; retry", NULL,
 				0);
 		return;
 	}
 	rpc_reply_error(call, DOCRAFT_ENOTLEADER, "not the master leader",
-			id != 0 && addr[0] != '\0' ? addr : NULL, id);
+			addr[0] != '\0' && strcmp(addr, m->address) != 0 ? addr : NULL, id);
 }
 
 /* ---- plumbing -------------------------------------------------------------------------------- */
@@ -215,6 +222,12 @@ static const struct rpc_method methods[] = {
 	 &docraft__list_tservers_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_list},
 	{DOCRAFT__METHOD__MASTER_HEARTBEAT, "Heartbeat", &docraft__heartbeat_request__descriptor,
 	 &docraft__heartbeat_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_heartbeat},
+	/* Master membership (members.c); ListMasters is served by every master. */
+	{DOCRAFT__METHOD__MASTER_CHANGE_MASTERS, "ChangeMasters",
+	 &docraft__change_masters_request__descriptor, &docraft__change_masters_response__descriptor,
+	 RPC_METHOD_LEADER, NULL, members_change},
+	{DOCRAFT__METHOD__MASTER_LIST_MASTERS, "ListMasters", NULL,
+	 &docraft__list_masters_response__descriptor, 0, NULL, members_list},
 };
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
@@ -247,7 +260,8 @@ static void seed_random(struct master *m)
 }
 
 /* The options' master list into m (validated); m->raft_id is the 1-based
- * position of m->address in it. */
+ * position of m->address in it, 0 if it is not there (members.c decides
+ * whether that matters). */
 static int set_masters(struct master *m, const struct master_options *o, char *errmsg)
 {
 	struct sockaddr_in sa;
@@ -269,19 +283,46 @@ static int set_masters(struct master *m, const struct master_options *o, char *e
 			m->raft_id = i + 1;
 	}
 	m->n_masters = n;
-	if (m->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "--address %s is not in the master list",
-			       m->address);
+	return 0;
+}
+
+int master_open_catalog(struct master *m, const struct tablet_peer *peers, size_t n,
+			char *errmsg)
+{
+	struct tablet_options to;
+	char dir[4200];
+	int rv;
+
+	PRE(m->t == NULL && m->raft_id != 0);
+	snprintf(dir, sizeof dir, "%s/%s", m->data_dir, CATALOG_TABLET_ID);
+	tablet_options_default(&to);
+	to.id = CATALOG_TABLET_ID;
+	to.dir = dir;
+	to.raft_id = m->raft_id;
+	to.address = m->address;
+	to.listener = m->l;
+	to.copy = &m->copy;
+	if (m->raft_heartbeat_ms != 0)
+		to.heartbeat_ms = m->raft_heartbeat_ms;
+	if (m->election_ms != 0)
+		to.election_ms = m->election_ms;
+	if ((rv = tablet_open(m->loop, &to, &m->t, errmsg)) != 0) {
+		m->t = NULL;
+		return rv;
+	}
+	if (peers != NULL && (rv = tablet_bootstrap(m->t, peers, n, errmsg)) != 0)
+		return rv;
+	if ((rv = tablet_start(m->t, errmsg)) != 0)
+		return rv;
+	LOG_INFO("master %s: raft id %llu, data in %s, leader balancing %s", m->address,
+		 (unsigned long long)m->raft_id, m->data_dir, m->leader_balance ? "on" : "off");
 	return 0;
 }
 
 int master_open(uv_loop_t *loop, const struct master_options *o, struct master **out,
 		char *errmsg)
 {
-	struct tablet_peer peers[MASTER_MAX_MASTERS];
-	struct tablet_options to;
 	struct sockaddr_in sa;
-	char dir[4200];
 	struct master *m;
 	int rv;
 
@@ -323,32 +364,8 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	if ((rv = copy_server_init(&m->copy, loop, m->l, errmsg)) != 0)
 		return rv;
 	m->copy_on = true;
-
-	snprintf(dir, sizeof dir, "%s/%s", m->data_dir, CATALOG_TABLET_ID);
-	tablet_options_default(&to);
-	to.id = CATALOG_TABLET_ID;
-	to.dir = dir;
-	to.raft_id = m->raft_id;
-	to.address = m->address;
-	to.listener = m->l;
-	to.copy = &m->copy;
-	if (o->raft_heartbeat_ms != 0)
-		to.heartbeat_ms = o->raft_heartbeat_ms;
-	if (o->election_ms != 0)
-		to.election_ms = o->election_ms;
-	if ((rv = tablet_open(loop, &to, &m->t, errmsg)) != 0) {
-		m->t = NULL;
-		return rv;
-	}
-	for (size_t i = 0; i < m->n_masters; i++) {
-		peers[i].id = i + 1;
-		peers[i].address = m->masters[i];
-		peers[i].role = RAFT_VOTER;
-	}
-	if ((rv = tablet_bootstrap(m->t, peers, m->n_masters, errmsg)) != 0)
-		return rv;
-	if ((rv = tablet_start(m->t, errmsg)) != 0)
-		return rv;
+	m->raft_heartbeat_ms = o->raft_heartbeat_ms;
+	m->election_ms = o->election_ms;
 
 	rpc_client_init(&m->cl, loop);
 	m->cl.data = m;
@@ -358,10 +375,10 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 				   sizeof methods / sizeof methods[0], m, &hooks, errmsg);
 	if (rv != 0)
 		return rv;
+	/* The catalog tablet, now or once this master has joined. */
+	if ((rv = members_open(m, o, errmsg)) != 0)
+		return rv;
 	uv_timer_start(&m->poll, poll_cb, POLL_MS, POLL_MS);
-	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s", m->address,
-		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir,
-		 m->leader_balance ? "on" : "off");
 	return 0;
 }
 
@@ -418,6 +435,7 @@ static void close_next(struct master *m)
 			uv_close((uv_handle_t *)&m->poll, poll_closed);
 		return;
 	}
+	members_close(m);
 	ASSERT(m->ops == 0);
 	catalog_free(&m->cat);
 	cb = m->close_cb;

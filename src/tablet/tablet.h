@@ -332,6 +332,17 @@ const char *tablet_id(const struct tablet *t);
 const char *tablet_role_name(enum tablet_role r);
 /* The leader as this replica knows it (0 / "" when unknown). */
 raft_id tablet_leader(struct tablet *t, const char **address);
+/* One member of a replica's Raft configuration (tablet_get_config). */
+struct tablet_member {
+	raft_id id;
+	char address[256];
+	int role; /* RAFT_VOTER, RAFT_STANDBY or RAFT_SPARE */
+};
+/* The replica's current Raft configuration (the last one appended, committed
+ * or not) into out, at most cap members; returns how many it has (may be
+ * more than cap). 0 while raft is not running (a copy, a failed or closing
+ * replica) or has no configuration yet (a joining replica). Loop thread. */
+size_t tablet_get_config(struct tablet *t, struct tablet_member *out, size_t cap);
 /* The replica's store; NULL while none is open: a checkpoint copy being
  * installed or a store being reopened (both on the threadpool: the role
  * is then COPYING or FAILED), after a failed install, and once closing. */

@@ -32,6 +32,7 @@
  * the IP of a server in the configuration. TLS will replace the IP
  * comparisons. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/err.h"
@@ -145,6 +146,21 @@ bool tablet_membership_copy_check(void *arg, const struct sockaddr_in *peer)
 }
 
 /* ---- configuration changes ------------------------------------------------- */
+
+size_t tablet_get_config(struct tablet *t, struct tablet_member *out, size_t cap)
+{
+	const struct raft_configuration *c = &t->raft.configuration;
+	if (t->life != LIFE_RUNNING)
+		return 0;
+	for (unsigned i = 0; i < c->n && i < cap; i++) {
+		out[i].id = c->servers[i].id;
+		snprintf(out[i].address, sizeof out[i].address, "%s",
+			 c->servers[i].address != NULL ? c->servers[i].address : "");
+		out[i].role = c->servers[i].role;
+	}
+	return c->n;
+}
+
 
 struct change {
 	struct raft_change req;
