@@ -69,21 +69,32 @@
 #include "master/internal.h"
 #include "net/listener.h"
 
-#define JOIN_POLL_MS 250
+#define ASK_MS 250         /* between two ListMasters of a joining master */
+#define LEADERLESS_MS 2000 /* a member without a leader this long asks */
 #define ID_FILE "master.id"
+/* Members of the catalog tablet's configuration read at most. */
+#define MAX_MEMBERS CATALOG_MAX_MASTERS
 
 struct change_op;
 
 struct members {
+	/* Asking other masters for ListMasters: a joining master for its
+	 * raft id, a member without a leader for whether it was removed. */
 	char join[MASTER_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
-	size_t n_join, join_next;
-	char join_hint[RPC_ADDRESS_MAX + 1];
-	bool join_inflight;
-	uint64_t join_at;            /* loop ms of the next poll */
-	struct rpc_call_req join_req;
+	size_t n_join, ask_next;
+	char ask_hint[RPC_ADDRESS_MAX + 1];
+	bool asking;
+	uint64_t ask_at;             /* loop ms of the next question */
+	uint64_t leaderless_since;   /* loop ms; 0: a leader is known */
+	struct rpc_call_req ask_req;
 
-	bool member;                 /* seen in its applied configuration */
-	bool removed;                /* ... and then seen missing */
+	bool missing;                /* its applied configuration lacks it */
+	bool told;                   /* a master with a leader lists it not */
+	bool removed;                /* missing || told, as last logged */
+	/* What the last master that told it answered (served while removed). */
+	char known[MAX_MEMBERS][RPC_ADDRESS_MAX + 1];
+	uint64_t known_ids[MAX_MEMBERS];
+	size_t n_known;
 	char leader[RPC_ADDRESS_MAX + 1]; /* the last leader known ("" none) */
 	struct change_op *change;    /* the change in flight (one at a time) */
 };
@@ -176,9 +187,8 @@ int members_open(struct master *m, const struct master_options *o, char *errmsg)
 
 /* ---- the configuration ----------------------------------------------------------------------- */
 
-/* The catalog tablet's configuration into cfg (MASTER_MAX_MEMBERS at
- * most); its length. */
-#define MAX_MEMBERS CATALOG_MAX_MASTERS
+/* The catalog tablet's configuration into cfg (MAX_MEMBERS at most); its
+ * length. */
 static size_t config(struct master *m, struct tablet_member *cfg)
 {
 	size_t n = m->t != NULL ? tablet_get_config(m->t, cfg, MAX_MEMBERS) : 0;
@@ -219,74 +229,104 @@ const char *members_leader_hint(const struct master *m)
 	return m->mem != NULL ? m->mem->leader : "";
 }
 
+static void removal_log(struct master *m)
+{
+	struct members *ms = m->mem;
+	bool removed = ms->missing || ms->told;
+	if (removed == ms->removed)
+		return;
+	ms->removed = removed;
+	if (removed)
+		LOG_WARN("master %s: raft id %llu is not in the masters' configuration "
+			 "(removed): not serving; last leader known: %s; stop this process",
+			 m->address, (unsigned long long)m->raft_id,
+			 ms->leader[0] != '\0' ? ms->leader : "none");
+	else
+		LOG_WARN("master %s: raft id %llu is a member again", m->address,
+			 (unsigned long long)m->raft_id);
+}
+
+static void ask(struct master *m, const char *to);
+
 void members_refresh(struct master *m)
 {
 	struct members *ms = m->mem;
 	struct tablet_member cfg[MAX_MEMBERS];
 	const char *addr = "";
+	uint64_t now = master_now_ms(m);
 	size_t n;
 	bool in = false;
 
 	if (ms == NULL || m->t == NULL)
 		return;
-	if (tablet_leader(m->t, &addr) != 0 && addr[0] != '\0')
+	if (tablet_leader(m->t, &addr) != 0 && addr[0] != '\0') {
 		snprintf(ms->leader, sizeof ms->leader, "%s", addr);
+		ms->leaderless_since = 0;
+		ms->told = false;
+	} else if (ms->leaderless_since == 0) {
+		ms->leaderless_since = now;
+	}
 	n = config(m, cfg);
 	if (n == 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		in = in || (cfg[i].id == m->raft_id && strcmp(cfg[i].address, m->address) == 0);
-	if (in) {
-		if (ms->removed)
-			LOG_INFO("master %s: raft id %llu is a member again", m->address,
-				 (unsigned long long)m->raft_id);
-		ms->member = true;
-		ms->removed = false;
-	} else if (!ms->removed) {
-		ms->removed = true;
-		LOG_WARN("master %s: raft id %llu is not in the masters' configuration "
-			 "(removed): not serving; last leader known: %s; stop this process",
-			 m->address, (unsigned long long)m->raft_id,
-			 ms->leader[0] != '\0' ? ms->leader : "none");
+	ms->missing = !in;
+	removal_log(m);
+	/* A removed master is not sent the configuration that removes it:
+	 * without a leader for long, it asks the others (see the design). */
+	if (ms->leaderless_since != 0 && now - ms->leaderless_since >= LEADERLESS_MS &&
+	    !ms->asking && now >= ms->ask_at) {
+		size_t k = ms->ask_next++ % n;
+		ms->ask_at = now + LEADERLESS_MS / 2;
+		if (strcmp(cfg[k].address, m->address) != 0)
+			ask(m, cfg[k].address);
 	}
 }
 
-/* ---- joining --------------------------------------------------------------------------------- */
+/* ---- asking other masters -------------------------------------------------------------------- */
 
-static void join_reply(struct rpc_call_req *req, const struct rpc_result *res)
+/* A member's question answered: resp lists the masters of one with a
+ * leader; it lacks this master means this master was removed. */
+static void asked_member(struct master *m, const Docraft__ListMastersResponse *resp)
 {
-	struct master *m = req->data;
 	struct members *ms = m->mem;
-	Docraft__ListMastersResponse *resp;
+	bool listed = false;
+
+	if (resp->leader[0] == '\0' || strcmp(resp->leader, m->address) == 0 ||
+	    strlen(resp->leader) > RPC_ADDRESS_MAX || resp->n_masters == 0)
+		return;
+	snprintf(ms->leader, sizeof ms->leader, "%s", resp->leader);
+	ms->n_known = 0;
+	for (size_t i = 0; i < resp->n_masters && i < resp->n_raft_ids; i++) {
+		if (strcmp(resp->masters[i], m->address) == 0 && resp->raft_ids[i] == m->raft_id)
+			listed = true;
+		if (ms->n_known < MAX_MEMBERS && strlen(resp->masters[i]) <= RPC_ADDRESS_MAX) {
+			snprintf(ms->known[ms->n_known], sizeof ms->known[0], "%s",
+				 resp->masters[i]);
+			ms->known_ids[ms->n_known++] = resp->raft_ids[i];
+		}
+	}
+	ms->told = !listed;
+	removal_log(m);
+}
+
+/* A joining master's question answered: resp may list it. */
+static void asked_join(struct master *m, const Docraft__ListMastersResponse *resp)
+{
+	struct members *ms = m->mem;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	raft_id id = 0;
 
-	ms->join_inflight = false;
-	m->ops--;
-	if (m->closing || m->t != NULL)
-		return;
-	ms->join_hint[0] = '\0';
-	if (res->status != 0) {
-		if (res->status == DOCRAFT_ENOTLEADER && res->leader_address[0] != '\0')
-			snprintf(ms->join_hint, sizeof ms->join_hint, "%s", res->leader_address);
-		LOG_DEBUG("master %s: join: ListMasters: %s: %s", m->address,
-			  docraft_strerror(res->status), res->message);
-		return;
-	}
-	resp = docraft__list_masters_response__unpack(NULL, res->reply_len, res->reply);
-	if (resp == NULL) {
-		LOG_WARN("master %s: join: a ListMasters answer does not decode", m->address);
-		return;
-	}
 	for (size_t i = 0; i < resp->n_masters && i < resp->n_raft_ids; i++)
 		if (strcmp(resp->masters[i], m->address) == 0)
 			id = resp->raft_ids[i];
-	if (id == 0 && resp->leader[0] != '\0' && strlen(resp->leader) <= RPC_ADDRESS_MAX)
-		snprintf(ms->join_hint, sizeof ms->join_hint, "%s", resp->leader);
-	docraft__list_masters_response__free_unpacked(resp, NULL);
-	if (id == 0)
+	if (id == 0) {
+		if (resp->leader[0] != '\0' && strlen(resp->leader) <= RPC_ADDRESS_MAX)
+			snprintf(ms->ask_hint, sizeof ms->ask_hint, "%s", resp->leader);
 		return;
-	LOG_INFO("master %s: added to the masters as raft id %llu: opening the catalog replica",
+	}
+	LOG_WARN("master %s: added to the masters as raft id %llu: opening the catalog replica",
 		 m->address, (unsigned long long)id);
 	m->raft_id = id;
 	if (write_id(m, id, errmsg) != 0 || master_open_catalog(m, NULL, 0, errmsg) != 0) {
@@ -298,32 +338,65 @@ static void join_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	}
 }
 
-void members_join_poll(struct master *m)
+static void asked(struct rpc_call_req *req, const struct rpc_result *res)
+{
+	struct master *m = req->data;
+	struct members *ms = m->mem;
+	Docraft__ListMastersResponse *resp;
+
+	ms->asking = false;
+	m->ops--;
+	if (m->closing)
+		return;
+	ms->ask_hint[0] = '\0';
+	if (res->status != 0) {
+		if (res->status == DOCRAFT_ENOTLEADER && res->leader_address[0] != '\0')
+			snprintf(ms->ask_hint, sizeof ms->ask_hint, "%s", res->leader_address);
+		LOG_DEBUG("master %s: ListMasters: %s: %s", m->address,
+			  docraft_strerror(res->status), res->message);
+		return;
+	}
+	resp = docraft__list_masters_response__unpack(NULL, res->reply_len, res->reply);
+	if (resp == NULL) {
+		LOG_WARN("master %s: a ListMasters answer does not decode", m->address);
+		return;
+	}
+	if (m->t == NULL)
+		asked_join(m, resp);
+	else
+		asked_member(m, resp);
+	docraft__list_masters_response__free_unpacked(resp, NULL);
+}
+
+static void ask(struct master *m, const char *to)
 {
 	struct members *ms = m->mem;
 	Docraft__ListMastersRequest req = DOCRAFT__LIST_MASTERS_REQUEST__INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	const char *to;
 
-	if (ms == NULL || m->t != NULL || ms->n_join == 0 || ms->join_inflight ||
-	    master_now_ms(m) < ms->join_at || m->closing)
-		return;
-	ms->join_at = master_now_ms(m) + JOIN_POLL_MS;
-	if (ms->join_hint[0] != '\0') {
-		to = ms->join_hint;
-	} else {
-		to = ms->join[ms->join_next];
-		ms->join_next = (ms->join_next + 1) % ms->n_join;
-	}
-	ms->join_req.data = m;
+	ms->ask_req.data = m;
 	if (rpc_call_message(&m->cl, to, DOCRAFT__METHOD__MASTER_LIST_MASTERS, &req.base, 1000,
-			     &ms->join_req, join_reply, errmsg) != 0) {
-		LOG_DEBUG("master %s: join: %s", m->address, errmsg);
-		ms->join_hint[0] = '\0';
+			     &ms->ask_req, asked, errmsg) != 0) {
+		LOG_DEBUG("master %s: ListMasters to %s: %s", m->address, to, errmsg);
+		ms->ask_hint[0] = '\0';
 		return;
 	}
-	ms->join_inflight = true;
+	ms->asking = true;
 	m->ops++;
+}
+
+void members_join_poll(struct master *m)
+{
+	struct members *ms = m->mem;
+	char to[RPC_ADDRESS_MAX + 1];
+
+	if (ms == NULL || m->t != NULL || ms->n_join == 0 || ms->asking ||
+	    master_now_ms(m) < ms->ask_at || m->closing)
+		return;
+	ms->ask_at = master_now_ms(m) + ASK_MS;
+	snprintf(to, sizeof to, "%s",
+		 ms->ask_hint[0] != '\0' ? ms->ask_hint : ms->join[ms->ask_next++ % ms->n_join]);
+	ask(m, to);
 }
 
 /* ---- ListMasters ----------------------------------------------------------------------------- */
@@ -333,6 +406,8 @@ enum rpc_dispatch_req members_list(void *ctx, struct rpc_call *call, void *req, 
 	struct master *m = ctx;
 	Docraft__ListMastersResponse resp = DOCRAFT__LIST_MASTERS_RESPONSE__INIT;
 	struct tablet_member cfg[MAX_MEMBERS];
+	char *addrs[MAX_MEMBERS];
+	uint64_t ids[MAX_MEMBERS];
 	const char *leader = "";
 	size_t n;
 
@@ -343,8 +418,14 @@ enum rpc_dispatch_req members_list(void *ctx, struct rpc_call *call, void *req, 
 		return RPC_DISPATCH_FREE;
 	}
 	n = config(m, cfg);
-	char *addrs[MAX_MEMBERS];
-	uint64_t ids[MAX_MEMBERS];
+	if (m->mem->told && m->mem->n_known > 0) {
+		/* Removed, and told so: what the master that told it listed. */
+		n = m->mem->n_known;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(cfg[i].address, sizeof cfg[i].address, "%s", m->mem->known[i]);
+			cfg[i].id = m->mem->known_ids[i];
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		addrs[i] = cfg[i].address;
 		ids[i] = cfg[i].id;
