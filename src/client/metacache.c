@@ -488,8 +488,11 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	m->last_status = res->status;
 	m->failures++;
 	final = status_final(c, res, "master ", m->target, m->last_msg, sizeof m->last_msg, &why);
-	if (res->status == DOCRAFT_EBUSY && m->method == DOCRAFT__METHOD__MASTER_CHANGE_MASTERS)
-		final = DOCRAFT_EBUSY; /* another change runs: the caller decides */
+	/* ChangeMasters: another change running (BUSY) or an add that failed
+	 * and was rolled back (TIMED_OUT) are the caller's to decide. */
+	if ((res->status == DOCRAFT_EBUSY || res->status == DOCRAFT_ETIMEDOUT) &&
+	    m->method == DOCRAFT__METHOD__MASTER_CHANGE_MASTERS)
+		final = res->status;
 	if (final != 0) {
 		mcall_deliver(m, final, why, NULL, 0);
 		return;
@@ -545,9 +548,12 @@ static void mcall_send(struct mcall *m)
 	m->tried++;
 	m->attempts++;
 	m->rpc.data = m;
-	rv = rpc_call(&c->rpc, m->target, m->method, m->payload, m->len,
-		      (uint32_t)(left < c->opts.rpc_timeout_ms ? left : c->opts.rpc_timeout_ms),
-		      &m->rpc, mcall_reply, errmsg);
+	/* A master change (catching a new master up) may take longer than
+	 * one attempt: it gets what is left of the deadline. */
+	if (left > c->opts.rpc_timeout_ms && m->method != DOCRAFT__METHOD__MASTER_CHANGE_MASTERS)
+		left = c->opts.rpc_timeout_ms;
+	rv = rpc_call(&c->rpc, m->target, m->method, m->payload, m->len, (uint32_t)left, &m->rpc,
+		      mcall_reply, errmsg);
 	if (rv != 0) {
 		m->last_status = rv;
 		err_set(m->last_msg, 0, "master %s: %s", m->target, errmsg);

@@ -453,6 +453,7 @@ struct change_op {
 	char address[RPC_ADDRESS_MAX + 1];
 	raft_id id;
 	bool transfer;
+	int failed; /* an add being rolled back: why it failed */
 };
 
 static void change_end(struct change_op *op, int status, const char *fmt, ...)
@@ -518,13 +519,50 @@ static void change_raft(struct change_op *op)
 	m->ops++;
 }
 
+/* An add whose promotion failed (the new master did not catch up in
+ * time): its spare is removed again, so a later add starts clean. */
+static bool roll_back(struct change_op *op, int status)
+{
+	struct master *m = op->m;
+	struct tablet_member cfg[MAX_MEMBERS];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	size_t n = config(m, cfg);
+	size_t at = find_member(cfg, n, op->address);
+
+	if (op->kind != DOCRAFT__CHANGE_MASTERS_REQUEST__KIND__ADD || op->failed != 0 ||
+	    op->gen != m->gen || m->closing || at == SIZE_MAX || cfg[at].role == RAFT_VOTER)
+		return false;
+	if (tablet_remove_replica(m->t, op->id, changed, op, errmsg) != 0) {
+		LOG_WARN("master %s: rolling back the add of %s: %s", m->address, op->address,
+			 errmsg);
+		return false;
+	}
+	LOG_WARN("master %s: master %s (raft id %llu) did not become a voter (%s): removing "
+		 "it again", m->address, op->address, (unsigned long long)op->id,
+		 docraft_strerror(status));
+	op->failed = status;
+	m->ops++;
+	return true;
+}
+
 static void changed(void *arg, int status)
 {
 	struct change_op *op = arg;
 	struct master *m = op->m;
 	m->ops--;
+	if (op->failed != 0) {
+		/* TIMED_OUT: final for the client (metacache.c), unlike why the
+		 * promotion failed. */
+		change_end(op, DOCRAFT_ETIMEDOUT, "%s did not catch up as a new master (is it "
+			   "running, with --join?): %s; its add was %s", op->address,
+			   docraft_strerror(op->failed), status == 0 ? "rolled back" :
+			   "not rolled back (remove it)");
+		return;
+	}
 	if (status != 0) {
-		change_end(op, status, "raft configuration change: %s", docraft_strerror(status));
+		if (!roll_back(op, status))
+			change_end(op, status, "raft configuration change: %s",
+				   docraft_strerror(status));
 		return;
 	}
 	change_end(op, 0, "done");
@@ -626,6 +664,13 @@ enum rpc_dispatch_req members_change(void *ctx, struct rpc_call *call, void *req
 	    listener_parse_address(rq->address, &sa, errmsg) != 0 || sa.sin_port == 0) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "ChangeMasters: bad address '%s': "
 				 "IP:PORT expected", rq->address != NULL ? rq->address : "");
+		return RPC_DISPATCH_FREE;
+	}
+	if (m->mem->change != NULL && m->mem->change->kind == (int)rq->kind &&
+	    strcmp(m->mem->change->address, rq->address) == 0) {
+		/* A retry of the change running (its caller timed out). */
+		rpc_reply_errorf(call, DOCRAFT_EUNAVAILABLE, "this change (%s) is running; retry",
+				 rq->address);
 		return RPC_DISPATCH_FREE;
 	}
 	if (m->mem->change != NULL) {
