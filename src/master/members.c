@@ -21,21 +21,28 @@
  * configuration change, so even a change that fails has used up its id.
  *
  * Joining (--join A,B): no id file and a join list: the catalog tablet is
- * not opened yet. Every JOIN_POLL_MS the master asks one address of the
- * list (in turn, or a NOT_LEADER hint) for ListMasters; once its own
- * address is listed (the leader appended the configuration that adds it:
- * `docraft master add ADDR`), it writes the id file and opens the tablet
- * without a bootstrap: an empty replica that the leader catches up (by
- * checkpoint copy when its log was truncated) before promoting it to
- * voter. Until then every leader method answers NOT_LEADER (no hint).
+ * not opened yet. Every ASK_MS the master asks one address of the list (in
+ * turn, or a hint) for ListMasters, which any master answers with the
+ * configuration it has and the raft ids; once its own address is listed
+ * (the leader appended the configuration that adds it: `docraft master
+ * add ADDR`), it writes the id file and opens the tablet without a
+ * bootstrap: an empty replica that the leader catches up (by checkpoint
+ * copy when its log was truncated) before promoting it to voter. Until
+ * then every leader method answers NOT_LEADER (no hint).
  *
- * Changes, on the ready leader, one at a time (EBUSY while one runs):
+ * Changes, on the ready leader, one at a time: another change meanwhile
+ * gets EBUSY, a retry of the running one (its caller timed out) EUNAVAILABLE
+ * until it is done.
  *   ADD addr:    refused (EINVAL) for a bad address or when
  *                MASTER_MAX_MASTERS voters exist; a voter already: done;
  *                a non-voter (an add that did not finish): EINVAL, remove
  *                it first (its data directory holds the id of that add).
  *                Then: write the document (new id = next_id) -> tablet
- *                add (spare, catch up, promote to voter) -> answer.
+ *                add (spare, catch up, promote to voter) -> answer. A
+ *                promotion that fails (the new master is not running or
+ *                did not catch up within raft's catch-up rounds) removes
+ *                the spare again and answers ETIMEDOUT (final for the
+ *                client, src/client/metacache.c).
  *   REMOVE addr: ENOTFOUND if not a member, EINVAL for the last voter;
  *                the leader itself: leadership is transferred first and
  *                the call answered NOT_LEADER with the new leader's
@@ -43,16 +50,24 @@
  *                document -> tablet remove -> answer.
  * A change whose leadership ends meanwhile answers what the tablet said
  * (NOT_LEADER, LEADER_LOST); the next leader sees the configuration raft
- * committed, or not, and a retry of the same command is harmless.
+ * committed, or not, and a retry of the same command is harmless (an add
+ * of a voter is done; a remove of a non-member is ENOTFOUND).
  *
- * Removal. Each poll compares the configuration this master applied with
- * its raft id: once it was a member, a configuration without it means it
- * was removed. It logs that once and keeps running as a follower that
- * serves nothing but ListMasters and NOT_LEADER answers naming the last
- * leader it knew: a tserver or client that still has only its address
- * finds the cluster through it while it runs. It does not exit (an
- * operator stops it; `docraft-local remove-master` does), and it never
- * starts an election (raft: a non-voter never does).
+ * Removal. A leader stops replicating to a master as soon as it appends the
+ * configuration that removes it, so the removed master usually never
+ * applies that configuration: it only sees its leader go quiet. So each
+ * poll (members_refresh) checks two things: the configuration it applied
+ * lacks it ("missing"), or, after LEADERLESS_MS without a leader, a member
+ * it asks (ListMasters, in turn) names a leader and does not list it
+ * ("told"). Either way it logs once that it was removed and keeps running:
+ * it serves nothing but ListMasters (the list the master that told it gave)
+ * and NOT_LEADER answers naming the last leader it knew, so a tserver or
+ * client that still has only its address finds the cluster through it
+ * while it runs. It does not exit (an operator stops it; `docraft-local
+ * remove-master` does). It cannot disturb the others: its pre-votes go to
+ * masters whose listener refuses Raft connections from non-members
+ * (tablet_membership_raft_check), and it is never leader again. A master
+ * that hears a leader again, or is listed again, says so.
  *
  * Threading: the master's loop thread. */
 #include <inttypes.h>
