@@ -108,6 +108,11 @@ static inline void *master_zalloc(struct arena *a, size_t n)
  * leader but not ready. */
 void master_reply_not_leader(struct master *m, struct rpc_call *call);
 
+/* A catalog write of batch b (borrowed until cb) into w: the master's
+ * client id and its next sequence number; then tablet_write(m->t, w). */
+void master_write_prepare(struct master *m, struct tablet_write *w, const struct batch *b,
+			  tablet_write_cb cb, void *data);
+
 /* ---- ddl.c ----------------------------------------------------------------------------------- */
 
 /* The handlers (rpc_method_fn, rpc/dispatch.h) of service.c's method table:

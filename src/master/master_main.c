@@ -102,6 +102,15 @@ static void on_fatal(void *arg, const char *why)
 	server_fail(&S.proc);
 }
 
+/* The list of flag (its value s, split in place) into list; its length. */
+static size_t split_masters(char *s, char **list, const char *flag)
+{
+	size_t n = s[0] != '\0' ? config_split_list(s, list, MASTER_MAX_MASTERS) : 0;
+	if (n > MASTER_MAX_MASTERS)
+		server_bad_usage(&S.proc, "more than %d masters in %s", MASTER_MAX_MASTERS, flag);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct master_options o;
@@ -117,20 +126,10 @@ int main(int argc, char **argv)
 	server_parse(&S.proc, &help, &spec, argc, argv);
 	o.address = S.proc.address;
 	o.data_dir = S.proc.data;
-	if (S.proc.masters[0] != '\0') {
-		o.n_masters = config_split_list(S.proc.masters, masters, MASTER_MAX_MASTERS);
-		if (o.n_masters > MASTER_MAX_MASTERS)
-			server_bad_usage(&S.proc, "more than %d masters in --masters",
-					 MASTER_MAX_MASTERS);
-		o.masters = (const char *const *)masters;
-	}
-	if (S.st.join[0] != '\0') {
-		o.n_join = config_split_list(S.st.join, join, MASTER_MAX_MASTERS);
-		if (o.n_join > MASTER_MAX_MASTERS)
-			server_bad_usage(&S.proc, "more than %d masters in --join",
-					 MASTER_MAX_MASTERS);
-		o.join = (const char *const *)join;
-	}
+	o.n_masters = split_masters(S.proc.masters, masters, "--masters");
+	o.masters = o.n_masters > 0 ? (const char *const *)masters : NULL;
+	o.n_join = split_masters(S.st.join, join, "--join");
+	o.join = o.n_join > 0 ? (const char *const *)join : NULL;
 	o.tserver_timeout_ms = S.st.tserver_timeout_ms;
 	o.default_rf = S.st.replication_factor;
 	o.leader_balance = S.st.leader_balance;

@@ -633,14 +633,7 @@ static int write_doc(struct change_op *op, char *errmsg)
 	/* The document is this leadership's from now on (a failed write
 	 * leaves at most an id unused). */
 	m->cat.masters = doc;
-	memset(&op->w, 0, sizeof op->w);
-	memcpy(op->w.client_id, m->client_id, sizeof op->w.client_id);
-	op->w.seq = ++m->seq;
-	op->w.min_running = op->w.seq;
-	op->w.batch = op->b.data.data;
-	op->w.batch_len = op->b.data.len;
-	op->w.cb = doc_written;
-	op->w.data = op;
+	master_write_prepare(m, &op->w, &op->b, doc_written, op);
 	if ((rv = tablet_write(m->t, &op->w)) != 0)
 		return err_set(errmsg, rv, "catalog write: %s", docraft_strerror(rv));
 	m->ops++;

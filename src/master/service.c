@@ -179,6 +179,19 @@ void master_reply_not_leader(struct master *m, struct rpc_call *call)
 			addr[0] != '\0' && strcmp(addr, m->address) != 0 ? addr : NULL, id);
 }
 
+void master_write_prepare(struct master *m, struct tablet_write *w, const struct batch *b,
+			  tablet_write_cb cb, void *data)
+{
+	memset(w, 0, sizeof *w);
+	memcpy(w->client_id, m->client_id, sizeof w->client_id);
+	w->seq = ++m->seq;
+	w->min_running = w->seq;
+	w->batch = b->data.data;
+	w->batch_len = b->data.len;
+	w->cb = cb;
+	w->data = data;
+}
+
 /* ---- plumbing -------------------------------------------------------------------------------- */
 
 /* The dispatcher's leader hook (rpc/dispatch.h), before the request is

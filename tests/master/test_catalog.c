@@ -405,6 +405,16 @@ TEST(ddl_records)
 	close_store();
 }
 
+static void set_masters(struct cat_masters *ms, size_t n, const uint64_t *ids,
+			const char *const *addresses)
+{
+	ms->n = n;
+	for (size_t i = 0; i < n; i++) {
+		ms->ids[i] = ids[i];
+		snprintf(ms->addresses[i], sizeof ms->addresses[i], "%s", addresses[i]);
+	}
+}
+
 /* The masters document (members.c): written, loaded back whole; a newer
  * version replaces the older; absent, it loads as never written. */
 TEST(masters_document)
@@ -421,11 +431,8 @@ TEST(masters_document)
 	CHECK(loaded.masters.n == 0 && loaded.masters.next_id == 0);
 	memset(&ms, 0, sizeof ms);
 	ms.next_id = 5;
-	ms.n = 3;
-	ms.ids[0] = 1, ms.ids[1] = 3, ms.ids[2] = 4;
-	strcpy(ms.addresses[0], "127.0.0.1:7100");
-	strcpy(ms.addresses[1], "127.0.0.3:7100");
-	strcpy(ms.addresses[2], "127.0.0.4:7100");
+	set_masters(&ms, 3, (const uint64_t[]){1, 3, 4},
+		    (const char *const[]){"127.0.0.1:7100", "127.0.0.3:7100", "127.0.0.4:7100"});
 	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
 	apply(&b, 100);
 	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
@@ -436,10 +443,8 @@ TEST(masters_document)
 		CHECK_EQ_STR(loaded.masters.addresses[i], ms.addresses[i]);
 	}
 	/* Removing raft id 1: the whole document is replaced. */
-	ms.n = 2;
-	ms.ids[0] = 3, ms.ids[1] = 4;
-	strcpy(ms.addresses[0], "127.0.0.3:7100");
-	strcpy(ms.addresses[1], "127.0.0.4:7100");
+	set_masters(&ms, 2, (const uint64_t[]){3, 4},
+		    (const char *const[]){"127.0.0.3:7100", "127.0.0.4:7100"});
 	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
 	apply(&b, 200);
 	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
