@@ -6,7 +6,8 @@
 #   - an add of a master that is not running fails after the catch-up rounds
 #     and is rolled back, and a change sent meanwhile gets SERVICE_BUSY;
 #   - removing the leader: it hands over, is removed, notices it (asks the
-#     others) and still points a client that knows only it to the leader;
+#     others) and still points a client, and a new tserver, that know only
+#     it to the leader;
 #   - a client opened with only the removed master's address, and used
 #     before the removal, keeps working once that master is stopped;
 #   - every master restarted with its ORIGINAL --masters flags comes up with
@@ -26,8 +27,10 @@ BASE=$WORK/c
 FIFO=$WORK/shell.in
 SHELL_PID=""
 
+T4_PID=""
 cleanup() {
 	[ -n "$SHELL_PID" ] && kill "$SHELL_PID" 2>/dev/null
+	[ -n "$T4_PID" ] && kill "$T4_PID" 2>/dev/null
 	exec 3>&- 2>/dev/null
 	"$TOOL" --base "$BASE" destroy >/dev/null 2>&1 || true
 	rm -rf "$WORK"
@@ -105,6 +108,17 @@ wait_for 15000 sh -c "! '$CLI' --masters '$OLD' master list | grep -q '^$OLD '" 
 ok "the removed master notices (asks the others) and says so" || diag "$(listed "$OLD")"
 wait_for 15000 sh -c "'$CLI' --masters '$OLD' tservers | grep -c ' yes ' | grep -qx 3"
 ok "a client knowing only the removed master finds the leader through it"
+TPORT=$(tool env | sed -n 's/^TSERVERS=//p' | cut -d, -f1 | cut -d: -f2)
+T4=127.0.0.4:$TPORT
+"$DOCRAFT_BUILD/src/tserver/docraft-tserver" --address "$T4" --data "$WORK/t4" \
+	--masters "$OLD" >"$WORK/t4.log" 2>&1 &
+T4_PID=$!
+wait_for 20000 sh -c "'$CLI' --masters '$REST' tservers | grep -q '$T4 *yes'"
+ok "a tserver whose --masters is only the removed master registers with the leader" ||
+	diag "$(tail -n 5 "$WORK/t4.log")"
+kill "$T4_PID" 2>/dev/null
+wait "$T4_PID" 2>/dev/null
+T4_PID=""
 
 out=$(tool remove-master "$n_old" 2>&1)
 ok "docraft-local remove-master $n_old (already removed: stops it)" || diag "$out"
