@@ -341,7 +341,7 @@ static void asked_join(struct master *m, const Docraft__ListMastersResponse *res
 			snprintf(ms->ask_hint, sizeof ms->ask_hint, "%s", resp->leader);
 		return;
 	}
-	LOG_WARN("master %s: added to the masters as raft id %llu: opening the catalog replica",
+	LOG_INFO("master %s: added to the masters as raft id %llu: opening the catalog replica",
 		 m->address, (unsigned long long)id);
 	m->raft_id = id;
 	if (write_id(m, id, errmsg) != 0 || master_open_catalog(m, NULL, 0, errmsg) != 0) {
