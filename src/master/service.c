@@ -18,8 +18,9 @@
  *
  * Plumbing. One table (rpc/dispatch.h) lists the MASTER_* methods: their
  * request and response messages (no request: the body is not read) and
- * their handler. Every method is served by the master leader only
- * (RPC_METHOD_LEADER), so for each call, in this order: a closing master
+ * their handler. Every method but ListMasters (any master answers it,
+ * members.c) is served by the master leader only (RPC_METHOD_LEADER), so
+ * for each call, in this order: a closing master
  * answers ECLOSED; one that is not the ready leader with its catalog
  * loaded answers as serving() says (ENOTLEADER with a hint, or
  * EUNAVAILABLE); the request is decoded (a malformed one is answered by
@@ -220,7 +221,7 @@ static bool serving(void *ctx, struct rpc_call *call, const struct rpc_method *m
 
 static const struct rpc_dispatch_hooks hooks = {.leader = serving};
 
-/* Every MASTER_* method: served by the ready leader only. */
+/* Every MASTER_* method: served by the ready leader only, but ListMasters. */
 static const struct rpc_method methods[] = {
 	{DOCRAFT__METHOD__MASTER_CREATE_TABLE, "CreateTable",
 	 &docraft__create_table_request__descriptor, &docraft__create_table_response__descriptor,

@@ -11,7 +11,8 @@
 #   - a client opened with only the removed master's address, and used
 #     before the removal, keeps working once that master is stopped;
 #   - every master restarted with its ORIGINAL --masters flags comes up with
-#     the changed membership; rows and replica checksums intact.
+#     the changed membership; rows and replica checksums intact;
+#   - down to one master (allowed); the last one cannot be removed.
 # TAP; every process is stopped on exit (docraft-local destroy).
 #
 # Environment (meson sets it): DOCRAFT_BUILD, DOCRAFT_SRC.
@@ -144,6 +145,18 @@ wait_for 20000 sh -c "'$CLI' --masters '$NOW' tservers | grep -c ' yes ' | grep 
 ok "every tserver heartbeats the new leader"
 cli "$NOW" -e "SELECT * FROM kv;" | grep -q "(3 rows)" && cli "$NOW" checksum kv >/dev/null
 ok "rows intact, replica checksums agree"
+
+# Down to one master: allowed; the last one cannot be removed.
+first=$(cut -d, -f1 <<<"$NOW")
+for a in $(tr ',' '\n' <<<"$NOW" | tail -n +2); do
+	cli "$NOW" master remove "$a" >/dev/null 2>&1 || echo "remove $a failed"
+done >"$WORK/down.out"
+[ ! -s "$WORK/down.out" ] && [ "$(listed "$first" | wc -w)" = 1 ] &&
+	cli "$first" -e "SELECT * FROM kv;" | grep -q "(3 rows)"
+ok "removing down to one master, which serves alone" || diag "$(cat "$WORK/down.out"; listed "$first")"
+out=$(cli "$first" master remove "$first" 2>&1)
+[ $? -eq 1 ] && grep -q "last master" <<<"$out"
+ok "the last master cannot be removed: INVALID_ARGUMENT" || diag "$out"
 
 echo "1..$T"
 [ "$FAILED" -eq 0 ]
