@@ -67,7 +67,10 @@
  * remove-master` does). It cannot disturb the others: its pre-votes go to
  * masters whose listener refuses Raft connections from non-members
  * (tablet_membership_raft_check), and it is never leader again. A master
- * that hears a leader again, or is listed again, says so.
+ * that hears a leader again, or is listed again, says so. A joined master
+ * whose add then failed (its replica never got a configuration) asks the
+ * same way (its --join list, else --masters) and logs that it must start
+ * again from an empty data directory.
  *
  * Threading: the master's loop thread. */
 #include <inttypes.h>
@@ -103,6 +106,7 @@ struct members {
 	uint64_t leaderless_since;   /* loop ms; 0: a leader is known */
 	struct rpc_call_req ask_req;
 
+	bool member;                 /* its configuration listed it once */
 	bool missing;                /* its applied configuration lacks it */
 	bool told;                   /* a master with a leader lists it not */
 	bool removed;                /* missing || told, as last logged */
@@ -251,7 +255,12 @@ static void removal_log(struct master *m)
 	if (removed == ms->removed)
 		return;
 	ms->removed = removed;
-	if (removed)
+	if (removed && !ms->member)
+		LOG_WARN("master %s: raft id %llu is not in the masters' configuration and "
+			 "never was here (an add that did not finish?): not serving; to join, "
+			 "empty %s and start again with --join", m->address,
+			 (unsigned long long)m->raft_id, m->data_dir);
+	else if (removed)
 		LOG_WARN("master %s: raft id %llu is not in the masters' configuration "
 			 "(removed): not serving; last leader known: %s; stop this process",
 			 m->address, (unsigned long long)m->raft_id,
@@ -282,20 +291,24 @@ void members_refresh(struct master *m)
 		ms->leaderless_since = now;
 	}
 	n = config(m, cfg);
-	if (n == 0)
-		return;
 	for (size_t i = 0; i < n; i++)
 		in = in || (cfg[i].id == m->raft_id && strcmp(cfg[i].address, m->address) == 0);
-	ms->missing = !in;
+	ms->missing = n > 0 && !in;
+	ms->member = ms->member || in;
 	removal_log(m);
 	/* A removed master is not sent the configuration that removes it:
-	 * without a leader for long, it asks the others (see the design). */
+	 * without a leader for long, it asks the others (see the design): the
+	 * members it knows, else (an empty replica: joined, then its add
+	 * failed) the --join list, else --masters. */
 	if (ms->leaderless_since != 0 && now - ms->leaderless_since >= LEADERLESS_MS &&
 	    !ms->asking && now >= ms->ask_at) {
-		size_t k = ms->ask_next++ % n;
+		size_t k = ms->ask_next++;
+		const char *to = n > 0		    ? cfg[k % n].address
+				 : ms->n_join > 0   ? ms->join[k % ms->n_join]
+						    : m->masters[k % m->n_masters];
 		ms->ask_at = now + LEADERLESS_MS / 2;
-		if (strcmp(cfg[k].address, m->address) != 0)
-			ask(m, cfg[k].address);
+		if (strcmp(to, m->address) != 0)
+			ask(m, to);
 	}
 }
 
