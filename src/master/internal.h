@@ -163,7 +163,7 @@ int members_open(struct master *m, const struct master_options *o, char *errmsg)
 void members_join_poll(struct master *m);
 /* From refresh: notes the leader and whether this master is still a member. */
 void members_refresh(struct master *m);
-/* The last master leader known (also after a removal); "" if none. */
+/* A removed master: the last master leader it knew; others: "". */
 const char *members_leader_hint(const struct master *m);
 /* The masters' addresses (the catalog tablet's configuration), in a. */
 size_t members_addresses(struct master *m, struct arena *a, char ***out);

@@ -245,7 +245,8 @@ size_t members_addresses(struct master *m, struct arena *a, char ***out)
 
 const char *members_leader_hint(const struct master *m)
 {
-	return m->mem != NULL ? m->mem->leader : "";
+	/* A member between leaders names none (the old one may be dead). */
+	return m->mem != NULL && m->mem->removed ? m->mem->leader : "";
 }
 
 static void removal_log(struct master *m)

@@ -169,7 +169,7 @@ void master_reply_not_leader(struct master *m, struct rpc_call *call)
 	const char *addr = "";
 	raft_id id = m->t != NULL ? tablet_leader(m->t, &addr) : 0;
 	if (id == 0 || addr[0] == '\0')
-		addr = members_leader_hint(m); /* joining, removed, or between leaders */
+		addr = members_leader_hint(m); /* a removed master's last leader */
 	if (id != 0 && id == m->raft_id) {
 		/* Elected but not ready yet (or about to step down). */
 		rpc_reply_error(call, DOCRAFT_EUNAVAILABLE, "master leader not ready; retry", NULL,
