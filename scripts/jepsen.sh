@@ -13,7 +13,7 @@
 #   --time SEC        workload duration (default 600; 90 with --buggy)
 #   --nemesis LIST    comma-separated nemeses or `all` (default all; pause
 #                     with --buggy): kill kill-leader pause restart-all master
-#                     master-replace (--masters 3, no netns) skew
+#                     master-replace (--masters 3) skew
 #                     partition-halves partition-one partition-leader
 #   --clients N       client threads (default 10)
 #   --workload W      default both

@@ -123,7 +123,7 @@ nemesis_has_feature() {
 nemesis_supported() { # name
 	case $1 in
 	kill | kill-leader | pause | restart-all | master) return 0 ;;
-	master-replace) [ "$NEMESIS_MASTERS" -ge 3 ] && ! nemesis_has_feature netns ;;
+	master-replace) [ "$NEMESIS_MASTERS" -ge 3 ] ;;
 	skew) nemesis_has_feature skew ;;
 	hostile) ! nemesis_has_feature netns && [ -x "$(nemesis_attack_bin)" ] ;;
 	partition-halves | partition-one | partition-leader) nemesis_has_feature netns ;;
