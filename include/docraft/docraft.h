@@ -464,6 +464,25 @@ DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet
 					   const char *to, const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
+/* Master membership (docs/cluster.md, "Master membership").
+ *   masters        every master (ListMasters, which any master answers):
+ *                  address, raft id, "leader" for the leader it names
+ *   master_add     adds the master at address ("ip:port", started with
+ *                  --join): one Raft change of the masters at a time;
+ *                  prints the masters after it. DOCRAFT_EBUSY while
+ *                  another change runs, DOCRAFT_EINVAL for a bad address or
+ *                  beyond the most masters allowed (7)
+ *   master_remove  removes the master at address (the leader hands its
+ *                  leadership over first); DOCRAFT_ENOTFOUND if it is not
+ *                  a master, DOCRAFT_EINVAL for the last one, DOCRAFT_EBUSY
+ *                  as above.
+ * Blocking; DOCRAFT_EINVAL for NULL c or address. */
+DOCRAFT_API int docraft_admin_masters(docraft_client *c, const docraft_printer *p);
+DOCRAFT_API int docraft_admin_master_add(docraft_client *c, const char *address,
+					 const docraft_printer *p);
+DOCRAFT_API int docraft_admin_master_remove(docraft_client *c, const char *address,
+					    const docraft_printer *p);
+
 /* Replica checksums of every tablet of table (docs/cluster.md, "Replica
  * checksums"): for each tablet, its leader (as the master last heard it;
  * the other replicas in turn when it does not answer) is asked for the

@@ -569,3 +569,73 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 	docraft__get_table_response__free_unpacked(resp, NULL);
 	return rv;
 }
+
+/* ---- master membership ----------------------------------------------------------------------- */
+
+int docraft_admin_masters(docraft_client *c, const docraft_printer *p)
+{
+	static const char *const header[] = {"ADDRESS", "RAFT_ID", "ROLE"};
+	Docraft__ListMastersRequest req = DOCRAFT__LIST_MASTERS_REQUEST__INIT;
+	Docraft__ListMastersResponse *resp;
+	struct buf reply = BUF_INIT;
+	struct table t;
+	int rv;
+
+	if (c == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_MASTERS, &req.base, &reply);
+	resp = (Docraft__ListMastersResponse *)answer(
+		&rv, &reply, &docraft__list_masters_response__descriptor, "ListMasters");
+	if (resp == NULL)
+		return rv;
+	table_init(&t, 3, header);
+	for (size_t i = 0; i < resp->n_masters; i++) {
+		char *row[3];
+		row[0] = fmt("%s", resp->masters[i]);
+		row[1] = i < resp->n_raft_ids ? fmt("%" PRIu64, resp->raft_ids[i]) : fmt("?");
+		row[2] = fmt("%s", strcmp(resp->masters[i], resp->leader) == 0 ? "leader"
+									       : "follower");
+		table_row(&t, row);
+	}
+	table_print(&t, p);
+	docraft__list_masters_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int change_masters(docraft_client *c, Docraft__ChangeMastersRequest__Kind kind,
+			  const char *address, const docraft_printer *p)
+{
+	Docraft__ChangeMastersRequest req = DOCRAFT__CHANGE_MASTERS_REQUEST__INIT;
+	Docraft__ChangeMastersResponse *resp;
+	struct buf reply = BUF_INIT;
+	struct buf b = BUF_INIT;
+	int rv;
+
+	if (c == NULL || address == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	req.kind = kind;
+	req.address = (char *)address;
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_CHANGE_MASTERS, &req.base, &reply);
+	resp = (Docraft__ChangeMastersResponse *)answer(
+		&rv, &reply, &docraft__change_masters_response__descriptor, "ChangeMasters");
+	if (resp == NULL)
+		return rv;
+	buf_printf(&b, "masters:");
+	for (size_t i = 0; i < resp->n_masters; i++)
+		buf_printf(&b, " %s", resp->masters[i]);
+	buf_printf(&b, "\n");
+	out(p, &b);
+	buf_free(&b);
+	docraft__change_masters_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+int docraft_admin_master_add(docraft_client *c, const char *address, const docraft_printer *p)
+{
+	return change_masters(c, DOCRAFT__CHANGE_MASTERS_REQUEST__KIND__ADD, address, p);
+}
+
+int docraft_admin_master_remove(docraft_client *c, const char *address, const docraft_printer *p)
+{
+	return change_masters(c, DOCRAFT__CHANGE_MASTERS_REQUEST__KIND__REMOVE, address, p);
+}

@@ -39,6 +39,7 @@
 #define KIND_DDL "ddl"
 #define KIND_MOVE "move"
 #define KIND_DRAIN "drain"
+#define KIND_MASTERS "masters"
 #define DDL_CREATE "create"
 #define DDL_DROP "drop"
 #define STATE_RUNNING "running"
@@ -118,6 +119,7 @@ void catalog_clear_tables(struct catalog *c)
 	c->loading_moves = NULL;
 	c->loading_move_ids = NULL;
 	c->n_loading_moves = 0;
+	memset(&c->masters, 0, sizeof c->masters);
 	c->n_tables = 0;
 	c->n_tablets = 0;
 	c->n_ddl = 0;
@@ -664,6 +666,27 @@ int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char 
 	return rv;
 }
 
+int catalog_write_masters(struct batch *b, const struct cat_masters *ms, char *errmsg)
+{
+	struct pv mkeys[CATALOG_MAX_MASTERS];
+	struct subdoc mdocs[CATALOG_MAX_MASTERS];
+	struct pv keys[2] = {pv_str("next_id"), pv_str("members")};
+	struct subdoc children[2];
+	struct subdoc doc;
+	struct change ch;
+
+	PRE(ms->n <= CATALOG_MAX_MASTERS);
+	for (size_t i = 0; i < ms->n; i++) {
+		mkeys[i] = pv_uint64(ms->ids[i]);
+		mdocs[i] = leaf(pv_str(ms->addresses[i]));
+	}
+	children[0] = leaf(pv_uint64(ms->next_id));
+	children[1] = object(mkeys, mdocs, ms->n);
+	doc = object(keys, children, 2);
+	change_begin(&ch, b);
+	return change_end(&ch, put_doc(&ch, KIND_MASTERS, "config", &doc), errmsg);
+}
+
 /* ---- persistence: loading -------------------------------------------------------------------- */
 
 static const struct docnode *child(const struct docnode *n, const char *key)
@@ -746,6 +769,34 @@ static int load_ddl(struct catalog *c, const char *client, const struct docnode 
 	if (found)
 		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: DDL record of %s twice", client);
 	catalog_put_ddl(c, &d);
+	return 0;
+}
+
+static int load_masters(struct catalog *c, const char *name, const struct docnode *doc,
+			char *errmsg)
+{
+	const struct docnode *mem = child(doc, "members");
+	struct cat_masters *ms = &c->masters;
+	int rv;
+
+	if (strcmp(name, "config") != 0)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters document '%s'", name);
+	if ((rv = get_u64(doc, "next_id", &ms->next_id, "masters", errmsg)) != 0)
+		return rv;
+	if (mem == NULL || mem->kind != VAL_OBJECT || mem->n_children > CATALOG_MAX_MASTERS)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters: bad members");
+	ms->n = 0;
+	for (const struct docnode *r = mem->children; r != NULL; r = r->next) {
+		if (r->key.type != PV_UINT64 || r->key.v.u64 == 0 || r->kind != VAL_PRIMITIVE ||
+		    r->value.type != PV_STRING || r->value.v.s.len == 0 ||
+		    r->value.v.s.len > RPC_ADDRESS_MAX ||
+		    memchr(r->value.v.s.p, '\0', r->value.v.s.len) != NULL)
+			return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters: bad member");
+		ms->ids[ms->n] = r->key.v.u64;
+		memcpy(ms->addresses[ms->n], r->value.v.s.p, r->value.v.s.len);
+		ms->addresses[ms->n][r->value.v.s.len] = '\0';
+		ms->n++;
+	}
 	return 0;
 }
 
@@ -1071,6 +1122,7 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 			struct pv kind_ddl = pv_str(KIND_DDL);
 			struct pv kind_move = pv_str(KIND_MOVE);
 			struct pv kind_drain = pv_str(KIND_DRAIN);
+			struct pv kind_masters = pv_str(KIND_MASTERS);
 			if (pv_equal(&d.range[0], &kind_table))
 				rv = load_table(c, name, doc, errmsg);
 			else if (pv_equal(&d.range[0], &kind_tablet))
@@ -1081,6 +1133,8 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 				rv = load_move(c, name, doc, errmsg);
 			else if (pv_equal(&d.range[0], &kind_drain))
 				rv = load_drain(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_masters))
+				rv = load_masters(c, name, doc, errmsg);
 			else
 				rv = err_set(errmsg, DOCRAFT_ECORRUPT,
 					     "catalog: unknown document kind");

@@ -40,6 +40,12 @@
  *       new replica (marked "joining"); deleted in the same batch as the
  *       one that loses the replaced (or, rolled back, the new) replica.
  *   DocKey("drain", <tserver uuid>) -> {"at_ms": uint64}   a draining tserver
+ *   DocKey("masters", "config") -> {
+ *       "next_id": uint64, the lowest raft id never given to a master
+ *       "members": { uint64 raft id -> address text }, the masters' Raft
+ *                  configuration as the last change intended it
+ *   }   written by MASTER_CHANGE_MASTERS before each change (members.c);
+ *       absent until the first change (then the ids are 1..n, --masters)
  *
  * Each document is written whole (an object with an init marker, so it
  * replaces any older version); a drop deletes the table document and sets
@@ -198,7 +204,17 @@ struct cat_ddl {
 	uint64_t at_ms;
 };
 
+/* The "masters" document (members.c); n == 0 and next_id == 0: never written. */
+#define CATALOG_MAX_MASTERS 16
+struct cat_masters {
+	uint64_t next_id;
+	size_t n;
+	uint64_t ids[CATALOG_MAX_MASTERS];
+	char addresses[CATALOG_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
+};
+
 struct catalog {
+	struct cat_masters masters;    /* issue 15: master membership */
 	struct cat_ddl **ddl;          /* sorted by client */
 	size_t n_ddl, cap_ddl;
 	struct cat_table **tables;     /* sorted by name */
@@ -307,7 +323,10 @@ bool catalog_draining(const struct catalog *c, const char *uuid);
 /* Marks (on) or unmarks uuid draining in memory, once written. */
 void catalog_set_drain(struct catalog *c, const char *uuid, bool on);
 
-/* Replaces the tables, tablets and DDL records of c with those stored in s
+/* Appends the "masters" document of ms. */
+int catalog_write_masters(struct batch *b, const struct cat_masters *ms, char *errmsg);
+
+/* Replaces the tables, tablets, DDL records and the masters document of c with those stored in s
  * as of read_ht (tables and their tablets CAT_RUNNING, dropped tablets
  * CAT_DELETED; no volatile state), with their moves and the drain marks
  * (a move names a running tablet holding both its replicas, the new one

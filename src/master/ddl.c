@@ -102,13 +102,7 @@ int ddl_cwrite_submit(struct master *m, struct cwrite *w, cwrite_done_cb done)
 	w->m = m;
 	w->gen = m->gen;
 	w->done = done;
-	memcpy(w->req.client_id, m->client_id, sizeof w->req.client_id);
-	w->req.seq = ++m->seq;
-	w->req.min_running = w->req.seq;
-	w->req.batch = w->b.data.data;
-	w->req.batch_len = w->b.data.len;
-	w->req.cb = cwrite_cb;
-	w->req.data = w;
+	master_write_prepare(m, &w->req, &w->b, cwrite_cb, w);
 	return tablet_write(m->t, &w->req);
 }
 

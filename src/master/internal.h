@@ -18,9 +18,11 @@
  *   moves.c    replica moves (moves.h): re-replication, drain and
  *              rebalance driven by a timer, MASTER_DRAIN and
  *              MASTER_CLUSTER_STATUS.
+ *   members.c  the masters: this master's raft id, joining, ListMasters,
+ *              ChangeMasters, noticing a removal.
  *
  * Names: service.c's cross-file functions are master_*, the others
- * ddl_* and tservers_*. Everything runs on the master's loop thread. */
+ * ddl_*, tservers_* and members_*. Everything runs on the master's loop thread. */
 #ifndef DOCRAFT_MASTER_INTERNAL_H
 #define DOCRAFT_MASTER_INTERNAL_H
 
@@ -55,6 +57,7 @@ struct master {
 	uint32_t max_moves_per_server;
 	uint32_t default_rf;
 	bool leader_balance;
+	unsigned raft_heartbeat_ms, election_ms; /* the catalog tablet's; 0: default */
 	void (*fatal_cb)(void *arg, const char *why);
 	void *fatal_arg;
 	bool fatal_sent;
@@ -89,6 +92,8 @@ struct master {
 	bool closing;
 	master_close_cb close_cb;
 	void *close_arg;
+
+	struct members *mem; /* members.c: master membership (issue 15) */
 };
 
 /* The loop's time in ms. */
@@ -111,6 +116,11 @@ static inline void *master_zalloc(struct arena *a, size_t n)
  * the leader's address when known, EUNAVAILABLE if this master is the
  * leader but not ready. */
 void master_reply_not_leader(struct master *m, struct rpc_call *call);
+
+/* A catalog write of batch b (borrowed until cb) into w: the master's
+ * client id and its next sequence number; then tablet_write(m->t, w). */
+void master_write_prepare(struct master *m, struct tablet_write *w, const struct batch *b,
+			  tablet_write_cb cb, void *data);
 
 /* ---- ddl.c ----------------------------------------------------------------------------------- */
 
@@ -175,5 +185,31 @@ enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req,
  * Returns their length. */
 size_t tservers_live(struct master *m, struct cat_tserver ***out,
 		     struct placement_server **loads);
+
+/* ---- members.c ------------------------------------------------------------------------------- */
+
+/* Decides this master's raft id (DIR/master.id, else the position in
+ * --masters with a bootstrap, else --join: later) and opens the catalog
+ * tablet through master_open_catalog, now or once joined. Called once by
+ * master_open, with the RPC client and the methods set up. */
+int members_open(struct master *m, const struct master_options *o, char *errmsg);
+/* From the poll: a joining master asks for its raft id (rate-limited). */
+void members_join_poll(struct master *m);
+/* From refresh: notes the leader and whether this master is still a member. */
+void members_refresh(struct master *m);
+/* A removed master: the last master leader it knew; others: "". */
+const char *members_leader_hint(const struct master *m);
+/* The masters' addresses (the catalog tablet's configuration), in a. */
+size_t members_addresses(struct master *m, struct arena *a, char ***out);
+/* Handlers: ListMasters (any master, req NULL) and ChangeMasters (leader). */
+enum rpc_dispatch_req members_list(void *ctx, struct rpc_call *call, void *req, void *obj);
+enum rpc_dispatch_req members_change(void *ctx, struct rpc_call *call, void *req, void *obj);
+/* After the catalog tablet has closed: frees the membership state. */
+void members_close(struct master *m);
+
+/* service.c: opens and starts the catalog tablet as raft id m->raft_id,
+ * bootstrapped with peers when peers is not NULL. */
+int master_open_catalog(struct master *m, const struct tablet_peer *peers, size_t n,
+			char *errmsg);
 
 #endif

@@ -1,6 +1,6 @@
 /* docraft-master: the catalog server (service.h).
  *
- *   docraft-master --address IP:PORT --data DIR [--masters A,B,C]
+ *   docraft-master --address IP:PORT --data DIR [--masters A,B,C | --join A,B]
  *                  [--tserver-timeout-ms MS] [--tserver-failed-after-s S]
  *                  [--max-concurrent-moves N] [--replication-factor N]
  *                  [--leader-balance on|off] [--config FILE]
@@ -36,6 +36,7 @@ static struct {
 		unsigned max_concurrent_moves;
 		unsigned replication_factor;
 		bool leader_balance;
+		char join[2048];
 	} st;
 	struct master *m;
 } S;
@@ -44,6 +45,10 @@ static struct {
  * which server_parse adds (server/skeleton.h).
  * The numbers are checked by master_open (a bad one fails the start). */
 static const struct config_flag flags[] = {
+	{.name = "join", .arg = "A,B", .kind = CONFIG_STRING, .dst = S.st.join,
+	 .cap = sizeof S.st.join,
+	 .help = "a new master: running masters to ask for its raft id once `docraft master add` "
+		 "added it (no bootstrap; ignored once DIR/master.id exists)"},
 	{.name = "tserver-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
 	 .dst = &S.st.tserver_timeout_ms, .max = UINT_MAX,
 	 .help = "a tserver silent longer is not live (default 3000)"},
@@ -68,7 +73,8 @@ static const struct server_help help = {
 	.address = "the address to bind and to be known by (required)",
 	.data = "data directory (required; created if missing)",
 	.masters = "every master's address, this one included, in the same order on every master "
-		   "(default: --address)",
+		   "(default: --address); the bootstrap list only: after `docraft master add|remove`, "
+		   "the masters' Raft configuration wins",
 };
 
 static const struct config_spec spec = {
@@ -107,10 +113,20 @@ static void on_fatal(void *arg, const char *why)
 	server_fail(&S.proc);
 }
 
+/* The list of flag (its value s, split in place) into list; its length. */
+static size_t split_masters(char *s, char **list, const char *flag)
+{
+	size_t n = s[0] != '\0' ? config_split_list(s, list, MASTER_MAX_MASTERS) : 0;
+	if (n > MASTER_MAX_MASTERS)
+		server_bad_usage(&S.proc, "more than %d masters in %s", MASTER_MAX_MASTERS, flag);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct master_options o;
 	char *masters[MASTER_MAX_MASTERS];
+	char *join[MASTER_MAX_MASTERS];
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
 	server_init(&S.proc, PROG, -1);
@@ -123,13 +139,10 @@ int main(int argc, char **argv)
 	server_parse(&S.proc, &help, &spec, argc, argv);
 	o.address = S.proc.address;
 	o.data_dir = S.proc.data;
-	if (S.proc.masters[0] != '\0') {
-		o.n_masters = config_split_list(S.proc.masters, masters, MASTER_MAX_MASTERS);
-		if (o.n_masters > MASTER_MAX_MASTERS)
-			server_bad_usage(&S.proc, "more than %d masters in --masters",
-					 MASTER_MAX_MASTERS);
-		o.masters = (const char *const *)masters;
-	}
+	o.n_masters = split_masters(S.proc.masters, masters, "--masters");
+	o.masters = o.n_masters > 0 ? (const char *const *)masters : NULL;
+	o.n_join = split_masters(S.st.join, join, "--join");
+	o.join = o.n_join > 0 ? (const char *const *)join : NULL;
 	o.tserver_timeout_ms = S.st.tserver_timeout_ms;
 	o.tserver_failed_after_s = S.st.tserver_failed_after_s;
 	o.max_concurrent_moves = S.st.max_concurrent_moves;

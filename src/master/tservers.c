@@ -504,6 +504,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;
 	resp.master_leader_address = m->address;
+	resp.n_masters = members_addresses(m, &a, &resp.masters); /* issue 15 */
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
 	return RPC_DISPATCH_FREE;

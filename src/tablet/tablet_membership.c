@@ -32,6 +32,7 @@
  * the IP of a server in the configuration. TLS will replace the IP
  * comparisons. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/err.h"

@@ -7,6 +7,7 @@
  *   docraft [--masters a,b,c] dump <tablet> [<replica ip:port>]
  *   docraft [--masters a,b,c] bench [options]   (src/tools/bench/bench.c)
  *   docraft [--masters a,b,c] checksum <table>
+ *   docraft [--masters a,b,c] master list | add <ip:port> | remove <ip:port>
  *
  * Built on the public API of libdocraft only (include/docraft/docraft.h):
  * statements go through docraft_exec_cql, admin commands through
@@ -47,6 +48,9 @@ static void usage(FILE *f)
 		"  checksum <table>      every replica's checksum of every tablet (the\n"
 		"                        leader's latest write, then each replica at that\n"
 		"                        time); exit 0 when all agree, 1 otherwise\n"
+		"  master list           the masters: address, raft id, leader\n"
+		"  master add <addr>     add the master at addr (started with --join)\n"
+		"  master remove <addr>  remove the master at addr (one change at a time)\n"
 		"\n"
 		"options:\n"
 		"  --masters a,b,c       master addresses, ip[:port] (default %s)\n"
@@ -226,7 +230,11 @@ int main(int argc, char **argv)
 			  (strcmp(cmd, "tablets") == 0 && nargs == 1) ||
 			  (strcmp(cmd, "step-down") == 0 && (nargs == 1 || nargs == 2)) ||
 			  (strcmp(cmd, "dump") == 0 && (nargs == 1 || nargs == 2)) ||
-			  (strcmp(cmd, "checksum") == 0 && nargs == 1);
+			  (strcmp(cmd, "checksum") == 0 && nargs == 1) ||
+			  (strcmp(cmd, "master") == 0 && nargs == 1 &&
+			   strcmp(argv[i], "list") == 0) ||
+			  (strcmp(cmd, "master") == 0 && nargs == 2 &&
+			   (strcmp(argv[i], "add") == 0 || strcmp(argv[i], "remove") == 0));
 		if (!ok) {
 			fprintf(stderr, "docraft: bad command or arguments: %s (docraft --help)\n",
 				cmd);
@@ -254,6 +262,15 @@ int main(int argc, char **argv)
 		if ((rv = docraft_admin_step_down_to(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL,
 						     &printer)) != 0)
 			status = fail(argv[i], rv);
+	} else if (strcmp(cmd, "master") == 0) {
+		if (strcmp(argv[i], "list") == 0)
+			rv = docraft_admin_masters(c, &printer);
+		else if (strcmp(argv[i], "add") == 0)
+			rv = docraft_admin_master_add(c, argv[i + 1], &printer);
+		else
+			rv = docraft_admin_master_remove(c, argv[i + 1], &printer);
+		if (rv != 0)
+			status = fail(argv[i + 1 < argc ? i + 1 : i], rv);
 	} else if (strcmp(cmd, "checksum") == 0) {
 		if ((rv = docraft_admin_checksum(c, argv[i], &printer)) != 0)
 			status = fail(argv[i], rv);

@@ -10,6 +10,12 @@
  * next master of the list is tried at the next period. Only one heartbeat
  * is in flight at a time.
  *
+ * The list of masters (issue 15): a reply's masters (the masters' Raft
+ * configuration) replace the list, followed by the addresses of
+ * o->masters it does not name (a fallback: e.g. a removed master that
+ * still runs names the leader). A reply without masters (an older master)
+ * changes nothing.
+ *
  * Threading: the loop thread. */
 #ifndef DOCRAFT_TSERVER_HEARTBEAT_H
 #define DOCRAFT_TSERVER_HEARTBEAT_H
@@ -55,6 +61,8 @@ struct heartbeat {
 	char *uuid, *address;
 	char *masters[HEARTBEAT_MAX_MASTERS];
 	size_t n_masters;
+	char *flag_masters[HEARTBEAT_MAX_MASTERS]; /* o->masters, the fallback */
+	size_t n_flag_masters;
 	size_t current;            /* index into masters, or the hint below */
 	char hint[RPC_ADDRESS_MAX + 1]; /* a leader address learnt from a reply */
 	unsigned interval_ms, timeout_ms;

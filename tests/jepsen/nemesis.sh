@@ -24,6 +24,11 @@
 #   pause             SIGSTOP a random tserver; heal: SIGCONT
 #   restart-all       kill -9 every tserver; heal: start them all
 #   master            kill -9 a master (with 3: the master leader); heal: start it
+#   master-replace    (3 masters) remove a master (every other time the
+#                     leader) with `docraft-local remove-master`, which stops
+#                     it, and add a fresh one on a new address and data dir
+#                     (`add-master`: --join, `docraft master add`); heal:
+#                     nothing (the masters stay replaced)
 #   skew              shift a random tserver's clock by +/-100..400 ms (below
 #                     the tablets' 500 ms max clock skew, src/tablet/tablet.c);
 #                     heal: back to 0. Needs --features skew (--skewable cluster)
@@ -52,8 +57,8 @@
 # $DOCRAFT_LOCAL: the docraft-local to use (default: deploy/docraft-local of
 # this checkout).
 
-NEMESIS_ALL=(kill kill-leader pause restart-all master skew hostile partition-halves
-	partition-one partition-leader)
+NEMESIS_ALL=(kill kill-leader pause restart-all master master-replace skew hostile
+	partition-halves partition-one partition-leader)
 
 : "${DOCRAFT_LOCAL:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/docraft-local}"
 NEMESIS_BASE=""
@@ -118,6 +123,7 @@ nemesis_has_feature() {
 nemesis_supported() { # name
 	case $1 in
 	kill | kill-leader | pause | restart-all | master) return 0 ;;
+	master-replace) [ "$NEMESIS_MASTERS" -ge 3 ] ;;
 	skew) nemesis_has_feature skew ;;
 	hostile) ! nemesis_has_feature netns && [ -x "$(nemesis_attack_bin)" ] ;;
 	partition-halves | partition-one | partition-leader) nemesis_has_feature netns ;;
@@ -168,9 +174,21 @@ nemesis_random_tserver() { # NEMESIS_NODE = a random tserver
 	NEMESIS_NODE="t$((NEMESIS_R + 1))"
 }
 
+# The masters now: m1..m<masters> of the cluster's docraft-local config but
+# those removed (master-replace adds and removes masters).
+nemesis_masters() {
+	local conf=$NEMESIS_BASE/cluster.conf m removed i
+	m=$(sed -n 's/^masters=//p' "$conf" 2>/dev/null)
+	removed=$(sed -n 's/^removed_masters=//p' "$conf" 2>/dev/null)
+	[[ $m =~ ^[0-9]+$ ]] || m=$NEMESIS_MASTERS
+	for ((i = 1; i <= m; i++)); do
+		[[ " $removed " == *" m$i "* ]] || echo "m$i"
+	done
+}
+
 nemesis_all_nodes() {
 	local i
-	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do echo "m$i"; done
+	nemesis_masters
 	for ((i = 1; i <= NEMESIS_TSERVERS; i++)); do echo "t$i"; done
 }
 
@@ -195,11 +213,12 @@ nemesis_table_leader() {
 # (src/master/service.c logs "leader in term N" / "no longer the leader
 # (term N" at level info: see dl); random if unknown.
 nemesis_master_leader() {
-	local i best="" best_term=-1 log line term
-	NEMESIS_NODE=m1
-	[ "$NEMESIS_MASTERS" -le 1 ] && return
-	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do
-		log=$(dl logs "m$i" 2>/dev/null | head -n 1)
+	local i best="" best_term=-1 log line term masters=()
+	mapfile -t masters < <(nemesis_masters)
+	NEMESIS_NODE=${masters[0]}
+	[ "${#masters[@]}" -le 1 ] && return
+	for i in "${masters[@]}"; do
+		log=$(dl logs "$i" 2>/dev/null | head -n 1)
 		[ -f "$log" ] || continue
 		line=$(grep -E 'leader in term [0-9]+|no longer the leader' "$log" | tail -n 1)
 		case $line in
@@ -208,13 +227,13 @@ nemesis_master_leader() {
 		term=$(sed -E 's/.*leader in term ([0-9]+).*/\1/' <<<"$line")
 		if [[ $term =~ ^[0-9]+$ ]] && [ "$term" -gt "$best_term" ]; then
 			best_term=$term
-			best="m$i"
+			best=$i
 		fi
 	done
 	if [ -z "$best" ]; then
 		nemesis_note "master leader unknown: a random master"
-		nemesis_rand "$NEMESIS_MASTERS"
-		best="m$((NEMESIS_R + 1))"
+		nemesis_rand "${#masters[@]}"
+		best=${masters[NEMESIS_R]}
 	fi
 	NEMESIS_NODE=$best
 }
@@ -260,6 +279,29 @@ nemesis_attack_wait() {
 	NEMESIS_ATTACK_PID=""
 }
 
+NEMESIS_REPLACES=0
+# master-replace: removes a master (the leader every other time) and adds a
+# fresh one; NEMESIS_NODE = "old>new". With fewer than 3 masters left (an
+# add that failed before) it only adds.
+nemesis_master_replace() {
+	local masters=() old=- new
+	mapfile -t masters < <(nemesis_masters)
+	if [ "${#masters[@]}" -ge 3 ]; then
+		if [ $((NEMESIS_REPLACES % 2)) -eq 0 ]; then
+			nemesis_master_leader
+		else
+			nemesis_rand "${#masters[@]}"
+			NEMESIS_NODE=${masters[NEMESIS_R]}
+		fi
+		old=$NEMESIS_NODE
+		dl_quiet remove-master "$old" || old="$old(failed)"
+	fi
+	NEMESIS_REPLACES=$((NEMESIS_REPLACES + 1))
+	dl_quiet add-master
+	new=$(nemesis_masters | tail -n 1)
+	NEMESIS_NODE="$old>$new"
+}
+
 # Applies one fault, then logs its start; NEMESIS_TARGET = its target.
 # Records what the heal must undo.
 nemesis_fault() { # name
@@ -293,6 +335,10 @@ nemesis_fault() { # name
 		target=$NEMESIS_NODE
 		NEMESIS_STOPPED=1
 		dl_quiet kill "$target"
+		;;
+	master-replace)
+		nemesis_master_replace
+		target=$NEMESIS_NODE
 		;;
 	skew)
 		nemesis_random_tserver
@@ -346,6 +392,7 @@ nemesis_heal() { # name target
 	kill | kill-leader | master)
 		dl_quiet start "$target" && NEMESIS_STOPPED=0
 		;;
+	master-replace) ;;
 	restart-all)
 		dl_quiet start all-tservers && NEMESIS_STOPPED=0
 		;;
@@ -458,7 +505,7 @@ nemesis_loop() {
 }
 
 nemesis_usage() {
-	sed -n '16,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '16,49p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 nemesis_main() {

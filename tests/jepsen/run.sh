@@ -241,8 +241,11 @@ for ((i = 1; i <= TSERVERS; i++)); do NODES+=("t$i"); done
 # Copies every node's log into OUT/logs (the cluster directory goes with
 # destroy). `docraft-local logs NODE` names the file (or prints the log).
 collect_logs() {
-	local n out
+	local n out m
 	mkdir -p "$OUT/logs"
+	# Masters added by master-replace (m4, ...) too.
+	m=$(sed -n 's/^masters=//p' "$BASE/cluster.conf" 2>/dev/null)
+	for ((i = MASTERS + 1; i <= ${m:-0}; i++)); do NODES+=("m$i"); done
 	for n in "${NODES[@]}"; do
 		out=$(dl logs "$n" 2>/dev/null | head -n 1)
 		if [ -n "$out" ] && [ -f "$out" ]; then
@@ -353,6 +356,9 @@ if [ "$CLUSTER_OK" -eq 1 ]; then
 	HEAL_S=$(($(date +%s) - RUN_START))
 	say "healing everything; waiting for leaders"
 	heal_all
+	# master-replace may have replaced every master the run started with.
+	now=$(dl env 2>>"$OUT/cluster.err" | sed -n 's/^\(export \)\{0,1\}MASTERS=//p' | tr -d "\"'")
+	[ -n "$now" ] && MASTER_ADDRS=$now
 	if wait_leaders 60; then RECOVERED=yes; fi
 	say "recovered: $RECOVERED; waiting for the workload and its final reads"
 	# Ends at TIME after its time 0, then final reads (<= FINAL_TIMEOUT).

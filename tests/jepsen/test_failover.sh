@@ -9,7 +9,9 @@
 #
 # Environment (set by tests/jepsen/meson.build): DOCRAFT_BUILD (the build
 # dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 100) and
-# FAILOVER_CLIENTS (default 6) shorten or widen a run by hand.
+# FAILOVER_CLIENTS (default 6) shorten or widen a run by hand;
+# FAILOVER_NEMESES and FAILOVER_MASTERS replace the nemeses and the 1 master
+# (test_failover_masters: master-replace with 3 masters).
 #
 # The run's directory (history, nemesis log, report.md, node logs) is
 # removed when the test passes and kept, with its path printed, when it
@@ -44,10 +46,15 @@ if [ -e "$DOCRAFT_BUILD/tests/jepsen/libdocraft_skew.so" ]; then
 	nemeses+=,skew
 	skew=yes
 fi
+if [ -n "${FAILOVER_NEMESES:-}" ]; then
+	nemeses=$FAILOVER_NEMESES
+	skew=no
+fi
+MASTERS=${FAILOVER_MASTERS:-1}
 echo "# run dir $out; nemeses $nemeses; ${TIME}s, $CLIENTS clients"
 
 "$REPO/tests/jepsen/run.sh" --out "$out" --time "$TIME" --nemesis "$nemeses" \
-	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters 1 \
+	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters "$MASTERS" \
 	--tservers 3 --rf 3 --interval 10 --final-timeout 60 --check-time-limit 90 \
 	--label "default-suite failover test" 2> >(sed 's/^/# /') &
 RUN_PID=$!

@@ -533,6 +533,59 @@ TEST(moves_and_drains)
 	close_store();
 }
 
+static void set_masters(struct cat_masters *ms, size_t n, const uint64_t *ids,
+			const char *const *addresses)
+{
+	ms->n = n;
+	for (size_t i = 0; i < n; i++) {
+		ms->ids[i] = ids[i];
+		snprintf(ms->addresses[i], sizeof ms->addresses[i], "%s", addresses[i]);
+	}
+}
+
+/* The masters document (members.c): written, loaded back whole; a newer
+ * version replaces the older; absent, it loads as never written. */
+TEST(masters_document)
+{
+	struct catalog loaded;
+	struct cat_masters ms;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	open_store();
+	catalog_init(&loaded);
+	batch_init(&b);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK(loaded.masters.n == 0 && loaded.masters.next_id == 0);
+	memset(&ms, 0, sizeof ms);
+	ms.next_id = 5;
+	set_masters(&ms, 3, (const uint64_t[]){1, 3, 4},
+		    (const char *const[]){"127.0.0.1:7100", "127.0.0.3:7100", "127.0.0.4:7100"});
+	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
+	apply(&b, 100);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.masters.next_id, 5);
+	CHECK_EQ_INT(loaded.masters.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		CHECK_EQ_INT(loaded.masters.ids[i], ms.ids[i]);
+		CHECK_EQ_STR(loaded.masters.addresses[i], ms.addresses[i]);
+	}
+	/* Removing raft id 1: the whole document is replaced. */
+	set_masters(&ms, 2, (const uint64_t[]){3, 4},
+		    (const char *const[]){"127.0.0.3:7100", "127.0.0.4:7100"});
+	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
+	apply(&b, 200);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.masters.n, 2);
+	CHECK_EQ_INT(loaded.masters.ids[0], 3);
+	CHECK_EQ_STR(loaded.masters.addresses[1], "127.0.0.4:7100");
+	/* ... and as of before the first write, it was never written. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(50), errmsg), errmsg);
+	CHECK(loaded.masters.n == 0 && loaded.masters.next_id == 0);
+	batch_free(&b);
+	catalog_free(&loaded);
+	close_store();
+}
+
 TEST_MAIN(T(round_trip), T(drop_and_purge), T(corrupt), T(names), T(tservers_leaders),
-	  T(ddl_records),
-	  T(moves_and_drains))
+	  T(ddl_records), T(moves_and_drains), T(masters_document))
