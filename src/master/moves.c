@@ -1068,10 +1068,7 @@ enum rpc_dispatch_req moves_cluster_status(void *ctx, struct rpc_call *call, voi
 			resp.moves[resp.n_moves++] = mi;
 		}
 	}
-	resp.n_masters = m->n_masters;
-	resp.masters = master_zalloc(&a, m->n_masters * sizeof *resp.masters);
-	for (size_t i = 0; i < m->n_masters; i++)
-		resp.masters[i] = m->masters[i];
+	resp.n_masters = members_addresses(m, &a, &resp.masters);
 	resp.master_leader = m->address;
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
