@@ -15,6 +15,9 @@
  *   tservers.c the tablet servers: the registry fed by heartbeats, their
  *              liveness, the instructions of a heartbeat's reply (create,
  *              delete, leader balancing) and ListTServers.
+ *   moves.c    replica moves (moves.h): re-replication, drain and
+ *              rebalance driven by a timer, MASTER_DRAIN and
+ *              MASTER_CLUSTER_STATUS.
  *
  * Names: service.c's cross-file functions are master_*, the others
  * ddl_* and tservers_*. Everything runs on the master's loop thread. */
@@ -47,6 +50,9 @@ struct master {
 	raft_id raft_id;
 	char data_dir[4096];
 	uint64_t tserver_timeout_ms;
+	uint64_t failed_after_ms;   /* --tserver-failed-after-s */
+	uint32_t max_moves;         /* --max-concurrent-moves */
+	uint32_t max_moves_per_server;
 	uint32_t default_rf;
 	bool leader_balance;
 	void (*fatal_cb)(void *arg, const char *why);
@@ -63,12 +69,15 @@ struct master {
 	struct tablet *t;
 	uv_timer_t poll;
 	bool poll_open;
+	uv_timer_t moves_timer; /* moves.c's driver */
+	bool moves_open;
 
 	struct catalog cat;
 	bool leader;     /* the catalog tablet is a ready leader in term */
 	uint64_t term;
 	bool loaded;     /* the catalog of this leadership is in memory */
 	bool loading;
+	uint64_t loaded_ms; /* loop ms the catalog of this leadership was loaded */
 	uint64_t load_retry_at;
 	uint64_t gen;    /* bumped at every change of leadership */
 
@@ -116,6 +125,26 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 enum rpc_dispatch_req ddl_list_tables(void *ctx, struct rpc_call *call, void *req, void *obj);
 enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *req, void *obj);
 
+/* One replicated change of the catalog (a DocDB batch of catalog.h's
+ * documents); the first member of every op that writes. */
+struct cwrite;
+typedef void (*cwrite_done_cb)(struct cwrite *w, int status);
+struct cwrite {
+	struct tablet_write req;
+	struct batch b;
+	struct master *m;
+	uint64_t gen; /* the leadership it began in */
+	cwrite_done_cb done;
+};
+
+/* Queues w->b (filled by the caller, batch_init'ed) as a catalog write of
+ * this leadership; done(w, status) follows unless an error is returned.
+ * The caller counts the op in m->ops once this succeeded. */
+int ddl_cwrite_submit(struct master *m, struct cwrite *w, cwrite_done_cb done);
+/* Frees the op that begins with w (its first member, allocated with
+ * malloc), once its write has completed, and uncounts it from m->ops. */
+void ddl_cwrite_free(struct cwrite *w);
+
 /* Purges the dropped tablet tb from the catalog (one more catalog write)
  * once no replica's tserver lists it any more; nothing if it is not
  * CAT_DELETED or its purge is in flight. */
@@ -128,6 +157,11 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 						   struct arena *a);
 
 /* ---- tservers.c ------------------------------------------------------------------------------ */
+
+/* Fills info (strings borrowed from ts, valid until the reply is sent)
+ * for ListTServers and ClusterStatus. */
+void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
+		   Docraft__TServerInfo *info);
 
 /* Handlers, as ddl.c's. */
 enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void *req,

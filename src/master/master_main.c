@@ -1,7 +1,8 @@
 /* docraft-master: the catalog server (service.h).
  *
  *   docraft-master --address IP:PORT --data DIR [--masters A,B,C]
- *                  [--tserver-timeout-ms MS] [--replication-factor N]
+ *                  [--tserver-timeout-ms MS] [--tserver-failed-after-s S]
+ *                  [--max-concurrent-moves N] [--replication-factor N]
  *                  [--leader-balance on|off] [--config FILE]
  *                  [--log-level LEVEL] [--help]
  *
@@ -31,6 +32,8 @@ static struct {
 	struct server proc; /* loop, signals, flags, exit code (skeleton.h) */
 	struct {
 		unsigned tserver_timeout_ms;
+		unsigned tserver_failed_after_s;
+		unsigned max_concurrent_moves;
 		unsigned replication_factor;
 		bool leader_balance;
 	} st;
@@ -44,6 +47,14 @@ static const struct config_flag flags[] = {
 	{.name = "tserver-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
 	 .dst = &S.st.tserver_timeout_ms, .max = UINT_MAX,
 	 .help = "a tserver silent longer is not live (default 3000)"},
+	{.name = "tserver-failed-after-s", .arg = "S", .kind = CONFIG_UINT,
+	 .dst = &S.st.tserver_failed_after_s, .max = UINT_MAX / 1000, .what = "seconds",
+	 .help = "a tserver silent longer is failed: its replicas are re-created elsewhere "
+		 "(default 300)"},
+	{.name = "max-concurrent-moves", .arg = "N", .kind = CONFIG_UINT,
+	 .dst = &S.st.max_concurrent_moves, .max = 1024, .what = "a number of moves",
+	 .help = "replica moves (re-replication, drain, rebalance) in flight at most; 0: none "
+		 "(default 4)"},
 	{.name = "replication-factor", .arg = "N", .kind = CONFIG_UINT,
 	 .dst = &S.st.replication_factor, .max = UINT32_MAX, .what = "a replication factor",
 	 .help = "used when CreateTable gives none: 1, 3 or 5 (default 3)"},
@@ -105,6 +116,8 @@ int main(int argc, char **argv)
 	server_init(&S.proc, PROG, -1);
 	master_options_default(&o);
 	S.st.tserver_timeout_ms = (unsigned)o.tserver_timeout_ms;
+	S.st.tserver_failed_after_s = o.tserver_failed_after_s;
+	S.st.max_concurrent_moves = o.max_concurrent_moves;
 	S.st.replication_factor = o.default_rf;
 	S.st.leader_balance = o.leader_balance;
 	server_parse(&S.proc, &help, &spec, argc, argv);
@@ -118,6 +131,8 @@ int main(int argc, char **argv)
 		o.masters = (const char *const *)masters;
 	}
 	o.tserver_timeout_ms = S.st.tserver_timeout_ms;
+	o.tserver_failed_after_s = S.st.tserver_failed_after_s;
+	o.max_concurrent_moves = S.st.max_concurrent_moves;
 	o.default_rf = S.st.replication_factor;
 	o.leader_balance = S.st.leader_balance;
 	o.fatal_cb = on_fatal;

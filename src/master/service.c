@@ -44,6 +44,7 @@
 #include "common/mem.h"
 #include "master/catalog.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "master/placement.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
@@ -89,6 +90,7 @@ static void load_done(struct tablet_read *req, int status, uint64_t read_ht)
 			m->load_retry_at = master_now_ms(m) + LOAD_RETRY_MS;
 		} else {
 			m->loaded = true;
+			m->loaded_ms = master_now_ms(m);
 			LOG_INFO("master %s: leader in term %" PRIu64 ": catalog loaded, "
 				 "%zu tables, %zu tablets", m->address, m->term, m->cat.n_tables,
 				 m->cat.n_tablets);
@@ -215,6 +217,11 @@ static const struct rpc_method methods[] = {
 	 &docraft__list_tservers_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_list},
 	{DOCRAFT__METHOD__MASTER_HEARTBEAT, "Heartbeat", &docraft__heartbeat_request__descriptor,
 	 &docraft__heartbeat_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_heartbeat},
+	{DOCRAFT__METHOD__MASTER_DRAIN, "Drain", &docraft__drain_request__descriptor,
+	 &docraft__drain_response__descriptor, RPC_METHOD_LEADER, NULL, moves_drain},
+	{DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, "ClusterStatus", NULL,
+	 &docraft__cluster_status_response__descriptor, RPC_METHOD_LEADER, NULL,
+	 moves_cluster_status},
 };
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
@@ -223,6 +230,8 @@ void master_options_default(struct master_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->tserver_timeout_ms = MASTER_DEFAULT_TSERVER_TIMEOUT_MS;
+	o->tserver_failed_after_s = MASTER_DEFAULT_FAILED_AFTER_S;
+	o->max_concurrent_moves = MASTER_DEFAULT_MAX_MOVES;
 	o->default_rf = MASTER_DEFAULT_RF;
 	o->leader_balance = true;
 }
@@ -296,6 +305,12 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		return err_set(errmsg, DOCRAFT_EINVAL, "bad data directory");
 	if (o->tserver_timeout_ms == 0)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tserver timeout must be > 0");
+	if (o->tserver_failed_after_s == 0 ||
+	    (uint64_t)o->tserver_failed_after_s * 1000 < o->tserver_timeout_ms)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "--tserver-failed-after-s %u: must be > 0 and at least the tserver "
+			       "timeout (%" PRIu64 " ms)",
+			       o->tserver_failed_after_s, o->tserver_timeout_ms);
 	if (placement_check_rf(o->default_rf, errmsg) != 0)
 		return err_wrap(errmsg, DOCRAFT_EINVAL, "default");
 
@@ -304,6 +319,9 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	snprintf(m->address, sizeof m->address, "%s", o->address);
 	snprintf(m->data_dir, sizeof m->data_dir, "%s", o->data_dir);
 	m->tserver_timeout_ms = o->tserver_timeout_ms;
+	m->failed_after_ms = (uint64_t)o->tserver_failed_after_s * 1000;
+	m->max_moves = o->max_concurrent_moves;
+	m->max_moves_per_server = MASTER_MOVES_PER_SERVER;
 	m->default_rf = o->default_rf;
 	m->leader_balance = o->leader_balance;
 	m->fatal_cb = o->fatal_cb;
@@ -313,6 +331,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	uv_timer_init(loop, &m->poll);
 	m->poll.data = m;
 	m->poll_open = true;
+	moves_open(m);
 	*out = m;
 
 	if ((rv = set_masters(m, o, errmsg)) != 0)
@@ -359,9 +378,10 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	if (rv != 0)
 		return rv;
 	uv_timer_start(&m->poll, poll_cb, POLL_MS, POLL_MS);
-	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s", m->address,
+	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s, tservers "
+		 "failed after %" PRIu64 " s, at most %u concurrent moves", m->address,
 		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir,
-		 m->leader_balance ? "on" : "off");
+		 m->leader_balance ? "on" : "off", m->failed_after_ms / 1000, m->max_moves);
 	return 0;
 }
 
@@ -392,6 +412,13 @@ static void poll_closed(uv_handle_t *h)
 	close_next(m);
 }
 
+static void moves_closed(uv_handle_t *h)
+{
+	struct master *m = h->data;
+	m->moves_open = false;
+	close_next(m);
+}
+
 /* One step of the close sequence per call; each asynchronous close calls
  * back here. */
 static void close_next(struct master *m)
@@ -418,6 +445,11 @@ static void close_next(struct master *m)
 			uv_close((uv_handle_t *)&m->poll, poll_closed);
 		return;
 	}
+	if (m->moves_open) {
+		if (!uv_is_closing((uv_handle_t *)&m->moves_timer))
+			uv_close((uv_handle_t *)&m->moves_timer, moves_closed);
+		return;
+	}
 	ASSERT(m->ops == 0);
 	catalog_free(&m->cat);
 	cb = m->close_cb;
@@ -434,5 +466,7 @@ void master_close(struct master *m, master_close_cb cb, void *arg)
 	m->close_cb = cb;
 	m->close_arg = arg;
 	uv_timer_stop(&m->poll);
+	if (m->moves_open)
+		uv_timer_stop(&m->moves_timer);
 	close_next(m);
 }

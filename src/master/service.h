@@ -5,7 +5,7 @@
  *        │                           position of --address in --masters)
  *        ├── COPY ──► copy server (a lagging master catches up by checkpoint)
  *        └── RPC  ──► CreateTable, DropTable, ListTables, GetTable,
- *                     ListTServers, Heartbeat
+ *                     ListTServers, Heartbeat, Drain, ClusterStatus
  *   rpc client ──► tablet servers (TSERVER_CREATE_TABLET)
  *
  * Leadership: the master leader is the catalog tablet's leader. Once its
@@ -42,6 +42,12 @@
 /* Most masters in --masters. */
 #define MASTER_MAX_MASTERS 7
 #define MASTER_DEFAULT_TSERVER_TIMEOUT_MS 3000
+/* --tserver-failed-after-s: a tserver silent this long is failed and its
+ * replicas are replaced (YugabyteDB's follower_unavailable_considered_failed_sec). */
+#define MASTER_DEFAULT_FAILED_AFTER_S 300
+/* --max-concurrent-moves, and the moves one tserver takes part in at once. */
+#define MASTER_DEFAULT_MAX_MOVES 4
+#define MASTER_MOVES_PER_SERVER 2
 #define MASTER_DEFAULT_RF 3
 
 struct master_options {
@@ -50,6 +56,9 @@ struct master_options {
 	size_t n_masters;
 	const char *data_dir;       /* created if missing; DIR/sys.catalog is the catalog */
 	uint64_t tserver_timeout_ms; /* silent longer: not live (default 3000) */
+	unsigned tserver_failed_after_s; /* silent longer: failed, replicas replaced (300);
+					  * at least the tserver timeout */
+	unsigned max_concurrent_moves;   /* replica moves in flight at most (4; 0: none) */
 	uint32_t default_rf;         /* CreateTable with replication factor 0 (default 3) */
 	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */

@@ -9,8 +9,11 @@
  * from the next heartbeats. A tserver is live if heard from within
  * --tserver-timeout-ms.
  *
- * Heartbeat: records the tserver (uuid, address, time) and, per reported
- *   tablet, the replica's role and term. Instructions in the reply:
+ * Heartbeat: records the tserver (uuid, address, placement, time) and, per
+ *   reported tablet, the replica's role and term. A placement that is not
+ *   "" or cloud.region.zone (policy_placement_valid) fails the heartbeat
+ *   with EINVAL; tservers_live maps the placements of the live tservers to
+ *   zone indexes for CreateTable's placement. Instructions in the reply:
  *   - delete: for every reported tablet that is deleted in the catalog;
  *   - create: for every running tablet with a replica on this tserver that
  *     the heartbeat does not list, unless a create was sent less than
@@ -55,7 +58,9 @@
 #include "master/balance.h"
 #include "master/catalog.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "master/placement.h"
+#include "master/policy.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "rpc/rpc.h"
@@ -97,12 +102,19 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	uint64_t now = master_now_ms(m);
 	struct cat_tserver **live = xcalloc(m->cat.n_tservers, sizeof *live);
 	struct placement_server *ld;
+	const char **zones;
+	uint32_t n_zones = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->cat.n_tservers; i++)
-		if (catalog_tserver_live(m->cat.tservers[i], now, m->tserver_timeout_ms))
+		if (catalog_tserver_live(m->cat.tservers[i], now, m->tserver_timeout_ms) &&
+		    !catalog_draining(&m->cat, m->cat.tservers[i]->uuid))
 			live[n++] = m->cat.tservers[i];
 	ld = xcalloc(n, sizeof *ld);
+	zones = xcalloc(n, sizeof *zones);
+	for (size_t i = 0; i < n; i++)
+		ld[i].zone = policy_zone_index(zones, &n_zones, (uint32_t)n, live[i]->placement);
+	free(zones);
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		const struct cat_tablet *tb = m->cat.tablets[i];
 		if (tb->state == CAT_DELETED)
@@ -128,6 +140,31 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
+void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
+		   Docraft__TServerInfo *info)
+{
+	docraft__tserver_info__init(info);
+	info->uuid = (char *)ts->uuid;
+	info->address = (char *)ts->address;
+	info->live = catalog_tserver_live(ts, now, m->tserver_timeout_ms);
+	info->last_heartbeat_ms_ago = now - ts->last_hb_ms;
+	for (size_t k = 0; k < m->cat.n_tablets; k++) {
+		struct cat_tablet *tb = m->cat.tablets[k];
+		const struct cat_replica *leader;
+		if (tb->state == CAT_DELETED || replica_on(tb, ts->uuid) == NULL)
+			continue;
+		info->tablets++;
+		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+		if (leader != NULL && strcmp(leader->uuid, ts->uuid) == 0)
+			info->leaders++;
+	}
+	info->placement = (char *)ts->placement;
+	info->state = (char *)moves_tserver_state(m, ts, now);
+	info->draining = catalog_draining(&m->cat, ts->uuid);
+	info->drained = info->draining && info->tablets == 0;
+	info->moves = moves_of_tserver(m, ts->uuid);
+}
+
 enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
 	struct master *m = ctx;
@@ -141,23 +178,8 @@ enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req,
 	resp.n_tservers = m->cat.n_tservers;
 	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
 	for (size_t i = 0; i < m->cat.n_tservers; i++) {
-		struct cat_tserver *ts = m->cat.tservers[i];
 		Docraft__TServerInfo *info = master_zalloc(&a, sizeof *info);
-		docraft__tserver_info__init(info);
-		info->uuid = ts->uuid;
-		info->address = ts->address;
-		info->live = catalog_tserver_live(ts, now, m->tserver_timeout_ms);
-		info->last_heartbeat_ms_ago = now - ts->last_hb_ms;
-		for (size_t k = 0; k < m->cat.n_tablets; k++) {
-			struct cat_tablet *tb = m->cat.tablets[k];
-			const struct cat_replica *leader;
-			if (tb->state == CAT_DELETED || replica_on(tb, ts->uuid) == NULL)
-				continue;
-			info->tablets++;
-			leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
-			if (leader != NULL && strcmp(leader->uuid, ts->uuid) == 0)
-				info->leaders++;
-		}
+		tservers_info(m, m->cat.tservers[i], now, info);
 		resp.tservers[i] = info;
 	}
 	rpc_reply_message(call, &resp.base);
@@ -237,13 +259,14 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 	tablets = master_zalloc(ins->a, m->cat.n_tablets * sizeof *tablets);
 	of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *of);
 	for (size_t s = 0; s < n_servers; s++)
-		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
+		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh) &&
+				  !catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		struct balance_tablet *bt = &tablets[n];
 		const struct cat_replica *leader;
 		tb = m->cat.tablets[i];
-		if (tb->state != CAT_RUNNING || tb->n_replicas == 0)
-			continue;
+		if (tb->state != CAT_RUNNING || tb->n_replicas == 0 || tb->move != NULL)
+			continue; /* a replica move changes its members: not now */
 		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
 					    : BALANCE_NONE;
@@ -284,10 +307,92 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 		 load[mv.to].leaders);
 }
 
-/* The replicas a heartbeat of ts lists: their role and term recorded;
- * delete instructed for every one whose tablet is deleted. */
+static void instruct_delete(struct instructions *ins, struct cat_tablet *tb)
+{
+	Docraft__Instruction *in = instruction_add(ins);
+	Docraft__DeleteTabletRequest *del = master_zalloc(ins->a, sizeof *del);
+	docraft__delete_tablet_request__init(del);
+	del->tablet_id = tb->id;
+	in->kind_case = DOCRAFT__INSTRUCTION__KIND_DELETE;
+	in->delete_ = del;
+}
+
+/* A leader's report: its configuration kept for moves.c (the highest
+ * term's). */
+static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *rep)
+{
+	struct cat_config *c = &tb->config;
+	if (rep->n_config == 0 || rep->n_config > CATALOG_MAX_CONFIG ||
+	    (c->known && rep->term < c->term))
+		return;
+	c->known = true;
+	c->term = rep->term;
+	c->index = rep->config_index;
+	c->n = (uint32_t)rep->n_config;
+	for (size_t k = 0; k < rep->n_config; k++) {
+		c->id[k] = rep->config[k]->raft_id;
+		c->voter[k] = rep->config[k]->voter;
+	}
+}
+
+/* Whether the replica raft_id of tb, reported by a tserver the catalog
+ * does not list for it, is out of the tablet for good: the current
+ * leader's configuration, in a term at least the report's, lacks it (a
+ * replica removed by a move, a rolled-back new one, an older replica left
+ * on a tserver that now holds another). Without a current leader's word it
+ * stays. */
+static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint64_t raft_id,
+			    uint64_t term, uint64_t now)
+{
+	const struct cat_replica *leader =
+		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+	const struct cat_config *c = &tb->config;
+	if (leader == NULL || !c->known || c->term != leader->term || c->term < term)
+		return false;
+	for (uint32_t k = 0; k < c->n; k++)
+		if (c->id[k] == raft_id)
+			return false;
+	return true;
+}
+
+/* Drain, leaders first: one StepDown (to any up-to-date voter) per reply
+ * for a tablet the draining ts leads, each tablet at most every
+ * LEADER_MOVE_COOLDOWN_MS. */
+static void instruct_drain_leader(struct master *m, const struct cat_tserver *ts,
+				  struct instructions *ins, uint64_t now)
+{
+	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		struct cat_tablet *tb = m->cat.tablets[i];
+		const struct cat_replica *r = tb->state == CAT_RUNNING ? replica_on(tb, ts->uuid)
+								       : NULL;
+		Docraft__Instruction *in;
+		Docraft__StepDownRequest *sd;
+		if (r == NULL || !r->leader || tb->n_replicas < 2 ||
+		    (tb->move_sent_ms != 0 && now - tb->move_sent_ms < LEADER_MOVE_COOLDOWN_MS))
+			continue;
+		in = instruction_add(ins);
+		sd = master_zalloc(ins->a, sizeof *sd);
+		docraft__step_down_request__init(sd);
+		sd->tablet_id = tb->id;
+		sd->to_raft_id = 0;
+		in->kind_case = DOCRAFT__INSTRUCTION__KIND_STEP_DOWN;
+		in->step_down = sd;
+		tb->move_sent_ms = now;
+		tb->move_to = 0;
+		LOG_AT(LOG_LVL_INFO, tb->id, r->term,
+		       "master %s: drain: tablet %s: its leader on tserver %s steps down",
+		       m->address, tb->id, ts->uuid);
+		return;
+	}
+}
+
+/* The replicas a heartbeat of ts lists: their role and term recorded,
+ * leaders' configurations kept; delete instructed for every one whose
+ * tablet is deleted, and for a running tablet's replica the catalog does
+ * not list on ts that its leader's configuration lacks. */
 static void apply_reports(struct master *m, struct cat_tserver *ts,
-			  const Docraft__HeartbeatRequest *req, struct instructions *ins)
+			  const Docraft__HeartbeatRequest *req, struct instructions *ins,
+			  uint64_t now)
 {
 	for (size_t i = 0; i < req->n_tablets; i++) {
 		const Docraft__TabletReport *rep = req->tablets[i];
@@ -297,20 +402,30 @@ static void apply_reports(struct master *m, struct cat_tserver *ts,
 			continue; /* unknown here: never deleted on a guess */
 		r = replica_on(tb, ts->uuid);
 		if (tb->state == CAT_DELETED) {
-			Docraft__Instruction *in = instruction_add(ins);
-			Docraft__DeleteTabletRequest *del = master_zalloc(ins->a, sizeof *del);
-			docraft__delete_tablet_request__init(del);
-			del->tablet_id = tb->id;
-			in->kind_case = DOCRAFT__INSTRUCTION__KIND_DELETE;
-			in->delete_ = del;
+			instruct_delete(ins, tb);
 			if (r != NULL) {
 				r->seen_hb = ts->hb_count;
 				r->gone = false;
 			}
 			continue;
 		}
-		if (r == NULL)
-			continue; /* not a member (a later configuration change) */
+		if (strcmp(rep->role, ROLE_LEADER) == 0)
+			record_config(tb, rep);
+		if (r == NULL || (rep->raft_id != 0 && rep->raft_id != r->raft_id)) {
+			/* Not a member here (a move removed it, or ts holds an
+			 * older replica than the catalog's). */
+			if (r != NULL)
+				r->seen_hb = ts->hb_count; /* no create over it */
+			if (tb->state == CAT_RUNNING &&
+			    removed_replica(m, tb, rep->raft_id, rep->term, now)) {
+				instruct_delete(ins, tb);
+				LOG_AT(LOG_LVL_INFO, tb->id, m->term,
+				       "master %s: tserver %s holds replica %" PRIu64 " of tablet %s, "
+				       "which left its configuration: delete instructed",
+				       m->address, ts->uuid, rep->raft_id, tb->id);
+			}
+			continue;
+		}
 		r->seen_hb = ts->hb_count;
 		r->leader = strcmp(rep->role, ROLE_LEADER) == 0;
 		r->up = r->leader || strcmp(rep->role, ROLE_FOLLOWER) == 0;
@@ -377,15 +492,26 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
 		LOG_INFO("master %s: tserver %s at %s", m->address, req->uuid, req->address);
+	if (!policy_placement_valid(req->placement, errmsg)) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: %s", errmsg);
+		return RPC_DISPATCH_FREE;
+	}
 	ts = catalog_tserver_upsert(&m->cat, req->uuid, req->address);
+	if (strcmp(ts->placement, req->placement) != 0) {
+		LOG_INFO("master %s: tserver %s placement '%s'", m->address, req->uuid,
+			 req->placement);
+		snprintf(ts->placement, sizeof ts->placement, "%s", req->placement);
+	}
 	ts->hb_count++;
 	ts->last_hb_ms = now;
 
 	arena_init(&a);
 	ins.a = &a;
-	apply_reports(m, ts, req, &ins);
+	apply_reports(m, ts, req, &ins, now);
 	reconcile_missing(m, ts, &ins, now);
-	if (m->leader_balance)
+	if (catalog_draining(&m->cat, ts->uuid))
+		instruct_drain_leader(m, ts, &ins, now);
+	else if (m->leader_balance)
 		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;

@@ -442,6 +442,18 @@ raft_id tablet_leader(struct tablet *t, const char **address)
 	return id;
 }
 
+bool tablet_configuration(struct tablet *t, const struct raft_configuration **conf,
+			  uint64_t *index)
+{
+	if (tablet_closing(t) || !tablet_raft_alive(t) || t->raft.configuration.n == 0)
+		return false;
+	*conf = &t->raft.configuration;
+	*index = t->raft.configuration_uncommitted_index != 0
+			 ? t->raft.configuration_uncommitted_index
+			 : t->raft.configuration_index;
+	return true;
+}
+
 void tablet_get_status(struct tablet *t, struct tablet_status *st)
 {
 	const char *a;

@@ -339,6 +339,13 @@ struct store *tablet_store(struct tablet *t);
 /* A new time of the tablet's hybrid clock (hlc_now): on a ready leader,
  * above every write the tablet applied, whoever proposed it. */
 uint64_t tablet_now(struct tablet *t);
+/* The Raft configuration this replica holds now (raft's current one: the
+ * last appended, committed or not) in *conf, borrowed until the next loop
+ * turn, and the index of its entry in *index; false (nothing set) while
+ * raft is not running (copying, failed, closing) or before the replica has
+ * any configuration (a new replica joining). Loop thread. */
+bool tablet_configuration(struct tablet *t, const struct raft_configuration **conf,
+			  uint64_t *index);
 /* Forces a Raft snapshot soon (tests, admin). */
 void tablet_request_snapshot(struct tablet *t);
 
