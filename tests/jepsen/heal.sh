@@ -12,6 +12,8 @@
 #   heal_balanced CLI MASTERS     0 when the live tservers that are not
 #                                 draining hold replica counts within 1 of
 #                                 each other and no move is in flight
+#   heal_failed CLI MASTERS ADDR  0 when the master lists the tserver at ADDR
+#                                 as failed (its replicas are being replaced)
 #   heal_replicas_on CLI MASTERS TABLE ADDRS
 #                                 0 when every replica of TABLE is on one of
 #                                 ADDRS (comma-separated); else the first
@@ -47,6 +49,14 @@ heal_balanced() { # CLI MASTERS
 			n++
 		}
 		END { exit !(n > 0 && hi - lo <= 1) }' <<<"$out"
+}
+
+heal_failed() { # CLI MASTERS ADDR
+	local out
+	out=$("$1" --masters "$2" --timeout 5000 tservers 2>&1) || return 1
+	awk -v a="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$2 == a && $(c["STATE"] + 2) == "failed" { f = 1 }
+		END { exit !f }' <<<"$out"
 }
 
 heal_replicas_on() { # CLI MASTERS TABLE ADDRS

@@ -305,14 +305,17 @@ nemesis_attack_wait() {
 nemesis_cli() { dl env | sed -n 's/^DOCRAFT_CLI=//p'; }
 nemesis_masters() { dl env | sed -n 's/^MASTERS=//p'; }
 
-# nemesis_wait_healed WHAT CHECK TARGET: polls heal_CHECK (at_rf, balanced)
-# until it holds; a note with the time it took, or an `unhealed` note after
-# --heal-timeout.
+# A node's address, from its node.conf (removed nodes too).
+nemesis_address() { sed -n 's/^address = //p' "$NEMESIS_BASE/$1/node.conf"; }
+
+# nemesis_wait_healed WHAT CHECK TARGET [ARG]: polls heal_CHECK (at_rf,
+# balanced, failed ARG) until it holds; a note with the time it took, or an
+# `unhealed` note after --heal-timeout.
 nemesis_wait_healed() {
 	local what=$1 check=$2 target=$3 cli masters start=$SECONDS
 	cli=$(nemesis_cli)
 	masters=$(nemesis_masters)
-	if wait_for $((NEMESIS_HEAL_TIMEOUT * 1000)) "heal_$check" "$cli" "$masters"; then
+	if wait_for $((NEMESIS_HEAL_TIMEOUT * 1000)) "heal_$check" "$cli" "$masters" ${4:+"$4"}; then
 		nemesis_note "healed $what $target: $check after $((SECONDS - start)) s"
 		return 0
 	fi
@@ -485,7 +488,10 @@ nemesis_heal() { # name target
 		;;
 	kill-permanently)
 		dl_quiet add-node
-		nemesis_wait_healed "$name" at_rf "$target"
+		# First the master declares it failed (--tserver-failed-after-s),
+		# then every tablet must come back to RF.
+		nemesis_wait_healed "$name" failed "$target" "$(nemesis_address "$target")" &&
+			nemesis_wait_healed "$name" at_rf "$target"
 		;;
 	drain-and-stop)
 		if [[ $target != *:not-drained ]]; then
