@@ -253,6 +253,28 @@ p1_add_node() {
 	grep -q '^placement = local.local.zone2$' "$BASE/t4/node.conf" || fail "t4 is not in zone2"
 }
 
+# drain / undrain / cluster through docraft-local (the master's move
+# engine): t4 is drained (whatever the balancer gave it moves back to t1-t3),
+# the cluster has every tablet at RF, t4 shows its zone; an unknown tserver
+# is an error.
+p1_drain() {
+	local out addr
+	addr=$(sed -n 's/^address = //p' "$BASE/t4/node.conf")
+	tool drain t4 --wait=90 || return 1
+	out=$("$CLI" --masters "$MASTERS" tservers) || return 1
+	echo "$out"
+	awk -v a="$addr" '$2 == a && / drained / && / local.local.zone2 / { f = 1 } END { exit !f }' \
+		<<<"$out" || fail "t4 is not listed drained in zone2"
+	wait_for 30000 at_rf || fail "not every tablet at RF after the drain: $(tool cluster)"
+	tool undrain t4 || return 1
+	tool drain 127.0.0.99:1 && fail "draining an unknown tserver succeeded"
+	expect_rows 12
+}
+
+at_rf() {
+	has_line 'under-replicated: 0' tool cluster && has_line 'moves in flight:  0' tool cluster
+}
+
 # remove-node: killed for good, out of nodes / env / status / start.
 p1_remove_node() {
 	tool remove-node t4 || return 1
@@ -303,6 +325,7 @@ part1() {
 	step "start is idempotent (no pid changes)" p1_start_idempotent
 	step "skew t1 200: the tserver still serves writes" p1_skew
 	step "add-node: t4 appears live" p1_add_node
+	step "drain t4 --wait, cluster at RF, undrain (docraft-local drain/undrain/cluster)" p1_drain
 	step "stop keeps the data (start again, rows still there)" p1_stop_start
 	step "remove-node t4: gone for good" p1_remove_node
 	step "bad --master-flag / --tserver-flag / --zones are usage errors" p1_bad_flags
