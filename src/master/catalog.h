@@ -119,6 +119,7 @@ struct cat_move {
 	uint64_t started_ms; /* wall clock ms */
 	/* Volatile (moves.c). */
 	bool busy;            /* an RPC or catalog write of it in flight */
+	bool writing;         /* ... a catalog write */
 	uint64_t step_at_ms;  /* loop ms this master saw the step begin */
 	uint64_t next_try_ms; /* loop ms before which no action is retried */
 	uint32_t failures;    /* ADD / REMOVE refusals in this step */
@@ -130,6 +131,7 @@ struct cat_config {
 	bool known;
 	uint64_t term;  /* the leader's term */
 	uint64_t index; /* config_index */
+	bool committed; /* the leader had applied that entry (index <= applied_index) */
 	uint32_t n;
 	uint64_t id[CATALOG_MAX_CONFIG];
 	bool voter[CATALOG_MAX_CONFIG];

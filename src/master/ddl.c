@@ -35,9 +35,11 @@
  *   be created again yet (EBUSY; dropped_alive says why).
  *
  * DropTable: the table goes CAT_DELETING (a concurrent drop or create of
- *   the name gets EBUSY), one write deletes its document and marks its
- *   tablets deleted; once committed the tablets are CAT_DELETED in memory
- *   and the table is gone. A deleted tablet that none of its replicas'
+ *   the name gets EBUSY, so does a drop while a replica move of one of its
+ *   tablets has a catalog write in flight: it could land after the
+ *   drop's), one write deletes its document and its tablets' move
+ *   documents and marks its tablets deleted; once committed the tablets
+ *   are CAT_DELETED in memory and the table is gone. A deleted tablet that none of its replicas'
  *   tservers lists any more (heartbeats tell) is purged from the catalog
  *   (one more write, ddl_maybe_purge).
  *
@@ -670,6 +672,14 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 				 t->state == CAT_CREATING ? "created" : "dropped");
 		return RPC_DISPATCH_FREE;
 	}
+	for (size_t i = 0; i < t->n_tablets; i++)
+		if (t->tablets[i]->move != NULL && t->tablets[i]->move->writing) {
+			/* Its write could land after the drop's (moves.h). */
+			rpc_reply_errorf(call, DOCRAFT_EBUSY,
+					 "table '%s': a replica move of tablet %s is being "
+					 "written; retry", req->name, t->tablets[i]->id);
+			return RPC_DISPATCH_FREE;
+		}
 	op = xcalloc(1, sizeof *op);
 	batch_init(&op->w.b);
 	op->call = call;

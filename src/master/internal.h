@@ -158,10 +158,10 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 
 /* ---- tservers.c ------------------------------------------------------------------------------ */
 
-/* Fills info (strings borrowed from ts, valid until the reply is sent)
- * for ListTServers and ClusterStatus. */
-void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
-		   Docraft__TServerInfo *info);
+/* The TServerInfo of every tserver (ListTServers, ClusterStatus), in
+ * the catalog's order, built in a (strings borrowed from the catalog:
+ * valid until it changes). */
+Docraft__TServerInfo **tservers_infos(struct master *m, uint64_t now, struct arena *a);
 
 /* Handlers, as ddl.c's. */
 enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void *req,

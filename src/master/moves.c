@@ -153,7 +153,8 @@ uint32_t moves_of_tserver(const struct master *m, const char *uuid)
 }
 
 /* The configuration tb's current leader reported, or NULL if no leader is
- * known or its report had none. */
+ * known or its report had none. It may hold an entry not committed yet:
+ * an id seen absent ends a step only in a committed one (cfg->committed). */
 static const struct cat_config *leader_config(struct master *m, const struct cat_tablet *tb,
 					      const struct cat_replica **leader, uint64_t now)
 {
@@ -267,6 +268,7 @@ static void move_written(struct cwrite *w, int status)
 		return;
 	}
 	mv->busy = false;
+	mv->writing = false;
 	if (status != 0) {
 		LOG_AT(LOG_LVL_WARN, tb->id, m->term, "master %s: move %s: catalog write (%s): %s",
 		       m->address, tb->id, write_what(op->kind), docraft_strerror(status));
@@ -353,6 +355,7 @@ static void submit_write(struct master *m, struct cat_tablet *tb, struct move_wr
 	}
 	m->ops++;
 	tb->move->busy = true;
+	tb->move->writing = true;
 }
 
 static struct move_write *write_new(struct cat_tablet *tb, enum write_kind kind)
@@ -535,6 +538,36 @@ static void rollback_reason(struct master *m, const struct cat_tablet *tb, uint6
 		snprintf(why, cap, "the leader refused to add it %u times", mv->failures);
 }
 
+/* The steps removing (id: the replaced replica, end: W_FINISH) and
+ * rolling-back (id: the new one, end: W_ROLLBACK): once the leader's
+ * applied configuration lacks id, the final write; while id leads, a
+ * step-down (to to: 0 any voter); else REMOVE id when the voters left keep
+ * a live majority. */
+static void remove_step(struct master *m, struct cat_tablet *tb, const struct cat_config *cfg,
+			const struct cat_replica *leader, uint64_t id, uint64_t to,
+			enum write_kind end, uint64_t now)
+{
+	uint32_t live, voters;
+
+	if (!config_has(cfg, id, NULL)) {
+		if (cfg->committed)
+			finish(m, tb, end);
+		else
+			SAY_WAIT(m, tb, now, "the removal is not committed yet", m->address, tb->id);
+		return;
+	}
+	if (leader->raft_id == id) {
+		send_call(m, tb, leader, C_STEP_DOWN, to, NULL);
+		return;
+	}
+	if (!remove_keeps_majority(m, tb, cfg, id, now, &live, &voters)) {
+		SAY_WAIT(m, tb, now, "removing raft id %" PRIu64 " would leave %u live of %u voters, "
+			 "not a majority", m->address, tb->id, id, live, voters);
+		return;
+	}
+	send_call(m, tb, leader, C_REMOVE, id, NULL);
+}
+
 static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 {
 	struct cat_move *mv = tb->move;
@@ -543,7 +576,6 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 	struct cat_replica *fresh = catalog_replica(tb, mv->new_raft_id);
 	const struct cat_tserver *to_ts = catalog_find_tserver(&m->cat, mv->to_uuid);
 	bool voter = false, has;
-	uint32_t live, voters;
 	char why[96];
 
 	if (cfg == NULL) {
@@ -577,39 +609,12 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 		send_call(m, tb, leader, C_ADD, mv->new_raft_id, mv->to_address);
 		return;
 	case CAT_MOVE_REMOVING:
-		if (!config_has(cfg, mv->from_raft_id, NULL)) {
-			finish(m, tb, W_FINISH);
-			return;
-		}
-		if (leader->raft_id == mv->from_raft_id) {
-			has = config_has(cfg, mv->new_raft_id, &voter);
-			send_call(m, tb, leader, C_STEP_DOWN, has && voter ? mv->new_raft_id : 0, NULL);
-			return;
-		}
-		if (!remove_keeps_majority(m, tb, cfg, mv->from_raft_id, now, &live, &voters)) {
-			SAY_WAIT(m, tb, now, "removing raft id %" PRIu64 " would leave %u live of %u "
-				 "voters, not a majority", m->address, tb->id, mv->from_raft_id, live,
-				 voters);
-			return;
-		}
-		send_call(m, tb, leader, C_REMOVE, mv->from_raft_id, NULL);
+		has = config_has(cfg, mv->new_raft_id, &voter);
+		remove_step(m, tb, cfg, leader, mv->from_raft_id, has && voter ? mv->new_raft_id : 0,
+			    W_FINISH, now);
 		return;
 	case CAT_MOVE_ROLLING_BACK:
-		if (!config_has(cfg, mv->new_raft_id, NULL)) {
-			finish(m, tb, W_ROLLBACK);
-			return;
-		}
-		if (leader->raft_id == mv->new_raft_id) {
-			send_call(m, tb, leader, C_STEP_DOWN, 0, NULL);
-			return;
-		}
-		if (!remove_keeps_majority(m, tb, cfg, mv->new_raft_id, now, &live, &voters)) {
-			SAY_WAIT(m, tb, now, "removing raft id %" PRIu64 " would leave %u live of %u "
-				 "voters, not a majority", m->address, tb->id, mv->new_raft_id, live,
-				 voters);
-			return;
-		}
-		send_call(m, tb, leader, C_REMOVE, mv->new_raft_id, NULL);
+		remove_step(m, tb, cfg, leader, mv->new_raft_id, 0, W_ROLLBACK, now);
 		return;
 	}
 }
@@ -955,12 +960,7 @@ enum rpc_dispatch_req moves_cluster_status(void *ctx, struct rpc_call *call, voi
 	(void)obj;
 	arena_init(&a);
 	resp.n_tservers = m->cat.n_tservers;
-	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
-	for (size_t i = 0; i < m->cat.n_tservers; i++) {
-		Docraft__TServerInfo *info = master_zalloc(&a, sizeof *info);
-		tservers_info(m, m->cat.tservers[i], now, info);
-		resp.tservers[i] = info;
-	}
+	resp.tservers = tservers_infos(m, now, &a);
 	for (size_t i = 0; i < m->cat.n_tables; i++)
 		resp.tables += m->cat.tables[i]->state == CAT_RUNNING;
 	for (size_t i = 0; i < m->cat.n_tablets; i++)

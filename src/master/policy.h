@@ -62,11 +62,13 @@
  * Zones: policy_zone_index maps "cloud.region.zone" strings to small
  * indexes; "" is a zone of its own ("no placement").
  *
- * Cost: O(max_moves * (tablets * rf * (rf + max_moves) + servers)) for
- * rules 1 and 2, and for rebalance the scan of the servers for the
- * tablets whose source can still beat the best move found so far:
- * O(max_moves * tablets * rf * servers) at worst, far less in practice
- * (tests/master/test_policy.c times 1024 tablets on 100 servers).
+ * Cost: rules 1 and 2 walk the tablets rf + 2 times and scan the servers
+ * for each tablet to replace, O(tablets * servers * (rf + max_moves)) at
+ * worst; rebalance scans the servers only for the replicas whose source
+ * can still beat the best move found so far, O(max_moves * tablets * rf *
+ * servers * (rf + max_moves)) at worst, far less in practice: 16 moves
+ * among 1024 tablets on 110 servers take about 3 ms (test_policy's
+ * large_cluster prints it).
  *
  * Pure functions: no allocation, no I/O, any thread. Servers and tablets
  * are identified by their index in the caller's arrays. */

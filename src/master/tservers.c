@@ -140,8 +140,8 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
-void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
-		   Docraft__TServerInfo *info)
+static void tserver_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
+			 Docraft__TServerInfo *info)
 {
 	docraft__tserver_info__init(info);
 	info->uuid = (char *)ts->uuid;
@@ -165,6 +165,16 @@ void tservers_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
 	info->moves = moves_of_tserver(m, ts->uuid);
 }
 
+Docraft__TServerInfo **tservers_infos(struct master *m, uint64_t now, struct arena *a)
+{
+	Docraft__TServerInfo **v = master_zalloc(a, m->cat.n_tservers * sizeof *v);
+	for (size_t i = 0; i < m->cat.n_tservers; i++) {
+		v[i] = master_zalloc(a, sizeof *v[i]);
+		tserver_info(m, m->cat.tservers[i], now, v[i]);
+	}
+	return v;
+}
+
 enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
 	struct master *m = ctx;
@@ -176,12 +186,7 @@ enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req,
 	(void)obj;
 	arena_init(&a);
 	resp.n_tservers = m->cat.n_tservers;
-	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
-	for (size_t i = 0; i < m->cat.n_tservers; i++) {
-		Docraft__TServerInfo *info = master_zalloc(&a, sizeof *info);
-		tservers_info(m, m->cat.tservers[i], now, info);
-		resp.tservers[i] = info;
-	}
+	resp.tservers = tservers_infos(m, now, &a);
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
 	return RPC_DISPATCH_FREE;
@@ -234,7 +239,9 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 									 : LEADER_TARGET_FRESH_MS;
 	struct balance_server *servers;
 	struct balance_tablet *tablets;
-	struct cat_tablet **of;
+	struct cat_tablet **of, **by_table;
+	uint32_t *table_of;
+	size_t n_by_table = 0;
 	struct balance_load *load;
 	struct balance_move mv;
 	struct cat_tablet *tb;
@@ -258,15 +265,26 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 	load = master_zalloc(ins->a, n_servers * sizeof *load);
 	tablets = master_zalloc(ins->a, m->cat.n_tablets * sizeof *tablets);
 	of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *of);
-	for (size_t s = 0; s < n_servers; s++)
-		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh) &&
-				  !catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+	for (size_t s = 0; s < n_servers; s++) {
+		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
+		servers[s].draining = catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
+	}
+	/* Table by table: balance_pick counts per table over adjacent tablets. */
+	by_table = master_zalloc(ins->a, m->cat.n_tablets * sizeof *by_table);
+	table_of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *table_of);
+	for (size_t i = 0; i < m->cat.n_tables; i++)
+		for (size_t j = 0; j < m->cat.tables[i]->n_tablets && n_by_table < m->cat.n_tablets;
+		     j++) {
+			table_of[n_by_table] = (uint32_t)i;
+			by_table[n_by_table++] = m->cat.tables[i]->tablets[j];
+		}
+	for (size_t i = 0; i < n_by_table; i++) {
 		struct balance_tablet *bt = &tablets[n];
 		const struct cat_replica *leader;
-		tb = m->cat.tablets[i];
+		tb = by_table[i];
 		if (tb->state != CAT_RUNNING || tb->n_replicas == 0 || tb->move != NULL)
 			continue; /* a replica move changes its members: not now */
+		bt->table = table_of[i];
 		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
 					    : BALANCE_NONE;
@@ -328,6 +346,7 @@ static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *re
 	c->known = true;
 	c->term = rep->term;
 	c->index = rep->config_index;
+	c->committed = rep->config_index <= rep->applied_index;
 	c->n = (uint32_t)rep->n_config;
 	for (size_t k = 0; k < rep->n_config; k++) {
 		c->id[k] = rep->config[k]->raft_id;
@@ -337,53 +356,24 @@ static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *re
 
 /* Whether the replica raft_id of tb, reported by a tserver the catalog
  * does not list for it, is out of the tablet for good: the current
- * leader's configuration, in a term at least the report's, lacks it (a
+ * leader's configuration, committed (applied by the leader), lacks it (a
  * replica removed by a move, a rolled-back new one, an older replica left
  * on a tserver that now holds another). Without a current leader's word it
- * stays. */
+ * stays. A removed replica's own term may be past the leader's (it keeps
+ * campaigning, unheard: its peers drop its messages), so terms are not
+ * compared. */
 static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint64_t raft_id,
-			    uint64_t term, uint64_t now)
+			    uint64_t now)
 {
 	const struct cat_replica *leader =
 		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 	const struct cat_config *c = &tb->config;
-	if (leader == NULL || !c->known || c->term != leader->term || c->term < term)
+	if (leader == NULL || !c->known || !c->committed || c->term != leader->term)
 		return false;
 	for (uint32_t k = 0; k < c->n; k++)
 		if (c->id[k] == raft_id)
 			return false;
 	return true;
-}
-
-/* Drain, leaders first: one StepDown (to any up-to-date voter) per reply
- * for a tablet the draining ts leads, each tablet at most every
- * LEADER_MOVE_COOLDOWN_MS. */
-static void instruct_drain_leader(struct master *m, const struct cat_tserver *ts,
-				  struct instructions *ins, uint64_t now)
-{
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
-		struct cat_tablet *tb = m->cat.tablets[i];
-		const struct cat_replica *r = tb->state == CAT_RUNNING ? replica_on(tb, ts->uuid)
-								       : NULL;
-		Docraft__Instruction *in;
-		Docraft__StepDownRequest *sd;
-		if (r == NULL || !r->leader || tb->n_replicas < 2 ||
-		    (tb->move_sent_ms != 0 && now - tb->move_sent_ms < LEADER_MOVE_COOLDOWN_MS))
-			continue;
-		in = instruction_add(ins);
-		sd = master_zalloc(ins->a, sizeof *sd);
-		docraft__step_down_request__init(sd);
-		sd->tablet_id = tb->id;
-		sd->to_raft_id = 0;
-		in->kind_case = DOCRAFT__INSTRUCTION__KIND_STEP_DOWN;
-		in->step_down = sd;
-		tb->move_sent_ms = now;
-		tb->move_to = 0;
-		LOG_AT(LOG_LVL_INFO, tb->id, r->term,
-		       "master %s: drain: tablet %s: its leader on tserver %s steps down",
-		       m->address, tb->id, ts->uuid);
-		return;
-	}
 }
 
 /* The replicas a heartbeat of ts lists: their role and term recorded,
@@ -417,7 +407,7 @@ static void apply_reports(struct master *m, struct cat_tserver *ts,
 			if (r != NULL)
 				r->seen_hb = ts->hb_count; /* no create over it */
 			if (tb->state == CAT_RUNNING &&
-			    removed_replica(m, tb, rep->raft_id, rep->term, now)) {
+			    removed_replica(m, tb, rep->raft_id, now)) {
 				instruct_delete(ins, tb);
 				LOG_AT(LOG_LVL_INFO, tb->id, m->term,
 				       "master %s: tserver %s holds replica %" PRIu64 " of tablet %s, "
@@ -509,9 +499,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ins.a = &a;
 	apply_reports(m, ts, req, &ins, now);
 	reconcile_missing(m, ts, &ins, now);
-	if (catalog_draining(&m->cat, ts->uuid))
-		instruct_drain_leader(m, ts, &ins, now);
-	else if (m->leader_balance)
+	if (m->leader_balance)
 		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;

@@ -24,6 +24,7 @@
 #include "wait.h"
 
 #define CLUSTER_MAX_TSERVERS 8
+#define CLUSTER_MAX_MASTERS 3
 #ifndef NT
 #define NT 3 /* tservers; a test may define fewer before including this */
 #endif
@@ -44,8 +45,13 @@ struct cluster {
 	char master_exe[4096];
 	char tserver_exe[4096];
 	char cli_exe[4096];
-	char maddr[32];
-	struct server m;
+	/* The master's address; with several masters (cluster_start_masters)
+	 * the comma-separated list of them all, as tservers and the CLI take
+	 * it. */
+	char maddr[128];
+	struct server m; /* the master (one master) */
+	int nm;          /* masters: 1, or cluster_start_masters' count in mk */
+	struct server mk[CLUSTER_MAX_MASTERS]; /* several masters: 127.0.0.K, K = 1.. */
 	struct server t[CLUSTER_MAX_TSERVERS];
 	docraft_client *client; /* the test's own client, closed by cluster_down */
 	struct proc cli;
@@ -65,6 +71,15 @@ extern struct cluster C;
  * the master lists every tserver live (fails the case after 20 s). The
  * programs come from $MASTER, $TSERVER and $DOCRAFT (set by meson). */
 void cluster_start(const char *tag, int nt);
+
+/* cluster_start with nm (1..CLUSTER_MAX_MASTERS) masters; nm > 1: they
+ * run in C.mk[0..nm) on 127.0.0.1..nm (one port), C.m is unused, and
+ * C.maddr lists them all. */
+void cluster_start_masters(const char *tag, int nt, int nm);
+
+/* Starts master k of several (again after a stop) with C.master_args; as
+ * master_start. */
+void master_start_k(int k);
 
 /* cluster_start with the test's NT. */
 static inline void cluster_up(const char *tag)

@@ -40,6 +40,19 @@ static struct rig *rig(size_t ns)
 	return &R;
 }
 
+/* Server s dead for good (declared failed), or back. */
+static void fail(struct rig *r, size_t s)
+{
+	r->s[s].failed = true;
+	r->s[s].live = false;
+}
+
+static void revive(struct rig *r, size_t s)
+{
+	r->s[s].failed = false;
+	r->s[s].live = true;
+}
+
 /* Server loads recomputed from the tablets (moves in flight not counted). */
 static void reload(struct rig *r)
 {
@@ -212,8 +225,7 @@ TEST(rereplicate_replaces_the_failed_replica)
 {
 	struct rig *r = rig(4);
 	tab3(r, 0, 1, 2);
-	r->s[1].live = false;
-	r->s[1].failed = true;
+	fail(r, 1);
 	CHECK_EQ_INT(pick(r, 4, 2), 1);
 	check_move(&r->out[0], 0, 1, 3, POLICY_REREPLICATE);
 }
@@ -228,8 +240,7 @@ TEST(rules_in_order)
 	tab3(r, 2, 3, 4);
 	tab3(r, 1, 3, 4);
 	tab3(r, 0, 3, 4);
-	r->s[0].live = false;
-	r->s[0].failed = true;
+	fail(r, 0);
 	r->s[1].draining = true;
 	CHECK_EQ_INT(pick(r, 8, 8), 3);
 	check_move(&r->out[0], 3, 0, 5, POLICY_REREPLICATE);
@@ -254,18 +265,14 @@ TEST(rereplicate_most_at_risk_first)
 	size_t a[5] = {0, 1, 2, 3, 4}, b[5] = {0, 1, 5, 6, 7};
 	tab(r, 5, a);
 	tab(r, 5, b);
-	r->s[0].failed = true;
-	r->s[0].live = false;
-	r->s[1].failed = true;
-	r->s[1].live = false;
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 0);
+	fail(r, 1);
+	fail(r, 2);
 	/* t0 has 2 live of 5 (blocked by majority: 2 + 1 of 6 is not a
 	 * majority), t1 has 3 live of 5. */
 	CHECK_EQ_INT(pick(r, 1, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 1);
-	r->s[2].failed = false;
-	r->s[2].live = true;
+	revive(r, 2);
 	/* Now t0 has 3 live, t1 3 live: index order. */
 	CHECK_EQ_INT(pick(r, 1, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 0);
@@ -277,11 +284,8 @@ TEST(rereplicate_most_at_risk_first)
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 0);
 	r->t[1].up[3] = true;
-	r->s[2].failed = true;
-	r->s[2].live = false;
-	r->s[3].failed = true;
-	r->s[3].live = false;
-	r->s[3].failed = true;
+	fail(r, 2);
+	fail(r, 3);
 	/* t0: 1 live (blocked), t1: 3 live: only t1. */
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	CHECK_EQ_U64(r->out[0].tablet, 1);
@@ -292,8 +296,7 @@ TEST(targets_exclude_dead_failed_draining_and_holders)
 	struct rig *r = rig(8);
 	tab3(r, 0, 1, 2);
 	tab3(r, 3, 4, 5); /* loads 3, 4, 5 at 1; 6, 7 at 0 */
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	r->s[6].live = false;
 	r->s[7].draining = true;
 	/* 6 down, 7 draining, 1 and 2 holders: the least loaded of 3, 4, 5,
@@ -320,8 +323,7 @@ TEST(least_loaded_then_lowest_index)
 {
 	struct rig *r = rig(6);
 	tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	reload(r);
 	r->s[3].load = 5;
 	r->s[4].load = 2;
@@ -341,8 +343,7 @@ TEST(zones_distinct_when_enough)
 	for (size_t s = 0; s < 6; s++)
 		r->s[s].zone = (uint32_t)(s / 2);
 	tab3(r, 0, 2, 4);
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 2);
 	reload(r);
 	r->s[3].load = 10;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
@@ -359,8 +360,7 @@ TEST(zones_distinct_when_enough)
 	CHECK_EQ_U64(r->out[0].to, 1);
 	/* Drain keeps zones too: 4 (zone 2) drains, 5 is the target. */
 	r->s[3].draining = false;
-	r->s[2].failed = false;
-	r->s[2].live = true;
+	revive(r, 2);
 	r->s[4].draining = true;
 	r->s[5].load = 7;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
@@ -374,18 +374,15 @@ TEST(zones_spread_when_too_few)
 	struct rig *r = rig(5);
 	r->s[3].zone = r->s[4].zone = 1;
 	tab3(r, 0, 1, 3);
-	r->s[3].failed = true;
-	r->s[3].live = false;
+	fail(r, 3);
 	reload(r);
 	r->s[4].load = 9;
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
 	check_move(&r->out[0], 0, 2, 4, POLICY_REREPLICATE);
 	/* 0 fails instead: zone 0 keeps one (1), zone 1 one (3): either zone
 	 * has a count of 1; the least loaded: 2 (load 0) over 4. */
-	r->s[3].failed = false;
-	r->s[3].live = true;
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	revive(r, 3);
+	fail(r, 0);
 	CHECK_EQ_INT(pick_raw(r, 1, 8), 1);
 	check_move(&r->out[0], 0, 0, 2, POLICY_REREPLICATE);
 	/* One zone only ("" everywhere): plain least loaded. */
@@ -407,8 +404,7 @@ TEST(zone_target_busy_means_wait)
 	r->s[3].zone = 0; /* 3: zone 0, free budget */
 	r->s[4].zone = 2; /* 4: zone 2, busy */
 	tab3(r, 0, 1, 2);
-	r->s[2].failed = true;
-	r->s[2].live = false;
+	fail(r, 2);
 	r->s[4].moves_in_flight = 2;
 	CHECK_EQ_INT(pick(r, 4, 2), 0);
 	r->s[4].moves_in_flight = 1;
@@ -422,12 +418,10 @@ TEST(majority_rule)
 	size_t one[1] = {0};
 	tab3(r, 0, 1, 2);
 	/* One lost of 3: 2 live + the new one = 3 of 4. */
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	/* Two lost: 1 + 1 of 4 is no majority. */
-	r->s[1].failed = true;
-	r->s[1].live = false;
+	fail(r, 1);
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
 	/* One failed and one down (not failed yet): no move either. */
 	r->s[1].failed = false;
@@ -459,11 +453,9 @@ TEST(majority_rule)
 	 * draining one moves. */
 	r = rig(2);
 	tab(r, 1, one);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
-	r->s[0].failed = false;
-	r->s[0].live = true;
+	revive(r, 0);
 	r->s[0].draining = true;
 	CHECK_EQ_INT(pick(r, 4, 8), 1);
 	check_move(&r->out[0], 0, 0, 1, POLICY_DRAIN);
@@ -482,8 +474,7 @@ TEST(moving_and_mid_move_tablets_skipped)
 	struct rig *r = rig(5);
 	size_t four[4] = {0, 1, 2, 3};
 	tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	r->t[0].moving = true;
 	CHECK_EQ_INT(pick(r, 4, 8), 0);
 	r->t[0].moving = false;
@@ -506,8 +497,7 @@ TEST(limits)
 	struct rig *r = rig(9);
 	for (int i = 0; i < 6; i++)
 		tab3(r, 0, 1, 2);
-	r->s[0].failed = true;
-	r->s[0].live = false;
+	fail(r, 0);
 	/* max_moves bounds the count; one move per tablet. */
 	CHECK_EQ_INT(pick(r, 4, 8), 4);
 	for (size_t i = 0; i < 4; i++) {
@@ -525,8 +515,7 @@ TEST(limits)
 	/* Limit 2: 3 and 4 take one more each. */
 	CHECK_EQ_INT(pick(r, 16, 2), 6);
 	/* A live source is limited: drain 6 tablets off 0 with limit 2. */
-	r->s[0].failed = false;
-	r->s[0].live = true;
+	revive(r, 0);
 	r->s[0].draining = true;
 	r->s[3].moves_in_flight = r->s[4].moves_in_flight = 0;
 	CHECK_EQ_INT(pick(r, 16, 2), 2);
@@ -808,8 +797,7 @@ TEST(large_cluster)
 		size_t base = 3 * (test_rand(&seed) % 33);
 		tab3(r, base, base + 1, base + 2);
 	}
-	r->s[7].failed = true;
-	r->s[7].live = false;
+	fail(r, 7);
 	r->s[8].draining = true;
 	reload(r);
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -822,8 +810,7 @@ TEST(large_cluster)
 		CHECK_EQ_INT(r->s[r->out[i].to].zone, r->s[7].zone);
 	}
 	/* Rebalance alone: no failure, no drain. */
-	r->s[7].failed = false;
-	r->s[7].live = true;
+	revive(r, 7);
 	r->s[8].draining = false;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	CHECK_EQ_INT(pick(r, 16, 4), 16);
@@ -834,6 +821,329 @@ TEST(large_cluster)
 		CHECK_EQ_INT(r->out[i].reason, POLICY_REBALANCE);
 }
 
+/* ---- a simulation of moves with failures -------------------------------------------------------
+ *
+ * A model of the master's move engine around policy_pick: a move adds a
+ * spare on its target (phase ADDED: catching up, not a voter), promotes
+ * it (PROMOTED: rf + 1 voters), then removes the replaced replica. A
+ * step needs the configuration after it to keep a live majority; a move
+ * whose target died rolls back (the spare dropped, or the new voter
+ * removed). Each round injects at most one event (a server dies, comes
+ * back, is declared failed, drains or undrains; a server is added), then
+ * advances every move by one step, then asks the policy for more with the
+ * budget left. A server dies for good only while no other one dead for
+ * good still holds a replica, and besides it one more may be down for a
+ * few rounds (less than the time to be declared failed): then some
+ * tablets have no live majority for a while, and neither the policy nor
+ * the engine may touch them. A zone keeps two available servers (live,
+ * not draining), so zones stay distinct. Checked after every step: each
+ * tablet has a live majority unless a server is down for a while, a step
+ * runs only with a live majority and keeps it, the policy
+ * picks only tablets whose live-and-up replicas plus the new one are a
+ * majority of n_replicas + 1, only eligible targets that hold none of the
+ * tablet. At the end (no more events, the dead declared failed): every
+ * tablet at rf voters on distinct live servers in distinct zones, none on
+ * a draining server, loads of the available servers within one, nothing
+ * in flight. */
+
+#define SIM_NS 16
+#define SIM_ZONES 3
+#define SIM_MAX_MOVES 4
+#define SIM_PER_SERVER 2
+
+enum sim_phase { SIM_IDLE = 0, SIM_ADDED, SIM_PROMOTED };
+
+struct sim_move {
+	enum sim_phase phase;
+	size_t old, to;
+};
+
+struct sim {
+	uint64_t seed;
+	size_t ns;
+	bool dead[SIM_NS];
+	uint32_t dead_rounds[SIM_NS];
+	uint32_t blip[SIM_NS]; /* dead for this many rounds, then back (never failed); 0: for good */
+	bool failed[SIM_NS], draining[SIM_NS];
+	uint32_t zone[SIM_NS];
+	size_t nt;
+	uint32_t n[NT_MAX];
+	size_t v[NT_MAX][POLICY_MAX_REPLICAS];
+	struct sim_move mv[NT_MAX];
+	uint32_t rf;
+	uint64_t picks, steps, rollbacks, events;
+};
+
+static uint32_t sim_live_voters(const struct sim *m, size_t t)
+{
+	uint32_t live = 0;
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		live += !m->dead[m->v[t][k]];
+	return live;
+}
+
+static bool sim_holds_voter(const struct sim *m, size_t t, size_t s)
+{
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		if (m->v[t][k] == s)
+			return true;
+	return false;
+}
+
+static void sim_remove(struct sim *m, size_t t, size_t s)
+{
+	for (uint32_t k = 0; k < m->n[t]; k++)
+		if (m->v[t][k] == s) {
+			m->v[t][k] = m->v[t][--m->n[t]];
+			return;
+		}
+	CHECK_MSG(false, "tablet %zu: no voter on %zu", t, s);
+}
+
+/* Whether removing voter s of tablet t leaves a live majority. */
+static bool sim_may_remove(const struct sim *m, size_t t, size_t s)
+{
+	uint32_t live = sim_live_voters(m, t) - !m->dead[s];
+	return 2 * live > m->n[t] - 1;
+}
+
+/* Some server dead for good still holds a voter or is a move's party. */
+static bool sim_dead_holder(const struct sim *m)
+{
+	for (size_t t = 0; t < m->nt; t++) {
+		for (uint32_t k = 0; k < m->n[t]; k++)
+			if (m->dead[m->v[t][k]] && m->blip[m->v[t][k]] == 0)
+				return true;
+		if (m->mv[t].phase != SIM_IDLE && m->dead[m->mv[t].to] && m->blip[m->mv[t].to] == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool sim_blipping(const struct sim *m)
+{
+	for (size_t s = 0; s < m->ns; s++)
+		if (m->dead[s] && m->blip[s] > 0)
+			return true;
+	return false;
+}
+
+static uint32_t sim_available_in_zone(const struct sim *m, uint32_t zone, size_t except)
+{
+	uint32_t n = 0;
+	for (size_t s = 0; s < m->ns; s++)
+		n += s != except && m->zone[s] == zone && !m->dead[s] && !m->draining[s];
+	return n;
+}
+
+static void sim_event(struct sim *m, bool end)
+{
+	size_t s = test_rand(&m->seed) % m->ns;
+	unsigned what = (unsigned)(test_rand(&m->seed) % 16);
+	for (size_t i = 0; i < m->ns; i++) {
+		if (!m->dead[i] || m->failed[i])
+			continue;
+		m->dead_rounds[i]++;
+		if (m->blip[i] > 0 && (end || m->dead_rounds[i] >= m->blip[i]))
+			m->dead[i] = false; /* back before being declared failed */
+		else if (m->blip[i] == 0 && (end || m->dead_rounds[i] >= 6))
+			m->failed[i] = true; /* silent past --tserver-failed-after-s */
+	}
+	if (end)
+		return;
+	if (what == 0 && !m->dead[s] && !sim_dead_holder(m) &&
+	    sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		m->dead[s] = true; /* dies for good */
+		m->blip[s] = 0;
+		m->dead_rounds[s] = 0;
+		m->events++;
+	} else if (what == 1 && !m->dead[s] && !sim_blipping(m) &&
+		   sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		/* Down for a while (a second failure at the same time: some
+		 * tablets have no live majority until it is back). */
+		m->dead[s] = true;
+		m->blip[s] = 1 + (uint32_t)(test_rand(&m->seed) % 4);
+		m->dead_rounds[s] = 0;
+		m->events++;
+	} else if (what == 2 && !m->dead[s] && !m->draining[s] &&
+		   sim_available_in_zone(m, m->zone[s], s) >= 2) {
+		m->draining[s] = true;
+		m->events++;
+	} else if (what == 3 && m->draining[s]) {
+		m->draining[s] = false;
+		m->events++;
+	} else if (what == 4 && m->ns < SIM_NS) {
+		m->zone[m->ns++] = (uint32_t)(test_rand(&m->seed) % SIM_ZONES); /* add-node */
+		m->events++;
+	}
+}
+
+/* One step of tablet t's move. */
+static void sim_step(struct sim *m, size_t t)
+{
+	struct sim_move *mv = &m->mv[t];
+	if (2 * sim_live_voters(m, t) <= m->n[t])
+		return; /* no live majority: no configuration change commits */
+	if (mv->phase == SIM_ADDED) {
+		if (m->dead[mv->to]) {
+			mv->phase = SIM_IDLE; /* roll back: drop the spare */
+			m->rollbacks++;
+		} else if (2 * (sim_live_voters(m, t) + 1) > m->n[t] + 1) {
+			m->v[t][m->n[t]++] = mv->to; /* promote */
+			mv->phase = SIM_PROMOTED;
+		}
+	} else if (mv->phase == SIM_PROMOTED) {
+		size_t gone = m->dead[mv->to] ? mv->to : mv->old;
+		if (!sim_may_remove(m, t, gone))
+			return; /* waits */
+		sim_remove(m, t, gone);
+		m->rollbacks += gone == mv->to;
+		mv->phase = SIM_IDLE;
+	}
+	m->steps++;
+	CHECK_MSG(2 * sim_live_voters(m, t) > m->n[t], "tablet %zu: %u live of %u after a step", t,
+		  sim_live_voters(m, t), m->n[t]);
+	CHECK(m->n[t] <= m->rf + 1);
+}
+
+/* The policy's view of the model, a pick, the moves started. */
+static void sim_pick(struct sim *m, struct rig *r)
+{
+	size_t in_flight = 0, got;
+	memset(r, 0, sizeof *r);
+	r->ns = m->ns;
+	r->nt = m->nt;
+	for (size_t s = 0; s < m->ns; s++) {
+		r->s[s].live = !m->dead[s];
+		r->s[s].failed = m->failed[s];
+		r->s[s].draining = m->draining[s];
+		r->s[s].zone = m->zone[s];
+	}
+	for (size_t t = 0; t < m->nt; t++) {
+		struct policy_tablet *pt = &r->t[t];
+		pt->rf = m->rf;
+		pt->n_replicas = m->n[t];
+		for (uint32_t k = 0; k < m->n[t]; k++) {
+			pt->server[k] = m->v[t][k];
+			pt->up[k] = !m->dead[m->v[t][k]];
+			r->s[m->v[t][k]].load++;
+		}
+		pt->moving = m->mv[t].phase != SIM_IDLE;
+		if (pt->moving) {
+			in_flight++;
+			if (m->mv[t].phase == SIM_ADDED)
+				r->s[m->mv[t].to].load++; /* counted at its target */
+			r->s[m->mv[t].to].moves_in_flight++;
+			r->s[m->mv[t].old].moves_in_flight++;
+		}
+	}
+	if (in_flight >= SIM_MAX_MOVES)
+		return;
+	got = pick_raw(r, SIM_MAX_MOVES - in_flight, SIM_PER_SERVER);
+	for (size_t i = 0; i < got; i++) {
+		const struct policy_move *pm = &r->out[i];
+		size_t t = pm->tablet, to = pm->to;
+		CHECK(t < m->nt && pm->replica < m->n[t] && to < m->ns);
+		CHECK_MSG(m->n[t] <= m->rf && m->mv[t].phase == SIM_IDLE, "tablet %zu moves twice", t);
+		CHECK_MSG(2 * (sim_live_voters(m, t) + 1) > m->n[t] + 1,
+			  "tablet %zu picked with %u live of %u", t, sim_live_voters(m, t), m->n[t]);
+		CHECK_MSG(!m->dead[to] && !m->failed[to] && !m->draining[to] &&
+				  !sim_holds_voter(m, t, to),
+			  "tablet %zu: bad target %zu", t, to);
+		m->mv[t] = (struct sim_move){SIM_ADDED, m->v[t][pm->replica], to};
+		m->picks++;
+	}
+}
+
+static void sim_check_end(const struct sim *m)
+{
+	uint32_t lo = UINT32_MAX, hi = 0, load[SIM_NS] = {0};
+	for (size_t t = 0; t < m->nt; t++) {
+		CHECK_EQ_INT(m->mv[t].phase, SIM_IDLE);
+		CHECK_MSG(m->n[t] == m->rf, "tablet %zu: %u voters", t, m->n[t]);
+		for (uint32_t a = 0; a < m->n[t]; a++) {
+			size_t s = m->v[t][a];
+			CHECK_MSG(!m->dead[s] && !m->draining[s], "tablet %zu on %zu (dead %d)", t, s,
+				  m->dead[s]);
+			load[s]++;
+			for (uint32_t b = a + 1; b < m->n[t]; b++)
+				CHECK_MSG(m->zone[s] != m->zone[m->v[t][b]], "tablet %zu: zone %u twice",
+					  t, m->zone[s]);
+		}
+	}
+	/* Within one per zone (moves keep zones: each zone holds every
+	 * tablet once), for the available servers. */
+	for (uint32_t z = 0; z < SIM_ZONES; z++) {
+		lo = UINT32_MAX;
+		hi = 0;
+		for (size_t s = 0; s < m->ns; s++) {
+			if (m->zone[s] != z || m->dead[s] || m->draining[s])
+				continue;
+			lo = load[s] < lo ? load[s] : lo;
+			hi = load[s] > hi ? load[s] : hi;
+		}
+		CHECK_MSG(hi <= lo + 1, "zone %u: loads %u..%u", z, lo, hi);
+	}
+}
+
+static void sim_run(uint64_t seed, uint32_t rf, size_t nt, int rounds)
+{
+	static struct sim m;
+	memset(&m, 0, sizeof m);
+	m.seed = seed;
+	m.rf = rf;
+	m.ns = 9;
+	m.nt = nt;
+	for (size_t s = 0; s < m.ns; s++)
+		m.zone[s] = (uint32_t)(s % SIM_ZONES);
+	/* Each tablet on one server of each zone (RF 3). */
+	for (size_t t = 0; t < nt; t++) {
+		m.n[t] = rf;
+		for (uint32_t k = 0; k < rf; k++)
+			m.v[t][k] = k + SIM_ZONES * (test_rand(&m.seed) % 3);
+	}
+	int round;
+	for (round = 0; round < rounds; round++) {
+		sim_event(&m, false);
+		for (size_t t = 0; t < m.nt; t++)
+			if (m.mv[t].phase != SIM_IDLE)
+				sim_step(&m, t);
+		sim_pick(&m, &R);
+		/* Only the blip takes a majority away (every voter but one alive
+		 * otherwise). */
+		for (size_t t = 0; t < m.nt; t++)
+			CHECK_MSG(2 * sim_live_voters(&m, t) > m.n[t] || sim_blipping(&m),
+				  "round %d tablet %zu: %u of %u", round, t, sim_live_voters(&m, t),
+				  m.n[t]);
+	}
+	/* The end: no more events, the dead are declared failed, undrained
+	 * capacity as it is; run until nothing moves. */
+	for (round = 0; round < 2000; round++) {
+		bool busy = false;
+		sim_event(&m, true);
+		for (size_t t = 0; t < m.nt; t++)
+			if (m.mv[t].phase != SIM_IDLE) {
+				sim_step(&m, t);
+				busy = true;
+			}
+		sim_pick(&m, &R);
+		busy = busy || R.n_out > 0;
+		if (!busy)
+			break;
+	}
+	CHECK_MSG(round < 2000, "seed %" PRIu64 ": still moving", seed);
+	sim_check_end(&m);
+	test_note("seed %" PRIu64 ": %" PRIu64 " events, %" PRIu64 " moves, %" PRIu64
+		  " steps, %" PRIu64 " rollbacks, %d rounds to settle, %zu servers",
+		  seed, m.events, m.picks, m.steps, m.rollbacks, round, m.ns);
+}
+
+TEST(simulation_with_failures)
+{
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		sim_run(seed * 0x9e3779b97f4a7c15ull, 3, 48, 600);
+}
+
 TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(balanced_healthy_cluster_moves_nothing), T(rereplicate_replaces_the_failed_replica),
 	  T(rules_in_order), T(rereplicate_most_at_risk_first),
@@ -842,4 +1152,5 @@ TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(zone_target_busy_means_wait), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
 	  T(limits), T(rebalance_picks), T(rebalance_keeps_zones),
 	  T(rebalance_never_lowers_zone_spread), T(rebalance_converges_after_add_node),
-	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster))
+	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster),
+	  T(simulation_with_failures))
