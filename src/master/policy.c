@@ -197,8 +197,10 @@ static void add(struct pick *p, size_t tablet, uint32_t replica, size_t to,
 	m->reason = why;
 }
 
-/* Rule 1 or 2 for tablet i: replaces its first replica on a failed
- * (rule 1) or draining (rule 2) server when a target qualifies. */
+/* Rule 1 or 2 for tablet i: replaces the first of its replicas on a
+ * failed (rule 1) or draining (rule 2) server for which a target
+ * qualifies (RF 5 with two lost: the second may have one when the first
+ * has none). */
 static void replace_one(struct pick *p, size_t i, enum policy_reason why)
 {
 	const struct policy_tablet *t = &p->tablets[i];
@@ -208,14 +210,14 @@ static void replace_one(struct pick *p, size_t i, enum policy_reason why)
 		if (t->server[k] == POLICY_NONE)
 			continue;
 		s = &p->servers[t->server[k]];
-		if (why == POLICY_REREPLICATE ? !s->failed : !s->draining)
+		if ((why == POLICY_REREPLICATE ? !s->failed : !s->draining) ||
+		    !source_has_budget(p, t->server[k]))
 			continue;
-		if (!source_has_budget(p, t->server[k]))
-			return;
 		to = target_for(p, t, k);
-		if (to != POLICY_NONE)
+		if (to != POLICY_NONE) {
 			add(p, i, k, to, why);
-		return;
+			return;
+		}
 	}
 }
 

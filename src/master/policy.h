@@ -11,11 +11,11 @@
  *
  * Rules, in priority order (policy_pick returns moves in this order; a
  * tablet gets at most one move per call):
- *   1. re-replicate: a replica on a failed server is replaced; tablets
- *      with the fewest live-and-up replicas go first (most at risk), then
- *      by index;
- *   2. drain: a replica on a draining server is replaced (tablets with a
- *      replica on a failed server are left to rule 1);
+ *   1. re-replicate: a replica on a failed server is replaced (the first
+ *      one that has a target, see below); tablets with the fewest
+ *      live-and-up replicas go first (most at risk), then by index;
+ *   2. drain: a replica on a draining server is replaced (the same way;
+ *      tablets with a replica on a failed server are left to rule 1);
  *   3. rebalance, with what max_moves leaves: while some eligible server
  *      (live, not failed, not draining) holds at least two replicas more
  *      than another, a replica of a healthy tablet (n_replicas == rf,

@@ -393,6 +393,34 @@ TEST(zones_spread_when_too_few)
 	CHECK_EQ_U64(r->out[0].to, 3);
 }
 
+TEST(next_replica_when_first_has_no_target)
+{
+	/* RF 5 in 5 zones (server s in zone s % 5), on 0..4; 0 and 1 failed.
+	 * Zone 0's other server (5) is busy: replica 1 (zone 1) goes first, to
+	 * 6. Drain likewise: 2 and 3 drain, 7 busy: replica 3 goes to 8. */
+	struct rig *r = rig(10);
+	size_t v[5] = {0, 1, 2, 3, 4};
+	for (size_t s = 0; s < 10; s++)
+		r->s[s].zone = (uint32_t)(s % 5);
+	tab(r, 5, v);
+	fail(r, 0);
+	fail(r, 1);
+	r->s[5].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 1, 6, POLICY_REREPLICATE);
+	revive(r, 0);
+	revive(r, 1);
+	r->s[2].draining = r->s[3].draining = true;
+	r->s[7].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 3, 8, POLICY_DRAIN);
+	/* A live source without budget: the next one. */
+	r->s[7].moves_in_flight = 0;
+	r->s[2].moves_in_flight = 2;
+	CHECK_EQ_INT(pick(r, 4, 2), 1);
+	check_move(&r->out[0], 0, 3, 8, POLICY_DRAIN);
+}
+
 TEST(zone_target_busy_means_wait)
 {
 	/* The only server in the free zone has no budget: no move into a zone
@@ -831,23 +859,23 @@ TEST(large_cluster)
  * removed). Each round injects at most one event (a server dies, comes
  * back, is declared failed, drains or undrains; a server is added), then
  * advances every move by one step, then asks the policy for more with the
- * budget left. A server dies for good only while no other one dead for
- * good still holds a replica, and besides it one more may be down for a
- * few rounds (less than the time to be declared failed): then some
- * tablets have no live majority for a while, and neither the policy nor
- * the engine may touch them. A zone keeps two available servers (live,
- * not draining), so zones stay distinct. Checked after every step: each
- * tablet has a live majority unless a server is down for a while, a step
- * runs only with a live majority and keeps it, the policy
+ * budget left. A server dies for good only while fewer than (rf - 1) / 2
+ * servers dead for good still hold a replica; besides those, one more may
+ * be down for a few rounds (less than the time to be declared failed):
+ * then some tablets have no live majority for a while, and neither the
+ * policy nor the engine may touch them. A zone keeps two available
+ * servers (live, not draining), so zones stay distinct. Checked after
+ * every step: each tablet has a live majority unless a server is down for
+ * a while, a step runs only with a live majority and keeps it, the policy
  * picks only tablets whose live-and-up replicas plus the new one are a
- * majority of n_replicas + 1, only eligible targets that hold none of the
- * tablet. At the end (no more events, the dead declared failed): every
- * tablet at rf voters on distinct live servers in distinct zones, none on
- * a draining server, loads of the available servers within one, nothing
- * in flight. */
+ * majority of n_replicas + 1, and only eligible targets that hold none of
+ * the tablet. At the end (no more events, the dead declared failed, the
+ * blips back): every tablet at rf voters on distinct live servers in
+ * distinct zones, none on a draining server, loads of the available
+ * servers within one per zone, nothing in flight. RF 3 (12 seeds) and
+ * RF 5 (4 seeds), one zone per replica. */
 
-#define SIM_NS 16
-#define SIM_ZONES 3
+#define SIM_NS 32
 #define SIM_MAX_MOVES 4
 #define SIM_PER_SERVER 2
 
@@ -870,7 +898,7 @@ struct sim {
 	uint32_t n[NT_MAX];
 	size_t v[NT_MAX][POLICY_MAX_REPLICAS];
 	struct sim_move mv[NT_MAX];
-	uint32_t rf;
+	uint32_t rf, zones; /* one zone per replica */
 	uint64_t picks, steps, rollbacks, events;
 };
 
@@ -907,17 +935,20 @@ static bool sim_may_remove(const struct sim *m, size_t t, size_t s)
 	return 2 * live > m->n[t] - 1;
 }
 
-/* Some server dead for good still holds a voter or is a move's party. */
-static bool sim_dead_holder(const struct sim *m)
+/* Servers dead for good that still hold a voter or are a move's target. */
+static uint32_t sim_dead_holders(const struct sim *m)
 {
-	for (size_t t = 0; t < m->nt; t++) {
-		for (uint32_t k = 0; k < m->n[t]; k++)
-			if (m->dead[m->v[t][k]] && m->blip[m->v[t][k]] == 0)
-				return true;
-		if (m->mv[t].phase != SIM_IDLE && m->dead[m->mv[t].to] && m->blip[m->mv[t].to] == 0)
-			return true;
+	uint32_t n = 0;
+	for (size_t s = 0; s < m->ns; s++) {
+		bool holds = false;
+		if (!m->dead[s] || m->blip[s] != 0)
+			continue;
+		for (size_t t = 0; t < m->nt && !holds; t++)
+			holds = sim_holds_voter(m, t, s) ||
+				(m->mv[t].phase != SIM_IDLE && m->mv[t].to == s);
+		n += holds;
 	}
-	return false;
+	return n;
 }
 
 static bool sim_blipping(const struct sim *m)
@@ -951,7 +982,7 @@ static void sim_event(struct sim *m, bool end)
 	}
 	if (end)
 		return;
-	if (what == 0 && !m->dead[s] && !sim_dead_holder(m) &&
+	if (what == 0 && !m->dead[s] && sim_dead_holders(m) < (m->rf - 1) / 2 &&
 	    sim_available_in_zone(m, m->zone[s], s) >= 2) {
 		m->dead[s] = true; /* dies for good */
 		m->blip[s] = 0;
@@ -973,7 +1004,7 @@ static void sim_event(struct sim *m, bool end)
 		m->draining[s] = false;
 		m->events++;
 	} else if (what == 4 && m->ns < SIM_NS) {
-		m->zone[m->ns++] = (uint32_t)(test_rand(&m->seed) % SIM_ZONES); /* add-node */
+		m->zone[m->ns++] = (uint32_t)(test_rand(&m->seed) % m->zones); /* add-node */
 		m->events++;
 	}
 }
@@ -1073,7 +1104,7 @@ static void sim_check_end(const struct sim *m)
 	}
 	/* Within one per zone (moves keep zones: each zone holds every
 	 * tablet once), for the available servers. */
-	for (uint32_t z = 0; z < SIM_ZONES; z++) {
+	for (uint32_t z = 0; z < m->zones; z++) {
 		lo = UINT32_MAX;
 		hi = 0;
 		for (size_t s = 0; s < m->ns; s++) {
@@ -1092,15 +1123,16 @@ static void sim_run(uint64_t seed, uint32_t rf, size_t nt, int rounds)
 	memset(&m, 0, sizeof m);
 	m.seed = seed;
 	m.rf = rf;
-	m.ns = 9;
+	m.zones = rf;
+	m.ns = 3 * (size_t)rf;
 	m.nt = nt;
 	for (size_t s = 0; s < m.ns; s++)
-		m.zone[s] = (uint32_t)(s % SIM_ZONES);
-	/* Each tablet on one server of each zone (RF 3). */
+		m.zone[s] = (uint32_t)(s % m.zones);
+	/* Each tablet on one server of each zone. */
 	for (size_t t = 0; t < nt; t++) {
 		m.n[t] = rf;
 		for (uint32_t k = 0; k < rf; k++)
-			m.v[t][k] = k + SIM_ZONES * (test_rand(&m.seed) % 3);
+			m.v[t][k] = k + m.zones * (test_rand(&m.seed) % 3);
 	}
 	int round;
 	for (round = 0; round < rounds; round++) {
@@ -1142,6 +1174,8 @@ TEST(simulation_with_failures)
 {
 	for (uint64_t seed = 1; seed <= 12; seed++)
 		sim_run(seed * 0x9e3779b97f4a7c15ull, 3, 48, 600);
+	for (uint64_t seed = 13; seed <= 16; seed++)
+		sim_run(seed * 0x9e3779b97f4a7c15ull, 5, 40, 600);
 }
 
 TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
@@ -1149,7 +1183,8 @@ TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(rules_in_order), T(rereplicate_most_at_risk_first),
 	  T(targets_exclude_dead_failed_draining_and_holders), T(least_loaded_then_lowest_index),
 	  T(zones_distinct_when_enough), T(zones_spread_when_too_few),
-	  T(zone_target_busy_means_wait), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
+	  T(zone_target_busy_means_wait),
+	  T(next_replica_when_first_has_no_target), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
 	  T(limits), T(rebalance_picks), T(rebalance_keeps_zones),
 	  T(rebalance_never_lowers_zone_spread), T(rebalance_converges_after_add_node),
 	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster),
