@@ -15,8 +15,9 @@
 # runs of it: meson's test_heal_nemeses runs the healing nemeses
 # (kill-permanently, drain-and-stop, add-node-and-rebalance) in turn, and
 # then the 6th check (every tablet back at RF, every replica on a tserver
-# of the cluster now) is required; otherwise it is skipped when the master
-# does not answer `docraft cluster`.
+# of the cluster now) is required, and the 7th (every nemesis of the list
+# ran); otherwise the 6th is skipped when the master does not answer
+# `docraft cluster`, and the 7th always.
 #
 # The run's directory (history, nemesis log, report.md, node logs) is
 # removed when the test passes and kept, with its path printed, when it
@@ -31,7 +32,7 @@ CLIENTS=${FAILOVER_CLIENTS:-6}
 INTERVAL=${FAILOVER_INTERVAL:-10}
 ORDER=${FAILOVER_ORDER:-random}
 
-echo "1..6"
+echo "1..7"
 out=$(mktemp -d "${TMPDIR:-/tmp}/docraft-failover.XXXXXX")
 RUN_PID=""
 # shellcheck disable=SC2317 # a trap
@@ -95,10 +96,22 @@ else
 	tap $((! $?)) "6 - every tablet back at RF ($(val rf_restored), $(val rf_seconds) s), replicas on current tservers ($(val replicas_current)), unhealed faults: $(val unhealed)"
 fi
 
+# With a list of its own (cycle), every nemesis of it must have run.
+if [ "$healing" -eq 1 ]; then
+	missing=""
+	for n in ${nemeses//,/ }; do
+		grep -q "^[0-9]* start $n " "$out/nemesis.log" 2>/dev/null || missing+=" $n"
+	done
+	[ -z "$missing" ]
+	tap $((! $?)) "7 - every nemesis of the list ran${missing:+ (not run:$missing)}"
+else
+	echo "ok 7 - every nemesis of the list ran # SKIP random choice"
+fi
+
 if [ -f "$out/report-tables.md" ]; then
 	sed -n '/^## Nemesis timeline/,$p' "$out/report-tables.md" | sed 's/^/# /'
 fi
-if [ "$rc" -eq 0 ] && [ -z "$left" ]; then
+if [ "$rc" -eq 0 ] && [ -z "$left" ] && [ -z "${missing:-}" ]; then
 	rm -rf "$out"
 else
 	echo "# FAILED: the run is kept in $out (report: $out/report.md)"
