@@ -123,6 +123,7 @@ struct cat_move {
 	uint64_t step_at_ms;  /* loop ms this master saw the step begin */
 	uint64_t next_try_ms; /* loop ms before which no action is retried */
 	uint32_t failures;    /* ADD / REMOVE refusals in this step */
+	bool created;         /* the new replica's tserver answered its CREATE */
 	uint64_t said_ms;     /* loop ms of the last "waiting" log line */
 };
 

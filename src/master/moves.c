@@ -12,9 +12,10 @@
  *   start      one write: the move document (step "adding") and the tablet
  *              with the new replica (raft id next_raft_id, "joining";
  *              next_raft_id + 1 so ids are never reused).
- *   adding     heartbeats of `to` get CREATE(join=true) for it (tservers.c
- *              reconcile: it is a catalog replica the tserver lacks); once
- *              `to` reports it, ChangeConfig ADD goes to the tablet's leader
+ *   adding     CREATE(join=true) goes to `to` at once, and its heartbeats
+ *              get it too (tservers.c reconcile: a catalog replica the
+ *              tserver lacks); once `to` answered it or reports the
+ *              replica, ChangeConfig ADD goes to the tablet's leader
  *              (spare, caught up by checkpoint copy, promoted to voter;
  *              answered when promoted); OK -> write step "removing".
  *   removing   ChangeConfig REMOVE of `from` to the leader (if `from` leads,
@@ -24,7 +25,8 @@
  *              tablet (now, or when it comes back), gets a delete
  *              (tservers.c: a replica the leader's configuration lacks).
  *   rolling-back  (the new replica's tserver silent past the bound, failed
- *              or draining; ADD refused MAX_FAILURES times) REMOVE of the
+ *              or draining; ADD refused MAX_FAILURES times; the new replica
+ *              not created within CREATE_STUCK_MS) REMOVE of the
  *              new id if the leader's configuration has it, then one write:
  *              the new replica dropped, the move document deleted; policy
  *              picks again later.
@@ -58,6 +60,9 @@
  * Drain: leaders go first (tservers.c steps down a draining tserver's
  * leaders in its heartbeat replies); its replicas' moves wait until it
  * leads nothing or DRAIN_LEADERS_FIRST_MS have passed.
+ *
+ * A step written is acted on at once, as is a create answered; everything
+ * else waits for the next tick (and the reports it needs).
  *
  * Operations in flight (an RPC or a catalog write) keep the generation of
  * the leadership they began in; a completion in another one touches
@@ -95,6 +100,10 @@
 /* The new replica's tserver silent this long (capped by the failure
  * timeout): the move rolls back. */
 #define TARGET_LOST_MS 30000
+/* The new replica not created this long after the move started (its
+ * tserver refuses it: full, failing disk, ...): the move rolls back. A
+ * joining replica opens at once; its copy comes after, in the ADD. */
+#define CREATE_STUCK_MS 60000
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -211,6 +220,9 @@ static bool remove_keeps_majority(struct master *m, struct cat_tablet *tb,
 
 /* ---- catalog writes of a move ---------------------------------------------------------------- */
 
+static void advance(struct master *m, struct cat_tablet *tb, uint64_t now);
+static void send_create(struct master *m, struct cat_tablet *tb);
+
 enum write_kind {
 	W_START,    /* the move document and the new replica */
 	W_STEP,     /* the move document's step */
@@ -290,7 +302,9 @@ static void move_written(struct cwrite *w, int status)
 		       " on tserver %s",
 		       m->address, tb->id, mv->reason, mv->from_raft_id, mv->from_uuid,
 		       mv->new_raft_id, mv->to_uuid);
-		break;
+		ddl_cwrite_free(w);
+		send_create(m, tb);
+		return;
 	case W_STEP:
 		mv->step = op->step;
 		mv->step_at_ms = now;
@@ -298,7 +312,9 @@ static void move_written(struct cwrite *w, int status)
 		mv->said_ms = 0;
 		LOG_AT(LOG_LVL_INFO, tb->id, m->term, "master %s: move %s: step %s%s%s", m->address,
 		       tb->id, catalog_move_step_name(op->step), op->why[0] ? ": " : "", op->why);
-		break;
+		ddl_cwrite_free(w);
+		advance(m, tb, now); /* the step's action at once */
+		return;
 	case W_FINISH:
 	case W_ROLLBACK:
 		LOG_AT(LOG_LVL_INFO, tb->id, m->term,
@@ -387,7 +403,7 @@ static void finish(struct master *m, struct cat_tablet *tb, enum write_kind kind
 
 /* ---- RPCs of a move -------------------------------------------------------------------------- */
 
-enum call_kind { C_ADD, C_REMOVE, C_STEP_DOWN };
+enum call_kind { C_ADD, C_REMOVE, C_STEP_DOWN, C_CREATE };
 
 struct move_call {
 	struct rpc_call_req req; /* first */
@@ -402,7 +418,13 @@ struct move_call {
 
 static const char *call_what(enum call_kind k)
 {
-	return k == C_ADD ? "add" : k == C_REMOVE ? "remove" : "step down";
+	switch (k) {
+	case C_ADD: return "add";
+	case C_REMOVE: return "remove";
+	case C_STEP_DOWN: return "step down";
+	case C_CREATE: return "create";
+	}
+	return "?";
 }
 
 /* Refusals that say nothing about the move (a leader changing, a change
@@ -460,8 +482,49 @@ static void call_done(struct rpc_call_req *req, const struct rpc_result *res)
 		/* The next leader's report says where the leadership went. */
 		mv->next_try_ms = now + RETRY_MS;
 		break;
+	case C_CREATE:
+		mv->created = true;
+		if (mv->step == CAT_MOVE_ADDING)
+			advance(m, tb, now);
+		break;
 	}
 	free(c);
+}
+
+/* The new replica's CREATE(join=true), sent straight to its tserver once
+ * the move is written (heartbeats would instruct it too, a beat later;
+ * creates are idempotent). Answered once the replica is open. */
+static void send_create(struct master *m, struct cat_tablet *tb)
+{
+	const struct cat_table *t = catalog_find_table(&m->cat, tb->table);
+	struct cat_replica *r = catalog_replica(tb, tb->move->new_raft_id);
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct move_call *c;
+	struct arena a;
+	int rv;
+
+	if (t == NULL || r == NULL)
+		return;
+	c = xcalloc(1, sizeof *c);
+	c->m = m;
+	c->gen = m->gen;
+	c->kind = C_CREATE;
+	c->raft_id = r->raft_id;
+	c->new_raft_id = r->raft_id;
+	snprintf(c->id, sizeof c->id, "%s", tb->id);
+	snprintf(c->address, sizeof c->address, "%s", r->address);
+	arena_init(&a);
+	rv = rpc_call_message(&m->cl, r->address, DOCRAFT__METHOD__TSERVER_CREATE_TABLET,
+			      &ddl_create_tablet_pb(t, tb, r->raft_id, &a)->base, RPC_TIMEOUT_MS,
+			      &c->req, call_done, errmsg);
+	arena_free(&a);
+	if (rv != 0) {
+		free(c); /* the heartbeats instruct it */
+		return;
+	}
+	r->create_sent_ms = master_now_ms(m);
+	m->ops++;
+	tb->move->busy = true;
 }
 
 /* Sends a ChangeConfig (ADD / REMOVE of id) or a StepDown (to id) about tb
@@ -521,8 +584,8 @@ static void send_call(struct master *m, struct cat_tablet *tb, const struct cat_
 /* ---- advancing a move ------------------------------------------------------------------------ */
 
 /* Why an adding move must roll back ("" : it need not). */
-static void rollback_reason(struct master *m, const struct cat_tablet *tb, uint64_t now,
-			    char *why, size_t cap)
+static void rollback_reason(struct master *m, const struct cat_tablet *tb, bool created,
+			    uint64_t now, char *why, size_t cap)
 {
 	const struct cat_move *mv = tb->move;
 	const struct cat_tserver *to = catalog_find_tserver(&m->cat, mv->to_uuid);
@@ -536,6 +599,9 @@ static void rollback_reason(struct master *m, const struct cat_tablet *tb, uint6
 		snprintf(why, cap, "its tserver %.40s is draining", mv->to_uuid);
 	else if (mv->failures >= MAX_FAILURES)
 		snprintf(why, cap, "the leader refused to add it %u times", mv->failures);
+	else if (!created && now - mv->step_at_ms > CREATE_STUCK_MS)
+		snprintf(why, cap, "its tserver did not create it within %d s",
+			 CREATE_STUCK_MS / 1000);
 }
 
 /* The steps removing (id: the replaced replica, end: W_FINISH) and
@@ -575,7 +641,7 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 	const struct cat_config *cfg = leader_config(m, tb, &leader, now);
 	struct cat_replica *fresh = catalog_replica(tb, mv->new_raft_id);
 	const struct cat_tserver *to_ts = catalog_find_tserver(&m->cat, mv->to_uuid);
-	bool voter = false, has;
+	bool voter = false, has, created;
 	char why[96];
 
 	if (cfg == NULL) {
@@ -589,7 +655,9 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 			set_step(m, tb, CAT_MOVE_REMOVING, "the leader's configuration has it as a voter");
 			return;
 		}
-		rollback_reason(m, tb, now, why, sizeof why);
+		created = mv->created || (fresh != NULL && to_ts != NULL && to_ts->hb_count != 0 &&
+					  fresh->seen_hb == to_ts->hb_count);
+		rollback_reason(m, tb, created, now, why, sizeof why);
 		if (why[0] != '\0') {
 			set_step(m, tb, CAT_MOVE_ROLLING_BACK, why);
 			return;
@@ -600,8 +668,7 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 			send_call(m, tb, leader, C_REMOVE, mv->new_raft_id, NULL);
 			return;
 		}
-		if (fresh == NULL || to_ts == NULL || fresh->seen_hb != to_ts->hb_count ||
-		    to_ts->hb_count == 0) {
+		if (!created) {
 			SAY_WAIT(m, tb, now, "the new replica is not created on %s yet", m->address,
 				 tb->id, mv->to_address);
 			return;
@@ -803,6 +870,8 @@ void moves_tick(struct master *m)
 	}
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		struct cat_tablet *tb = m->cat.tablets[i];
+		if (tb->move != NULL && tb->move->step_at_ms == 0)
+			tb->move->step_at_ms = now; /* loaded: its step starts here for us */
 		if (tb->move != NULL && !tb->move->busy && now >= tb->move->next_try_ms &&
 		    tb->state == CAT_RUNNING)
 			advance(m, tb, now);

@@ -187,8 +187,7 @@ static size_t target_for(const struct pick *p, const struct policy_tablet *t, ui
 	return best;
 }
 
-static void add(struct pick *p, size_t tablet, uint32_t replica, size_t to,
-		enum policy_reason why)
+static void add(struct pick *p, size_t tablet, uint32_t replica, size_t to, enum policy_reason why)
 {
 	struct policy_move *m = &p->out[p->n_out++];
 	m->tablet = tablet;
@@ -286,8 +285,8 @@ static bool rebalance_one(struct pick *p)
 			size_t x = t->server[k];
 			int64_t x_load = eff_load(p, x);
 			uint32_t x_count;
-			if (x_load < min_target + 2 ||
-			    !better(&best, x_load, x, min_target, 0) || !has_budget(p, x))
+			if (x_load < min_target + 2 || !better(&best, x_load, x, min_target, 0) ||
+			    !has_budget(p, x))
 				continue;
 			x_count = zone_count(p, t, k, p->servers[x].zone);
 			for (size_t y = 0; y < p->n_servers; y++) {
@@ -317,7 +316,8 @@ size_t policy_pick(const struct policy_server *servers, size_t n_servers,
 
 	for (size_t i = 0; i < n_tablets; i++)
 		for (uint32_t k = 0; k < tablets[i].n_replicas; k++)
-			PRE(tablets[i].server[k] == POLICY_NONE || tablets[i].server[k] < n_servers);
+			PRE(tablets[i].server[k] == POLICY_NONE ||
+			    tablets[i].server[k] < n_servers);
 	/* 1. re-replicate, the tablets with fewest live replicas first. */
 	for (uint32_t level = 1; level <= POLICY_MAX_REPLICAS && p.n_out < max_moves; level++)
 		for (size_t i = 0; i < n_tablets && p.n_out < max_moves; i++)

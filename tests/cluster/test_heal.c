@@ -58,6 +58,10 @@
 #define TABLE "bench"
 #define FAILED_S "4"
 #define HEAL_MS 120000
+/* 20 MiB: a move's adding step lasts long enough (its checkpoint copy,
+ * ~1 s per 8 MiB here) for a test polling ClusterStatus to catch it. */
+#define WIDE_KEYS "1280"
+#define WIDE_VSIZE "16384"
 
 /* ---- master and tserver calls ---------------------------------------------------------------- */
 
@@ -321,6 +325,38 @@ static int count_in_log(const char *path, const char *needle)
 	return n;
 }
 
+/* HEAL_MEASURE_MB: each ADD's time (sent -> the new replica a voter: the
+ * checkpoint copy and raft's catch-up), from the master's log. */
+static void note_add_times(void)
+{
+	char line[4096], id[24][80], *p;
+	double sent[24];
+	int n = 0;
+	FILE *f = fopen(C.m.log, "r");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		int hh, mm;
+		double ss, t;
+		char tablet[80];
+		if (sscanf(line, "%*d-%*d-%*dT%d:%d:%lfZ", &hh, &mm, &ss) != 3 ||
+		    (p = strstr(line, ": move ")) == NULL || sscanf(p + 7, "%79[^:]", tablet) != 1)
+			continue;
+		t = hh * 3600.0 + mm * 60.0 + ss;
+		if (strstr(p, ": add raft id ") != NULL && n < 24) {
+			snprintf(id[n], sizeof id[n], "%s", tablet);
+			sent[n++] = t;
+		} else if (strstr(p, ": step removing") != NULL) {
+			for (int i = n - 1; i >= 0; i--)
+				if (strcmp(id[i], tablet) == 0) {
+					test_note("ADD of %s: %.0f ms", tablet, (t - sent[i]) * 1000);
+					break;
+				}
+		}
+	}
+	fclose(f);
+}
+
 static int victim_replicas; /* rereplicate: replicas the victim held */
 
 /* For wait_for: tserver *arg deleted every replica it held before it was
@@ -363,6 +399,8 @@ TEST(rereplicate)
 	test_note("%d replicas of tserver %d re-created: healed %" PRIu64 " ms after the kill, "
 		  "%" PRIu64 " ms after it was failed", before, victim + 1, t_healed - t_kill,
 		  t_healed - t_failed);
+	if (mb != NULL && atoi(mb) > 0)
+		note_add_times();
 	if (mb != NULL && atoi(mb) > 0)
 		test_note("HEAL_MEASURE_MB=%s: %d of 6 tablets (~%.1f MiB) copied in %" PRIu64
 			  " ms after the failure was detected: %.1f MiB/s",
@@ -468,7 +506,7 @@ TEST(target_dies)
 	int victim, target;
 
 	up("heal-target", 5, 1);
-	load(1, "2000", "1000");
+	load(1, WIDE_KEYS, WIDE_VSIZE);
 	victim = busiest(5); /* one of the tablet's three */
 	kill9(&C.t[victim]);
 	h.avoid[victim] = true;
@@ -515,7 +553,7 @@ static void failover(const char *tag, int pause_ms, bool want_back)
 	int victim, target, ml, nl, n_done, n_back;
 
 	up(tag, 4, 3);
-	load(6, "2000", "1000");
+	load(6, WIDE_KEYS, WIDE_VSIZE);
 	victim = busiest(4);
 	kill9(&C.t[victim]);
 	h.avoid[victim] = true;

@@ -132,10 +132,11 @@ static void check_tablets(const struct rig *r, bool distinct_zones)
 		const struct policy_tablet *t = &r->t[i];
 		for (uint32_t a = 0; a < t->n_replicas; a++)
 			for (uint32_t b = a + 1; b < t->n_replicas; b++) {
-				CHECK_MSG(t->server[a] != t->server[b], "tablet %zu: server %zu twice",
-					  i, t->server[a]);
+				CHECK_MSG(t->server[a] != t->server[b],
+					  "tablet %zu: server %zu twice", i, t->server[a]);
 				if (distinct_zones)
-					CHECK_MSG(r->s[t->server[a]].zone != r->s[t->server[b]].zone,
+					CHECK_MSG(r->s[t->server[a]].zone !=
+							  r->s[t->server[b]].zone,
 						  "tablet %zu: zone %u twice", i,
 						  r->s[t->server[a]].zone);
 			}
@@ -172,8 +173,9 @@ TEST(zone_index)
 
 TEST(placement_strings)
 {
-	static const char *good[] = {"", "aws.us-east-1.us-east-1a", "a.b.c", "A_1.b-2.C_3",
-				     "c.r.012345678901234567890123456789012345678901234567890123456789"};
+	static const char *good[] = {
+		"", "aws.us-east-1.us-east-1a", "a.b.c", "A_1.b-2.C_3",
+		"c.r.012345678901234567890123456789012345678901234567890123456789"};
 	static const struct {
 		const char *s, *why;
 	} bad[] = {
@@ -665,8 +667,9 @@ static int converge(struct rig *r, size_t max_moves, uint32_t per_server, int ma
 			}
 			apply(r, &r->out[i]);
 			reload(r);
-			CHECK_MSG(sum_squares(r) < before, "round %d move %zu: %" PRIu64 " -> %" PRIu64,
-				  round, i, before, sum_squares(r));
+			CHECK_MSG(sum_squares(r) < before,
+				  "round %d move %zu: %" PRIu64 " -> %" PRIu64, round, i, before,
+				  sum_squares(r));
 		}
 	}
 	CHECK_MSG(false, "no end after %d rounds", max_rounds);
@@ -891,7 +894,8 @@ struct sim {
 	size_t ns;
 	bool dead[SIM_NS];
 	uint32_t dead_rounds[SIM_NS];
-	uint32_t blip[SIM_NS]; /* dead for this many rounds, then back (never failed); 0: for good */
+	uint32_t
+		blip[SIM_NS]; /* dead for this many rounds, then back (never failed); 0: for good */
 	bool failed[SIM_NS], draining[SIM_NS];
 	uint32_t zone[SIM_NS];
 	size_t nt;
@@ -1075,9 +1079,11 @@ static void sim_pick(struct sim *m, struct rig *r)
 		const struct policy_move *pm = &r->out[i];
 		size_t t = pm->tablet, to = pm->to;
 		CHECK(t < m->nt && pm->replica < m->n[t] && to < m->ns);
-		CHECK_MSG(m->n[t] <= m->rf && m->mv[t].phase == SIM_IDLE, "tablet %zu moves twice", t);
+		CHECK_MSG(m->n[t] <= m->rf && m->mv[t].phase == SIM_IDLE, "tablet %zu moves twice",
+			  t);
 		CHECK_MSG(2 * (sim_live_voters(m, t) + 1) > m->n[t] + 1,
-			  "tablet %zu picked with %u live of %u", t, sim_live_voters(m, t), m->n[t]);
+			  "tablet %zu picked with %u live of %u", t, sim_live_voters(m, t),
+			  m->n[t]);
 		CHECK_MSG(!m->dead[to] && !m->failed[to] && !m->draining[to] &&
 				  !sim_holds_voter(m, t, to),
 			  "tablet %zu: bad target %zu", t, to);
@@ -1094,12 +1100,12 @@ static void sim_check_end(const struct sim *m)
 		CHECK_MSG(m->n[t] == m->rf, "tablet %zu: %u voters", t, m->n[t]);
 		for (uint32_t a = 0; a < m->n[t]; a++) {
 			size_t s = m->v[t][a];
-			CHECK_MSG(!m->dead[s] && !m->draining[s], "tablet %zu on %zu (dead %d)", t, s,
-				  m->dead[s]);
+			CHECK_MSG(!m->dead[s] && !m->draining[s], "tablet %zu on %zu (dead %d)", t,
+				  s, m->dead[s]);
 			load[s]++;
 			for (uint32_t b = a + 1; b < m->n[t]; b++)
-				CHECK_MSG(m->zone[s] != m->zone[m->v[t][b]], "tablet %zu: zone %u twice",
-					  t, m->zone[s]);
+				CHECK_MSG(m->zone[s] != m->zone[m->v[t][b]],
+					  "tablet %zu: zone %u twice", t, m->zone[s]);
 		}
 	}
 	/* Within one per zone (moves keep zones: each zone holds every
@@ -1183,9 +1189,8 @@ TEST_MAIN(T(reason_names), T(zone_index), T(placement_strings),
 	  T(rules_in_order), T(rereplicate_most_at_risk_first),
 	  T(targets_exclude_dead_failed_draining_and_holders), T(least_loaded_then_lowest_index),
 	  T(zones_distinct_when_enough), T(zones_spread_when_too_few),
-	  T(zone_target_busy_means_wait),
-	  T(next_replica_when_first_has_no_target), T(majority_rule), T(moving_and_mid_move_tablets_skipped),
-	  T(limits), T(rebalance_picks), T(rebalance_keeps_zones),
-	  T(rebalance_never_lowers_zone_spread), T(rebalance_converges_after_add_node),
-	  T(rebalance_property_random_clusters), T(drain_empties_a_server), T(large_cluster),
-	  T(simulation_with_failures))
+	  T(zone_target_busy_means_wait), T(next_replica_when_first_has_no_target),
+	  T(majority_rule), T(moving_and_mid_move_tablets_skipped), T(limits), T(rebalance_picks),
+	  T(rebalance_keeps_zones), T(rebalance_never_lowers_zone_spread),
+	  T(rebalance_converges_after_add_node), T(rebalance_property_random_clusters),
+	  T(drain_empties_a_server), T(large_cluster), T(simulation_with_failures))
