@@ -15,6 +15,8 @@
 #                     with --buggy): kill kill-leader pause restart-all master
 #                     master-replace (--masters 3) skew
 #                     partition-halves partition-one partition-leader
+#                     kill-permanently drain-and-stop add-node-and-rebalance
+#                     (the last three: 4 tservers, tests/jepsen/nemesis.sh)
 #   --clients N       client threads (default 10)
 #   --workload W      default both
 #   --netns MODE      network namespaces (needed by the partition nemeses):
@@ -42,7 +44,7 @@ out=""
 buggy=0
 extra=()
 
-usage() { sed -n '8,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '8,31p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
 	case $1 in

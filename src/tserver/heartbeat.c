@@ -60,6 +60,7 @@ static void maybe_closed(struct heartbeat *hb)
 	hb->n_flag_masters = 0;
 	free(hb->uuid);
 	free(hb->address);
+	free(hb->placement);
 	hb->n_masters = 0;
 	hb->close_cb(hb);
 }
@@ -184,6 +185,7 @@ static void send_heartbeat(struct heartbeat *hb)
 		return;
 	msg.uuid = hb->uuid;
 	msg.address = hb->address;
+	msg.placement = hb->placement;
 	msg.n_tablets = manager_reports(hb->m, &a, &msg.tablets);
 	hb->req.data = hb;
 	rv = rpc_call_message(hb->cl, to, DOCRAFT__METHOD__MASTER_HEARTBEAT, &msg.base,
@@ -227,6 +229,7 @@ int heartbeat_start(struct heartbeat *hb, uv_loop_t *loop, struct rpc_client *cl
 	hb->svc = svc;
 	hb->uuid = xstrdup(o->uuid != NULL ? o->uuid : "");
 	hb->address = xstrdup(o->address != NULL ? o->address : "");
+	hb->placement = xstrdup(o->placement != NULL ? o->placement : "");
 	for (size_t i = 0; i < o->n_masters; i++) {
 		hb->masters[i] = xstrdup(o->masters[i]);
 		hb->flag_masters[i] = xstrdup(o->masters[i]);

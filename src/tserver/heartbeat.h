@@ -1,7 +1,8 @@
 /* Heartbeats from a tablet server to the master leader.
  *
  * Every interval_ms (default HEARTBEAT_DEFAULT_INTERVAL_MS, the first one
- * at once) a HeartbeatRequest {uuid, address, a report of every replica}
+ * at once) a HeartbeatRequest {uuid, address, placement, a report of every
+ * replica}
  * goes to the master believed to lead (MASTER_HEARTBEAT, deadline
  * timeout_ms). The reply's instructions are carried out through the RPC
  * service (service_execute), and its master_leader_address, when set,
@@ -36,6 +37,7 @@
 struct heartbeat_options {
 	const char *uuid;          /* this tablet server's uuid */
 	const char *address;       /* its RPC address */
+	const char *placement;     /* "cloud.region.zone", checked by the caller; NULL: "" */
 	const char *const *masters; /* master addresses "ip:port", 1..HEARTBEAT_MAX_MASTERS */
 	size_t n_masters;
 	unsigned interval_ms;      /* 0 = HEARTBEAT_DEFAULT_INTERVAL_MS */
@@ -58,7 +60,7 @@ struct heartbeat {
 	struct rpc_client *cl;
 	struct manager *m;
 	struct service *svc;
-	char *uuid, *address;
+	char *uuid, *address, *placement;
 	char *masters[HEARTBEAT_MAX_MASTERS];
 	size_t n_masters;
 	char *flag_masters[HEARTBEAT_MAX_MASTERS]; /* o->masters, the fallback */

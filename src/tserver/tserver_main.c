@@ -51,6 +51,7 @@
 #define PROG "docraft-tserver"
 #define UUID_LEN 32
 #define DRAIN_TICK_MS 20
+#define PLACEMENT_MAX 64 /* bytes of --placement (master/policy.h's bound) */
 
 struct config {
 	unsigned heartbeat_ms;      /* to the master; 0: heartbeat default */
@@ -72,6 +73,7 @@ struct config {
 	unsigned max_replicas;      /* 0: what the process limits allow (host_limits) */
 	unsigned retry_ttl_s;       /* 0: tablet default (660) */
 	unsigned history_retention_s; /* 0: store default (900) */
+	char placement[PLACEMENT_MAX + 1]; /* --placement cloud.region.zone ("": none) */
 };
 
 #define LAG_PERIOD_MS 100
@@ -120,6 +122,45 @@ static int set_raft_log(void *dst, const char *name, const char *value, char *er
 		return err_set(errmsg, DOCRAFT_EINVAL, "%s takes %s or %s, not '%s'", name,
 			       logmode_name(true), logmode_name(false), value);
 	*(bool *)dst = strcmp(value, logmode_name(false)) == 0;
+	return 0;
+}
+
+/* Whether c may be in a part of a placement. */
+static bool placement_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-';
+}
+
+/* --placement: "" or cloud.region.zone, three non-empty parts of
+ * [A-Za-z0-9_-], at most PLACEMENT_MAX bytes: the rule of the master's
+ * policy_placement_valid (master/policy.h), which this layer may not
+ * include; the master checks the heartbeat's string again. */
+static int set_placement(void *dst, const char *name, const char *value, char *errmsg)
+{
+	size_t len = strlen(value), parts = 1, part = 0;
+	if (len > PLACEMENT_MAX)
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s: '%s' is longer than %d bytes", name,
+			       value, PLACEMENT_MAX);
+	for (size_t i = 0; i < len; i++) {
+		if (value[i] == '.') {
+			if (part == 0)
+				break;
+			parts++;
+			part = 0;
+		} else if (!placement_char(value[i])) {
+			return err_set(errmsg, DOCRAFT_EINVAL,
+				       "%s: '%s' has '%c': parts are made of A-Z a-z 0-9 _ -", name,
+				       value, value[i]);
+		} else {
+			part++;
+		}
+	}
+	if (len > 0 && (parts != 3 || part == 0))
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "%s: '%s' is not cloud.region.zone (three non-empty parts)", name,
+			       value);
+	memcpy(dst, value, len + 1);
 	return 0;
 }
 
@@ -207,6 +248,10 @@ static const struct config_flag flags[] = {
 	 .dst = &S.cfg.min_free_disk_mb, .min = 1, .max = 1u << 30,
 	 .help = "free-space reserve of the data directory's file system: below it writes are "
 		 "refused (retryable), below 3 Raft segments replicas stop; 0: off (default 256)"},
+	{.name = "placement", .arg = "CLOUD.REGION.ZONE", .kind = CONFIG_CALL,
+	 .dst = S.cfg.placement, .set = set_placement,
+	 .help = "where this server runs, sent with every heartbeat: the master puts a table's "
+		 "replicas in distinct zones when there are enough (default: none)"},
 	{.name = "max-replicas", .arg = "N", .kind = CONFIG_UINT, .dst = &S.cfg.max_replicas,
 	 .min = 1, .max = 1u << 20, .what = "a count",
 	 .help = "replicas this server accepts; past it a create is refused, retryably "
@@ -773,6 +818,7 @@ static int start(void)
 		ho.masters = (const char *const *)S.masters;
 		ho.n_masters = S.n_masters;
 		ho.interval_ms = S.cfg.heartbeat_ms;
+		ho.placement = S.cfg.placement;
 		if (heartbeat_start(&S.hb, &S.proc.loop, &S.cl, &S.m, &S.svc, &ho, errmsg) != 0) {
 			LOG_ERROR(PROG ": %s", errmsg);
 			return -1;
