@@ -74,6 +74,7 @@
 #include "docraft.pb-c.h"
 #include "master/placement.h"
 #include "master/policy.h"
+#include "server/placement_str.h"
 
 /* The id of the catalog tablet (its Raft group on the masters). */
 #define CATALOG_TABLET_ID "sys.catalog"
@@ -185,7 +186,7 @@ struct cat_tserver {
 	char address[RPC_ADDRESS_MAX + 1];
 	uint64_t last_hb_ms; /* loop ms of its last heartbeat (or of its registration) */
 	uint64_t hb_count;   /* heartbeats received (0: known from the catalog only) */
-	char placement[POLICY_PLACEMENT_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
+	char placement[PLACEMENT_STR_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
 	uint64_t drain_seen_ms; /* loop ms this master first saw it draining (moves.c) */
 };
 

@@ -85,8 +85,6 @@
 #define POLICY_NONE SIZE_MAX
 /* A tablet's replicas while a move runs: rf + 1. */
 #define POLICY_MAX_REPLICAS (PLACEMENT_MAX_RF + 1)
-/* Longest placement string (policy_placement_valid). */
-#define POLICY_PLACEMENT_MAX 64
 
 struct policy_server {
 	bool live;              /* heard from within the liveness timeout */
@@ -134,9 +132,5 @@ size_t policy_pick(const struct policy_server *servers, size_t n_servers,
  * cap when the table is full (callers size it to their server count). */
 uint32_t policy_zone_index(const char **zones, uint32_t *n_zones, uint32_t cap, const char *zone);
 
-/* Whether s is an accepted placement string: "" or three dot-separated
- * non-empty parts of [A-Za-z0-9_-], at most 64 bytes in all; errmsg says
- * why not. */
-bool policy_placement_valid(const char *s, char *errmsg);
 
 #endif

@@ -11,7 +11,7 @@
  *
  * Heartbeat: records the tserver (uuid, address, placement, time) and, per
  *   reported tablet, the replica's role and term. A placement that is not
- *   "" or cloud.region.zone (policy_placement_valid) fails the heartbeat
+ *   "" or cloud.region.zone (placement_str_valid) fails the heartbeat
  *   with EINVAL; tservers_live maps the placements of the live tservers to
  *   zone indexes for CreateTable's placement. Instructions in the reply:
  *   - delete: for every reported tablet that is deleted in the catalog;
@@ -61,6 +61,7 @@
 #include "master/moves.h"
 #include "master/placement.h"
 #include "master/policy.h"
+#include "server/placement_str.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "rpc/rpc.h"
@@ -482,7 +483,7 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
 		LOG_INFO("master %s: tserver %s at %s", m->address, req->uuid, req->address);
-	if (!policy_placement_valid(req->placement, errmsg)) {
+	if (!placement_str_valid(req->placement, errmsg)) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: %s", errmsg);
 		return RPC_DISPATCH_FREE;
 	}

@@ -39,6 +39,7 @@
 #include "raft/segfill.h"
 #include "raftlog/raftlog.h"
 #include "server/config.h"
+#include "server/placement_str.h"
 #include "server/skeleton.h"
 #include "tablet/diskspace.h"
 #include "tserver/heartbeat.h"
@@ -51,7 +52,6 @@
 #define PROG "docraft-tserver"
 #define UUID_LEN 32
 #define DRAIN_TICK_MS 20
-#define PLACEMENT_MAX 64 /* bytes of --placement (master/policy.h's bound) */
 
 struct config {
 	unsigned heartbeat_ms;      /* to the master; 0: heartbeat default */
@@ -73,7 +73,7 @@ struct config {
 	unsigned max_replicas;      /* 0: what the process limits allow (host_limits) */
 	unsigned retry_ttl_s;       /* 0: tablet default (660) */
 	unsigned history_retention_s; /* 0: store default (900) */
-	char placement[PLACEMENT_MAX + 1]; /* --placement cloud.region.zone ("": none) */
+	char placement[PLACEMENT_STR_MAX + 1]; /* --placement cloud.region.zone ("": none) */
 };
 
 #define LAG_PERIOD_MS 100
@@ -125,42 +125,14 @@ static int set_raft_log(void *dst, const char *name, const char *value, char *er
 	return 0;
 }
 
-/* Whether c may be in a part of a placement. */
-static bool placement_char(char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '-';
-}
-
-/* --placement: "" or cloud.region.zone, three non-empty parts of
- * [A-Za-z0-9_-], at most PLACEMENT_MAX bytes: the rule of the master's
- * policy_placement_valid (master/policy.h), which this layer may not
- * include; the master checks the heartbeat's string again. */
+/* --placement: "" or cloud.region.zone (server/placement_str.h; the master
+ * checks the heartbeat's string again). */
 static int set_placement(void *dst, const char *name, const char *value, char *errmsg)
 {
-	size_t len = strlen(value), parts = 1, part = 0;
-	if (len > PLACEMENT_MAX)
-		return err_set(errmsg, DOCRAFT_EINVAL, "%s: '%s' is longer than %d bytes", name,
-			       value, PLACEMENT_MAX);
-	for (size_t i = 0; i < len; i++) {
-		if (value[i] == '.') {
-			if (part == 0)
-				break;
-			parts++;
-			part = 0;
-		} else if (!placement_char(value[i])) {
-			return err_set(errmsg, DOCRAFT_EINVAL,
-				       "%s: '%s' has '%c': parts are made of A-Z a-z 0-9 _ -", name,
-				       value, value[i]);
-		} else {
-			part++;
-		}
-	}
-	if (len > 0 && (parts != 3 || part == 0))
-		return err_set(errmsg, DOCRAFT_EINVAL,
-			       "%s: '%s' is not cloud.region.zone (three non-empty parts)", name,
-			       value);
-	memcpy(dst, value, len + 1);
+	char why[DOCRAFT_ERRMSG_SIZE];
+	if (!placement_str_valid(value, why))
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s: %s", name, why);
+	memcpy(dst, value, strlen(value) + 1);
 	return 0;
 }
 

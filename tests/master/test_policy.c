@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "master/policy.h"
+#include "server/placement_str.h"
 #include "test.h"
 
 #define NS_MAX 128
@@ -193,15 +194,15 @@ TEST(placement_strings)
 	};
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-		CHECK_MSG(policy_placement_valid(good[i], errmsg), "'%s': %s", good[i], errmsg);
-	CHECK_EQ_INT(strlen(good[4]), POLICY_PLACEMENT_MAX);
+		CHECK_MSG(placement_str_valid(good[i], errmsg), "'%s': %s", good[i], errmsg);
+	CHECK_EQ_INT(strlen(good[4]), PLACEMENT_STR_MAX);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		errmsg[0] = '\0';
-		CHECK_MSG(!policy_placement_valid(bad[i].s, errmsg), "'%s' accepted", bad[i].s);
+		CHECK_MSG(!placement_str_valid(bad[i].s, errmsg), "'%s' accepted", bad[i].s);
 		CHECK_MSG(strstr(errmsg, bad[i].why) != NULL, "'%s': '%s' lacks '%s'", bad[i].s,
 			  errmsg, bad[i].why);
 	}
-	CHECK(!policy_placement_valid("a.b", NULL)); /* errmsg may be NULL */
+	CHECK(!placement_str_valid("a.b", NULL)); /* errmsg may be NULL */
 }
 
 /* ---- rules and their order -------------------------------------------------------------------- */
