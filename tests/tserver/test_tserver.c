@@ -1736,13 +1736,13 @@ TEST(flags_and_config)
 		 "raft-fill-segments takes on or off, not 'maybe'");
 	bad_flag(&p, "raft-log", "maybe", "raft-log takes shared or per-tablet, not 'maybe'");
 	bad_flag(&p, "placement", "cloud.zone",
-		 "placement: 'cloud.zone' is not cloud.region.zone (three non-empty parts)");
-	bad_flag(&p, "placement", "a..c", "placement: 'a..c' is not cloud.region.zone");
-	bad_flag(&p, "placement", "a.b.c.d", "placement: 'a.b.c.d' is not cloud.region.zone");
-	bad_flag(&p, "placement", "a.b c.d", "placement: 'a.b c.d' has ' '");
+		 "placement 'cloud.zone': 2 parts (want three: cloud.region.zone)");
+	bad_flag(&p, "placement", "a..c", "placement 'a..c': empty part (want cloud.region.zone)");
+	bad_flag(&p, "placement", "a.b.c.d", "placement 'a.b.c.d': 4 parts");
+	bad_flag(&p, "placement", "a.b c.d", "placement 'a.b c.d': byte 0x20 at offset 3");
 	bad_flag(&p, "placement",
 		 "a.b.ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
-		 "is longer than 64 bytes");
+		 "placement of 69 bytes (at most 64)");
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
