@@ -40,8 +40,10 @@
 #include "raftlog/raftlog.h"
 #include "server/config.h"
 #include "server/skeleton.h"
+#include "server/web.h"
 #include "tablet/diskspace.h"
 #include "tserver/heartbeat.h"
+#include "tserver/http_tserver.h"
 #include "tserver/logmode.h"
 #include "tserver/manager.h"
 #include "tablet/remote_copy.h"
@@ -94,6 +96,8 @@ static struct {
 	bool disk_on;
 	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
+	struct tserver_http http; /* what the HTTP handler reads (http_tserver.h) */
+	bool serving;             /* started and not draining (/readyz) */
 
 	uv_timer_t drain_timer;
 	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
@@ -395,7 +399,7 @@ static void step_handles(struct server *s)
 }
 
 static const server_step_fn close_steps[] = {
-	step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
+	server_step_http, step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
 	step_copy, server_step_listener, step_handles,
 };
 
@@ -537,6 +541,7 @@ static void on_signal(struct server *s, int signum)
 	}
 	S.stopping = true;
 	S.draining = true;
+	S.serving = false;
 	S.drain_deadline = uv_now(&S.proc.loop) + S.cfg.shutdown_transfer_ms;
 	LOG_INFO(PROG " %s: signal %d: handing over leaderships, then stopping", S.uuid, signum);
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
@@ -555,6 +560,7 @@ static void lag_cb(uv_timer_t *t)
 	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
 
 	(void)t;
+	server_lag_record(&S.proc, now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000 : 0);
 	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
 	if (lag_ms >= LAG_WARN_MS)
 		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
@@ -760,6 +766,12 @@ static int start(void)
 		}
 		S.hb_on = true;
 	}
+	S.http = (struct tserver_http){.proc = &S.proc, .uuid = S.uuid, .m = &S.m, .m_on = &S.m_on,
+				       .env = &S.env, .copy = &S.copy, .copy_on = &S.copy_on,
+				       .log = &S.log, .ready = &S.serving};
+	if (server_http_open(&S.proc, address, SERVER_HTTP_PORT_TSERVER, tserver_http_handle,
+			     &S.http) != 0)
+		return -1;
 	return 0;
 }
 
@@ -793,6 +805,7 @@ int main(int argc, char **argv)
 		LOG_INFO(PROG " %s: serving at %s, data in %s, %s", S.uuid,
 			 listener_address(S.proc.l), S.proc.data,
 			 S.n_masters > 0 ? "heartbeating the masters" : "standalone");
+		S.serving = true;
 		server_ready(&S.proc, S.uuid, listener_address(S.proc.l));
 	}
 	rv = server_run(&S.proc);
