@@ -58,6 +58,12 @@ void metrics_one(struct metrics *m, const char *name, const char *type, const ch
 	metrics_u64(m, name, NULL, v);
 }
 
+void metrics_rows(struct metrics *m, const struct metrics_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		metrics_one(m, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
+}
+
 void metrics_labels_reset(struct metrics_labels *l)
 {
 	l->s[0] = '\0';

@@ -51,6 +51,13 @@ void metrics_double(struct metrics *m, const char *name, const struct metrics_la
 void metrics_one(struct metrics *m, const char *name, const char *type, const char *help,
 		 uint64_t v);
 
+/* metrics_one for each of n rows. */
+struct metrics_row {
+	const char *name, *type, *help;
+	uint64_t v;
+};
+void metrics_rows(struct metrics *m, const struct metrics_row *rows, size_t n);
+
 /* The samples of histogram h in seconds: name_bucket{labels,le="..."}
  * (cumulative, +Inf last), name_sum, name_count. */
 void metrics_hist(struct metrics *m, const char *name, const struct metrics_labels *labels,

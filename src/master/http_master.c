@@ -133,15 +133,18 @@ static void serve_metrics(struct master_http *h, const struct view *v, struct bu
 	metrics_one(&m, "docraft_master_is_leader", "gauge",
 		    "1 on the master leader once its catalog is loaded.", v->leader);
 	if (v->has_cat) {
-		metrics_one(&m, "docraft_master_catalog_term", "gauge",
-			    "Raft term of the catalog tablet.", v->cat.term);
-		metrics_one(&m, "docraft_master_catalog_commit_index", "gauge",
-			    "Highest catalog Raft index known committed.", v->cat.commit_index);
-		metrics_one(&m, "docraft_master_catalog_applied_index", "gauge",
-			    "Highest catalog Raft index applied.", v->cat.applied_index);
-		metrics_one(&m, "docraft_master_catalog_leader_changes_total", "counter",
-			    "Times this master became or stopped being the catalog leader.",
-			    v->cat.leader_changes);
+		const struct metrics_row rows[] = {
+			{"docraft_master_catalog_term", "gauge", "Raft term of the catalog tablet.",
+			 v->cat.term},
+			{"docraft_master_catalog_commit_index", "gauge",
+			 "Highest catalog Raft index known committed.", v->cat.commit_index},
+			{"docraft_master_catalog_applied_index", "gauge",
+			 "Highest catalog Raft index applied.", v->cat.applied_index},
+			{"docraft_master_catalog_leader_changes_total", "counter",
+			 "Times this master became or stopped being the catalog leader.",
+			 v->cat.leader_changes},
+		};
+		metrics_rows(&m, rows, sizeof rows / sizeof rows[0]);
 	}
 	if (!v->leader)
 		return; /* the cluster families come from the leader only */
@@ -154,14 +157,19 @@ static void serve_metrics(struct master_http *h, const struct view *v, struct bu
 	metrics_labels_reset(&l);
 	metrics_label(&l, "state", "dead");
 	metrics_u64(&m, "docraft_master_tservers", &l, v->n_tservers - v->live_tservers);
-	metrics_one(&m, "docraft_master_tables", "gauge", "Tables.", v->m->cat.n_tables);
-	metrics_one(&m, "docraft_master_tablets", "gauge", "Tablets of the tables.", v->n_tablets);
-	metrics_one(&m, "docraft_master_tablets_leaderless", "gauge",
-		    "Tablets whose leader no live tserver reports.", v->leaderless);
-	metrics_one(&m, "docraft_master_tablets_under_replicated", "gauge",
-		    "Tablets with a leader but fewer live replicas than their replication "
-		    "factor.",
-		    v->under);
+	{
+		const struct metrics_row rows[] = {
+			{"docraft_master_tables", "gauge", "Tables.", v->m->cat.n_tables},
+			{"docraft_master_tablets", "gauge", "Tablets of the tables.", v->n_tablets},
+			{"docraft_master_tablets_leaderless", "gauge",
+			 "Tablets whose leader no live tserver reports.", v->leaderless},
+			{"docraft_master_tablets_under_replicated", "gauge",
+			 "Tablets with a leader but fewer live replicas than their replication "
+			 "factor.",
+			 v->under},
+		};
+		metrics_rows(&m, rows, sizeof rows / sizeof rows[0]);
+	}
 	for (int fam = 0; fam < 3; fam++) {
 		static const char *const names[] = {"docraft_master_tserver_replicas",
 						    "docraft_master_tserver_leaders",

@@ -108,21 +108,26 @@ static void rpc_metrics(struct server *s, struct metrics *m)
 	}
 	free(ms);
 	rpc_server_get_stats(&s->rpc, &st);
-	metrics_one(m, "docraft_rpc_connections_open", "gauge",
-		    "RPC connections open now.", st.open);
-	metrics_one(m, "docraft_rpc_connections_total", "counter",
-		    "RPC connections accepted.", st.connections);
-	metrics_one(m, "docraft_rpc_received_bytes_total", "counter",
-		    "Bytes read from RPC connections.", st.bytes_in);
-	metrics_one(m, "docraft_rpc_sent_bytes_total", "counter",
-		    "Bytes of RPC responses sent.", st.bytes_out);
-	metrics_one(m, "docraft_rpc_busy_total", "counter",
-		    "RPC requests answered SERVICE_BUSY (a peer limit).", st.busy);
-	metrics_one(m, "docraft_rpc_refused_connections_total", "counter",
-		    "RPC connections closed at once: max-connections(-per-ip).", st.refused);
-	metrics_one(m, "docraft_rpc_malformed_total", "counter",
-		    "RPC connections closed for a malformed or oversized frame.",
-		    st.malformed + st.too_big);
+	{
+		const struct metrics_row rows[] = {
+			{"docraft_rpc_connections_open", "gauge", "RPC connections open now.",
+			 st.open},
+			{"docraft_rpc_connections_total", "counter", "RPC connections accepted.",
+			 st.connections},
+			{"docraft_rpc_received_bytes_total", "counter",
+			 "Bytes read from RPC connections.", st.bytes_in},
+			{"docraft_rpc_sent_bytes_total", "counter", "Bytes of RPC responses sent.",
+			 st.bytes_out},
+			{"docraft_rpc_busy_total", "counter",
+			 "RPC requests answered SERVICE_BUSY (a peer limit).", st.busy},
+			{"docraft_rpc_refused_connections_total", "counter",
+			 "RPC connections closed at once: max-connections(-per-ip).", st.refused},
+			{"docraft_rpc_malformed_total", "counter",
+			 "RPC connections closed for a malformed or oversized frame.",
+			 st.malformed + st.too_big},
+		};
+		metrics_rows(m, rows, sizeof rows / sizeof rows[0]);
+	}
 }
 
 void server_metrics(struct server *s, struct metrics *m)
@@ -133,11 +138,14 @@ void server_metrics(struct server *s, struct metrics *m)
 	rpc_metrics(s, m);
 	if (s->http != NULL) {
 		http_get_stats(s->http, &hs);
-		metrics_one(m, "docraft_http_requests_total", "counter",
-			    "HTTP requests handled (not those libmicrohttpd refused itself).",
-			    hs.requests);
-		metrics_one(m, "docraft_http_connections_open", "gauge",
-			    "HTTP connections open now.", hs.open);
+		const struct metrics_row rows[] = {
+			{"docraft_http_requests_total", "counter",
+			 "HTTP requests handled (not those libmicrohttpd refused itself).",
+			 hs.requests},
+			{"docraft_http_connections_open", "gauge", "HTTP connections open now.",
+			 hs.open},
+		};
+		metrics_rows(m, rows, sizeof rows / sizeof rows[0]);
 	}
 	if (s->loop_lag.count > 0) {
 		metrics_family(m, "docraft_loop_lag_seconds", "histogram",

@@ -263,49 +263,58 @@ static void process_metrics(struct tserver_http *h, struct metrics *m, const str
 	if (*h->env != NULL) {
 		struct store_env_stats es;
 		store_env_stats(*h->env, &es);
-		metrics_one(m, "docraft_block_cache_usage_bytes", "gauge",
-			    "Bytes in the RocksDB block cache every tablet shares.",
-			    es.block_cache_usage);
-		metrics_one(m, "docraft_block_cache_capacity_bytes", "gauge",
-			    "Capacity of the shared block cache.", es.block_cache_bytes);
-		metrics_one(m, "docraft_memtable_bytes", "gauge",
-			    "Memtable bytes over every tablet.", es.memtable_bytes);
-		metrics_one(m, "docraft_memtable_budget_bytes", "gauge",
-			    "The memtable budget of the process.", es.write_buffer_bytes);
-		metrics_one(m, "docraft_memtable_forced_flushes_total", "counter",
-			    "Flushes the memtable budget forced.", es.forced_flushes);
+		const struct metrics_row rows[] = {
+			{"docraft_block_cache_usage_bytes", "gauge",
+			 "Bytes in the RocksDB block cache every tablet shares.",
+			 es.block_cache_usage},
+			{"docraft_block_cache_capacity_bytes", "gauge",
+			 "Capacity of the shared block cache.", es.block_cache_bytes},
+			{"docraft_memtable_bytes", "gauge", "Memtable bytes over every tablet.",
+			 es.memtable_bytes},
+			{"docraft_memtable_budget_bytes", "gauge",
+			 "The memtable budget of the process.", es.write_buffer_bytes},
+			{"docraft_memtable_forced_flushes_total", "counter",
+			 "Flushes the memtable budget forced.", es.forced_flushes},
+		};
+		metrics_rows(m, rows, sizeof rows / sizeof rows[0]);
 	}
 	if (*h->copy_on) {
 		struct copy_server_stats cs;
 		copy_server_get_stats(h->copy, &cs);
-		metrics_one(m, "docraft_copy_sent_bytes_total", "counter",
-			    "Checkpoint bytes sent to replicas catching up.", cs.bytes_sent);
-		metrics_one(m, "docraft_copy_sent_files_total", "counter",
-			    "Checkpoint files sent to replicas catching up.", cs.files_sent);
-		metrics_one(m, "docraft_copy_completed_total", "counter",
-			    "Checkpoint copies sent whole.", cs.completed);
-		metrics_one(m, "docraft_copy_failed_total", "counter",
-			    "Checkpoint copies that failed.", cs.failed);
+		const struct metrics_row rows[] = {
+			{"docraft_copy_sent_bytes_total", "counter",
+			 "Checkpoint bytes sent to replicas catching up.", cs.bytes_sent},
+			{"docraft_copy_sent_files_total", "counter",
+			 "Checkpoint files sent to replicas catching up.", cs.files_sent},
+			{"docraft_copy_completed_total", "counter", "Checkpoint copies sent whole.",
+			 cs.completed},
+			{"docraft_copy_failed_total", "counter", "Checkpoint copies that failed.",
+			 cs.failed},
+		};
+		metrics_rows(m, rows, sizeof rows / sizeof rows[0]);
 	}
 	if (*h->log != NULL) {
 		struct raftlog_stats rs;
 		raftlog_stats(*h->log, &rs);
-		metrics_one(m, "docraft_raftlog_disk_bytes", "gauge",
-			    "Size of the shared Raft log's segment files.", rs.disk_bytes);
-		metrics_one(m, "docraft_raftlog_live_bytes", "gauge",
-			    "Bytes of records some tablet still needs.", rs.live_bytes);
-		metrics_one(m, "docraft_raftlog_segments", "gauge", "Segment files.", rs.segments);
-		metrics_one(m, "docraft_raftlog_written_bytes_total", "counter",
-			    "Bytes written to the shared Raft log.", rs.bytes_written);
-		metrics_one(m, "docraft_raftlog_syncs_total", "counter",
-			    "Writes of the shared Raft log, each followed by one fdatasync.",
-			    rs.batches);
+		const struct metrics_row rows[] = {
+			{"docraft_raftlog_disk_bytes", "gauge",
+			 "Size of the shared Raft log's segment files.", rs.disk_bytes},
+			{"docraft_raftlog_live_bytes", "gauge",
+			 "Bytes of records some tablet still needs.", rs.live_bytes},
+			{"docraft_raftlog_segments", "gauge", "Segment files.", rs.segments},
+			{"docraft_raftlog_written_bytes_total", "counter",
+			 "Bytes written to the shared Raft log.", rs.bytes_written},
+			{"docraft_raftlog_syncs_total", "counter",
+			 "Writes of the shared Raft log, each followed by one fdatasync.",
+			 rs.batches},
+			{"docraft_raftlog_write_errors_total", "counter",
+			 "Failed writes or fdatasyncs of the shared Raft log.", rs.write_errors},
+		};
+		metrics_rows(m, rows, sizeof rows / sizeof rows[0]);
 		metrics_family(m, "docraft_raftlog_sync_seconds_total", "counter",
 			       "Time spent in the shared Raft log's writes and fdatasyncs.");
 		metrics_double(m, "docraft_raftlog_sync_seconds_total", NULL,
 			       (double)rs.sync_ns_total / 1e9);
-		metrics_one(m, "docraft_raftlog_write_errors_total", "counter",
-			    "Failed writes or fdatasyncs of the shared Raft log.", rs.write_errors);
 	}
 }
 

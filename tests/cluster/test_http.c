@@ -35,9 +35,6 @@
 #define NTAB 3
 #define NWRITES 60
 
-static char mhttp[32];         /* the master's HTTP address */
-static char thttp[NT][32];     /* each tserver's */
-static char tflag[16];         /* ":PORT" for every tserver */
 static struct tablet tabs[NTAB];
 
 static char *get(const char *addr, const char *path)
@@ -50,19 +47,7 @@ static char *get(const char *addr, const char *path)
 
 static void up(void)
 {
-	int pm = proc_free_port(1, -1), pt = proc_free_port(NT, pm);
-
-	CHECK(pm > 0 && pt > 0);
-	snprintf(mhttp, sizeof mhttp, "127.0.0.1:%d", pm);
-	snprintf(tflag, sizeof tflag, ":%d", pt);
-	for (int k = 0; k < NT; k++)
-		snprintf(thttp[k], sizeof thttp[k], "127.0.0.%d:%d", k + 1, pt);
-	C.master_args[0] = "--http-address";
-	C.master_args[1] = mhttp;
-	C.master_args[2] = NULL;
-	C.tserver_args[0] = "--http-address";
-	C.tserver_args[1] = tflag;
-	C.tserver_args[2] = NULL;
+	cluster_use_http();
 	cluster_up("http");
 	CHECK_MSG(CLI(30000, "--tablets", "3", "-e",
 		      "CREATE TABLE kv (k text PRIMARY KEY, v bigint);") == 0,
@@ -87,12 +72,12 @@ static void metrics_pass_promtool(void)
 		test_note("SKIP: /usr/bin/promtool absent (Debian package prometheus)");
 		return;
 	}
-	body = get(mhttp, "/metrics");
+	body = get(C.mhttp, "/metrics");
 	CHECK(strstr(body, "docraft_master_tablets 3\n") != NULL);
 	CHECK_MSG(promtool_ok(body), "promtool rejects the master's /metrics:\n%.4000s", body);
 	free(body);
 	for (int k = 0; k < NT; k++) {
-		body = get(thttp[k], "/metrics");
+		body = get(C.t[k].http, "/metrics");
 		CHECK(strstr(body, "docraft_tablet_applied_index{") != NULL);
 		CHECK_MSG(promtool_ok(body), "promtool rejects tserver %d's /metrics:\n%.4000s",
 			  k + 1, body);
@@ -109,7 +94,7 @@ static double sum_all(const char *name, const char *tablet, int *count)
 
 	snprintf(lab, sizeof lab, "tablet=\"%s\"", tablet != NULL ? tablet : "");
 	for (int k = 0; k < NT; k++) {
-		char *body = get(thttp[k], "/metrics");
+		char *body = get(C.t[k].http, "/metrics");
 		sum += metric_sum(body, name, has, tablet != NULL ? 1 : 0, &c);
 		n += c;
 		free(body);
@@ -135,7 +120,7 @@ static bool all_applied(void *arg)
 	snprintf(lab, sizeof lab, "tablet=\"%s\"", tabs[w->i].id);
 	for (int k = 0; k < NT; k++) {
 		char *body = NULL;
-		if (http_get(thttp[k], "/metrics", &body, 5000) == 200 && body != NULL &&
+		if (http_get(C.t[k].http, "/metrics", &body, 5000) == 200 && body != NULL &&
 		    metric_sum(body, "docraft_tablet_applied_index", has, 1, &c) >= w->want &&
 		    c == 1)
 			ok++;
@@ -173,7 +158,7 @@ static void counters_move(void)
 		commit = 0;
 		snprintf(lab, sizeof lab, "tablet=\"%s\"", tabs[i].id);
 		for (int k = 0; k < NT; k++) {
-			char *b = get(thttp[k], "/metrics");
+			char *b = get(C.t[k].http, "/metrics");
 			int lead = 0;
 			metric_sum(b, "docraft_tablet_role", has, 2, &lead);
 			if (lead == 1) {
@@ -188,7 +173,7 @@ static void counters_move(void)
 		CHECK_MSG(commit * NT > applied0[i], "tablet %s: applied index did not advance",
 			  tabs[i].id);
 	}
-	body = get(mhttp, "/metrics");
+	body = get(C.mhttp, "/metrics");
 	{
 		const char *has[1] = {"method=\"MASTER_HEARTBEAT\""};
 		int c;
@@ -224,11 +209,11 @@ static void health_and_json(void)
 {
 	char *body;
 
-	CHECK_EQ_INT(http_get(mhttp, "/healthz", NULL, 5000), 200);
-	CHECK_EQ_INT(http_get(mhttp, "/readyz", NULL, 5000), 200);
-	CHECK_EQ_INT(http_get(mhttp, "/no/such/page", NULL, 5000), 404);
-	CHECK_EQ_INT(http_get(mhttp, "/table?name=nosuch", NULL, 5000), 404);
-	body = get(mhttp, "/api/v1/cluster");
+	CHECK_EQ_INT(http_get(C.mhttp, "/healthz", NULL, 5000), 200);
+	CHECK_EQ_INT(http_get(C.mhttp, "/readyz", NULL, 5000), 200);
+	CHECK_EQ_INT(http_get(C.mhttp, "/no/such/page", NULL, 5000), 404);
+	CHECK_EQ_INT(http_get(C.mhttp, "/table?name=nosuch", NULL, 5000), 404);
+	body = get(C.mhttp, "/api/v1/cluster");
 	CHECK_MSG(json_holds(body, "assert d[\"leader\"]\n"
 				   "assert len(d[\"tservers\"]) == 3, d\n"
 				   "assert all(t[\"live\"] for t in d[\"tservers\"]), d\n"
@@ -242,9 +227,9 @@ static void health_and_json(void)
 		  "master JSON: %.2000s", body);
 	free(body);
 	for (int k = 0; k < NT; k++) {
-		CHECK_EQ_INT(http_get(thttp[k], "/healthz", NULL, 5000), 200);
-		CHECK_EQ_INT(http_get(thttp[k], "/readyz", NULL, 5000), 200);
-		body = get(thttp[k], "/api/v1/tablets");
+		CHECK_EQ_INT(http_get(C.t[k].http, "/healthz", NULL, 5000), 200);
+		CHECK_EQ_INT(http_get(C.t[k].http, "/readyz", NULL, 5000), 200);
+		body = get(C.t[k].http, "/api/v1/tablets");
 		CHECK_MSG(json_holds(body, "assert d[\"ready\"]\n"
 					   "ts = [t for t in d[\"tablets\"] if t[\"table\"] == \"kv\"]\n"
 					   "assert len(ts) == 3, d\n"
@@ -260,7 +245,7 @@ static bool ts3_down(void *arg)
 	char *body = NULL;
 	bool down = false;
 	(void)arg;
-	if (http_get(mhttp, "/metrics", &body, 5000) == 200 && body != NULL)
+	if (http_get(C.mhttp, "/metrics", &body, 5000) == 200 && body != NULL)
 		down = strstr(body, "docraft_master_tservers{state=\"dead\"} 1\n") != NULL;
 	free(body);
 	return down;
@@ -302,7 +287,7 @@ TEST(pages_in_chromium)
 	C.t[2].up = false;
 	CHECK_MSG(wait_for(ts3_down, NULL, 20000), "the master does not count tserver 3 dead");
 
-	snprintf(url, sizeof url, "http://%s/", mhttp);
+	snprintf(url, sizeof url, "http://%s/", C.mhttp);
 	CHECK_MSG(dump_dom(url, dom, sizeof dom), "chromium could not load %s", url);
 	CHECK_MSG(strstr(dom, "<table id=\"tservers\">") != NULL, "%.3000s", dom);
 	snprintf(want, sizeof want, "<td>%s</td><td class=\"down\">down</td>", C.t[2].addr);
@@ -314,7 +299,7 @@ TEST(pages_in_chromium)
 	}
 	CHECK(strstr(dom, "href=\"/table?name=kv\"") != NULL);
 
-	snprintf(url, sizeof url, "http://%s/table?name=kv", mhttp);
+	snprintf(url, sizeof url, "http://%s/table?name=kv", C.mhttp);
 	CHECK_MSG(dump_dom(url, dom, sizeof dom), "chromium could not load %s", url);
 	CHECK_MSG(strstr(dom, "id=\"map\"") != NULL, "%.3000s", dom);
 	for (int i = 0; i < NTAB; i++) {

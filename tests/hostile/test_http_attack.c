@@ -44,7 +44,6 @@
 
 #include "cluster.h"
 
-static char mhttp[32], thttp[32], tflag[16];
 
 /* ---- the routing client's workload, in a thread ---- */
 
@@ -101,28 +100,6 @@ static void *workload_main(void *arg)
 
 /* ---- plain sockets ---- */
 
-/* A TCP connection from src to dst ("ip:port"); -1 if it cannot connect. */
-static int tcp_from(const char *src, const char *dst)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET}, s = {.sin_family = AF_INET};
-	char ip[32];
-	const char *colon = strrchr(dst, ':');
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	CHECK(fd >= 0 && colon != NULL);
-	snprintf(ip, sizeof ip, "%.*s", (int)(colon - dst), dst);
-	CHECK(inet_pton(AF_INET, ip, &a.sin_addr) == 1);
-	a.sin_port = htons((uint16_t)atoi(colon + 1));
-	CHECK(inet_pton(AF_INET, src, &s.sin_addr) == 1);
-	CHECK_MSG(bind(fd, (struct sockaddr *)&s, sizeof s) == 0, "bind %s: %s", src,
-		  strerror(errno));
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The status of the answer to raw sent from src to dst: 0 if closed
  * without one (or nothing within timeout_ms), -1 if it could not connect. */
 static int answer_status(const char *src, const char *dst, const char *raw, size_t len,
@@ -130,7 +107,7 @@ static int answer_status(const char *src, const char *dst, const char *raw, size
 {
 	char buf[256];
 	size_t n = 0;
-	int fd = tcp_from(src, dst), status = 0;
+	int fd = tcp_connect_from(src, dst), status = 0;
 
 	if (fd < 0)
 		return -1;
@@ -205,7 +182,7 @@ static void slow_clients(const char *dst)
 	int fds[64], open = 0, st;
 
 	for (int i = 0; i < 64; i++)
-		if ((fds[i] = tcp_from("127.0.0.52", dst)) >= 0)
+		if ((fds[i] = tcp_connect_from("127.0.0.52", dst)) >= 0)
 			open++;
 	for (int t = 0; t < 30; t++) {
 		for (int i = 0; i < 64; i++)
@@ -237,7 +214,7 @@ static void thousand(const char *dst)
 
 	for (int i = 0; i < 1000; i++) {
 		snprintf(src, sizeof src, "127.0.0.%d", 54 + i % 4);
-		fds[i] = tcp_from(src, dst);
+		fds[i] = tcp_connect_from(src, dst);
 		if (fds[i] >= 0) {
 			opened++;
 			send(fds[i], "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -254,7 +231,6 @@ static void thousand(const char *dst)
 TEST(hostile_http)
 {
 	static struct workload w;
-	int pm = proc_free_port(1, -1), pt = proc_free_port(NT, pm);
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	struct rlimit rl;
 	uint64_t calm_us;
@@ -265,16 +241,7 @@ TEST(hostile_http)
 		rl.rlim_cur = 4096;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	CHECK(pm > 0 && pt > 0);
-	snprintf(mhttp, sizeof mhttp, "127.0.0.1:%d", pm);
-	snprintf(tflag, sizeof tflag, ":%d", pt);
-	snprintf(thttp, sizeof thttp, "127.0.0.1:%d", pt);
-	C.master_args[0] = "--http-address";
-	C.master_args[1] = mhttp;
-	C.master_args[2] = NULL;
-	C.tserver_args[0] = "--http-address";
-	C.tserver_args[1] = tflag;
-	C.tserver_args[2] = NULL;
+	cluster_use_http();
 	cluster_up("httpattack");
 	CHECK_MSG(CLI(30000, "--tablets", "3", "-e", "CREATE TABLE kv (k text PRIMARY KEY, v text);") ==
 			  0,
@@ -290,8 +257,8 @@ TEST(hostile_http)
 	calm_us = atomic_load(&w.slowest_us);
 	atomic_store(&w.slowest_us, 0);
 
-	targets[0] = thttp;
-	targets[1] = mhttp;
+	targets[0] = C.t[0].http;
+	targets[1] = C.mhttp;
 	for (int i = 0; i < 2; i++) {
 		malformed(targets[i]);
 		oversized(targets[i]);

@@ -30,6 +30,7 @@
 #include "common/err.h"
 #include "http/http.h"
 #include "http/metrics.h"
+#include "httpget.h"
 #include "loop.h"
 #include "test.h"
 
@@ -200,22 +201,9 @@ static void run_job(struct job *j, void (*fn)(struct job *j))
 /* A socket from src (e.g. "127.0.0.2") to the server; -1 on failure. */
 static int connect_from(const char *src)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return -1;
-	inet_pton(AF_INET, src, &sa.sin_addr);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		close(fd);
-		return -1;
-	}
-	sa.sin_port = htons((uint16_t)F.port);
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	char dst[32];
+	snprintf(dst, sizeof dst, "127.0.0.1:%d", F.port);
+	return tcp_connect_from(src, dst);
 }
 
 /* Reads until the peer closes, cap is reached or timeout_ms passes with

@@ -9,25 +9,51 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static int parse(const char *addr, struct sockaddr_in *sa)
+{
+	char ip[64];
+	const char *colon = strrchr(addr, ':');
+
+	memset(sa, 0, sizeof *sa);
+	sa->sin_family = AF_INET;
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof ip)
+		return -1;
+	memcpy(ip, addr, (size_t)(colon - addr));
+	ip[colon - addr] = '\0';
+	sa->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, ip, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+int tcp_connect_from(const char *src, const char *dst)
+{
+	struct sockaddr_in a, s = {.sin_family = AF_INET};
+	int fd;
+
+	if (parse(dst, &a) != 0 || inet_pton(AF_INET, src, &s.sin_addr) != 1)
+		return -1;
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&s, sizeof s) != 0 ||
+	    connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int http_get(const char *addr, const char *path, char **body, int timeout_ms)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	char ip[64], req[1024];
-	const char *colon = strrchr(addr, ':');
+	struct sockaddr_in sa;
+	char req[1024];
 	char *buf = NULL, *p;
 	size_t len = 0, cap = 0;
 	int fd, status = -1;
 
 	if (body != NULL)
 		*body = NULL;
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof ip)
+	if (parse(addr, &sa) != 0)
 		return -1;
-	memcpy(ip, addr, (size_t)(colon - addr));
-	ip[colon - addr] = '\0';
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
-		return -1;
-	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
 		goto out;
