@@ -6,9 +6,11 @@
  *   metrics_pass_promtool   every server's /metrics is valid for Debian's
  *                           `promtool check metrics` (skipped with a note
  *                           when promtool is absent; the CI installs it)
- *   counters_move           60 writes: docraft_tablet_writes_total grows by
- *                           60 over the cluster (counted on the leaders
- *                           only), every replica's applied index advances
+ *   counters_move           60 writes: docraft_tablet_writes_total and the
+ *                           write latency histogram's count grow by 60
+ *                           over the cluster (counted on the leaders only),
+ *                           the RPC requests by at least that, elections
+ *                           won are counted, every replica's applied index advances
  *                           to the leaders' commit index, the master counts
  *                           the RPCs and the tablets healthy
  *   health_and_json         /healthz, /readyz, /api/v1/cluster and
@@ -132,11 +134,13 @@ static bool all_applied(void *arg)
 static void counters_move(void)
 {
 	static char stmts[NWRITES * 80];
-	double writes0, writes1, applied0[NTAB], commit;
+	double writes0, writes1, lat0, lat1, rpc0, applied0[NTAB], commit;
 	size_t n = 0;
 	char *body;
 
 	writes0 = sum_all("docraft_tablet_writes_total", NULL, NULL);
+	lat0 = sum_all("docraft_tablet_write_latency_seconds_count", NULL, NULL);
+	rpc0 = sum_all("docraft_rpc_requests_total", NULL, NULL);
 	for (int i = 0; i < NTAB; i++)
 		applied0[i] = sum_all("docraft_tablet_applied_index", tabs[i].id, NULL);
 	for (int i = 0; i < NWRITES; i++)
@@ -149,6 +153,15 @@ static void counters_move(void)
 	 * would triple it. */
 	CHECK_MSG(writes1 - writes0 >= NWRITES && writes1 - writes0 < 2 * NWRITES,
 		  "writes_total grew by %.0f for %d writes", writes1 - writes0, NWRITES);
+	/* Each acknowledged write has its latency recorded once (on the
+	 * leader), and went through the RPC port as one request at least. */
+	lat1 = sum_all("docraft_tablet_write_latency_seconds_count", NULL, NULL);
+	CHECK_MSG(lat1 - lat0 >= NWRITES && lat1 - lat0 < 2 * NWRITES,
+		  "write latency count grew by %.0f for %d writes", lat1 - lat0, NWRITES);
+	CHECK_MSG(sum_all("docraft_rpc_requests_total", NULL, NULL) - rpc0 >= NWRITES,
+		  "RPC requests did not grow by %d", NWRITES);
+	CHECK_MSG(sum_all("docraft_tablet_elections_won_total", NULL, NULL) >= NTAB,
+		  "fewer elections won than tablets");
 	for (int i = 0; i < NTAB; i++) {
 		struct applied_want w = {i, 0};
 		char lab[512];
