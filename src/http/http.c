@@ -24,6 +24,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +38,9 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+
+/* A handler slower than this is logged as a warning (it held the loop). */
+#define HTTP_SLOW_MS 100
 
 struct http_server {
 	uv_loop_t *loop;
@@ -136,9 +140,15 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 	} else if (!is_get && !is_head) {
 		http_error(&r, 405, "Method Not Allowed: only GET and HEAD");
 	} else {
+		uint64_t t0 = uv_hrtime(), ms;
 		h->handler(h->arg, &rq, &r);
 		if (r.status < 100 || r.status > 599)
 			http_error(&r, 500, "Internal Server Error: bad status from the handler");
+		/* The loop waited for this: say so when it was long. */
+		ms = (uv_hrtime() - t0) / 1000000;
+		LOG_AT(ms >= HTTP_SLOW_MS ? LOG_LVL_WARN : LOG_LVL_DEBUG, NULL, 0,
+		       "http: %s %s: %d, %zu bytes rendered in %" PRIu64 " ms", method, url,
+		       r.status, r.body.len, ms);
 	}
 	count_status(h, r.status);
 	rv = respond(conn, &r, r.status == 405);
@@ -251,6 +261,7 @@ int http_open(uv_loop_t *loop, const char *address, const struct http_options *o
 	errno = 0;
 	h->d = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, access_cb, h,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first: it applies from here on */
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
@@ -258,7 +269,6 @@ int http_open(uv_loop_t *loop, const char *address, const struct http_options *o
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->memory_bytes,
 		MHD_OPTION_NOTIFY_CONNECTION, notify_cb, h,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 		MHD_OPTION_END);
 	if (h->d == NULL) {
 		rv = err_set(errmsg, DOCRAFT_EIO, "HTTP address %s: cannot listen (%s)", address,
