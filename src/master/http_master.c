@@ -426,16 +426,10 @@ void master_http_handle(void *arg, const struct http_request *req, struct http_r
 	struct master_http *h = arg;
 	struct view v;
 
-	if (strcmp(req->path, "/healthz") == 0) {
-		buf_printf(&resp->body, "ok\n");
-		return;
-	}
 	view_take(h, &v);
-	if (strcmp(req->path, "/readyz") == 0) {
-		if (ready(&v))
-			buf_printf(&resp->body, "ready\n");
-		else
-			http_error(resp, 503, "Service Unavailable: no leader known, or loading");
+	if (server_http_health(req, resp, ready(&v),
+			       "Service Unavailable: no leader known, or loading")) {
+		/* answered */
 	} else if (strcmp(req->path, "/metrics") == 0) {
 		resp->content_type = METRICS_CONTENT_TYPE;
 		serve_metrics(h, &v, &resp->body);

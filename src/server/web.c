@@ -59,6 +59,22 @@ void server_lag_record(struct server *s, uint64_t lag_us)
 	lathist_record(&s->loop_lag, lag_us);
 }
 
+bool server_http_health(const struct http_request *req, struct http_response *resp, bool ready,
+			const char *why_not)
+{
+	if (strcmp(req->path, "/healthz") == 0) {
+		buf_printf(&resp->body, "ok\n");
+		return true;
+	}
+	if (strcmp(req->path, "/readyz") != 0)
+		return false;
+	if (ready)
+		buf_printf(&resp->body, "ready\n");
+	else
+		http_error(resp, 503, why_not);
+	return true;
+}
+
 const char *server_method_name(uint16_t method)
 {
 	const ProtobufCEnumValue *v =

@@ -8,6 +8,7 @@
 #ifndef DOCRAFT_SERVER_WEB_H
 #define DOCRAFT_SERVER_WEB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "http/http.h"
@@ -35,6 +36,11 @@ void server_lag_record(struct server *s, uint64_t lag_us);
 
 /* Writes the families every server has (see above) into m. */
 void server_metrics(struct server *s, struct metrics *m);
+
+/* /healthz (200 "ok") and /readyz (200 "ready" if ready, else 503 with
+ * why_not): true if req was one of them and resp is filled. */
+bool server_http_health(const struct http_request *req, struct http_response *resp, bool ready,
+			const char *why_not);
 
 /* The method's name for labels and pages ("TSERVER_WRITE"), "" if unknown. */
 const char *server_method_name(uint16_t method);

@@ -440,17 +440,8 @@ void tserver_http_handle(void *arg, const struct http_request *req, struct http_
 	struct tserver_http *h = arg;
 	struct snaps ss;
 
-	if (strcmp(req->path, "/healthz") == 0) {
-		buf_printf(&resp->body, "ok\n");
+	if (server_http_health(req, resp, *h->ready, "Service Unavailable: starting or draining"))
 		return;
-	}
-	if (strcmp(req->path, "/readyz") == 0) {
-		if (*h->ready)
-			buf_printf(&resp->body, "ready\n");
-		else
-			http_error(resp, 503, "Service Unavailable: starting or draining");
-		return;
-	}
 	if (strcmp(req->path, "/metrics") != 0 && strcmp(req->path, "/api/v1/tablets") != 0 &&
 	    strcmp(req->path, "/") != 0) {
 		http_error(resp, 404, "Not Found: see / for the pages, /metrics, /api/v1/tablets");
