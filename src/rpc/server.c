@@ -363,11 +363,11 @@ void rpc_reply(struct rpc_call *call, const void *payload, size_t len)
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(payload != NULL || len == 0);
-	if (c != NULL)
+	if (c != NULL) {
 		count_answer(c, call, false);
-	if (c != NULL)
 		send_response(c, call->call_id, call->method, DOCRAFT_OK, NULL, payload, len,
 			      false);
+	}
 	call_free(call);
 }
 
@@ -376,10 +376,10 @@ void rpc_reply_message(struct rpc_call *call, const ProtobufCMessage *msg)
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(msg != NULL);
-	if (c != NULL)
+	if (c != NULL) {
 		count_answer(c, call, false);
-	if (c != NULL)
 		send_response(c, call->call_id, call->method, DOCRAFT_OK, msg, NULL, 0, false);
+	}
 	call_free(call);
 }
 
@@ -389,11 +389,11 @@ void rpc_reply_error(struct rpc_call *call, int code, const char *message,
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(code > DOCRAFT_OK && code <= UINT16_MAX);
-	if (c != NULL)
+	if (c != NULL) {
 		count_answer(c, call, true);
-	if (c != NULL)
 		send_error(c, call->call_id, call->method, code, message, leader_address,
 			   leader_id, false);
+	}
 	call_free(call);
 }
 
