@@ -90,7 +90,8 @@ static void step_master(struct server *s)
  * default effect. The RPC server stops before the master (its handlers use
  * it), the port after it (the catalog tablet leaves it first). */
 static const server_step_fn close_steps[] = {server_step_signals, server_step_http,
-					     server_step_rpc, step_master, server_step_listener};
+					     server_step_lag, server_step_rpc, step_master,
+					     server_step_listener};
 
 static void on_fatal(void *arg, const char *why)
 {
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
 
 	if (server_open(&S.proc, close_steps, sizeof close_steps / sizeof close_steps[0]) != 0)
 		return 1;
+	server_lag_start(&S.proc, o.election_ms);
 	if (server_listen(&S.proc, S.proc.address) != 0) {
 		server_fail(&S.proc);
 		return server_run(&S.proc);

@@ -64,7 +64,11 @@ struct server {
 	char masters[2048];         /* --masters; "" if not given */
 	char http_address[64];      /* --http-address (server/web.h); "" if not given */
 	struct http_server *http;   /* server_http_open; NULL when off or closed */
-	struct lathist loop_lag;    /* server_lag_record: the loop's lateness */
+	struct lathist loop_lag;    /* the loop-lag probe's measures (server/web.h) */
+	uv_timer_t lag_timer;       /* the probe; lag_on while it runs */
+	bool lag_on;
+	uint64_t lag_due_ns;        /* uv_hrtime() at which it should run next */
+	unsigned lag_election_ms;   /* for its warning's context; 0: none */
 	uint64_t start_ns;          /* uv_hrtime() at server_init */
 	double start_wall_s;        /* the wall clock then */
 	int log_level;              /* --log-level; -1: not given */

@@ -1,5 +1,6 @@
 #include "server/web.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,51 @@ void server_step_http(struct server *s)
 	http_close(h, http_closed, s);
 }
 
-void server_lag_record(struct server *s, uint64_t lag_us)
+#define LAG_WARN_MS 100
+#define LAG_DEBUG_MS 10
+
+static void lag_cb(uv_timer_t *t)
 {
+	struct server *s = t->data;
+	uint64_t now = uv_hrtime();
+	uint64_t lag_us = now > s->lag_due_ns ? (now - s->lag_due_ns) / 1000 : 0;
+
 	lathist_record(&s->loop_lag, lag_us);
+	s->lag_due_ns = now + SERVER_LAG_PERIOD_MS * 1000000ull;
+	if (lag_us >= LAG_WARN_MS * 1000 && s->lag_election_ms != 0)
+		LOG_WARN("%s: the loop thread was busy for %" PRIu64 " ms (a turn ran that late; "
+			 "election timeout %u ms)",
+			 s->prog, lag_us / 1000, s->lag_election_ms);
+	else if (lag_us >= LAG_WARN_MS * 1000)
+		LOG_WARN("%s: the loop thread was busy for %" PRIu64 " ms (a turn ran that late)",
+			 s->prog, lag_us / 1000);
+	else if (lag_us >= LAG_DEBUG_MS * 1000)
+		LOG_DEBUG("%s: loop lag %" PRIu64 " ms", s->prog, lag_us / 1000);
+}
+
+void server_lag_start(struct server *s, unsigned election_ms)
+{
+	s->lag_election_ms = election_ms;
+	uv_timer_init(&s->loop, &s->lag_timer);
+	s->lag_timer.data = s;
+	s->lag_due_ns = uv_hrtime() + SERVER_LAG_PERIOD_MS * 1000000ull;
+	uv_timer_start(&s->lag_timer, lag_cb, SERVER_LAG_PERIOD_MS, SERVER_LAG_PERIOD_MS);
+	uv_unref((uv_handle_t *)&s->lag_timer);
+	s->lag_on = true;
+}
+
+static void lag_closed(uv_handle_t *h)
+{
+	server_release(h->data);
+}
+
+void server_step_lag(struct server *s)
+{
+	if (!s->lag_on)
+		return;
+	s->lag_on = false;
+	server_hold(s);
+	uv_close((uv_handle_t *)&s->lag_timer, lag_closed);
 }
 
 bool server_http_health(const struct http_request *req, struct http_response *resp, bool ready,

@@ -31,8 +31,17 @@ int server_http_open(struct server *s, const char *rpc_address, unsigned default
 /* The close step of the HTTP server (nothing if none). */
 void server_step_http(struct server *s);
 
-/* The loop-lag probe's measure of one turn (us): how late it ran. */
-void server_lag_record(struct server *s, uint64_t lag_us);
+/* The loop-lag probe, after server_open: every SERVER_LAG_PERIOD_MS a
+ * timer (unref'ed: it keeps no loop alive) compares when it runs with when
+ * it was due; the difference is how long the loop thread was busy with
+ * something else (a handler, a RocksDB call, a stall). Everything of the
+ * server runs on that thread, so a lag near the election timeout costs
+ * leaderships: it goes into /metrics (docraft_loop_lag_seconds) and the log
+ * (WARN from 100 ms, naming election_ms when not 0; DEBUG from 10 ms).
+ * Close it with server_step_lag. */
+#define SERVER_LAG_PERIOD_MS 100
+void server_lag_start(struct server *s, unsigned election_ms);
+void server_step_lag(struct server *s);
 
 /* Writes the families every server has (see above) into m. */
 void server_metrics(struct server *s, struct metrics *m);

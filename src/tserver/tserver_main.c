@@ -13,7 +13,8 @@
  * the port and its RPC server, the ready line, the close chain, exit
  * codes) is server/skeleton.h; this file holds what is the tserver's: its
  * flag table, DIR/uuid, the parts it opens and closes, the drain of its
- * leaderships on a signal, the loop-lag probe and its replica capacity.
+ * leaderships on a signal and its replica capacity. The loop-lag probe is
+ * the skeleton's (server/web.h).
  *
  * Ready: one line "docraft-tserver <uuid> listening on <address>" on
  * stdout. SIGTERM / SIGINT: every tablet it leads transfers its leadership
@@ -75,9 +76,6 @@ struct config {
 	unsigned history_retention_s; /* 0: store default (900) */
 };
 
-#define LAG_PERIOD_MS 100
-#define LAG_WARN_MS 100
-#define LAG_DEBUG_MS 10
 
 static struct {
 	struct server proc;     /* loop, signals, the port and its RPC server (skeleton.h) */
@@ -100,8 +98,6 @@ static struct {
 	bool serving;             /* started and not draining (/readyz) */
 
 	uv_timer_t drain_timer;
-	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
-	uint64_t lag_due_ns;  /* uv_hrtime() at which lag_cb should run */
 	bool handles_on;
 	bool stopping, draining;
 	uint64_t drain_deadline;
@@ -392,8 +388,8 @@ static void step_handles(struct server *s)
 	if (S.handles_on) {
 		S.handles_on = false;
 		uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
-		uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
 	}
+	server_step_lag(s);
 	server_step_signals(s);
 	close_disk();
 }
@@ -545,29 +541,6 @@ static void on_signal(struct server *s, int signum)
 	S.drain_deadline = uv_now(&S.proc.loop) + S.cfg.shutdown_transfer_ms;
 	LOG_INFO(PROG " %s: signal %d: handing over leaderships, then stopping", S.uuid, signum);
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
-}
-
-/* ---- loop lag ------------------------------------------------------------------------ */
-
-/* Every LAG_PERIOD_MS the probe compares when it runs with when it was due:
- * the difference is how long the loop thread was busy with something else
- * (a handler, a RocksDB call, a stall). Everything of every tablet runs on
- * this thread, so a lag near the election timeout costs leaderships; it is
- * logged (WARN from LAG_WARN_MS, DEBUG from LAG_DEBUG_MS). */
-static void lag_cb(uv_timer_t *t)
-{
-	uint64_t now = uv_hrtime();
-	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
-
-	(void)t;
-	server_lag_record(&S.proc, now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000 : 0);
-	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
-	if (lag_ms >= LAG_WARN_MS)
-		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
-			 "late; election timeout %u ms)",
-			 lag_ms, S.cfg.election_ms);
-	else if (lag_ms >= LAG_DEBUG_MS)
-		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
 }
 
 /* ---- process limits ------------------------------------------------------------------ */
@@ -792,10 +765,7 @@ int main(int argc, char **argv)
 		return 1;
 	S.proc.on_signal = on_signal;
 	uv_timer_init(&S.proc.loop, &S.drain_timer);
-	uv_timer_init(&S.proc.loop, &S.lag_timer);
-	S.lag_due_ns = uv_hrtime() + LAG_PERIOD_MS * 1000000;
-	uv_timer_start(&S.lag_timer, lag_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
-	uv_unref((uv_handle_t *)&S.lag_timer);
+	server_lag_start(&S.proc, S.cfg.election_ms);
 	S.handles_on = true;
 
 	if (start() != 0) {

@@ -70,6 +70,15 @@ static void metrics_pass_promtool(void)
 {
 	char *body;
 
+	/* Every server's loop-lag probe has run (every 100 ms). */
+	body = get(C.mhttp, "/metrics");
+	CHECK_MSG(strstr(body, "docraft_loop_lag_seconds_count ") != NULL, "%.2000s", body);
+	free(body);
+	for (int k = 0; k < NT; k++) {
+		body = get(C.t[k].http, "/metrics");
+		CHECK(strstr(body, "docraft_loop_lag_seconds_count ") != NULL);
+		free(body);
+	}
 	if (access("/usr/bin/promtool", X_OK) != 0) {
 		test_note("SKIP: /usr/bin/promtool absent (Debian package prometheus)");
 		return;
