@@ -1,7 +1,7 @@
 /* The HTTP side of the skeleton, the same on both servers: the
  * --http-address flag's server (http/http.h) and its close step, and the
  * /metrics families every server has (the process, its RPC port by method,
- * the HTTP server itself, the loop's lag). What each server shows beyond
+ * the HTTP server itself, the loop's lag), and the loop-lag probe. What each server shows beyond
  * that is its own handler's (tserver/http_tserver.c, master/http_master.c).
  *
  * Threading: the loop's thread, like the rest of the skeleton. */
