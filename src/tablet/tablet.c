@@ -121,7 +121,7 @@ char *tablet_path_join(const char *a, const char *b)
 uint64_t tablet_term(struct tablet *t)
 {
 	if (tablet_raft_alive(t))
-		t->last_term = t->raft.current_term;
+		t->last_term = t->raft->current_term;
 	return t->last_term;
 }
 
@@ -257,10 +257,11 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 
 	*out = NULL;
 	if (o->id == NULL || *o->id == '\0' || strlen(o->id) > LISTENER_TABLET_ID_MAX ||
-	    o->dir == NULL || o->address == NULL || o->listener == NULL || o->raft_id == 0) {
+	    o->dir == NULL || o->address == NULL || o->raft_id == 0 ||
+	    (o->listener == NULL && o->raft_host == NULL)) {
 		store_close(o->opened_store); /* NULL: a no-op */
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: id (1..%d characters), dir, "
-			       "address, listener and raft id are required",
+			       "address, listener (or a raft host) and raft id are required",
 			       o->id != NULL ? o->id : "", LISTENER_TABLET_ID_MAX);
 	}
 	t = xzalloc(sizeof *t);
@@ -282,7 +283,8 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 		t->o.max_inflight = 1;
 	if (t->o.segment_bytes == 0)
 		t->o.segment_bytes = TABLET_SEGMENT_BYTES;
-	hlc_init(&t->hlc, o->max_clock_skew_us ? o->max_clock_skew_us : 500000, NULL, NULL);
+	hlc_init(&t->hlc, o->max_clock_skew_us ? o->max_clock_skew_us : 500000,
+		 o->raft_host != NULL ? o->raft_host->hlc_clock_us : NULL, o->raft_host);
 	{
 		uint64_t max_ms = (uint64_t)(o->election_ms ? o->election_ms : 1000) * 7 / 10;
 		uint64_t ms = o->lease_ms > max_ms ? max_ms : o->lease_ms;
@@ -334,7 +336,8 @@ int tablet_prepare(const struct tablet_options *o, struct store **out, char *err
 
 	*out = NULL;
 	if ((rv = fs_mkdir_p(o->dir, errmsg)) == 0 &&
-	    (o->raft_log != NULL || (rv = fs_mkdir_p(raft_dir, errmsg)) == 0)) {
+	    (o->raft_log != NULL || o->raft_host != NULL ||
+	     (rv = fs_mkdir_p(raft_dir, errmsg)) == 0)) {
 		fs_remove_tree(copy_dir); /* a copy interrupted by a crash */
 		if ((rv = copy_server_remove_leftovers(db_dir, errmsg)) == 0)
 			rv = store_open(db_dir, &o->store, out, errmsg);
@@ -357,13 +360,13 @@ int tablet_bootstrap(struct tablet *t, const struct tablet_peer *peers, size_t n
 		return err_set(errmsg, DOCRAFT_EINVAL, "tablet %s: bad configuration: %s", t->id,
 			       raft_strerror(rv));
 	}
-	rv = raft_bootstrap(&t->raft, &conf);
+	rv = raft_bootstrap(t->raft, &conf);
 	raft_configuration_close(&conf);
 	if (rv == RAFT_CANTBOOTSTRAP)
 		return 0;
 	if (rv != 0)
 		return err_set(errmsg, tablet_from_raft(rv), "tablet %s: bootstrap: %s", t->id,
-			       raft_errmsg(&t->raft));
+			       raft_errmsg(t->raft));
 	return 0;
 }
 
@@ -372,12 +375,12 @@ int tablet_start(struct tablet *t, char *errmsg)
 	int rv;
 	if (tablet_closing(t) || t->role == TABLET_FAILED)
 		return err_set(errmsg, DOCRAFT_ECLOSED, "tablet %s is closed", t->id);
-	rv = raft_start(&t->raft);
+	rv = raft_start(t->raft);
 	if (rv != 0)
 		return err_set(errmsg, tablet_from_raft(rv), "tablet %s: raft_start: %s", t->id,
-			       raft_errmsg(&t->raft));
+			       raft_errmsg(t->raft));
 	tablet_life_set(t, LIFE_RUNNING);
-	t->fsm.log_last_at_start = raft_last_index(&t->raft);
+	t->fsm.log_last_at_start = raft_last_index(t->raft);
 	/* Before the crash this replica may have stored an entry that gave a
 	 * leader its lease: no vote until that lease has surely run out. A
 	 * log holding only the bootstrap configuration never stored one. */
@@ -436,7 +439,7 @@ raft_id tablet_leader(struct tablet *t, const char **address)
 	const char *a = NULL;
 	/* Only a started raft knows one (raft_close makes it UNAVAILABLE). */
 	if (t->life == LIFE_RUNNING)
-		raft_leader(&t->raft, &id, &a);
+		raft_leader(t->raft, &id, &a);
 	if (address != NULL)
 		*address = a != NULL ? a : "";
 	return id;
@@ -469,14 +472,14 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 	st->leader_id = tablet_leader(t, &a);
 	snprintf(st->leader_address, sizeof st->leader_address, "%s", a);
 	if (tablet_raft_alive(t)) {
-		st->last_index = raft_last_index(&t->raft);
-		st->applied_index = raft_last_applied(&t->raft);
-		st->commit_index = t->raft.commit_index;
+		st->last_index = raft_last_index(t->raft);
+		st->applied_index = raft_last_applied(t->raft);
+		st->commit_index = t->raft->commit_index;
 		/* 0.15 has no accessor; struct raft_log is public in raft.h */
-		st->first_index = t->raft.log.offset + 1;
+		st->first_index = t->raft->log.offset + 1;
 	}
 	{
-		uint64_t now = tablet_read_clock();
+		uint64_t now = tablet_read_clock(t);
 		st->lease_left_ms =
 			tablet_read_lease_held(t, now) ? (t->lease_until - now) / 1000000u : 0;
 	}

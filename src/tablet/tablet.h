@@ -51,9 +51,9 @@
  *
  * Leader lease (YugabyteDB's leader leases, built on C-Raft 0.15 without
  * touching it; c-raft.md §4.5): an entry of this leadership proposed at time
- * S (CLOCK_BOOTTIME, taken before raft_apply/raft_barrier) that commits was
- * stored by a majority, each of which received it at or after S and reset
- * its election timer then. 0.15 followers that know a leader refuse every
+ * S (CLOCK_BOOTTIME, or a raft host's clock; taken before raft_apply /
+ * raft_barrier) that commits was stored by a majority, each of which
+ * received it at or after S and reset its election timer then. 0.15 followers that know a leader refuse every
  * RequestVote and pre-vote (recv_request_vote.c) until that timer, at least
  * election_ms, runs out; so no other leader can be elected before
  * S + election_ms. The lease runs until S + lease_ms, lease_ms < election_ms
@@ -99,6 +99,7 @@ struct listener;
 struct copy_server;
 struct diskspace;
 struct raftlog;
+struct tablet_options;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -113,6 +114,33 @@ struct tablet_log_budget {
 	uint64_t total_bytes;
 	uint64_t floor_bytes;
 	unsigned replicas;
+};
+
+/* A raft instance made and owned outside the tablet, on a Raft io the
+ * tablet does not know: C-Raft's raft_fixture, whose servers embed their
+ * struct raft and whose io has its own virtual clock (tests/tablet/
+ * tablet_fixture.h is the one host). Production leaves
+ * tablet_options.raft_host NULL. The host outlives every tablet it hosts.
+ * Every function runs on the tablet's loop thread. */
+struct tablet_raft_host {
+	/* At the replica's raft setup: r, raft_init'ed on the host's io with
+	 * fsm (the replica's state machine; the host may clear its
+	 * snapshot_async when its io has no threadpool), o->raft_id and
+	 * o->address, neither bootstrapped nor started; the tablet wraps its
+	 * io with rio (rio_wrap_fixture). Non-zero (a DOCRAFT_* code, errmsg
+	 * set) fails the setup. */
+	int (*open)(struct tablet_raft_host *h, const struct tablet_options *o,
+		    struct raft_fsm *fsm, struct raft **r, char *errmsg);
+	/* Instead of raft_close(r, cb): r is (or will be) closed by the host;
+	 * cb(r) runs once it is, never from inside this call. */
+	void (*close)(struct tablet_raft_host *h, struct raft *r, void (*cb)(struct raft *r));
+	/* NULL, or the leases' clock in ns instead of CLOCK_BOOTTIME: the one
+	 * raft's io->time runs on, so a lease and the election timers it
+	 * relies on count the same time. */
+	uint64_t (*clock_ns)(struct tablet_raft_host *h);
+	/* NULL, or the hybrid clock's physical time (hlc.h, µs since the
+	 * epoch) instead of the wall clock. */
+	uint64_t (*hlc_clock_us)(void *h); /* h is the host */
 };
 
 /* The smallest share of a replica (a budget split among more replicas than
@@ -149,6 +177,10 @@ struct tablet_options {
 	 * NULL: a raft_uv instance of the replica's own in dir/raft
 	 * (`--raft-log per-tablet`). */
 	struct raftlog *raft_log;
+	/* Tests: a raft instance hosted outside (struct tablet_raft_host, on
+	 * raft_fixture); then raft_log, listener and copy are not used. NULL
+	 * in production. Borrowed. */
+	struct tablet_raft_host *raft_host;
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES; per-tablet only */
 	const struct diskspace *disk;  /* NULL: none; else below its floor the replica

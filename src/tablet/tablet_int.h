@@ -109,7 +109,8 @@ struct tablet {
 	enum tablet_life life;      /* tablet_life_set only */
 
 	struct store *store;
-	struct raft raft;
+	struct raft *raft;          /* &raft_mem, or the host's (o.raft_host) */
+	struct raft raft_mem;       /* raft on the shared and per-tablet logs */
 	const struct tablet_log_ops *log_ops; /* which Raft io (tablet_raft.c) */
 	struct raft_io uvio;        /* per-tablet log: raft_uv in raft_dir */
 	struct rnet rnet;           /* shared log: the network half ... */
@@ -134,7 +135,7 @@ struct tablet {
 	bool read_barrier_busy;
 
 	/* Leader lease (tablet.h): reads answered without a barrier until
-	 * lease_until (CLOCK_BOOTTIME ns). */
+	 * lease_until (tablet_read_clock ns). */
 	uint64_t lease_ns;          /* 0: leases off */
 	uint64_t lease_until;       /* 0: no lease */
 	bool lease_void;            /* this leadership started a transfer */
@@ -232,14 +233,15 @@ void tablet_close_handles(struct tablet *t);
 
 /* ---- tablet_raft.c: the raft instance ----------------------------------- */
 
-/* The two Raft ios a replica may have, behind one seam (tablet_raft.c):
- * the group of the server's shared log (o.raft_log set) or a raft_uv of
- * its own. */
+/* The three Raft ios a replica may have, behind one seam (tablet_raft.c):
+ * the group of the server's shared log (o.raft_log set), a raft_uv of its
+ * own, or a raft instance its host owns (o.raft_host: raft_fixture). */
 struct tablet_log_ops;
 
 /* DOWN -> OPEN: the shared-port transport, the replica's Raft io on it (its
  * group of the shared log with rnet, or raft_uv in raft_dir) behind the
- * rio guard, raft_init with the options' timeouts (not started). On error
+ * rio guard, raft_init with the options' timeouts (not started); with a
+ * raft host, the host's raft instance, its io wrapped by rio. On error
  * nothing is left open and the state stays DOWN. */
 int tablet_raft_setup(struct tablet *t, char *errmsg);
 /* From OPEN or RUNNING (else a no-op): to RAFT_CLOSING (for_close:
@@ -263,8 +265,9 @@ void tablet_write_propose(struct tablet *t);
 
 /* ---- tablet_read.c: leases and the read path ---------------------------- */
 
-/* The lease clock: CLOCK_BOOTTIME in ns, never the loop's cached time. */
-uint64_t tablet_read_clock(void);
+/* The lease clock in ns: CLOCK_BOOTTIME, never the loop's cached time; a
+ * raft host's clock if it has one (virtual time on raft_fixture). */
+uint64_t tablet_read_clock(const struct tablet *t);
 /* An entry proposed at sent_ns in leadership epoch has committed. */
 void tablet_read_lease_extend(struct tablet *t, uint64_t epoch, uint64_t sent_ns);
 /* A ready leader whose lease runs past now. */

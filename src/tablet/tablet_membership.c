@@ -58,7 +58,7 @@ static void leader_barrier_cb(struct raft_barrier *req, int status)
 			hlc_observe(&t->hlc, t->fsm.max_ht);
 		}
 		TLOG(LOG_LVL_INFO, t, "leader ready at index %" PRIu64,
-		     (uint64_t)raft_last_applied(&t->raft));
+		     (uint64_t)raft_last_applied(t->raft));
 	}
 	free(b);
 }
@@ -70,7 +70,7 @@ static void become_leader(struct tablet *t)
 	if (t->leader_barrier_pending)
 		return;
 	b = tablet_read_barrier_new(t);
-	rv = rio_on_leader(&t->rio, &t->raft, &b->req, leader_barrier_cb);
+	rv = rio_on_leader(&t->rio, t->raft, &b->req, leader_barrier_cb);
 	if (rv != 0) {
 		free(b); /* failed: no callback; the next poll tries again */
 		return;
@@ -86,7 +86,7 @@ static bool is_leader(enum tablet_role r)
 bool tablet_membership_follow(struct tablet *t)
 {
 	enum tablet_role was = t->role;
-	switch (raft_state(&t->raft)) {
+	switch (raft_state(t->raft)) {
 	case RAFT_LEADER:
 		if (!is_leader(t->role)) {
 			t->epoch++;
@@ -136,7 +136,7 @@ bool tablet_membership_raft_check(void *arg, uint64_t id, const char *address,
 bool tablet_membership_copy_check(void *arg, const struct sockaddr_in *peer)
 {
 	struct tablet *t = arg;
-	const struct raft_configuration *c = &t->raft.configuration;
+	const struct raft_configuration *c = &t->raft->configuration;
 	if (!tablet_raft_alive(t))
 		return false;
 	for (unsigned i = 0; i < c->n; i++)
@@ -161,7 +161,7 @@ static void change_cb(struct raft_change *req, int status)
 	struct change *c = req->data;
 	if (status == 0 && c->promote) {
 		c->promote = false;
-		int rv = raft_assign(&c->t->raft, &c->req, c->id, RAFT_VOTER, change_cb);
+		int rv = raft_assign(c->t->raft, &c->req, c->id, RAFT_VOTER, change_cb);
 		if (rv == 0)
 			return;
 		status = rv;
@@ -184,7 +184,7 @@ static int change_start(struct tablet *t, struct change *c, int rv, const char *
 		return 0;
 	free(c);
 	return err_set(errmsg, tablet_from_raft(rv), "tablet %s: %s: %s", t->id, what,
-		       raft_errmsg(&t->raft));
+		       raft_errmsg(t->raft));
 }
 
 static int check_leader(struct tablet *t, char *errmsg)
@@ -205,7 +205,7 @@ int tablet_add_replica(struct tablet *t, raft_id id, const char *address, tablet
 		return rv;
 	c = change_new(t, id, cb, arg);
 	c->promote = true;
-	return change_start(t, c, raft_add(&t->raft, &c->req, id, address, change_cb), "add",
+	return change_start(t, c, raft_add(t->raft, &c->req, id, address, change_cb), "add",
 			    errmsg);
 }
 
@@ -217,7 +217,7 @@ int tablet_remove_replica(struct tablet *t, raft_id id, tablet_change_cb cb, voi
 	if ((rv = check_leader(t, errmsg)) != 0)
 		return rv;
 	c = change_new(t, id, cb, arg);
-	return change_start(t, c, raft_remove(&t->raft, &c->req, id, change_cb), "remove", errmsg);
+	return change_start(t, c, raft_remove(t->raft, &c->req, id, change_cb), "remove", errmsg);
 }
 
 /* ---- leadership transfer --------------------------------------------------- */
@@ -258,11 +258,11 @@ int tablet_transfer(struct tablet *t, raft_id id, tablet_change_cb cb, void *arg
 	x = xmalloc(sizeof *x);
 	*x = (struct transfer){.t = t, .cb = cb, .arg = arg};
 	x->req.data = x;
-	rv = raft_transfer(&t->raft, &x->req, id, transfer_cb);
+	rv = raft_transfer(t->raft, &x->req, id, transfer_cb);
 	if (rv != 0) {
 		free(x);
 		return err_set(errmsg, tablet_from_raft(rv), "tablet %s: transfer: %s", t->id,
-			       raft_errmsg(&t->raft));
+			       raft_errmsg(t->raft));
 	}
 	/* TimeoutNow makes the target's voters ignore this leader: the lease
 	 * is void for the rest of this leadership, even if the transfer fails

@@ -7,8 +7,9 @@
  * replica's Raft io on it, the rio guard around that io (raft/rio.h),
  * raft_init with the fsm (fsm.h) and the options' timeouts, pre-vote on.
  * The same group is set up again after a checkpoint copy and on every
- * recovery (tablet_recover.c). The Raft io is one of two, behind a seam of
- * two functions (struct tablet_log_ops); everything else is one path:
+ * recovery (tablet_recover.c). The Raft io is one of three, behind a seam
+ * (struct tablet_log_ops: setup, close, release); everything else is one
+ * path:
  *
  *   shared      (o.raft_log set, the tserver's default): rnet (raft/rnet.h)
  *               carries the messages over the transport, and raftlog_io
@@ -19,6 +20,15 @@
  *               dir/raft (auto-recovery off, o.segment_bytes segments),
  *               the transport its network. Release: raft_uv_close and
  *               transport_close, once raft_uv's writers have closed (below).
+ *   hosted      (o.raft_host set; tests only): the host's struct raft,
+ *               raft_init'ed on its io with our fsm (raft_fixture: the
+ *               fixture owns the servers' struct raft and io, and its
+ *               virtual clock is also the leases' clock, tablet_read.c);
+ *               rio wraps that io in place (rio_wrap_fixture). No
+ *               transport. The host closes raft (raft_fixture_close must
+ *               be the only raft_close of a fixture server) and frees the
+ *               io: close asks it to, release has nothing to do.
+ *               tests/tablet/tablet_fixture.c is the host.
  *
  * Close: raft_close (RAFT_CLOSING, or CLOSE_RAFT when the tablet closes);
  * pending raft requests fire their callbacks from it. raft_closed
@@ -79,17 +89,16 @@
 #include "raft/transport.h"
 #include "tablet/tablet_int.h"
 
-/* ---- setup: the seam between the two Raft ios ------------------------------ */
+/* ---- setup: the seam between the three Raft ios ---------------------------- */
 
-/* One kind of Raft io. open sets the io up on t->transport (transport_init
- * done) and returns the io to wrap; on error nothing of it is left. bound
- * (may be NULL) tells it t->raft once raft_init succeeded. release frees it
- * once raft's close callback has fired, or after a successful open if
- * raft_init failed; the transport is closed after it. */
+/* One kind of Raft io. setup makes t->raft (raft_init'ed, its io behind
+ * the rio guard, not started) and returns 0, or leaves nothing and returns
+ * the error. close is raft_close(t->raft, cb) or what stands for it.
+ * release frees the io once raft's close callback has fired. */
 struct tablet_log_ops {
 	const char *name;                       /* logs */
-	int (*open)(struct tablet *t, struct raft_io **io, char *errmsg);
-	void (*bound)(struct tablet *t);
+	int (*setup)(struct tablet *t, char *errmsg);
+	void (*close)(struct tablet *t, void (*cb)(struct raft *r));
 	void (*release)(struct tablet *t);
 	bool wait_writers;                      /* raft_uv's writers (see the top) */
 };
@@ -104,97 +113,136 @@ static void warn_unwritten_segments(struct tablet *t)
 				      "threadpool path (link it with raftglue_dep)");
 }
 
-static int per_tablet_open(struct tablet *t, struct raft_io **io, char *errmsg)
+/* The two ios on the shared-port transport: rio around io, raft_init into
+ * the tablet's own struct raft. On error io is released (release(t)) and
+ * the transport closed. */
+static int raft_on_io(struct tablet *t, struct raft_io *io, void (*release)(struct tablet *),
+		      char *errmsg)
 {
-	int rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport);
-	if (rv != 0) {
-		int code = tablet_from_raft(rv);
-		return err_set(errmsg, code ? code : DOCRAFT_EIO, "tablet %s: raft_uv_init: %s",
-			       t->id, t->uvio.errmsg);
+	int rv;
+	if ((rv = rio_wrap(&t->rio, io)) != 0) {
+		release(t);
+		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
+			       raft_strerror(rv));
 	}
-	raft_uv_set_auto_recovery(&t->uvio, false);
-	raft_uv_set_segment_size(&t->uvio, t->o.segment_bytes);
-	warn_unwritten_segments(t);
-	*io = &t->uvio;
+	t->rio.log_id = t->id;
+	transport_set_peer_check(&t->transport, tablet_membership_raft_check, t);
+	t->raft = &t->raft_mem;
+	rv = raft_init(t->raft, &t->rio.io, &t->fsm.fsm, t->o.raft_id, t->address);
+	if (rv != 0) {
+		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,
+			rv == -1 ? "version mismatch" : raft_errmsg(t->raft));
+		release(t);
+		return DOCRAFT_EIO;
+	}
 	return 0;
 }
 
 static void per_tablet_release(struct tablet *t)
 {
 	raft_uv_close(&t->uvio);
+	transport_close(&t->transport);
 }
 
-static int shared_open(struct tablet *t, struct raft_io **io, char *errmsg)
+static int per_tablet_setup(struct tablet *t, char *errmsg)
 {
-	int rv = rnet_init(&t->rnet, t->loop, &t->transport, errmsg);
-	if (rv != 0)
+	int rv;
+	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
 		return rv;
-	rnet_set_log_id(&t->rnet, t->id);
-	if ((rv = raftlog_io_init(&t->logio, t->o.raft_log, t->id, &t->rnet.io, errmsg)) != 0) {
-		rnet_release(&t->rnet);
-		return rv;
+	if ((rv = raft_uv_init(&t->uvio, t->loop, t->raft_dir, &t->transport)) != 0) {
+		int code = tablet_from_raft(rv);
+		transport_close(&t->transport);
+		return err_set(errmsg, code ? code : DOCRAFT_EIO, "tablet %s: raft_uv_init: %s",
+			       t->id, t->uvio.errmsg);
 	}
-	*io = &t->logio.io;
-	return 0;
-}
-
-/* The log checks each append against raft's own last index. */
-static void shared_bound(struct tablet *t)
-{
-	raftlog_io_set_raft(&t->logio, &t->raft);
+	raft_uv_set_auto_recovery(&t->uvio, false);
+	raft_uv_set_segment_size(&t->uvio, t->o.segment_bytes);
+	warn_unwritten_segments(t);
+	return raft_on_io(t, &t->uvio, per_tablet_release, errmsg);
 }
 
 static void shared_release(struct tablet *t)
 {
 	raftlog_io_release(&t->logio);
 	rnet_release(&t->rnet);
-}
-
-static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_open, NULL,
-						      per_tablet_release, true};
-static const struct tablet_log_ops shared_ops = {"shared", shared_open, shared_bound,
-						  shared_release, false};
-
-/* The io's release, then the transport's. */
-static void io_release(struct tablet *t)
-{
-	t->log_ops->release(t);
 	transport_close(&t->transport);
 }
 
-int tablet_raft_setup(struct tablet *t, char *errmsg)
+static int shared_setup(struct tablet *t, char *errmsg)
 {
-	struct raft_io *io;
 	int rv;
-	t->log_ops = t->o.raft_log != NULL ? &shared_ops : &per_tablet_ops;
 	if ((rv = transport_init(&t->transport, t->o.listener, t->id, errmsg)) != 0)
 		return rv;
-	if ((rv = t->log_ops->open(t, &io, errmsg)) != 0) {
+	if ((rv = rnet_init(&t->rnet, t->loop, &t->transport, errmsg)) != 0) {
 		transport_close(&t->transport);
 		return rv;
 	}
-	if ((rv = rio_wrap(&t->rio, io)) != 0) {
-		io_release(t);
-		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap: %s", t->id,
+	rnet_set_log_id(&t->rnet, t->id);
+	if ((rv = raftlog_io_init(&t->logio, t->o.raft_log, t->id, &t->rnet.io, errmsg)) != 0) {
+		rnet_release(&t->rnet);
+		transport_close(&t->transport);
+		return rv;
+	}
+	if ((rv = raft_on_io(t, &t->logio.io, shared_release, errmsg)) != 0)
+		return rv;
+	/* The log checks each append against raft's own last index. */
+	raftlog_io_set_raft(&t->logio, t->raft);
+	return 0;
+}
+
+static void own_close(struct tablet *t, void (*cb)(struct raft *r))
+{
+	raft_close(t->raft, cb);
+}
+
+/* The host's raft instance (tablet.h, struct tablet_raft_host): no
+ * transport, no io of ours; the host closes raft and frees its io. */
+static int hosted_setup(struct tablet *t, char *errmsg)
+{
+	struct tablet_raft_host *h = t->o.raft_host;
+	struct raft *r = NULL;
+	int rv;
+	if ((rv = h->open(h, &t->o, &t->fsm.fsm, &r, errmsg)) != 0)
+		return rv;
+	if ((rv = rio_wrap_fixture(&t->rio, r)) != 0)
+		return err_set(errmsg, DOCRAFT_EIO, "tablet %s: rio_wrap_fixture: %s", t->id,
 			       raft_strerror(rv));
-	}
 	t->rio.log_id = t->id;
-	transport_set_peer_check(&t->transport, tablet_membership_raft_check, t);
-	rv = raft_init(&t->raft, &t->rio.io, &t->fsm.fsm, t->o.raft_id, t->address);
-	if (rv != 0) {
-		err_set(errmsg, DOCRAFT_EIO, "tablet %s: raft_init: %s", t->id,
-			rv == -1 ? "version mismatch" : raft_errmsg(&t->raft));
-		io_release(t);
-		return DOCRAFT_EIO;
-	}
-	if (t->log_ops->bound != NULL)
-		t->log_ops->bound(t);
-	raft_set_heartbeat_timeout(&t->raft, t->o.heartbeat_ms);
-	raft_set_election_timeout(&t->raft, t->o.election_ms);
-	raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
-	raft_set_snapshot_trailing(&t->raft, t->o.snapshot_trailing);
-	raft_set_pre_vote(&t->raft, true);
-	tablet_fsm_bind(&t->fsm, &t->raft);
+	t->raft = r;
+	return 0;
+}
+
+static void hosted_close(struct tablet *t, void (*cb)(struct raft *r))
+{
+	t->o.raft_host->close(t->o.raft_host, t->raft, cb);
+}
+
+static void hosted_release(struct tablet *t)
+{
+	(void)t;
+}
+
+static const struct tablet_log_ops per_tablet_ops = {"per-tablet", per_tablet_setup, own_close,
+						      per_tablet_release, true};
+static const struct tablet_log_ops shared_ops = {"shared", shared_setup, own_close,
+						  shared_release, false};
+static const struct tablet_log_ops hosted_ops = {"hosted", hosted_setup, hosted_close,
+						  hosted_release, false};
+
+int tablet_raft_setup(struct tablet *t, char *errmsg)
+{
+	int rv;
+	t->log_ops = t->o.raft_host != NULL ? &hosted_ops
+		     : t->o.raft_log != NULL ? &shared_ops
+					     : &per_tablet_ops;
+	if ((rv = t->log_ops->setup(t, errmsg)) != 0)
+		return rv;
+	raft_set_heartbeat_timeout(t->raft, t->o.heartbeat_ms);
+	raft_set_election_timeout(t->raft, t->o.election_ms);
+	raft_set_snapshot_threshold(t->raft, t->o.snapshot_threshold);
+	raft_set_snapshot_trailing(t->raft, t->o.snapshot_trailing);
+	raft_set_pre_vote(t->raft, true);
+	tablet_fsm_bind(&t->fsm, t->raft);
 	tablet_life_set(t, LIFE_OPEN);
 	TLOG(LOG_LVL_DEBUG, t, "raft set up on the %s Raft log", t->log_ops->name);
 	return 0;
@@ -241,7 +289,7 @@ static bool raft_writers_closing(uv_loop_t *loop)
 static void raft_released(struct tablet *t)
 {
 	tablet_membership_free_transfers(t);
-	io_release(t);
+	t->log_ops->release(t);
 	if (tablet_closing(t)) {
 		tablet_life_set(t, LIFE_CLOSING);
 		tablet_close_handles(t);
@@ -295,8 +343,8 @@ void tablet_raft_close(struct tablet *t, bool for_close)
 	if (t->life != LIFE_OPEN && t->life != LIFE_RUNNING)
 		return;
 	tablet_life_set(t, for_close ? LIFE_CLOSE_RAFT : LIFE_RAFT_CLOSING);
-	t->raft.data = t;
-	raft_close(&t->raft, raft_closed);
+	t->raft->data = t;
+	t->log_ops->close(t, raft_closed);
 }
 
 /* ---- Raft log memory and snapshots (see the top) ------------------------------ */
@@ -331,7 +379,7 @@ static void log_memory_check(struct tablet *t)
 		trailing = t->o.snapshot_trailing;
 	if (trailing < LOG_TRAILING_MIN)
 		trailing = LOG_TRAILING_MIN;
-	raft_set_snapshot_trailing(&t->raft, (unsigned)trailing);
+	raft_set_snapshot_trailing(t->raft, (unsigned)trailing);
 	t->st.byte_snapshots++;
 	TLOG(LOG_LVL_DEBUG, t, "%" PRIu64 " entry bytes since the last snapshot (share %" PRIu64
 	     "): snapshot, %" PRIu64 " trailing entries", t->fsm.log_bytes, share, trailing);
@@ -360,13 +408,13 @@ void tablet_raft_snapshots(struct tablet *t)
 	 * has started. */
 	if (t->fsm.snapshot_busy) {
 		t->snapshot_requested = false;
-		raft_set_snapshot_threshold(&t->raft, t->o.snapshot_threshold);
+		raft_set_snapshot_threshold(t->raft, t->o.snapshot_threshold);
 		return;
 	}
-	raft_set_snapshot_threshold(&t->raft, 1);
+	raft_set_snapshot_threshold(t->raft, 1);
 	if (t->role == TABLET_LEADER && !t->snapshot_barrier) {
 		struct barrier *b = tablet_read_barrier_new(t);
-		if (raft_barrier(&t->raft, &b->req, snapshot_barrier_cb) == 0)
+		if (raft_barrier(t->raft, &b->req, snapshot_barrier_cb) == 0)
 			t->snapshot_barrier = true;
 		else
 			free(b);

@@ -14,7 +14,7 @@
  * read at the same time sees the same data.
  *
  * The lease (the argument is in tablet.h): an entry of this leadership
- * proposed at S (CLOCK_BOOTTIME, taken before raft_apply / raft_barrier)
+ * proposed at S (tablet_read_clock, taken before raft_apply / raft_barrier)
  * that commits extends it to S + lease_ns. Every write entry (tablet_write.c),
  * read barrier, leader barrier (tablet_membership.c) and snapshot barrier
  * (tablet_raft.c) that commits renews it; a leader serving reads with no
@@ -34,10 +34,13 @@
 
 /* CLOCK_BOOTTIME keeps counting while the machine sleeps: a leader resumed
  * from a suspend sees its lease as expired. Never the loop's cached time: a
- * paused process must see the time it resumed at. */
-uint64_t tablet_read_clock(void)
+ * paused process must see the time it resumed at. A raft host with a clock
+ * (raft_fixture) gives its own: raft's timers run on it too. */
+uint64_t tablet_read_clock(const struct tablet *t)
 {
 	struct timespec ts;
+	if (t->o.raft_host != NULL && t->o.raft_host->clock_ns != NULL)
+		return t->o.raft_host->clock_ns(t->o.raft_host);
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -67,7 +70,7 @@ struct barrier *tablet_read_barrier_new(struct tablet *t)
 	struct barrier *b = xzalloc(sizeof *b);
 	b->t = t;
 	b->epoch = t->epoch;
-	b->sent_ns = tablet_read_clock(); /* before raft_barrier: never later than the entry */
+	b->sent_ns = tablet_read_clock(t); /* before raft_barrier: never later than the entry */
 	b->req.data = b;
 	return b;
 }
@@ -125,7 +128,7 @@ static void issue_read_barrier(struct tablet *t, bool renew)
 		return;
 	b = tablet_read_barrier_new(t);
 	b->reads = t->rq_head;
-	rv = raft_barrier(&t->raft, &b->req, read_barrier_cb);
+	rv = raft_barrier(t->raft, &b->req, read_barrier_cb);
 	if (rv != 0) {
 		free(b);
 		return; /* not leader any more: the poll fails the reads */
@@ -171,7 +174,7 @@ static void serve_under_lease(struct tablet *t)
 
 void tablet_read_serve(struct tablet *t)
 {
-	uint64_t now = tablet_read_clock();
+	uint64_t now = tablet_read_clock(t);
 	if (t->rq_head != NULL && tablet_read_lease_held(t, now))
 		serve_under_lease(t);
 	issue_read_barrier(t, false);
@@ -202,5 +205,5 @@ int tablet_read(struct tablet *t, struct tablet_read *req)
 bool tablet_read_confirm(struct tablet *t, const struct tablet_read *req)
 {
 	return !req->lease_ ||
-	       (req->epoch_ == t->epoch && tablet_read_lease_held(t, tablet_read_clock()));
+	       (req->epoch_ == t->epoch && tablet_read_lease_held(t, tablet_read_clock(t)));
 }

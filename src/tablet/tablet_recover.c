@@ -239,7 +239,7 @@ void tablet_recover_copy(struct tablet *t)
 {
 	const char *leader = NULL;
 	raft_id id = 0;
-	raft_leader(&t->raft, &id, &leader);
+	raft_leader(t->raft, &id, &leader);
 	if (id == 0 || leader == NULL || id == t->o.raft_id)
 		return; /* wait until a leader is known */
 	snprintf(t->copy_source, sizeof t->copy_source, "%s", leader);

@@ -182,8 +182,8 @@ static bool propose_entry(struct tablet *t, struct tablet_write *take, uint32_t 
 	memcpy(rb.base, t->entry.data, rb.len);
 	f->req.data = f;
 	f->epoch = t->epoch;
-	f->sent_ns = tablet_read_clock();
-	rv = raft_apply(&t->raft, &f->req, &rb, 1, apply_cb);
+	f->sent_ns = tablet_read_clock(t);
+	rv = raft_apply(t->raft, &f->req, &rb, 1, apply_cb);
 	if (rv != 0) {
 		raft_free(rb.base);
 		for (w = take; w != NULL;) {

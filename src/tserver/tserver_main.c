@@ -47,6 +47,7 @@
 #include "tserver/http_tserver.h"
 #include "tserver/logmode.h"
 #include "tserver/manager.h"
+#include "tserver/redis_front.h" /* issue 17 */
 #include "tablet/remote_copy.h"
 #include "tserver/service.h"
 
@@ -96,6 +97,10 @@ static struct {
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
 	struct tserver_http http; /* what the HTTP handler reads (http_tserver.h) */
 	bool serving;             /* started and not draining (/readyz) */
+	/* issue 17: the Redis protocol port (--redis-address) */
+	struct tserver_redis redis;
+	bool redis_on;
+	char redis_address[TSERVER_REDIS_ADDRESS_MAX];
 
 	uv_timer_t drain_timer;
 	bool handles_on;
@@ -130,6 +135,11 @@ static int set_raft_log(void *dst, const char *name, const char *value, char *er
  * ~0.9 s at 500 ms (docs/reliability.md, "Failover time"). The default
  * --max-clock-skew-ms is YugabyteDB's max_clock_skew_usec. */
 static const struct config_flag flags[] = {
+	/* issue 17 */
+	{.name = "redis-address", .arg = "IP:PORT|off", .kind = CONFIG_STRING,
+	 .dst = S.redis_address, .cap = sizeof S.redis_address,
+	 .help = "Redis protocol port (default: IP:6379 with the IP of --address, left off "
+		 "when taken; :PORT: that IP; off: none)"},
 	{.name = "heartbeat-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.heartbeat_ms,
 	 .min = 1, .help = "heartbeat period to the master (default 1000)"},
 	{.name = "election-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.election_ms,
@@ -314,6 +324,7 @@ static int load_uuid(char *errmsg)
 	}
 
 CLOSE_PART(hb, struct heartbeat, hb, hb_on, heartbeat_stop)
+CLOSE_PART(redis, struct tserver_redis, redis, redis_on, tserver_redis_close) /* issue 17 */
 CLOSE_PART(client, struct rpc_client, cl, cl_on, rpc_client_close)
 CLOSE_PART(manager, struct manager, m, m_on, manager_close)
 CLOSE_PART(service, struct service, svc, svc_on, service_close)
@@ -355,6 +366,7 @@ static void close_log(void)
 static void step_heartbeat(struct server *s)
 {
 	(void)s;
+	close_redis(); /* issue 17 */
 	close_hb();
 	close_client();
 }
@@ -659,6 +671,13 @@ static int start(void)
 		return -1;
 	}
 	S.copy_on = true;
+	/* issue 17: the Redis protocol port */
+	if (tserver_redis_start(&S.redis, &S.proc.loop, S.redis_address, address,
+				(const char *const *)S.masters, S.n_masters, errmsg) != 0) {
+		LOG_ERROR(PROG ": %s", errmsg);
+		return -1;
+	}
+	S.redis_on = S.redis.srv != NULL;
 	rpc_client_init(&S.cl, &S.proc.loop);
 	S.cl_on = true;
 

@@ -153,6 +153,16 @@ p1_create() {
 		return 1
 	fi
 	grep -q "^masters = $MASTERS\$" "$BASE/t2/node.conf" || fail "t2's node.conf lacks the master list"
+	# issue 17: each tserver's Redis port, 127.0.0.N:P+1000, answers
+	local r
+	[ "$REDIS" = "127.0.0.1:$((port + 1000)),127.0.0.2:$((port + 1000)),127.0.0.3:$((port + 1000))" ] ||
+		fail "env: REDIS=$REDIS"
+	if command -v redis-cli >/dev/null; then
+		for r in ${REDIS//,/ }; do
+			[ "$(redis-cli -h "${r%:*}" -p "${r##*:}" PING 2>&1)" = PONG ] ||
+				fail "redis-cli PING at $r"
+		done
+	fi
 }
 
 p1_status_all_up() {

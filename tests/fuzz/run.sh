@@ -18,13 +18,14 @@
 #                 paths in less; longer inputs only slow the run down)
 #   FUZZ_ARTIFACTS  prefix of crash files (default <build dir>/)
 #   FUZZ_CC       the compiler (default clang)
-# Exits 77 (meson: skipped) when clang or libFuzzer is missing. A crash
-# leaves its input in <build dir> (crash-*; replay: <build dir>/fuzz_<target>
+# Exits 77 (meson: skipped) when clang or libFuzzer is missing; a crash
+# exits 1 (-error_exitcode: libFuzzer's default, 77, would read as skipped).
+# A crash leaves its input in <build dir> (crash-*; replay: <build dir>/fuzz_<target>
 # <file>). Objects are compiled once into <build dir>/obj and shared by the
 # targets (rebuilt when a source or header is newer).
 set -eu
 
-targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message"
+targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message resp"
 if [ "${1:-}" = --list ]; then
 	echo "$targets"
 	exit 0
@@ -58,6 +59,7 @@ docdb_value) sources="$docdb_pure $common" ;;
 paging)      sources="$docdb_all $common" ;;
 copy_stream) sources="tablet/copy_proto.c common/crc32c.c $common" ;;
 raft_message) sources="raft/rwire.c $common" ;;
+resp)        sources="redis/resp.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2
@@ -117,7 +119,7 @@ mkdir -p "$corpus"
 FUZZ_WRITE_SEEDS=$corpus "$bin"
 
 log=$out/fuzz_$target.log
-set -- "$corpus" -max_len="${FUZZ_MAX_LEN:-4096}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+set -- "$corpus" -max_len="${FUZZ_MAX_LEN:-4096}" -timeout=10 -error_exitcode=1 -rss_limit_mb=2048 -print_final_stats=1 \
 	-artifact_prefix="${FUZZ_ARTIFACTS:-$out/}"
 [ "$seconds" -gt 0 ] && set -- "$@" -max_total_time="$seconds"
 [ "$runs" -gt 0 ] && set -- "$@" -runs="$runs"
