@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/deps.sh
 
-docraft_ensure_packages libclang-rt-14-dev clang
+docraft_ensure_packages libclang-rt-14-dev clang prometheus chromium
 # No arrow points up (docs/style.md "Layers"): fails before anything builds.
 scripts/check-layers.sh
 werror=false
@@ -20,7 +20,7 @@ werror=false
 # suite's history checkers), less their real-process tests (suite
 # 'process'): build just those programs (the servers, tools and benchmarks
 # are not run there).
-ASAN_SUITES=(lib common docdb cql net redis rpc server raft raftlog tablet client master tools checker)
+ASAN_SUITES=(lib common docdb cql net redis rpc http server raft raftlog tablet client master tools checker)
 docraft_build build -Dwerror=$werror
 docraft_configure build-asan -Db_sanitize=address,undefined -Dwerror=$werror
 # Regenerate first when a meson.build changed, so the targets below are current.

@@ -79,6 +79,7 @@ struct store {
 	pthread_mutex_t schema_mu;
 	struct schema_ref *schema;
 	/* Set once s->db is (compactions may run inside rocksdb_open). */
+	_Atomic uint64_t compactions; /* jobs the compaction filter factory saw */
 	_Atomic bool db_open;
 	bool prefix_filter;
 	struct store_env_member *env_member; /* NULL: private memory */
@@ -449,6 +450,22 @@ int store_flush(struct store *s, char *errmsg)
 	if (err != NULL)
 		return rocks_err(errmsg, err, s->path, "flush");
 	return 0;
+}
+
+bool store_property(struct store *s, const char *name, uint64_t *out)
+{
+	PRE(s != NULL);
+	return rocksdb_property_int(s->db, name, out) == 0;
+}
+
+void store_count_compaction(struct store *s)
+{
+	atomic_fetch_add(&s->compactions, 1);
+}
+
+uint64_t store_compactions(const struct store *s)
+{
+	return atomic_load(&((struct store *)s)->compactions);
 }
 
 size_t store_memtable_bytes(struct store *s)

@@ -114,6 +114,15 @@ int store_flush(struct store *s, char *errmsg);
  * "rocksdb.cur-size-all-mem-tables"). Any thread. */
 size_t store_memtable_bytes(struct store *s);
 
+/* A RocksDB integer property ("rocksdb.live-sst-files-size", ...) into
+ * *out: false if RocksDB does not know it. Any thread. */
+bool store_property(struct store *s, const char *name, uint64_t *out);
+
+/* Compactions started on s (flushes not counted): the compaction filter
+ * factory counts each job it is asked a filter for. Any thread. */
+void store_count_compaction(struct store *s);
+uint64_t store_compactions(const struct store *s);
+
 /* The RocksDB statistics ticker name ("rocksdb.block.cache.data.miss",
  * "rocksdb.bloom.filter.prefix.useful", ...) into *out: true, or false when
  * the store was opened without statistics or the name is unknown. Tickers

@@ -22,9 +22,11 @@
 #include <stdint.h>
 
 #include "common/log.h"
+#include "master/http_master.h"
 #include "master/service.h"
 #include "server/config.h"
 #include "server/skeleton.h"
+#include "server/web.h"
 
 #define PROG "docraft-master"
 
@@ -39,6 +41,7 @@ static struct {
 		char join[2048];
 	} st;
 	struct master *m;
+	struct master_http http; /* what the HTTP handler reads (http_master.h) */
 } S;
 
 /* Every flag but --config, --log-level, --help and the peer limits,
@@ -103,7 +106,8 @@ static void step_master(struct server *s)
 /* The signal handlers go first: a second signal while closing has its
  * default effect. The RPC server stops before the master (its handlers use
  * it), the port after it (the catalog tablet leaves it first). */
-static const server_step_fn close_steps[] = {server_step_signals, server_step_rpc, step_master,
+static const server_step_fn close_steps[] = {server_step_signals, server_step_http,
+					     server_step_lag, server_step_rpc, step_master,
 					     server_step_listener};
 
 static void on_fatal(void *arg, const char *why)
@@ -152,6 +156,7 @@ int main(int argc, char **argv)
 
 	if (server_open(&S.proc, close_steps, sizeof close_steps / sizeof close_steps[0]) != 0)
 		return 1;
+	server_lag_start(&S.proc, o.election_ms);
 	if (server_listen(&S.proc, S.proc.address) != 0) {
 		server_fail(&S.proc);
 		return server_run(&S.proc);
@@ -162,7 +167,12 @@ int main(int argc, char **argv)
 		LOG_ERROR(PROG ": %s", errmsg);
 		server_fail(&S.proc);
 	} else {
-		server_ready(&S.proc, NULL, master_address(S.m));
+		S.http = (struct master_http){.proc = &S.proc, .m = &S.m};
+		if (server_http_open(&S.proc, master_address(S.m), SERVER_HTTP_PORT_MASTER,
+				     master_http_handle, &S.http) != 0)
+			server_fail(&S.proc);
+		else
+			server_ready(&S.proc, NULL, master_address(S.m));
 	}
 	return server_run(&S.proc);
 }

@@ -89,6 +89,7 @@
 #include <raft.h>
 #include <uv.h>
 
+#include "common/lathist.h"
 #include "docraft/error.h"
 #include "docdb/store.h"
 #include "tablet/entry.h"
@@ -266,6 +267,7 @@ struct tablet_write {
 	/* private */
 	struct tablet_write *next_;
 	struct tablet_write *dups_; /* retries waiting for this request */
+	uint64_t start_ns_;         /* uv_hrtime() at tablet_write (write_latency) */
 	int status_;
 	uint64_t ht_;
 };
@@ -292,6 +294,7 @@ struct tablet_read {
 	/* private */
 	struct tablet_read *next_;
 	bool lease_;     /* answered under the lease */
+	uint64_t start_ns_; /* uv_hrtime() at tablet_read (read_latency) */
 	uint64_t epoch_; /* ... of this leadership */
 };
 
@@ -357,6 +360,16 @@ struct tablet_status {
 	uint64_t recoveries;      /* times it recovered from FAILED (tablet_recover.c) */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED; after a recovery, why it last
 					   * failed ("" if it never did) */
+	/* For /metrics (docs/operations.md). */
+	uint64_t commit_index;    /* highest entry this replica knows committed */
+	uint64_t elections_won;   /* times this replica became leader */
+	uint64_t leader_changes;  /* times it became or stopped being leader */
+	uint64_t pending_writes;  /* writes queued or in flight, not answered, now */
+	uint64_t pending_reads;   /* reads waiting for a barrier, now */
+	uint64_t retry_records;   /* (client, seq) pairs in the retry table, now */
+	uint64_t guard_dropped;   /* Raft messages the message guard dropped (raft/rio.h) */
+	struct lathist write_latency; /* acknowledged writes: tablet_write to the answer */
+	struct lathist read_latency;  /* reads: tablet_read to the answer */
 };
 
 void tablet_get_status(struct tablet *t, struct tablet_status *st);

@@ -93,6 +93,7 @@ bool tablet_membership_follow(struct tablet *t)
 			t->epoch++;
 			tablet_read_lease_drop(t);
 			t->role = TABLET_LEADER_NOT_READY;
+			t->st.elections_won++;
 			TLOG(LOG_LVL_INFO, t, "became leader");
 		}
 		if (t->role == TABLET_LEADER_NOT_READY)

@@ -13,7 +13,8 @@
  * the port and its RPC server, the ready line, the close chain, exit
  * codes) is server/skeleton.h; this file holds what is the tserver's: its
  * flag table, DIR/uuid, the parts it opens and closes, the drain of its
- * leaderships on a signal, the loop-lag probe and its replica capacity.
+ * leaderships on a signal and its replica capacity. The loop-lag probe is
+ * the skeleton's (server/web.h).
  *
  * Ready: one line "docraft-tserver <uuid> listening on <address>" on
  * stdout. SIGTERM / SIGINT: every tablet it leads transfers its leadership
@@ -41,8 +42,10 @@
 #include "server/config.h"
 #include "server/placement_str.h"
 #include "server/skeleton.h"
+#include "server/web.h"
 #include "tablet/diskspace.h"
 #include "tserver/heartbeat.h"
+#include "tserver/http_tserver.h"
 #include "tserver/logmode.h"
 #include "tserver/manager.h"
 #include "tserver/redis_front.h" /* issue 17 */
@@ -76,9 +79,6 @@ struct config {
 	char placement[PLACEMENT_STR_MAX + 1]; /* --placement cloud.region.zone ("": none) */
 };
 
-#define LAG_PERIOD_MS 100
-#define LAG_WARN_MS 100
-#define LAG_DEBUG_MS 10
 
 static struct {
 	struct server proc;     /* loop, signals, the port and its RPC server (skeleton.h) */
@@ -97,14 +97,14 @@ static struct {
 	bool disk_on;
 	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
+	struct tserver_http http; /* what the HTTP handler reads (http_tserver.h) */
+	bool serving;             /* started and not draining (/readyz) */
 	/* issue 17: the Redis protocol port (--redis-address) */
 	struct tserver_redis redis;
 	bool redis_on;
 	char redis_address[TSERVER_REDIS_ADDRESS_MAX];
 
 	uv_timer_t drain_timer;
-	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
-	uint64_t lag_due_ns;  /* uv_hrtime() at which lag_cb should run */
 	bool handles_on;
 	bool stopping, draining;
 	uint64_t drain_deadline;
@@ -417,14 +417,14 @@ static void step_handles(struct server *s)
 	if (S.handles_on) {
 		S.handles_on = false;
 		uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
-		uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
 	}
+	server_step_lag(s);
 	server_step_signals(s);
 	close_disk();
 }
 
 static const server_step_fn close_steps[] = {
-	step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
+	server_step_http, step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
 	step_copy, server_step_listener, step_handles,
 };
 
@@ -566,31 +566,10 @@ static void on_signal(struct server *s, int signum)
 	}
 	S.stopping = true;
 	S.draining = true;
+	S.serving = false;
 	S.drain_deadline = uv_now(&S.proc.loop) + S.cfg.shutdown_transfer_ms;
 	LOG_INFO(PROG " %s: signal %d: handing over leaderships, then stopping", S.uuid, signum);
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
-}
-
-/* ---- loop lag ------------------------------------------------------------------------ */
-
-/* Every LAG_PERIOD_MS the probe compares when it runs with when it was due:
- * the difference is how long the loop thread was busy with something else
- * (a handler, a RocksDB call, a stall). Everything of every tablet runs on
- * this thread, so a lag near the election timeout costs leaderships; it is
- * logged (WARN from LAG_WARN_MS, DEBUG from LAG_DEBUG_MS). */
-static void lag_cb(uv_timer_t *t)
-{
-	uint64_t now = uv_hrtime();
-	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
-
-	(void)t;
-	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
-	if (lag_ms >= LAG_WARN_MS)
-		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
-			 "late; election timeout %u ms)",
-			 lag_ms, S.cfg.election_ms);
-	else if (lag_ms >= LAG_DEBUG_MS)
-		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
 }
 
 /* ---- process limits ------------------------------------------------------------------ */
@@ -797,6 +776,12 @@ static int start(void)
 		}
 		S.hb_on = true;
 	}
+	S.http = (struct tserver_http){.proc = &S.proc, .uuid = S.uuid, .m = &S.m, .m_on = &S.m_on,
+				       .env = &S.env, .copy = &S.copy, .copy_on = &S.copy_on,
+				       .log = &S.log, .ready = &S.serving};
+	if (server_http_open(&S.proc, address, SERVER_HTTP_PORT_TSERVER, tserver_http_handle,
+			     &S.http) != 0)
+		return -1;
 	return 0;
 }
 
@@ -817,10 +802,7 @@ int main(int argc, char **argv)
 		return 1;
 	S.proc.on_signal = on_signal;
 	uv_timer_init(&S.proc.loop, &S.drain_timer);
-	uv_timer_init(&S.proc.loop, &S.lag_timer);
-	S.lag_due_ns = uv_hrtime() + LAG_PERIOD_MS * 1000000;
-	uv_timer_start(&S.lag_timer, lag_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
-	uv_unref((uv_handle_t *)&S.lag_timer);
+	server_lag_start(&S.proc, S.cfg.election_ms);
 	S.handles_on = true;
 
 	if (start() != 0) {
@@ -830,6 +812,7 @@ int main(int argc, char **argv)
 		LOG_INFO(PROG " %s: serving at %s, data in %s, %s", S.uuid,
 			 listener_address(S.proc.l), S.proc.data,
 			 S.n_masters > 0 ? "heartbeating the masters" : "standalone");
+		S.serving = true;
 		server_ready(&S.proc, S.uuid, listener_address(S.proc.l));
 	}
 	rv = server_run(&S.proc);

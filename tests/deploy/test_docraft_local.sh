@@ -322,12 +322,36 @@ p1_destroy() {
 	done
 }
 
+# Each node's HTTP address (env) answers /metrics with its families, and the
+# scrape configuration names them all (and passes promtool when installed).
+p1_http() {
+	local a f=$WORK/prometheus.yml
+	eval "$(tool env)"
+	[ -n "${MASTERS_HTTP:-}" ] && [ -n "${TSERVERS_HTTP:-}" ] || fail "env lacks MASTERS_HTTP / TSERVERS_HTTP"
+	for a in ${MASTERS_HTTP//,/ } ${TSERVERS_HTTP//,/ }; do
+		python3 -c 'import sys, urllib.request
+body = urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode()
+assert "docraft_build_info" in body, body[:500]' "$a" || fail "no /metrics at $a"
+	done
+	tool prometheus-config >"$f" || fail "prometheus-config failed"
+	cat "$f"
+	for a in ${MASTERS_HTTP//,/ } ${TSERVERS_HTTP//,/ }; do
+		grep -q "'$a'" "$f" || fail "$a not in the scrape configuration"
+	done
+	if [ -x /usr/bin/promtool ]; then
+		promtool check config "$f" || fail "promtool check config rejects it"
+	else
+		echo "promtool absent (Debian package prometheus): configuration not checked"
+	fi
+}
+
 part1() {
 	if ! step "create 1 master + 3 tservers, RF 3 (--skewable)" p1_create; then
 		return
 	fi
 	step "status shows every node up and live" p1_status_all_up
 	step "create a table, write and read rows through the docraft CLI" p1_cql
+	step "every node serves /metrics at its HTTP address; prometheus-config" p1_http
 	step "kill t2: status works and shows t2 down" p1_kill_t2
 	step "a write succeeds with t2 down" p1_write_after_kill
 	step "pause t3 shows paused, resume shows up" p1_pause_resume

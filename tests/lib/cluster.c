@@ -198,6 +198,38 @@ bool all_tservers_live(void *live)
 	return n >= C.nt;
 }
 
+/* Sets flag a to b in args (NULL-terminated, cap slots): replaced if
+ * there, else appended. */
+static void set_arg(const char **args, size_t cap, const char *a, const char *b)
+{
+	size_t n = 0;
+	while (n < cap && args[n] != NULL) {
+		if (strcmp(args[n], a) == 0 && n + 1 < cap && args[n + 1] != NULL) {
+			args[n + 1] = b;
+			return;
+		}
+		n++;
+	}
+	CHECK_MSG(n + 2 < cap, "no room for %s in the extra flags", a);
+	args[n] = a;
+	args[n + 1] = b;
+	args[n + 2] = NULL;
+}
+
+void cluster_use_http(void)
+{
+	int pm = proc_free_port(1, -1), pt = proc_free_port(CLUSTER_MAX_TSERVERS, pm);
+
+	CHECK_MSG(pm > 0 && pt > 0, "no free ports for HTTP");
+	snprintf(C.mhttp, sizeof C.mhttp, "127.0.0.1:%d", pm);
+	snprintf(C.http_flag, sizeof C.http_flag, ":%d", pt);
+	C.http_port = pt;
+	set_arg(C.master_args, sizeof C.master_args / sizeof C.master_args[0],
+		    "--http-address", C.mhttp);
+	set_arg(C.tserver_args, sizeof C.tserver_args / sizeof C.tserver_args[0],
+		    "--http-address", C.http_flag);
+}
+
 void cluster_start(const char *tag, int nt)
 {
 	cluster_start_masters(tag, nt, 1);
@@ -245,6 +277,8 @@ void cluster_start_masters(const char *tag, int nt, int nm)
 		snprintf(s->addr, sizeof s->addr, "127.0.0.%d:%d", k + 1, pt);
 		snprintf(s->dir, sizeof s->dir, "%s/ts%d", C.base, k + 1);
 		snprintf(s->log, sizeof s->log, "%s/ts%d.log", C.base, k + 1);
+		if (C.http_port > 0)
+			snprintf(s->http, sizeof s->http, "127.0.0.%d:%d", k + 1, C.http_port);
 		tserver_start(k);
 	}
 	int live = 0;

@@ -35,6 +35,7 @@ struct server {
 	char addr[32];
 	char dir[300];
 	char log[320];
+	char http[32]; /* its HTTP address after cluster_use_http, else "" */
 	bool up;
 };
 
@@ -62,6 +63,10 @@ struct cluster {
 	const char *tserver_args[9];
 	/* Extra flags of master_start, the same way. */
 	const char *master_args[5];
+	/* cluster_use_http: the master's HTTP address, the tservers' port. */
+	char mhttp[32];
+	char http_flag[16];
+	int http_port;
 };
 
 extern struct cluster C;
@@ -86,6 +91,12 @@ static inline void cluster_up(const char *tag)
 {
 	cluster_start(tag, NT);
 }
+
+/* Before cluster_start: every server of the next cluster gets an HTTP
+ * server on free ports (--http-address, appended to C.master_args and
+ * C.tserver_args): the master at C.mhttp, tserver k at C.t[k].http (set by
+ * cluster_start). Fails the case when no ports are free. */
+void cluster_use_http(void);
 
 /* Closes C.client, stops every server still up (SIGTERM, then SIGKILL after
  * a bound) and removes the temp dir. */

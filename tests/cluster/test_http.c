@@ -1,0 +1,348 @@
+/* The HTTP endpoints of real servers (issue 16): a docraft-master and three
+ * docraft-tservers (../lib/cluster.h) with --http-address on free ports, a
+ * table kv of 3 tablets, RF 3.
+ *
+ * Case metrics_and_api, one cluster:
+ *   metrics_pass_promtool   every server's /metrics is valid for Debian's
+ *                           `promtool check metrics` (skipped with a note
+ *                           when promtool is absent; the CI installs it)
+ *   counters_move           60 writes: docraft_tablet_writes_total and the
+ *                           write latency histogram's count grow by 60
+ *                           over the cluster (counted on the leaders only),
+ *                           the RPC requests by at least that, elections
+ *                           won are counted, every replica's applied index advances
+ *                           to the leaders' commit index, the master counts
+ *                           the RPCs and the tablets healthy
+ *   health_and_json         /healthz, /readyz, /api/v1/cluster and
+ *                           /api/v1/tablets (checked by python3's json)
+ * Case pages_in_chromium, a cluster of its own:
+ *   pages_in_chromium       tserver 3 killed (SIGKILL): headless chromium
+ *                           renders the master's overview with it down and
+ *                           the table's tablet map with every tablet and
+ *                           its replicas on it down (skipped with a note
+ *                           when chromium is absent)
+ *
+ * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "httpget.h"
+#include "test.h"
+
+#include "cluster.h"
+
+#define NTAB 3
+#define NWRITES 60
+
+static struct tablet tabs[NTAB];
+
+static char *get(const char *addr, const char *path)
+{
+	char *body = NULL;
+	int st = http_get(addr, path, &body, 10000);
+	CHECK_MSG(st == 200 && body != NULL, "GET http://%s%s: status %d", addr, path, st);
+	return body;
+}
+
+static void up(void)
+{
+	cluster_use_http();
+	cluster_up("http");
+	CHECK_MSG(CLI(30000, "--tablets", "3", "-e",
+		      "CREATE TABLE kv (k text PRIMARY KEY, v bigint);") == 0,
+		  "create: %s", C.out);
+	tablets_with_leaders("kv", tabs, NTAB, NTAB, 20000);
+}
+
+static bool promtool_ok(const char *text)
+{
+	FILE *p = popen("/usr/bin/promtool check metrics >/dev/null 2>&1", "w");
+	if (p == NULL)
+		return false;
+	fwrite(text, 1, strlen(text), p);
+	return pclose(p) == 0;
+}
+
+static void metrics_pass_promtool(void)
+{
+	char *body;
+
+	/* Every server's loop-lag probe has run (every 100 ms). */
+	body = get(C.mhttp, "/metrics");
+	CHECK_MSG(strstr(body, "docraft_loop_lag_seconds_count ") != NULL, "%.2000s", body);
+	free(body);
+	for (int k = 0; k < NT; k++) {
+		body = get(C.t[k].http, "/metrics");
+		CHECK(strstr(body, "docraft_loop_lag_seconds_count ") != NULL);
+		free(body);
+	}
+	if (access("/usr/bin/promtool", X_OK) != 0) {
+		test_note("SKIP: /usr/bin/promtool absent (Debian package prometheus)");
+		return;
+	}
+	body = get(C.mhttp, "/metrics");
+	CHECK(strstr(body, "docraft_master_tablets 3\n") != NULL);
+	CHECK_MSG(promtool_ok(body), "promtool rejects the master's /metrics:\n%.4000s", body);
+	free(body);
+	for (int k = 0; k < NT; k++) {
+		body = get(C.t[k].http, "/metrics");
+		CHECK(strstr(body, "docraft_tablet_applied_index{") != NULL);
+		CHECK_MSG(promtool_ok(body), "promtool rejects tserver %d's /metrics:\n%.4000s",
+			  k + 1, body);
+		free(body);
+	}
+}
+
+static double sum_all(const char *name, const char *tablet, int *count)
+{
+	char lab[512];
+	const char *has[1] = {lab};
+	double sum = 0;
+	int n = 0, c;
+
+	snprintf(lab, sizeof lab, "tablet=\"%s\"", tablet != NULL ? tablet : "");
+	for (int k = 0; k < NT; k++) {
+		char *body = get(C.t[k].http, "/metrics");
+		sum += metric_sum(body, name, has, tablet != NULL ? 1 : 0, &c);
+		n += c;
+		free(body);
+	}
+	if (count != NULL)
+		*count = n;
+	return sum;
+}
+
+/* Every replica of tablet tabs[i] (3 of them) has applied at least want. */
+struct applied_want {
+	int i;
+	double want;
+};
+
+static bool all_applied(void *arg)
+{
+	struct applied_want *w = arg;
+	char lab[512];
+	const char *has[1] = {lab};
+	int ok = 0, c;
+
+	snprintf(lab, sizeof lab, "tablet=\"%s\"", tabs[w->i].id);
+	for (int k = 0; k < NT; k++) {
+		char *body = NULL;
+		if (http_get(C.t[k].http, "/metrics", &body, 5000) == 200 && body != NULL &&
+		    metric_sum(body, "docraft_tablet_applied_index", has, 1, &c) >= w->want &&
+		    c == 1)
+			ok++;
+		free(body);
+	}
+	return ok == NT;
+}
+
+static void counters_move(void)
+{
+	static char stmts[NWRITES * 80];
+	double writes0, writes1, lat0, lat1, rpc0, applied0[NTAB], commit;
+	size_t n = 0;
+	char *body;
+
+	writes0 = sum_all("docraft_tablet_writes_total", NULL, NULL);
+	lat0 = sum_all("docraft_tablet_write_latency_seconds_count", NULL, NULL);
+	rpc0 = sum_all("docraft_rpc_requests_total", NULL, NULL);
+	for (int i = 0; i < NTAB; i++)
+		applied0[i] = sum_all("docraft_tablet_applied_index", tabs[i].id, NULL);
+	for (int i = 0; i < NWRITES; i++)
+		n += (size_t)snprintf(stmts + n, sizeof stmts - n,
+				      "INSERT INTO kv (k, v) VALUES ('key%d', %d);", i, i);
+	CHECK_MSG(CLI(60000, "-e", stmts) == 0, "writes: %s", C.out);
+	writes1 = sum_all("docraft_tablet_writes_total", NULL, NULL);
+	test_note("docraft_tablet_writes_total over the cluster: %.0f -> %.0f", writes0, writes1);
+	/* Counted once per write, by the leader that proposed it: followers
+	 * would triple it. */
+	CHECK_MSG(writes1 - writes0 >= NWRITES && writes1 - writes0 < 2 * NWRITES,
+		  "writes_total grew by %.0f for %d writes", writes1 - writes0, NWRITES);
+	/* Each acknowledged write has its latency recorded once (on the
+	 * leader), and went through the RPC port as one request at least. */
+	lat1 = sum_all("docraft_tablet_write_latency_seconds_count", NULL, NULL);
+	CHECK_MSG(lat1 - lat0 >= NWRITES && lat1 - lat0 < 2 * NWRITES,
+		  "write latency count grew by %.0f for %d writes", lat1 - lat0, NWRITES);
+	CHECK_MSG(sum_all("docraft_rpc_requests_total", NULL, NULL) - rpc0 >= NWRITES,
+		  "RPC requests did not grow by %d", NWRITES);
+	CHECK_MSG(sum_all("docraft_tablet_elections_won_total", NULL, NULL) >= NTAB,
+		  "fewer elections won than tablets");
+	for (int i = 0; i < NTAB; i++) {
+		struct applied_want w = {i, 0};
+		char lab[512];
+		const char *has[2] = {lab, "role=\"leader\""};
+		int c = 0;
+		/* The leader's commit index, then every replica up to it. */
+		commit = 0;
+		snprintf(lab, sizeof lab, "tablet=\"%s\"", tabs[i].id);
+		for (int k = 0; k < NT; k++) {
+			char *b = get(C.t[k].http, "/metrics");
+			int lead = 0;
+			metric_sum(b, "docraft_tablet_role", has, 2, &lead);
+			if (lead == 1) {
+				commit = metric_sum(b, "docraft_tablet_commit_index", has, 1, &c);
+			}
+			free(b);
+		}
+		CHECK_MSG(commit > 0, "no leader reports tablet %s", tabs[i].id);
+		w.want = commit;
+		CHECK_MSG(wait_for(all_applied, &w, 15000),
+			  "tablet %s: not every replica applied up to %.0f", tabs[i].id, commit);
+		CHECK_MSG(commit * NT > applied0[i], "tablet %s: applied index did not advance",
+			  tabs[i].id);
+	}
+	body = get(C.mhttp, "/metrics");
+	{
+		const char *has[1] = {"method=\"MASTER_HEARTBEAT\""};
+		int c;
+		CHECK(metric_sum(body, "docraft_rpc_requests_total", has, 1, &c) > 0 && c == 1);
+		CHECK(metric_sum(body, "docraft_rpc_latency_seconds_count", has, 1, &c) > 0);
+	}
+	CHECK(strstr(body, "docraft_master_tablets_leaderless 0\n") != NULL);
+	CHECK(strstr(body, "docraft_master_tablets_under_replicated 0\n") != NULL);
+	CHECK(strstr(body, "docraft_master_tservers{state=\"live\"} 3\n") != NULL);
+	free(body);
+}
+
+/* Runs python3 on json with a check script: exit 0 when it holds. */
+static bool json_holds(const char *json, const char *script)
+{
+	char path[320], cmd[4800];
+	FILE *f;
+	int rv;
+
+	snprintf(path, sizeof path, "%s/api.json", C.base);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return false;
+	fputs(json, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import json,sys\nd=json.load(open(\"%s\"))\n%s' 1>&2",
+		 path, script);
+	rv = system(cmd);
+	return rv == 0;
+}
+
+static void health_and_json(void)
+{
+	char *body;
+
+	CHECK_EQ_INT(http_get(C.mhttp, "/healthz", NULL, 5000), 200);
+	CHECK_EQ_INT(http_get(C.mhttp, "/readyz", NULL, 5000), 200);
+	CHECK_EQ_INT(http_get(C.mhttp, "/no/such/page", NULL, 5000), 404);
+	CHECK_EQ_INT(http_get(C.mhttp, "/table?name=nosuch", NULL, 5000), 404);
+	body = get(C.mhttp, "/api/v1/cluster");
+	CHECK_MSG(json_holds(body, "assert d[\"leader\"]\n"
+				   "assert len(d[\"tservers\"]) == 3, d\n"
+				   "assert all(t[\"live\"] for t in d[\"tservers\"]), d\n"
+				   "assert sum(t[\"replicas\"] for t in d[\"tservers\"]) == 9, d\n"
+				   "assert [t[\"name\"] for t in d[\"tables\"]] == [\"kv\"], d\n"
+				   "ts = [t for t in d[\"tablets\"] if t[\"table\"] == \"kv\"]\n"
+				   "assert len(ts) == 3, d\n"
+				   "assert all(t[\"health\"] == \"ok\" for t in ts), d\n"
+				   "assert all(len(t[\"replicas\"]) == 3 for t in ts), d\n"
+				   "assert ts[0][\"partition\"][0] == 0 and ts[-1][\"partition\"][1] == 65536\n"),
+		  "master JSON: %.2000s", body);
+	free(body);
+	for (int k = 0; k < NT; k++) {
+		CHECK_EQ_INT(http_get(C.t[k].http, "/healthz", NULL, 5000), 200);
+		CHECK_EQ_INT(http_get(C.t[k].http, "/readyz", NULL, 5000), 200);
+		body = get(C.t[k].http, "/api/v1/tablets");
+		CHECK_MSG(json_holds(body, "assert d[\"ready\"]\n"
+					   "ts = [t for t in d[\"tablets\"] if t[\"table\"] == \"kv\"]\n"
+					   "assert len(ts) == 3, d\n"
+					   "assert all(t[\"state\"] == \"open\" for t in ts), d\n"
+					   "assert all(t[\"applied_index\"] > 0 for t in ts), d\n"),
+			  "tserver %d JSON: %.2000s", k + 1, body);
+		free(body);
+	}
+}
+
+static bool ts3_down(void *arg)
+{
+	char *body = NULL;
+	bool down = false;
+	(void)arg;
+	if (http_get(C.mhttp, "/metrics", &body, 5000) == 200 && body != NULL)
+		down = strstr(body, "docraft_master_tservers{state=\"dead\"} 1\n") != NULL;
+	free(body);
+	return down;
+}
+
+/* The DOM chromium builds from url, NUL-terminated in out; false if it
+ * could not run. */
+static bool dump_dom(const char *url, char *out, size_t cap)
+{
+	char cmd[1024];
+	size_t n = 0, r;
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd,
+		 "timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+		 "--user-data-dir=%s/chromium --dump-dom '%s' 2>/dev/null",
+		 C.base, url);
+	p = popen(cmd, "r");
+	if (p == NULL)
+		return false;
+	while (n + 1 < cap && (r = fread(out + n, 1, cap - 1 - n, p)) > 0)
+		n += r;
+	out[n] = '\0';
+	return pclose(p) == 0 && n > 0;
+}
+
+TEST(pages_in_chromium)
+{
+	static char dom[1 << 20];
+	char url[128], want[512];
+
+	if (access("/usr/bin/chromium", X_OK) != 0) {
+		test_note("SKIP: /usr/bin/chromium absent (Debian package chromium)");
+		return;
+	}
+	up();
+	proc_signal(&C.t[2].p, SIGKILL);
+	proc_wait(&C.t[2].p, 10000, NULL);
+	C.t[2].up = false;
+	CHECK_MSG(wait_for(ts3_down, NULL, 20000), "the master does not count tserver 3 dead");
+
+	snprintf(url, sizeof url, "http://%s/", C.mhttp);
+	CHECK_MSG(dump_dom(url, dom, sizeof dom), "chromium could not load %s", url);
+	CHECK_MSG(strstr(dom, "<table id=\"tservers\">") != NULL, "%.3000s", dom);
+	snprintf(want, sizeof want, "<td>%s</td><td class=\"down\">down</td>", C.t[2].addr);
+	CHECK_MSG(strstr(dom, want) != NULL, "tserver 3 not shown down:\n%.4000s", dom);
+	for (int k = 0; k < 2; k++) {
+		snprintf(want, sizeof want, "<td>%s</td><td class=\"ok\">live</td>", C.t[k].addr);
+		CHECK_MSG(strstr(dom, want) != NULL, "tserver %d not shown live:\n%.4000s", k + 1,
+			  dom);
+	}
+	CHECK(strstr(dom, "href=\"/table?name=kv\"") != NULL);
+
+	snprintf(url, sizeof url, "http://%s/table?name=kv", C.mhttp);
+	CHECK_MSG(dump_dom(url, dom, sizeof dom), "chromium could not load %s", url);
+	CHECK_MSG(strstr(dom, "id=\"map\"") != NULL, "%.3000s", dom);
+	for (int i = 0; i < NTAB; i++) {
+		snprintf(want, sizeof want, "title=\"%s\"", tabs[i].id);
+		CHECK_MSG(strstr(dom, want) != NULL, "tablet %s not on the map:\n%.4000s",
+			  tabs[i].id, dom);
+	}
+	snprintf(want, sizeof want, "%s (down)", C.t[2].addr);
+	CHECK_MSG(count_substr(dom, want) == NTAB, "tserver 3's replicas not shown down:\n%.4000s",
+		  dom);
+	cluster_down();
+}
+
+/* One cluster for the three (a case's temp dir goes with it). */
+TEST(metrics_and_api)
+{
+	up();
+	metrics_pass_promtool();
+	counters_move();
+	health_and_json();
+	cluster_down();
+}
+
+TEST_MAIN(T(metrics_and_api), T(pages_in_chromium))
