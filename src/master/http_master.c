@@ -19,6 +19,7 @@
 #include "http/metrics.h"
 #include "http/page.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "server/web.h"
 
 enum health { H_OK = 0, H_UNDER, H_LEADERLESS };
@@ -53,13 +54,6 @@ struct view {
 	size_t n_tservers, live_tservers;
 	size_t leaderless, under;
 };
-
-static bool replica_live(const struct master *m, const struct cat_replica *r, uint64_t now)
-{
-	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);
-	return ts != NULL && r->up && r->seen_hb == ts->hb_count &&
-	       catalog_tserver_live(ts, now, m->tserver_timeout_ms);
-}
 
 static void view_take(struct master_http *h, struct view *v)
 {
@@ -101,7 +95,7 @@ static void view_take(struct master_http *h, struct view *v)
 		tv->leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		for (uint32_t k = 0; k < tb->n_replicas; k++) {
 			size_t ix = catalog_tserver_index(&m->cat, tb->replicas[k].uuid);
-			if (replica_live(m, &tb->replicas[k], now))
+			if (moves_replica_live(m, tb, &tb->replicas[k], now))
 				tv->live++;
 			if (ix < v->n_tservers) {
 				v->tservers[ix].replicas++;
@@ -198,15 +192,15 @@ static void serve_metrics(struct master_http *h, const struct view *v, struct bu
 
 /* ---- /api/v1/cluster ------------------------------------------------------------------------- */
 
-static void json_replica(struct buf *b, const struct master *m, const struct cat_replica *r,
-			 const struct cat_replica *leader)
+static void json_replica(struct buf *b, const struct master *m, const struct cat_tablet *tb,
+			 const struct cat_replica *r, const struct cat_replica *leader)
 {
 	buf_printf(b, "{\"raft_id\":%" PRIu64 ",\"uuid\":", r->raft_id);
 	http_json_str(b, r->uuid);
 	buf_printf(b, ",\"address\":");
 	http_json_str(b, r->address);
 	buf_printf(b, ",\"live\":%s,\"leader\":%s}",
-		   replica_live(m, r, master_now_ms(m)) ? "true" : "false",
+		   moves_replica_live(m, tb, r, master_now_ms(m)) ? "true" : "false",
 		   r == leader ? "true" : "false");
 }
 
@@ -259,7 +253,7 @@ static void serve_json(const struct view *v, struct buf *b)
 		for (uint32_t k = 0; k < tv->tb->n_replicas; k++) {
 			if (k)
 				buf_push(b, ',');
-			json_replica(b, m, &tv->tb->replicas[k], tv->leader);
+			json_replica(b, m, tv->tb, &tv->tb->replicas[k], tv->leader);
 		}
 		buf_printf(b, "]}");
 	}
@@ -301,7 +295,7 @@ static void tablet_row(struct buf *b, const struct master *m, const struct table
 	buf_printf(b, "</td><td>");
 	for (uint32_t k = 0; k < tv->tb->n_replicas; k++) {
 		const struct cat_replica *r = &tv->tb->replicas[k];
-		bool live = replica_live(m, r, master_now_ms(m));
+		bool live = moves_replica_live(m, tv->tb, r, master_now_ms(m));
 		buf_printf(b, "%s<span class=\"%s\">", k ? ", " : "", live ? "ok" : "down");
 		http_html(b, r->address);
 		buf_printf(b, "%s</span>", live ? "" : " (down)");

@@ -121,7 +121,7 @@ static bool tserver_failed(const struct master *m, const struct cat_tserver *ts,
 	       now - ts->last_hb_ms > m->failed_after_ms;
 }
 
-bool moves_replica_live(struct master *m, const struct cat_tablet *tb,
+bool moves_replica_live(const struct master *m, const struct cat_tablet *tb,
 			const struct cat_replica *r, uint64_t now)
 {
 	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);

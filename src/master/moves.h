@@ -45,7 +45,7 @@ const char *moves_tserver_state(const struct master *m, const struct cat_tserver
 /* Whether replica r of tb counts as a live voter: not joining, its tserver
  * live and its latest heartbeat listed r as follower or leader, in the term
  * of tb's leader when one is known. */
-bool moves_replica_live(struct master *m, const struct cat_tablet *tb,
+bool moves_replica_live(const struct master *m, const struct cat_tablet *tb,
 			const struct cat_replica *r, uint64_t now);
 /* How many replicas of tb are live voters (TabletLocation.live_replicas). */
 uint32_t moves_live_replicas(struct master *m, const struct cat_tablet *tb, uint64_t now);
