@@ -75,6 +75,7 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "raft/rmux.h"
 #include "raft/rwire.h"
 
 #define RNET_MAX_PENDING_DEFAULT 3   /* sends queued per peer while disconnected */
@@ -124,6 +125,9 @@ struct rnet {
 	struct rnet_server *servers;   /* inbound connections */
 	struct rnet_send *done, *done_tail; /* sends whose callback is due */
 	unsigned n_work;            /* async work in flight */
+	struct rmux *mux;           /* rnet_set_mux, or NULL */
+	struct rmux_group *mux_group; /* registered from start to close */
+	unsigned n_mux_sending;     /* sends given to rmux, not completed */
 	struct rnet_stats stats;
 };
 
@@ -145,6 +149,16 @@ void rnet_set_retry_delay(struct rnet *n, unsigned ms);
 /* Sends kept per peer while not connected (at least 1); beyond it the
  * oldest fails with RAFT_NOCONNECTION. Default RNET_MAX_PENDING_DEFAULT. */
 void rnet_set_max_pending(struct rnet *n, unsigned count);
+
+/* Sends through the process's multiplexer (raft/rmux.h) instead of this
+ * group's own connections: from io.start (which registers the tablet with
+ * mux, RAFT_BUSY if it is registered already) to io.close (which
+ * unregisters it). Messages then arrive through mux too; raft_uv-wire
+ * connections for the tablet are still accepted. The send contract above
+ * holds, except that a send to an unreachable peer waits in the link's
+ * queue (RMUX_MAX_QUEUED) instead of max_pending. Before io.start; mux must
+ * outlive n's close. */
+void rnet_set_mux(struct rnet *n, struct rmux *mux);
 
 /* Tablet id for log lines (borrowed: must outlive n), or NULL. */
 void rnet_set_log_id(struct rnet *n, const char *log_id);

@@ -98,6 +98,7 @@ struct listener;
 struct copy_server;
 struct diskspace;
 struct raftlog;
+struct rmux;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -148,6 +149,10 @@ struct tablet_options {
 	 * NULL: a raft_uv instance of the replica's own in dir/raft
 	 * (`--raft-log per-tablet`). */
 	struct raftlog *raft_log;
+	/* With raft_log: the server's Raft multiplexer (raft/rmux.h) the
+	 * replica's messages go through (rnet_set_mux); borrowed, open until
+	 * the tablet's close callback. NULL: rnet's own connections. */
+	struct rmux *raft_mux;
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES; per-tablet only */
 	const struct diskspace *disk;  /* NULL: none; else below its floor the replica

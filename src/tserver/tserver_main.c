@@ -36,6 +36,7 @@
 #include "rpc/rpc.h"
 #include "docdb/store_env.h"
 #include "net/listener.h"
+#include "raft/rmux.h"
 #include "raft/segfill.h"
 #include "raftlog/raftlog.h"
 #include "server/config.h"
@@ -93,6 +94,7 @@ static struct {
 	struct diskspace disk;  /* the data directory's free-space reserve */
 	bool disk_on;
 	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
+	struct rmux *mux;       /* every replica's Raft messages (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
 
 	uv_timer_t drain_timer;
@@ -332,12 +334,24 @@ static void log_closed(struct raftlog *l, void *arg)
 	server_release(&S.proc);
 }
 
-/* The shared Raft log, once every replica is closed (raftlog_close says
- * DOCRAFT_EBUSY while one is attached: then it is left to the exit). */
+static void mux_closed(void *arg)
+{
+	(void)arg;
+	server_release(&S.proc);
+}
+
+/* The shared Raft log and the Raft multiplexer, once every replica is
+ * closed (raftlog_close says DOCRAFT_EBUSY while one is attached: then it
+ * is left to the exit). */
 static void close_log(void)
 {
 	struct raftlog *l = S.log;
 	int rv;
+	if (S.mux != NULL) {
+		server_hold(&S.proc);
+		rmux_close(S.mux, mux_closed, NULL);
+		S.mux = NULL;
+	}
 	if (l == NULL)
 		return;
 	S.log = NULL;
@@ -657,6 +671,10 @@ static int open_log(void)
 		LOG_ERROR(PROG ": the shared Raft log %s: %s", dir, errmsg);
 		return -1;
 	}
+	if (rmux_open(&S.proc.loop, S.proc.l, &S.mux, errmsg) != 0) {
+		LOG_ERROR(PROG ": the Raft multiplexer: %s", errmsg);
+		return -1;
+	}
 	raftlog_stats(S.log, &st);
 	LOG_INFO(PROG ": shared Raft log %s opened in %" PRIu64 " ms: %" PRIu64 " groups, %"
 		 PRIu64 " segments, %" PRIu64 " MiB (%" PRIu64 " MiB live)", dir,
@@ -730,6 +748,7 @@ static int start(void)
 	mo.raft_log_memory_bytes = (uint64_t)S.cfg.raft_log_memory_mb << 20;
 	mo.disk = &S.disk;
 	mo.raft_log = S.log;
+	mo.raft_mux = S.mux;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = !S.cfg.lease_given ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								 : S.cfg.lease_ms;
