@@ -7,7 +7,7 @@
  * it (TiKV batches Raft messages per store, CockroachDB's RaftTransport has
  * one stream per node pair) a process has one link per peer address; every
  * message queued for it during one loop turn, whatever its group, goes out
- * in one uv_write (a buffer vector) from a prepare or check hook, tagged
+ * in one uv_write (a buffer vector) from an idle or check hook, tagged
  * with the sender's small group number (rmuxwire.h), and the receiving
  * process demultiplexes each frame to the group registered for its tablet.
  *
