@@ -186,6 +186,7 @@ int rmuxwire_decoder_feed(struct rmuxwire_decoder *d, const uint8_t *p, size_t n
 		*used = off;
 		if (rv != 0)
 			return rv;
+		*group = d->group;
 		next_frame(d);
 		return RMUXWIRE_OPENED;
 	}

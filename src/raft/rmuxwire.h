@@ -76,7 +76,7 @@ struct rmuxwire_decoder {
 /* Results of rmuxwire_decoder_feed / _advance besides error codes. */
 #define RMUXWIRE_MORE 0    /* all bytes taken, nothing complete yet */
 #define RMUXWIRE_MESSAGE 1 /* *group and *m hold a message (rwire.h's ownership) */
-#define RMUXWIRE_OPENED 2  /* *open holds an OPEN frame */
+#define RMUXWIRE_OPENED 2  /* *open (and *group) hold an OPEN frame */
 
 /* Sets up d for a new connection; limit as rwire_decoder_init. */
 void rmuxwire_decoder_init(struct rmuxwire_decoder *d, uint64_t limit);
