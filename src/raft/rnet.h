@@ -61,6 +61,12 @@
  * on the network is asserted on. A received message's buffers belong to the
  * recv callback (raft's layout, rwire.h).
  *
+ * Multiplexed (rnet_set_mux, the tserver's shared-log mode): sends go to
+ * the process's rmux (raft/rmux.h), one connection per peer server for
+ * every group, and messages arrive from it; the transport still accepts
+ * raft_uv-wire connections for the tablet (kind RAFT on the one port;
+ * rmux connections are kind RMUX), so both wires coexist on a server.
+ *
  * Ownership and threading: the caller owns struct rnet and the transport,
  * both at the same address until the close callback (or rnet_release when
  * start never ran). Everything runs on the loop's thread. Return codes are

@@ -40,6 +40,7 @@
 #include "raftlog/raftlog.h"
 #include "loop.h"
 #include "rawclient.h"
+#include "sendrecv.h"
 #include "seqfsm.h"
 #include "test.h"
 
@@ -80,34 +81,20 @@ static void srv_close(uv_loop_t *loop, struct srv *s)
 
 /* ---- (a) rnet endpoints on a server's rmux ---- */
 
-#define MAX_GOT 64
-
 struct ep {
 	struct raft_uv_transport t;
 	struct rnet n;
 	raft_id id;
 	char address[64];
-	int n_got;
-	struct raft_message got[MAX_GOT];
-	char got_from[MAX_GOT][64];
+	struct inbox in;
 	bool closed;
 	uint64_t close_seq;
 };
 
-static uint64_t cb_seq;
-
 static void ep_recv(struct raft_io *io, struct raft_message *m)
 {
 	struct ep *e = io->data;
-
-	if (e->n_got == MAX_GOT) {
-		rwire_message_free(m);
-		return;
-	}
-	snprintf(e->got_from[e->n_got], sizeof e->got_from[0], "%s", m->server_address);
-	e->got[e->n_got] = *m;
-	e->got[e->n_got].server_address = e->got_from[e->n_got];
-	e->n_got++;
+	inbox_put(&e->in, m);
 }
 
 static void ep_tick(struct raft_io *io)
@@ -148,23 +135,7 @@ static void ep_finish_close(uv_loop_t *loop, struct ep *e)
 	CHECK(loop_run_until(loop, loop_flag_is_set, &e->closed, 10000));
 	rnet_release(&e->n);
 	transport_close(&e->t);
-	for (int i = 0; i < e->n_got; i++)
-		rwire_message_free(&e->got[i]);
-}
-
-struct sent {
-	struct raft_io_send req;
-	int status;
-	int n_calls;
-	uint64_t seq;
-};
-
-static void sent_cb(struct raft_io_send *req, int status)
-{
-	struct sent *s = req->data;
-	s->status = status;
-	s->n_calls++;
-	s->seq = ++cb_seq;
+	inbox_free(&e->in);
 }
 
 /* A TimeoutNow whose term numbers the message. */
@@ -176,8 +147,7 @@ static int send_tn(struct ep *from, struct ep *to, uint64_t term, struct sent *s
 	m.timeout_now = (struct raft_timeout_now){term, 5, 6};
 	m.server_id = to->id;
 	m.server_address = to->address;
-	memset(s, 0, sizeof *s);
-	s->req.data = s;
+	sent_reset(s);
 	return from->n.io.send(&from->n.io, &s->req, &m, sent_cb);
 }
 
@@ -193,21 +163,7 @@ static bool all_got(void *p)
 {
 	struct all_got *w = p;
 	for (int i = 0; i < w->n_ep; i++)
-		if (w->e[i].n_got < w->n)
-			return false;
-	return true;
-}
-
-struct all_sent {
-	struct sent *s;
-	int n;
-};
-
-static bool all_sent(void *p)
-{
-	struct all_sent *w = p;
-	for (int i = 0; i < w->n; i++)
-		if (w->s[i].n_calls == 0)
+		if (w->e[i].in.n_got < w->n)
 			return false;
 	return true;
 }
@@ -219,7 +175,7 @@ TEST(groups_share_one_connection_in_order)
 	static struct ep ea[N_EP], eb[N_EP];
 	static struct sent s[N_EP * N_MSG];
 	struct all_got wg = {eb, N_EP, N_MSG};
-	struct all_sent ws = {s, N_EP * N_MSG};
+	struct sent_wait ws = {s, N_EP * N_MSG};
 	struct rmux_stats sa, sb;
 
 	log_init();
@@ -241,12 +197,12 @@ TEST(groups_share_one_connection_in_order)
 	CHECK(loop_run_until(&loop, all_got, &wg, 10000));
 	CHECK(loop_run_until(&loop, all_sent, &ws, 10000));
 	for (int g = 0; g < N_EP; g++) {
-		CHECK_EQ_INT(eb[g].n_got, N_MSG);
+		CHECK_EQ_INT(eb[g].in.n_got, N_MSG);
 		for (int k = 0; k < N_MSG; k++) {
-			CHECK_EQ_INT(eb[g].got[k].type, RAFT_IO_TIMEOUT_NOW);
-			CHECK_EQ_U64(eb[g].got[k].timeout_now.term, (uint64_t)k + 1);
-			CHECK_EQ_U64(eb[g].got[k].server_id, 1);
-			CHECK_EQ_STR(eb[g].got[k].server_address, a.address);
+			CHECK_EQ_INT(eb[g].in.got[k].type, RAFT_IO_TIMEOUT_NOW);
+			CHECK_EQ_U64(eb[g].in.got[k].timeout_now.term, (uint64_t)k + 1);
+			CHECK_EQ_U64(eb[g].in.got[k].server_id, 1);
+			CHECK_EQ_STR(eb[g].in.got[k].server_address, a.address);
 		}
 	}
 	for (int i = 0; i < N_EP * N_MSG; i++) {
@@ -267,14 +223,14 @@ TEST(groups_share_one_connection_in_order)
 	/* B answers on its own connection (one per direction). */
 	{
 		struct all_got w1 = {ea, 2, 1};
-		struct all_sent w2 = {s, 2};
+		struct sent_wait w2 = {s, 2};
 		CHECK_OK(send_tn(&eb[0], &ea[0], 100, &s[0]));
 		CHECK_OK(send_tn(&eb[1], &ea[1], 101, &s[1]));
 		CHECK(loop_run_until(&loop, all_got, &w1, 10000));
 		CHECK(loop_run_until(&loop, all_sent, &w2, 10000));
-		CHECK_EQ_U64(ea[1].got[0].timeout_now.term, 101);
-		CHECK_EQ_U64(ea[1].got[0].server_id, 2);
-		CHECK_EQ_STR(ea[1].got[0].server_address, b.address);
+		CHECK_EQ_U64(ea[1].in.got[0].timeout_now.term, 101);
+		CHECK_EQ_U64(ea[1].in.got[0].server_id, 2);
+		CHECK_EQ_STR(ea[1].in.got[0].server_address, b.address);
 	}
 
 	/* Group 0 closes with 5 sends queued (same turn); group 1's 5 go out. */
@@ -293,14 +249,14 @@ TEST(groups_share_one_connection_in_order)
 	}
 	{
 		struct all_got w3 = {&eb[1], 1, N_MSG + 5};
-		struct all_sent w4 = {s + 5, 5};
+		struct sent_wait w4 = {s + 5, 5};
 		CHECK(loop_run_until(&loop, all_got, &w3, 10000));
 		CHECK(loop_run_until(&loop, all_sent, &w4, 10000));
 		for (int k = 0; k < 5; k++) {
 			CHECK_EQ_INT(s[5 + k].status, 0);
-			CHECK_EQ_U64(eb[1].got[N_MSG + k].timeout_now.term, 1000 + (uint64_t)k);
+			CHECK_EQ_U64(eb[1].in.got[N_MSG + k].timeout_now.term, 1000 + (uint64_t)k);
 		}
-		CHECK_EQ_INT(eb[0].n_got, N_MSG);
+		CHECK_EQ_INT(eb[0].in.n_got, N_MSG);
 	}
 	/* A send after the close is refused at once. */
 	CHECK_EQ_INT(send_tn(&ea[0], &eb[0], 1, &s[0]), RAFT_CANCELED);
@@ -327,7 +283,7 @@ TEST(unreachable_peer_fails_sends_then_recovers)
 	static struct srv a, b;
 	static struct ep ea, eb;
 	static struct sent s[4];
-	struct all_sent ws = {s, 2};
+	struct sent_wait ws = {s, 2};
 	struct rmux_stats st;
 	char bind[64];
 
@@ -354,8 +310,8 @@ TEST(unreachable_peer_fails_sends_then_recovers)
 	/* The peer comes back on the same address: a new group there. */
 	srv_open(&loop, &b, bind);
 	ep_open(&loop, &b, &eb, 2, "t");
-	for (int i = 0; i < 50 && eb.n_got == 0; i++) {
-		struct all_sent w1 = {&s[2], 1};
+	for (int i = 0; i < 50 && eb.in.n_got == 0; i++) {
+		struct sent_wait w1 = {&s[2], 1};
 		struct all_got wg = {&eb, 1, 1};
 		CHECK_OK(send_tn(&ea, &eb, 3, &s[2]));
 		CHECK(loop_run_until(&loop, all_sent, &w1, 10000));
@@ -364,8 +320,8 @@ TEST(unreachable_peer_fails_sends_then_recovers)
 		else
 			loop_run_until(&loop, all_got, &wg, 300);
 	}
-	CHECK_EQ_INT(eb.n_got, 1);
-	CHECK_EQ_U64(eb.got[0].timeout_now.term, 3);
+	CHECK_EQ_INT(eb.in.n_got, 1);
+	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 3);
 	ep_start_close(&ea);
 	ep_finish_close(&loop, &ea);
 	ep_start_close(&eb);
@@ -429,7 +385,7 @@ struct got_n {
 static bool got_n(void *p)
 {
 	struct got_n *w = p;
-	return w->e->n_got >= w->n;
+	return w->e->in.n_got >= w->n;
 }
 
 struct stat_at_least {
@@ -470,9 +426,9 @@ TEST(hostile_frames_close_one_connection)
 		struct got_n w = {&eb, 1};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 	}
-	CHECK_EQ_U64(eb.got[0].timeout_now.term, 9);
-	CHECK_EQ_U64(eb.got[0].server_id, 66);
-	CHECK_EQ_STR(eb.got[0].server_address, "127.0.0.1:6666");
+	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 9);
+	CHECK_EQ_U64(eb.in.got[0].server_id, 66);
+	CHECK_EQ_STR(eb.in.got[0].server_address, "127.0.0.1:6666");
 
 	/* A tablet not here: dropped, counted, the connection lives. */
 	raw_write_open(&r, 8, "nope", 66, "127.0.0.1:6666");
@@ -488,7 +444,7 @@ TEST(hostile_frames_close_one_connection)
 		struct got_n w = {&eb, 2};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 	}
-	CHECK_EQ_U64(eb.got[1].timeout_now.term, 11);
+	CHECK_EQ_U64(eb.in.got[1].timeout_now.term, 11);
 
 	/* The peer check refuses sender 77: dropped, counted, the connection lives. */
 	transport_set_peer_check(&eb.t, refuse_77, NULL);
@@ -505,7 +461,7 @@ TEST(hostile_frames_close_one_connection)
 		struct got_n w = {&eb, 3};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 	}
-	CHECK_EQ_U64(eb.got[2].timeout_now.term, 13);
+	CHECK_EQ_U64(eb.in.got[2].timeout_now.term, 13);
 	CHECK(!r.ended);
 
 	/* A message of a group never opened: closed. */
@@ -558,7 +514,7 @@ TEST(hostile_frames_close_one_connection)
 		struct got_n w = {&eb, 4};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 	}
-	CHECK_EQ_U64(eb.got[3].timeout_now.term, 15);
+	CHECK_EQ_U64(eb.in.got[3].timeout_now.term, 15);
 	client_close(&loop, &r2);
 
 	ep_start_close(&eb);
