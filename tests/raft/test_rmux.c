@@ -7,7 +7,10 @@
  *     fewer writes than messages, every message delivered once, in order
  *     per group, with the sender's id and address; a group that closes
  *     with messages queued gets RAFT_CANCELED for each, before its close
- *     callback, while another group's messages to the same peer arrive.
+ *     callback, while another group's messages to the same peer arrive;
+ *     a peer that cannot be reached fails the sends (RAFT_NOCONNECTION),
+ *     one that hangs up in the middle of a 16 MiB batch fails every send
+ *     of it (RAFT_IOERR), and the link recovers once a peer listens.
  * (b) hostile bytes after an RMUX preamble: a message to a tablet not
  *     registered is dropped (counted) and the connection lives; one the
  *     peer check refuses likewise; a message of a group never opened, an
@@ -322,6 +325,136 @@ TEST(unreachable_peer_fails_sends_then_recovers)
 	}
 	CHECK_EQ_INT(eb.in.n_got, 1);
 	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 3);
+	ep_start_close(&ea);
+	ep_finish_close(&loop, &ea);
+	ep_start_close(&eb);
+	ep_finish_close(&loop, &eb);
+	srv_close(&loop, &a);
+	srv_close(&loop, &b);
+	CHECK_OK(loop_finish(&loop));
+}
+
+/* A peer that hangs up while a batch of 16 MiB is being written (it reads
+ * the first bytes and closes: the kernel resets the connection): every
+ * send of that batch fails with RAFT_IOERR, once; then the real peer
+ * listens on that address and the group's next send arrives. */
+struct hangup {
+	uv_tcp_t server;
+	uv_tcp_t conn;
+	bool accepted, conn_closed, server_closed;
+};
+
+static void hangup_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char sink[64];
+	(void)h;
+	(void)suggested;
+	*buf = uv_buf_init(sink, sizeof sink);
+}
+
+static void hangup_conn_closed(uv_handle_t *h)
+{
+	((struct hangup *)h->data)->conn_closed = true;
+}
+
+static void hangup_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+	(void)buf;
+	if (nread != 0 && !uv_is_closing((uv_handle_t *)st))
+		uv_close((uv_handle_t *)st, hangup_conn_closed); /* unread bytes: RST */
+}
+
+static void hangup_conn_cb(uv_stream_t *server, int status)
+{
+	struct hangup *q = server->data;
+	if (status != 0 || q->accepted)
+		return;
+	uv_tcp_init(server->loop, &q->conn);
+	q->conn.data = q;
+	CHECK_OK(uv_accept(server, (uv_stream_t *)&q->conn));
+	q->accepted = true;
+	uv_read_start((uv_stream_t *)&q->conn, hangup_alloc_cb, hangup_read_cb);
+}
+
+static void hangup_server_closed(uv_handle_t *h)
+{
+	((struct hangup *)h->data)->server_closed = true;
+}
+
+#define BIG (4u << 20)
+
+TEST(connection_breaking_mid_batch_fails_its_sends)
+{
+	uv_loop_t loop;
+	static struct srv a, b;
+	static struct ep ea, eb;
+	static struct hangup q;
+	static struct sent s[5];
+	static uint8_t big[BIG];
+	struct raft_entry e[4];
+	struct raft_message ae = {0};
+	struct sockaddr_in addr;
+	int alen = sizeof addr;
+	struct sent_wait ws = {s, 4};
+	struct rmux_stats st;
+
+	log_init();
+	start_loop(&loop);
+	srv_open(&loop, &a, "127.0.0.1:0");
+	ep_open(&loop, &a, &ea, 1, "t");
+	memset(&q, 0, sizeof q);
+	uv_tcp_init(&loop, &q.server);
+	q.server.data = &q;
+	CHECK_OK(uv_ip4_addr("127.0.0.1", 0, &addr));
+	CHECK_OK(uv_tcp_bind(&q.server, (struct sockaddr *)&addr, 0));
+	CHECK_OK(uv_listen((uv_stream_t *)&q.server, 8, hangup_conn_cb));
+	CHECK_OK(uv_tcp_getsockname(&q.server, (struct sockaddr *)&addr, &alen));
+	memset(&eb, 0, sizeof eb);
+	eb.id = 2;
+	snprintf(eb.address, sizeof eb.address, "127.0.0.1:%d", ntohs(addr.sin_port));
+
+	/* Four AppendEntries of one 4 MiB entry: one batch, far above what
+	 * loopback buffers hold. */
+	memset(e, 0, sizeof e);
+	for (int i = 0; i < 4; i++) {
+		e[i].term = 1;
+		e[i].type = RAFT_COMMAND;
+		e[i].buf = (struct raft_buffer){big, BIG};
+	}
+	ae.type = RAFT_IO_APPEND_ENTRIES;
+	ae.server_id = 2;
+	ae.server_address = eb.address;
+	for (int i = 0; i < 4; i++) {
+		ae.append_entries = (struct raft_append_entries){1, (raft_index)i, 1, 0, &e[i], 1};
+		sent_reset(&s[i]);
+		CHECK_OK(ea.n.io.send(&ea.n.io, &s[i].req, &ae, sent_cb));
+	}
+	CHECK(loop_run_until(&loop, all_sent, &ws, 10000));
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ_INT(s[i].n_calls, 1);
+		CHECK_EQ_INT(s[i].status, RAFT_IOERR);
+	}
+	rmux_get_stats(a.mux, &st);
+	CHECK_EQ_U64(st.write_errors, 4);
+	CHECK_EQ_U64(st.batches, 1);
+
+	/* The real peer takes the address over; the link reconnects. */
+	if (!q.conn_closed)
+		uv_close((uv_handle_t *)&q.conn, hangup_conn_closed);
+	uv_close((uv_handle_t *)&q.server, hangup_server_closed);
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &q.server_closed, 5000));
+	CHECK(loop_run_until(&loop, loop_flag_is_set, &q.conn_closed, 5000));
+	srv_open(&loop, &b, eb.address);
+	ep_open(&loop, &b, &eb, 2, "t");
+	for (int i = 0; i < 50 && eb.in.n_got == 0; i++) {
+		struct sent_wait w1 = {&s[4], 1};
+		struct all_got wg = {&eb, 1, 1};
+		CHECK_OK(send_tn(&ea, &eb, 7, &s[4]));
+		CHECK(loop_run_until(&loop, all_sent, &w1, 10000));
+		loop_run_until(&loop, all_got, &wg, s[4].status == 0 ? 10000 : 300);
+	}
+	CHECK_EQ_INT(eb.in.n_got, 1);
+	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 7);
 	ep_start_close(&ea);
 	ep_finish_close(&loop, &ea);
 	ep_start_close(&eb);
@@ -763,4 +896,5 @@ TEST(raft_groups_over_rmux)
 }
 
 TEST_MAIN(T(groups_share_one_connection_in_order), T(unreachable_peer_fails_sends_then_recovers),
+	  T(connection_breaking_mid_batch_fails_its_sends),
 	  T(hostile_frames_close_one_connection), T(raft_groups_over_rmux))
