@@ -85,7 +85,7 @@ struct conn {
 	uv_tcp_t tcp;
 	uv_connect_t connect;
 	uv_write_t preamble_write;
-	struct rmux_link *link;   /* NULL once the link let go of it */
+	struct rmux_link *link; /* NULL once the link let go of it */
 	uint64_t gen;
 };
 
@@ -94,12 +94,12 @@ struct rmux_link {
 	struct rmux_link *prev, *next;
 	char address[LISTENER_ADDRESS_MAX + 1];
 	struct sockaddr_in addr;
-	struct conn *conn;        /* connecting or connected */
+	struct conn *conn; /* connecting or connected */
 	bool connected;
-	uint64_t gen;             /* connections made */
+	uint64_t gen; /* connections made */
 	uint64_t connected_at;
-	uv_timer_t timer;         /* retry delay */
-	bool waiting;             /* timer running */
+	uv_timer_t timer; /* retry delay */
+	bool waiting;     /* timer running */
 	struct rmux_send *queue, *tail;
 	unsigned n_queued;
 	bool dirty;
@@ -117,8 +117,8 @@ struct batch {
 
 struct slot {
 	uint32_t gno;
-	struct rmux_group *g;     /* referenced, or NULL */
-	uint64_t reg_gen;         /* registry generation g was looked up at */
+	struct rmux_group *g; /* referenced, or NULL */
+	uint64_t reg_gen;     /* registry generation g was looked up at */
 	bool accepted;
 	uint64_t id;
 	char tablet_id[RMUXWIRE_TABLET_ID_MAX + 1];
@@ -133,7 +133,7 @@ struct in {
 	struct rmuxwire_decoder dec;
 	bool direct;
 	bool closing;
-	struct slot **slots;      /* open addressing, power of two */
+	struct slot **slots; /* open addressing, power of two */
 	unsigned cap, n_slots;
 };
 
@@ -153,8 +153,9 @@ struct rmux {
 	uv_check_t check;
 	bool hooks_active;
 	bool closing;
-	unsigned n_handles;       /* handles not closed yet: hooks, link timers,
-				     connections (closing ones too), inbound */
+	/* Handles not closed yet: hooks, link timers, connections (closing
+	 * ones too), inbound connections. */
+	unsigned n_handles;
 	void (*close_cb)(void *);
 	void *close_arg;
 	struct rmux_stats stats;
@@ -494,8 +495,8 @@ static void flush_link(struct rmux_link *k)
 	for (s = k->queue; s != NULL; s = s->next) {
 		if (s->status) {
 			struct rmux_group *g = s->g;
-			size_t len = rmuxwire_open_encode(b->opens + open_off, g->gno,
-							  g->tablet_id, g->id, g->address);
+			size_t len = rmuxwire_open_encode(b->opens + open_off, g->gno, g->tablet_id,
+							  g->id, g->address);
 			ASSERT(len > 0); /* validated by rmux_register */
 			bufs[i++] = uv_buf_init((char *)b->opens + open_off, (unsigned)len);
 			open_off += len;
@@ -956,9 +957,9 @@ void rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg)
 
 void rmux_set_limit(struct rmux *mux, uint64_t bytes)
 {
-	mux->limit = bytes == 0 ? RWIRE_LIMIT_DEFAULT
-		     : bytes > RWIRE_LIMIT_MAX ? RWIRE_LIMIT_MAX
-					       : bytes;
+	if (bytes == 0)
+		bytes = RWIRE_LIMIT_DEFAULT;
+	mux->limit = bytes > RWIRE_LIMIT_MAX ? RWIRE_LIMIT_MAX : bytes;
 }
 
 void rmux_set_retry_delay(struct rmux *mux, unsigned ms)

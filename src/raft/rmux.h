@@ -65,9 +65,9 @@
 
 #include "net/listener.h"
 
-#define RMUX_MAX_QUEUED 4096    /* sends kept per link while it is not connected */
-#define RMUX_RETRY_MS 1000      /* delay before reconnecting a link */
-#define RMUX_MAX_GROUPS 65536   /* groups opened on one inbound connection */
+#define RMUX_MAX_QUEUED 4096  /* sends kept per link while it is not connected */
+#define RMUX_RETRY_MS 1000    /* delay before reconnecting a link */
+#define RMUX_MAX_GROUPS 65536 /* groups opened on one inbound connection */
 
 struct rmux;
 struct rmux_group;
@@ -76,14 +76,14 @@ struct rmux_link;
 /* One message to send: filled by the caller (bufs, n_bufs, bytes, cb);
  * the rest is rmux's. bufs and what they point to live until cb. */
 struct rmux_send {
-	uv_buf_t *bufs;        /* the message in rwire's format: head, payload */
+	uv_buf_t *bufs; /* the message in rwire's format: head, payload */
 	unsigned n_bufs;
-	size_t bytes;          /* total of bufs */
+	size_t bytes; /* total of bufs */
 	void (*cb)(struct rmux_send *s, int status);
 	/* rmux's */
 	struct rmux_send *next;
 	struct rmux_group *g;
-	uint8_t head[5];       /* the MSG frame head */
+	uint8_t head[5]; /* the MSG frame head */
 	int status;
 };
 
@@ -94,20 +94,20 @@ typedef bool (*rmux_check_cb)(void *arg, uint64_t id, const char *address,
 			      const struct sockaddr_in *peer);
 
 struct rmux_stats {
-	uint64_t links;           /* outbound links made (one per peer address) */
-	uint64_t connects;        /* outbound connections made */
+	uint64_t links;    /* outbound links made (one per peer address) */
+	uint64_t connects; /* outbound connections made */
 	uint64_t connect_failures;
-	uint64_t batches;         /* writes (one per link and loop turn) */
-	uint64_t msgs_out;        /* messages written */
+	uint64_t batches;  /* writes (one per link and loop turn) */
+	uint64_t msgs_out; /* messages written */
 	uint64_t bytes_out;
-	uint64_t write_errors;    /* sends failed with RAFT_IOERR */
-	uint64_t drops;           /* sends failed with RAFT_NOCONNECTION */
-	uint64_t accepted;        /* inbound connections */
-	uint64_t msgs_in;         /* messages delivered */
+	uint64_t write_errors; /* sends failed with RAFT_IOERR */
+	uint64_t drops;        /* sends failed with RAFT_NOCONNECTION */
+	uint64_t accepted;     /* inbound connections */
+	uint64_t msgs_in;      /* messages delivered */
 	uint64_t bytes_in;
-	uint64_t unknown;         /* messages dropped: tablet not registered */
-	uint64_t refused;         /* messages dropped: the peer check refused */
-	uint64_t decode_errors;   /* inbound connections closed for a bad frame */
+	uint64_t unknown;       /* messages dropped: tablet not registered */
+	uint64_t refused;       /* messages dropped: the peer check refused */
+	uint64_t decode_errors; /* inbound connections closed for a bad frame */
 };
 
 /* Creates the process's multiplexer on loop and sets the listener's RMUX

@@ -109,8 +109,7 @@ static int open_step(struct rmuxwire_decoder *d, struct rmuxwire_open *open, cha
 	}
 	tlen = b[at];
 	if (tlen == 0 || tlen > RMUXWIRE_TABLET_ID_MAX)
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "rmux open: tablet id of %zu bytes",
-			       tlen);
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "rmux open: tablet id of %zu bytes", tlen);
 	if (d->have == at + 1) {
 		d->want = at + 1 + tlen + 8 + 1;
 		return 1;

@@ -40,8 +40,8 @@
 #define RMUXWIRE_TABLET_ID_MAX 64
 #define RMUXWIRE_ADDRESS_MAX 255
 /* Longest OPEN frame. */
-#define RMUXWIRE_OPEN_MAX (RMUXWIRE_HEAD_SIZE + 1 + RMUXWIRE_TABLET_ID_MAX + 8 + 1 + \
-			   RMUXWIRE_ADDRESS_MAX)
+#define RMUXWIRE_OPEN_MAX \
+	(RMUXWIRE_HEAD_SIZE + 1 + RMUXWIRE_TABLET_ID_MAX + 8 + 1 + RMUXWIRE_ADDRESS_MAX)
 
 /* An OPEN frame, decoded. */
 struct rmuxwire_open {
@@ -66,11 +66,11 @@ enum rmuxwire_stage { RMUXWIRE_AT_HEAD = 0, RMUXWIRE_AT_OPEN, RMUXWIRE_AT_MSG };
 /* The state of one incoming connection. Fields are rmuxwire's. */
 struct rmuxwire_decoder {
 	enum rmuxwire_stage stage;
-	size_t have;                       /* bytes of frame[] received */
-	size_t want;                       /* bytes of frame[] the next step needs */
-	uint8_t frame[RMUXWIRE_OPEN_MAX];  /* the head, or the whole OPEN frame */
-	uint32_t group;                    /* of the frame being decoded */
-	struct rwire_decoder msg;          /* the message of a MSG frame */
+	size_t have;                      /* bytes of frame[] received */
+	size_t want;                      /* bytes of frame[] the next step needs */
+	uint8_t frame[RMUXWIRE_OPEN_MAX]; /* the head, or the whole OPEN frame */
+	uint32_t group;                   /* of the frame being decoded */
+	struct rwire_decoder msg;         /* the message of a MSG frame */
 };
 
 /* Results of rmuxwire_decoder_feed / _advance besides error codes. */

@@ -94,7 +94,8 @@ static void run(const uint8_t *p, size_t n, uint64_t limit, uint32_t seed, struc
 					wn = chunk;
 				memcpy(w, p + off, wn);
 				off += wn;
-				if (rmuxwire_decoder_advance(&d, wn, &group, &m) == RMUXWIRE_MESSAGE)
+				if (rmuxwire_decoder_advance(&d, wn, &group, &m) ==
+				    RMUXWIRE_MESSAGE)
 					record(out, RMUXWIRE_MESSAGE, group, &m, NULL);
 				continue;
 			}

@@ -19,7 +19,7 @@ struct sent {
 	struct raft_io_send req;
 	int status;
 	int n_calls;
-	uint64_t seq;   /* cb_seq at the callback */
+	uint64_t seq; /* cb_seq at the callback */
 };
 
 /* Zeroes s and points s->req.data at it; then pass &s->req and sent_cb. */

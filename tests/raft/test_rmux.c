@@ -501,8 +501,7 @@ static void raw_write_open(struct client *c, uint32_t group, const char *tablet,
 	client_write(c, f, n);
 }
 
-static bool refuse_77(void *arg, uint64_t id, const char *address,
-		      const struct sockaddr_in *peer)
+static bool refuse_77(void *arg, uint64_t id, const char *address, const struct sockaddr_in *peer)
 {
 	(void)arg;
 	(void)address;
@@ -535,6 +534,28 @@ static bool stats_reached(void *p)
 	       st.refused >= w->refused;
 }
 
+/* On r (group 7 open for eb): a message of a new group (tablet, sender
+ * id) is dropped, counted as want says, and group 7's next message is
+ * still delivered. */
+static void dropped_then_delivered(uv_loop_t *loop, struct client *r, struct ep *eb, uint32_t group,
+				   const char *tablet, uint64_t id, struct stat_at_least want)
+{
+	uint8_t f[256];
+	size_t n;
+	struct got_n w = {eb, eb->in.n_got + 1};
+
+	raw_write_open(r, group, tablet, id, "127.0.0.1:7777");
+	n = tn_frame(f, group, 10);
+	client_write(r, f, n);
+	CHECK(loop_run_until(loop, stats_reached, &want, 5000));
+	n = tn_frame(f, 7, 11 + (uint64_t)eb->in.n_got);
+	client_write(r, f, n);
+	CHECK(loop_run_until(loop, got_n, &w, 5000));
+	CHECK_EQ_INT(eb->in.n_got, w.n);
+	CHECK_EQ_U64(eb->in.got[w.n - 1].timeout_now.term, 11 + (uint64_t)(w.n - 1));
+	CHECK_EQ_U64(eb->in.got[w.n - 1].server_id, 66);
+}
+
 TEST(hostile_frames_close_one_connection)
 {
 	uv_loop_t loop;
@@ -564,37 +585,11 @@ TEST(hostile_frames_close_one_connection)
 	CHECK_EQ_STR(eb.in.got[0].server_address, "127.0.0.1:6666");
 
 	/* A tablet not here: dropped, counted, the connection lives. */
-	raw_write_open(&r, 8, "nope", 66, "127.0.0.1:6666");
-	n = tn_frame(f, 8, 10);
-	client_write(&r, f, n);
-	{
-		struct stat_at_least w = {b.mux, 0, 1, 0};
-		CHECK(loop_run_until(&loop, stats_reached, &w, 5000));
-	}
-	n = tn_frame(f, 7, 11);
-	client_write(&r, f, n);
-	{
-		struct got_n w = {&eb, 2};
-		CHECK(loop_run_until(&loop, got_n, &w, 5000));
-	}
-	CHECK_EQ_U64(eb.in.got[1].timeout_now.term, 11);
-
+	dropped_then_delivered(&loop, &r, &eb, 8, "nope", 66,
+			       (struct stat_at_least){b.mux, 0, 1, 0});
 	/* The peer check refuses sender 77: dropped, counted, the connection lives. */
 	transport_set_peer_check(&eb.t, refuse_77, NULL);
-	raw_write_open(&r, 9, "t0", 77, "127.0.0.1:7777");
-	n = tn_frame(f, 9, 12);
-	client_write(&r, f, n);
-	{
-		struct stat_at_least w = {b.mux, 0, 1, 1};
-		CHECK(loop_run_until(&loop, stats_reached, &w, 5000));
-	}
-	n = tn_frame(f, 7, 13);
-	client_write(&r, f, n);
-	{
-		struct got_n w = {&eb, 3};
-		CHECK(loop_run_until(&loop, got_n, &w, 5000));
-	}
-	CHECK_EQ_U64(eb.in.got[2].timeout_now.term, 13);
+	dropped_then_delivered(&loop, &r, &eb, 9, "t0", 77, (struct stat_at_least){b.mux, 0, 1, 1});
 	CHECK(!r.ended);
 
 	/* A message of a group never opened: closed. */
@@ -718,8 +713,7 @@ static void rep_open(struct world *w, int g, int i)
 	CHECK_OK_MSG(transport_init(&rep->t, nd->s.l, w->tablet[g], errmsg), errmsg);
 	CHECK_OK(rnet_init(&rep->net, &w->loop, &rep->t, errmsg));
 	rnet_set_mux(&rep->net, nd->s.mux);
-	CHECK_OK_MSG(raftlog_io_init(&rep->x, nd->log, w->tablet[g], &rep->net.io, errmsg),
-		     errmsg);
+	CHECK_OK_MSG(raftlog_io_init(&rep->x, nd->log, w->tablet[g], &rep->net.io, errmsg), errmsg);
 	rv = raft_init(&rep->raft, &rep->x.io, &rep->fsm.fsm, (raft_id)i + 1, nd->s.address);
 	CHECK_OK_MSG(rv, raft_errmsg(&rep->raft));
 	raftlog_io_set_raft(&rep->x, &rep->raft);
@@ -854,8 +848,9 @@ TEST(raft_groups_over_rmux)
 		rmux_get_stats(w.n[i].s.mux, &st[i]);
 		test_note("server %d: %" PRIu64 " messages in %" PRIu64 " writes, %" PRIu64
 			  " links, %" PRIu64 " connects, %" PRIu64 " accepted, %" PRIu64
-			  " delivered", i + 1, st[i].msgs_out, st[i].batches, st[i].links,
-			  st[i].connects, st[i].accepted, st[i].msgs_in);
+			  " delivered",
+			  i + 1, st[i].msgs_out, st[i].batches, st[i].links, st[i].connects,
+			  st[i].accepted, st[i].msgs_in);
 		CHECK_EQ_U64(st[i].links, N_SRV - 1);
 		CHECK_EQ_U64(st[i].connects, N_SRV - 1);
 		CHECK_EQ_U64(st[i].accepted, N_SRV - 1);
@@ -885,8 +880,9 @@ TEST(raft_groups_over_rmux)
 	rmux_get_stats(w.n[0].s.mux, &st[0]);
 	test_note("server 3 stopped and back: all caught up after %.2f s; server 1: %" PRIu64
 		  " connects, %" PRIu64 " connect failures, %" PRIu64 " write errors, %" PRIu64
-		  " drops", (double)(uv_hrtime() - t0) / 1e9, st[0].connects,
-		  st[0].connect_failures, st[0].write_errors, st[0].drops);
+		  " drops",
+		  (double)(uv_hrtime() - t0) / 1e9, st[0].connects, st[0].connect_failures,
+		  st[0].write_errors, st[0].drops);
 	CHECK(st[0].connects > N_SRV - 1); /* reconnected to server 3 */
 
 	for (int i = 0; i < N_SRV; i++)
@@ -896,5 +892,5 @@ TEST(raft_groups_over_rmux)
 }
 
 TEST_MAIN(T(groups_share_one_connection_in_order), T(unreachable_peer_fails_sends_then_recovers),
-	  T(connection_breaking_mid_batch_fails_its_sends),
-	  T(hostile_frames_close_one_connection), T(raft_groups_over_rmux))
+	  T(connection_breaking_mid_batch_fails_its_sends), T(hostile_frames_close_one_connection),
+	  T(raft_groups_over_rmux))
