@@ -933,11 +933,13 @@ static void timer_close_cb(uv_handle_t *h)
 	handle_closed(k->mux);
 }
 
-void rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg)
+int rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 
-	PRE(!mux->closing && mux->groups == NULL && mux->done == NULL);
+	PRE(!mux->closing);
+	if (mux->groups != NULL || mux->done != NULL)
+		return DOCRAFT_EBUSY;
 	mux->closing = true;
 	mux->close_cb = cb;
 	mux->close_arg = arg;
@@ -953,6 +955,7 @@ void rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg)
 	for (struct in *in = mux->ins; in != NULL; in = in->next)
 		in_close(in);
 	handle_closed(mux);
+	return 0;
 }
 
 void rmux_set_limit(struct rmux *mux, uint64_t bytes)

@@ -134,10 +134,12 @@ int rmux_send(struct rmux_group *g, const char *address, struct rmux_send *s);
  * write completes. g is freed by rmux when nothing refers to it. */
 void rmux_unregister(struct rmux_group *g);
 
-/* Closes every connection and the hooks; cb(arg) runs once every handle
- * is closed (mux is freed then). Every group must be unregistered and
- * every send's callback must have run. Removes the listener's handler. */
-void rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg);
+/* Closes every connection and the hooks and removes the listener's
+ * handler; cb(arg) runs on a later loop turn, once every handle is closed
+ * (mux is freed then), and 0 is returned. DOCRAFT_EBUSY (nothing done, no
+ * callback) while a group is registered or a send's callback has yet to
+ * run: a replica that did not close (leave it to the exit). */
+int rmux_close(struct rmux *mux, void (*cb)(void *arg), void *arg);
 
 /* Bound of a received header or payload and of the write backlog per link
  * (0: RWIRE_LIMIT_DEFAULT). Applies to connections accepted afterwards. */

@@ -349,7 +349,10 @@ static void close_log(void)
 	int rv;
 	if (S.mux != NULL) {
 		server_hold(&S.proc);
-		rmux_close(S.mux, mux_closed, NULL);
+		if ((rv = rmux_close(S.mux, mux_closed, NULL)) != 0) {
+			LOG_ERROR(PROG ": closing the Raft multiplexer: %s", docraft_strerror(rv));
+			server_release(&S.proc);
+		}
 		S.mux = NULL;
 	}
 	if (l == NULL)

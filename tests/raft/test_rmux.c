@@ -74,7 +74,7 @@ static void srv_close(uv_loop_t *loop, struct srv *s)
 {
 	bool done = false;
 
-	rmux_close(s->mux, flag_cb, &done);
+	CHECK_OK(rmux_close(s->mux, flag_cb, &done));
 	CHECK(!done);
 	CHECK(loop_run_until(loop, loop_flag_is_set, &done, 5000));
 	close_listener(loop, s->l);
@@ -644,6 +644,13 @@ TEST(hostile_frames_close_one_connection)
 	}
 	CHECK_EQ_U64(eb.in.got[3].timeout_now.term, 15);
 	client_close(&loop, &r2);
+
+	/* A registered group: the close is refused, nothing changes. */
+	{
+		bool never = false;
+		CHECK_EQ_INT(rmux_close(b.mux, flag_cb, &never), DOCRAFT_EBUSY);
+		CHECK(!never);
+	}
 
 	ep_start_close(&eb);
 	ep_finish_close(&loop, &eb);
