@@ -3,8 +3,12 @@
  *
  * Design note.
  *
- * Outbound, one link per peer address. rmux_send appends to the link's
- * queue and puts the link on the dirty list; a uv_idle and a uv_check
+ * Outbound, one link per peer address. A send to an idle link (connected,
+ * no batch whose write callback is still due, nothing queued) is written
+ * at once: a lone message does not wait for the end of the turn (measured:
+ * 0.25 ms more 1-client p50 without this, and fewer writes/s with 64).
+ * Otherwise rmux_send appends to the link's queue and puts the link on
+ * the dirty list; a uv_idle and a uv_check
  * hook (active only while there is work) flush every dirty link: the whole
  * queue becomes one uv_write of a buffer vector (per message a 5-byte MSG
  * head, then the caller's head and payload buffers, no copy; before a
@@ -104,6 +108,7 @@ struct rmux_link {
 	unsigned n_queued;
 	bool dirty;
 	struct rmux_link *dirty_next;
+	unsigned n_writing; /* batches written, callback not run yet */
 };
 
 struct batch {
@@ -415,6 +420,7 @@ static void batch_write_cb(uv_write_t *w, int status)
 	struct rmux_link *k = b->link;
 	struct rmux *mux = k->mux;
 
+	k->n_writing--;
 	if (status != 0) {
 		mux->stats.write_errors += b->n;
 		if (k->conn == b->conn) {
@@ -528,6 +534,7 @@ static void flush_link(struct rmux_link *k)
 		return;
 	}
 	mux->stats.batches++;
+	k->n_writing++;
 	k->queue = k->tail = NULL;
 	k->n_queued = 0;
 }
@@ -580,6 +587,10 @@ int rmux_send(struct rmux_group *g, const char *address, struct rmux_send *s)
 		k->n_queued--;
 		mux->stats.drops++;
 		defer(mux, old, RAFT_NOCONNECTION);
+	}
+	if (k->connected && k->n_writing == 0 && k->n_queued == 1) {
+		flush_link(k); /* an idle link: no wait for the end of the turn */
+		return 0;
 	}
 	mark_dirty(k);
 	return 0;

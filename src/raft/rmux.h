@@ -8,7 +8,9 @@
  * one stream per node pair) a process has one link per peer address; every
  * message queued for it during one loop turn, whatever its group, goes out
  * in one uv_write (a buffer vector) from an idle or check hook, tagged
- * with the sender's small group number (rmuxwire.h), and the receiving
+ * with the sender's small group number (rmuxwire.h) — except that a
+ * message to an idle link (nothing queued or being written) is written at
+ * once, so a lone message never waits for the turn to end — and the receiving
  * process demultiplexes each frame to the group registered for its tablet.
  *
  * Coexistence on the one port: a multiplexed connection opens with the

@@ -177,6 +177,7 @@ TEST(groups_share_one_connection_in_order)
 	static struct srv a, b;
 	static struct ep ea[N_EP], eb[N_EP];
 	static struct sent s[N_EP * N_MSG];
+	struct rmux_stats st_mid;
 	struct all_got wg = {eb, N_EP, N_MSG};
 	struct sent_wait ws = {s, N_EP * N_MSG};
 	struct rmux_stats sa, sb;
@@ -236,15 +237,27 @@ TEST(groups_share_one_connection_in_order)
 		CHECK_EQ_STR(ea[1].in.got[0].server_address, b.address);
 	}
 
-	/* Group 0 closes with 5 sends queued (same turn); group 1's 5 go out. */
+	/* Group 0 closes with 5 sends made in one turn; group 1's 5 go out.
+	 * The link is idle: group 0's first send is written at once (an idle
+	 * link does not wait for the end of the turn), the other 9 wait for
+	 * it: group 0's 4 are cancelled. */
+	{
+		struct rmux_stats before;
+		rmux_get_stats(a.mux, &before);
+		CHECK_OK(send_tn(&ea[0], &eb[0], 999, &s[10]));
+		rmux_get_stats(a.mux, &st_mid);
+		CHECK_EQ_U64(st_mid.batches, before.batches + 1);
+	}
 	for (int k = 0; k < 5; k++) {
 		CHECK_OK(send_tn(&ea[0], &eb[0], 1000 + (uint64_t)k, &s[k]));
 		CHECK_OK(send_tn(&ea[1], &eb[1], 1000 + (uint64_t)k, &s[5 + k]));
 	}
 	ep_start_close(&ea[0]);
-	for (int k = 0; k < 10; k++)
-		CHECK_EQ_INT(s[k].n_calls, 0);
+	for (int k = 0; k < 11; k++)
+		CHECK_EQ_INT(s[k].n_calls, 0); /* never inside send or close */
 	ep_finish_close(&loop, &ea[0]);
+	CHECK_EQ_INT(s[10].n_calls, 1);
+	CHECK_EQ_INT(s[10].status, 0);
 	for (int k = 0; k < 5; k++) {
 		CHECK_EQ_INT(s[k].n_calls, 1);
 		CHECK_EQ_INT(s[k].status, RAFT_CANCELED);
@@ -259,7 +272,8 @@ TEST(groups_share_one_connection_in_order)
 			CHECK_EQ_INT(s[5 + k].status, 0);
 			CHECK_EQ_U64(eb[1].in.got[N_MSG + k].timeout_now.term, 1000 + (uint64_t)k);
 		}
-		CHECK_EQ_INT(eb[0].in.n_got, N_MSG);
+		CHECK_EQ_INT(eb[0].in.n_got, N_MSG + 1);
+		CHECK_EQ_U64(eb[0].in.got[N_MSG].timeout_now.term, 999);
 	}
 	/* A send after the close is refused at once. */
 	CHECK_EQ_INT(send_tn(&ea[0], &eb[0], 1, &s[0]), RAFT_CANCELED);
