@@ -291,6 +291,30 @@ TEST(groups_share_one_connection_in_order)
 	CHECK_OK(loop_finish(&loop));
 }
 
+/* eb has just opened on b, at the address ea's link failed on: ea sends
+ * until one message arrives (the link waits out its retry delay), then
+ * both servers end. */
+static void delivered_after_reconnect(uv_loop_t *loop, struct srv *a, struct srv *b, struct ep *ea,
+				      struct ep *eb, uint64_t term, struct sent *s)
+{
+	for (int i = 0; i < 50 && eb->in.n_got == 0; i++) {
+		struct sent_wait w1 = {s, 1};
+		struct all_got wg = {eb, 1, 1};
+		CHECK_OK(send_tn(ea, eb, term, s));
+		CHECK(loop_run_until(loop, all_sent, &w1, 10000));
+		loop_run_until(loop, all_got, &wg, s->status == 0 ? 10000 : 300);
+	}
+	CHECK_EQ_INT(eb->in.n_got, 1);
+	CHECK_EQ_U64(eb->in.got[0].timeout_now.term, term);
+	ep_start_close(ea);
+	ep_finish_close(loop, ea);
+	ep_start_close(eb);
+	ep_finish_close(loop, eb);
+	srv_close(loop, a);
+	srv_close(loop, b);
+	CHECK_OK(loop_finish(loop));
+}
+
 /* A group's messages wait while its peer is down, and fail with
  * RAFT_NOCONNECTION when the connect fails; once the peer listens they
  * get through. */
@@ -327,25 +351,7 @@ TEST(unreachable_peer_fails_sends_then_recovers)
 	/* The peer comes back on the same address: a new group there. */
 	srv_open(&loop, &b, bind);
 	ep_open(&loop, &b, &eb, 2, "t");
-	for (int i = 0; i < 50 && eb.in.n_got == 0; i++) {
-		struct sent_wait w1 = {&s[2], 1};
-		struct all_got wg = {&eb, 1, 1};
-		CHECK_OK(send_tn(&ea, &eb, 3, &s[2]));
-		CHECK(loop_run_until(&loop, all_sent, &w1, 10000));
-		if (s[2].status == 0)
-			CHECK(loop_run_until(&loop, all_got, &wg, 10000));
-		else
-			loop_run_until(&loop, all_got, &wg, 300);
-	}
-	CHECK_EQ_INT(eb.in.n_got, 1);
-	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 3);
-	ep_start_close(&ea);
-	ep_finish_close(&loop, &ea);
-	ep_start_close(&eb);
-	ep_finish_close(&loop, &eb);
-	srv_close(&loop, &a);
-	srv_close(&loop, &b);
-	CHECK_OK(loop_finish(&loop));
+	delivered_after_reconnect(&loop, &a, &b, &ea, &eb, 3, &s[2]);
 }
 
 /* A peer that hangs up while a batch of 16 MiB is being written (it reads
@@ -460,22 +466,7 @@ TEST(connection_breaking_mid_batch_fails_its_sends)
 	CHECK(loop_run_until(&loop, loop_flag_is_set, &q.conn_closed, 5000));
 	srv_open(&loop, &b, eb.address);
 	ep_open(&loop, &b, &eb, 2, "t");
-	for (int i = 0; i < 50 && eb.in.n_got == 0; i++) {
-		struct sent_wait w1 = {&s[4], 1};
-		struct all_got wg = {&eb, 1, 1};
-		CHECK_OK(send_tn(&ea, &eb, 7, &s[4]));
-		CHECK(loop_run_until(&loop, all_sent, &w1, 10000));
-		loop_run_until(&loop, all_got, &wg, s[4].status == 0 ? 10000 : 300);
-	}
-	CHECK_EQ_INT(eb.in.n_got, 1);
-	CHECK_EQ_U64(eb.in.got[0].timeout_now.term, 7);
-	ep_start_close(&ea);
-	ep_finish_close(&loop, &ea);
-	ep_start_close(&eb);
-	ep_finish_close(&loop, &eb);
-	srv_close(&loop, &a);
-	srv_close(&loop, &b);
-	CHECK_OK(loop_finish(&loop));
+	delivered_after_reconnect(&loop, &a, &b, &ea, &eb, 7, &s[4]);
 }
 
 /* ---- (b) hostile bytes ---- */
