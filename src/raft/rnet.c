@@ -76,6 +76,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "raft/transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)
 #define DIRECT_READ_MIN (64 * 1024)
@@ -83,6 +84,8 @@
 struct rnet_send {
 	struct rnet_send *next;       /* queue or done FIFO */
 	struct rnet_client *c;
+	struct rnet *n;               /* sends through rmux */
+	struct rmux_send ms;
 	struct raft_io_send *req;
 	uv_write_t write;
 	int status;                   /* for the done FIFO */
@@ -477,6 +480,64 @@ static struct rnet_client *get_client(struct rnet *n, raft_id id, const char *ad
 	return c;
 }
 
+/* ---- outbound through rmux ---- */
+
+static void mux_send_cb(struct rmux_send *ms, int status)
+{
+	struct rnet_send *s = (struct rnet_send *)((char *)ms - offsetof(struct rnet_send, ms));
+	struct rnet *n = s->n;
+
+	if (status == 0) {
+		n->stats.msgs_out[s->type]++;
+		n->stats.bytes_out += s->bytes;
+	} else if (status == RAFT_NOCONNECTION) {
+		n->stats.drops++;
+	} else if (status == RAFT_IOERR) {
+		n->stats.write_errors++;
+	}
+	n->n_mux_sending--;
+	send_complete(s, status);
+	if (n->closing)
+		maybe_closed(n);
+}
+
+static int mux_send(struct rnet *n, struct rnet_send *s, const char *address)
+{
+	int rv;
+
+	s->n = n;
+	s->ms.bufs = s->bufs;
+	s->ms.n_bufs = s->n_bufs;
+	s->ms.bytes = s->bytes;
+	s->ms.cb = mux_send_cb;
+	rv = rmux_send(n->mux_group, address, &s->ms);
+	if (rv != 0) {
+		free(s);
+		snprintf(n->io.errmsg, sizeof n->io.errmsg, "rnet: bad address %.64s", address);
+		return rv;
+	}
+	n->n_mux_sending++;
+	return 0;
+}
+
+static void mux_recv(void *arg, struct raft_message *m)
+{
+	struct rnet *n = arg;
+
+	if (n->closing) {
+		rwire_message_free(m);
+		return;
+	}
+	n->stats.msgs_in[m->type]++;
+	n->recv_cb(&n->io, m);
+}
+
+static bool mux_check(void *arg, uint64_t id, const char *address, const struct sockaddr_in *peer)
+{
+	struct rnet *n = arg;
+	return transport_check_peer(n->t, id, address, peer);
+}
+
 /* The longest prefix of m's entries whose payload fits limit. */
 static unsigned entries_that_fit(const struct raft_append_entries *a, uint64_t limit)
 {
@@ -560,6 +621,8 @@ static int io_send(struct raft_io *io, struct raft_io_send *req, const struct ra
 						   (unsigned)mm.install_snapshot.data.len);
 	}
 	req->cb = cb;
+	if (n->mux_group != NULL)
+		return mux_send(n, s, m->server_address);
 
 	c = get_client(n, m->server_id, m->server_address);
 	if (c->stream != NULL) {
@@ -767,6 +830,14 @@ static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 		snprintf(io->errmsg, sizeof io->errmsg, "%s", n->t->errmsg);
 		return rv;
 	}
+	if (n->mux != NULL) {
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		if (rmux_register(n->mux, transport_tablet_id(n->t), n->id, n->address, mux_recv,
+				  mux_check, n, &n->mux_group, errmsg) != 0) {
+			snprintf(io->errmsg, sizeof io->errmsg, "%s", errmsg);
+			return RAFT_BUSY; /* the transport is closed by io.close */
+		}
+	}
 	rv = uv_timer_init(n->loop, &n->tick);
 	ASSERT(rv == 0);
 	n->tick.data = n;
@@ -793,7 +864,7 @@ static void maybe_closed(struct rnet *n)
 	if (!n->closing || n->closed || n->flush_closing)
 		return;
 	if (n->tick_open || n->clients != NULL || n->aborting != NULL || n->servers != NULL ||
-	    n->transport_closing || n->n_work > 0 || n->done != NULL)
+	    n->transport_closing || n->n_work > 0 || n->done != NULL || n->n_mux_sending > 0)
 		return;
 	ensure_flush(n);
 	n->flush_closing = true;
@@ -821,6 +892,10 @@ static void io_close(struct raft_io *io, raft_io_close_cb cb)
 	PRE(!n->closing);
 	n->closing = true;
 	n->close_cb = cb;
+	if (n->mux_group != NULL) {
+		rmux_unregister(n->mux_group); /* queued sends: RAFT_CANCELED, later */
+		n->mux_group = NULL;
+	}
 	if (n->tick_open)
 		uv_close((uv_handle_t *)&n->tick, tick_close_cb);
 	while (n->clients != NULL)
@@ -1039,6 +1114,12 @@ void rnet_set_retry_delay(struct rnet *n, unsigned ms)
 void rnet_set_max_pending(struct rnet *n, unsigned count)
 {
 	n->max_pending = count > 0 ? count : 1;
+}
+
+void rnet_set_mux(struct rnet *n, struct rmux *mux)
+{
+	PRE(!n->started);
+	n->mux = mux;
 }
 
 void rnet_set_log_id(struct rnet *n, const char *log_id)

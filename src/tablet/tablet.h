@@ -100,6 +100,7 @@ struct copy_server;
 struct diskspace;
 struct raftlog;
 struct tablet_options;
+struct rmux;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -181,6 +182,10 @@ struct tablet_options {
 	 * raft_fixture); then raft_log, listener and copy are not used. NULL
 	 * in production. Borrowed. */
 	struct tablet_raft_host *raft_host;
+	/* With raft_log: the server's Raft multiplexer (raft/rmux.h) the
+	 * replica's messages go through (rnet_set_mux); borrowed, open until
+	 * the tablet's close callback. NULL: rnet's own connections. */
+	struct rmux *raft_mux;
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES; per-tablet only */
 	const struct diskspace *disk;  /* NULL: none; else below its floor the replica

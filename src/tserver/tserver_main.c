@@ -37,6 +37,7 @@
 #include "rpc/rpc.h"
 #include "docdb/store_env.h"
 #include "net/listener.h"
+#include "raft/rmux.h"
 #include "raft/segfill.h"
 #include "raftlog/raftlog.h"
 #include "server/config.h"
@@ -96,6 +97,7 @@ static struct {
 	struct diskspace disk;  /* the data directory's free-space reserve */
 	bool disk_on;
 	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
+	struct rmux *mux;       /* every replica's Raft messages (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
 	struct tserver_http http; /* what the HTTP handler reads (http_tserver.h) */
 	bool serving;             /* started and not draining (/readyz) */
@@ -360,12 +362,27 @@ static void log_closed(struct raftlog *l, void *arg)
 	server_release(&S.proc);
 }
 
-/* The shared Raft log, once every replica is closed (raftlog_close says
- * DOCRAFT_EBUSY while one is attached: then it is left to the exit). */
+static void mux_closed(void *arg)
+{
+	(void)arg;
+	server_release(&S.proc);
+}
+
+/* The shared Raft log and the Raft multiplexer, once every replica is
+ * closed (raftlog_close says DOCRAFT_EBUSY while one is attached: then it
+ * is left to the exit). */
 static void close_log(void)
 {
 	struct raftlog *l = S.log;
 	int rv;
+	if (S.mux != NULL) {
+		server_hold(&S.proc);
+		if ((rv = rmux_close(S.mux, mux_closed, NULL)) != 0) {
+			LOG_ERROR(PROG ": closing the Raft multiplexer: %s", docraft_strerror(rv));
+			server_release(&S.proc);
+		}
+		S.mux = NULL;
+	}
 	if (l == NULL)
 		return;
 	S.log = NULL;
@@ -665,6 +682,10 @@ static int open_log(void)
 		LOG_ERROR(PROG ": the shared Raft log %s: %s", dir, errmsg);
 		return -1;
 	}
+	if (rmux_open(&S.proc.loop, S.proc.l, &S.mux, errmsg) != 0) {
+		LOG_ERROR(PROG ": the Raft multiplexer: %s", errmsg);
+		return -1;
+	}
 	raftlog_stats(S.log, &st);
 	LOG_INFO(PROG ": shared Raft log %s opened in %" PRIu64 " ms: %" PRIu64 " groups, %"
 		 PRIu64 " segments, %" PRIu64 " MiB (%" PRIu64 " MiB live)", dir,
@@ -745,6 +766,7 @@ static int start(void)
 	mo.raft_log_memory_bytes = (uint64_t)S.cfg.raft_log_memory_mb << 20;
 	mo.disk = &S.disk;
 	mo.raft_log = S.log;
+	mo.raft_mux = S.mux;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = !S.cfg.lease_given ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								 : S.cfg.lease_ms;

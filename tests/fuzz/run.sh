@@ -25,7 +25,7 @@
 # targets (rebuilt when a source or header is newer).
 set -eu
 
-targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message resp"
+targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message resp rmux_frame"
 if [ "${1:-}" = --list ]; then
 	echo "$targets"
 	exit 0
@@ -60,6 +60,7 @@ paging)      sources="$docdb_all $common" ;;
 copy_stream) sources="tablet/copy_proto.c common/crc32c.c $common" ;;
 raft_message) sources="raft/rwire.c $common" ;;
 resp)        sources="redis/resp.c $common" ;;
+rmux_frame)  sources="raft/rmuxwire.c raft/rwire.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2
