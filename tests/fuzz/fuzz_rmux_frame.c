@@ -117,6 +117,14 @@ static void run(const uint8_t *p, size_t n, uint64_t limit, uint32_t seed, struc
 	rmuxwire_decoder_close(&d);
 }
 
+/* Field by field: the bytes after a string's NUL and the padding are not
+ * part of what was decoded. */
+static bool open_equal(const struct rmuxwire_open *a, const struct rmuxwire_open *b)
+{
+	return a->group == b->group && a->id == b->id && strcmp(a->tablet_id, b->tablet_id) == 0 &&
+	       strcmp(a->address, b->address) == 0;
+}
+
 static void free_outcome(struct outcome *o)
 {
 	for (int i = 0; i < o->n; i++)
@@ -142,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (whole.f[i].kind == RMUXWIRE_MESSAGE)
 			FUZZ_CHECK(rwire_message_equal(&whole.f[i].m, &cut.f[i].m));
 		else
-			FUZZ_CHECK(memcmp(&whole.f[i].o, &cut.f[i].o, sizeof whole.f[i].o) == 0);
+			FUZZ_CHECK(open_equal(&whole.f[i].o, &cut.f[i].o));
 	}
 	free_outcome(&whole);
 	free_outcome(&cut);
