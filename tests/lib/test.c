@@ -18,16 +18,6 @@ static pid_t tmpdirs_owner;
 
 static void tmpdirs_sweep(void);
 
-void test_note(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-}
-
 static void print_prefixed(const char *s)
 {
 	fputs("# ", stdout);
@@ -37,6 +27,18 @@ static void print_prefixed(const char *s)
 			fputs("# ", stdout);
 	}
 	fputc('\n', stdout);
+}
+
+/* Every line of the note is a TAP comment (a multi-line note, e.g. a
+ * command's output, must not end the TAP stream early). */
+void test_note(const char *fmt, ...)
+{
+	char msg[65536];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	print_prefixed(msg);
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...)
