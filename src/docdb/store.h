@@ -129,6 +129,12 @@ uint64_t store_compactions(const struct store *s);
  * count from store_open. Any thread. */
 bool store_ticker(struct store *s, const char *name, uint64_t *out);
 
+/* Block cache hits and misses (blocks read from a file: data, index and
+ * filter blocks) of the reads through this store's iterators since
+ * store_open, counted with RocksDB's per-thread perf context, not
+ * statistics (store.c). Compactions and flushes are not reads. Any thread. */
+void store_cache_counts(const struct store *s, uint64_t *hits, uint64_t *misses);
+
 /* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
 uint64_t store_history_cutoff(const struct store *s);
 /* Sets the in-memory cutoff, but never below the persisted one (data below
