@@ -28,6 +28,7 @@
  * either. */
 #include "docdb/store.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -472,8 +473,24 @@ int store_flush(struct store *s, char *errmsg)
 
 bool store_property(struct store *s, const char *name, uint64_t *out)
 {
+	char *v, *end;
+	bool ok;
+
 	PRE(s != NULL);
-	return rocksdb_property_int(s->db, name, out) == 0;
+	if (rocksdb_property_int(s->db, name, out) == 0)
+		return true;
+	/* Some numbers ("rocksdb.num-files-at-level<N>") have only a string
+	 * form in RocksDB 7.8: take it when it is a plain decimal. */
+	v = rocksdb_property_value(s->db, name);
+	if (v == NULL)
+		return false;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	ok = errno == 0 && end != v && *end == '\0' && v[0] >= '0' && v[0] <= '9';
+	rocksdb_free(v);
+	if (!ok)
+		*out = 0;
+	return ok;
 }
 
 void store_count_compaction(struct store *s)

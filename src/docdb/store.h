@@ -115,7 +115,9 @@ int store_flush(struct store *s, char *errmsg);
 size_t store_memtable_bytes(struct store *s);
 
 /* A RocksDB integer property ("rocksdb.live-sst-files-size", ...) into
- * *out: false if RocksDB does not know it. Any thread. */
+ * *out, or a property RocksDB gives only as a decimal string
+ * ("rocksdb.num-files-at-level0"): false if RocksDB does not know it or it
+ * is no number. Any thread. */
 bool store_property(struct store *s, const char *name, uint64_t *out);
 
 /* Compactions started on s (flushes not counted): the compaction filter

@@ -16,7 +16,8 @@
  *   health_and_json         /healthz, /readyz, /api/v1/cluster and
  *                           /api/v1/tablets (checked by python3's json)
  *   cache_counters_move     a table loaded past the memtable budget
- *                           (--memstore-mb 1: flushed to SST files), then
+ *                           (--memstore-mb 1: flushed to SST files, which
+ *                           docraft_tablet_sst_files shows), then
  *                           500 reads: the leader's block cache hits +
  *                           misses grow by 500 at least, the followers'
  *                           stay; promtool still passes
@@ -362,7 +363,7 @@ static bool cache_flushed(void *arg)
 		char *body = NULL;
 		if (strcmp(C.t[k].addr, t->leader) == 0 &&
 		    http_get(C.t[k].http, "/metrics", &body, 5000) == 200 && body != NULL)
-			files = metric_sum(body, "docraft_tablet_sst_bytes", has, 1, &c);
+			files = metric_sum(body, "docraft_tablet_sst_files", has, 1, &c);
 		free(body);
 	}
 	return files > 0;
@@ -402,10 +403,10 @@ static void cache_counters_move(void)
 			char *b = get(C.t[k].http, "/metrics");
 			const char *has[1] = {t.id};
 			int c;
-			test_note("tserver %d (%s): memtable %.0f sst bytes %.0f forced flushes %.0f",
+			test_note("tserver %d (%s): memtable %.0f sst files %.0f forced flushes %.0f",
 				  k + 1, C.t[k].addr,
 				  metric_sum(b, "docraft_tablet_memtable_bytes", has, 1, &c),
-				  metric_sum(b, "docraft_tablet_sst_bytes", has, 1, &c),
+				  metric_sum(b, "docraft_tablet_sst_files", has, 1, &c),
 				  metric_sum(b, "docraft_memtable_forced_flushes_total", NULL, 0, &c));
 			free(b);
 		}

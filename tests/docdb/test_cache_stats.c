@@ -2,7 +2,9 @@
  * RocksDB in a temp dir: counted from RocksDB's per-thread perf context
  * around iterator calls, with statistics off. A key read twice from a cold
  * cache after a flush misses, then hits; reads on another thread count
- * for the same store; compactions and writes do not count. */
+ * for the same store; compactions and writes do not count. Also the
+ * store_property numbers /metrics shows beside them (SST files: a string
+ * property in RocksDB 7.8). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -180,5 +182,21 @@ TEST(writes_and_compactions_do_not_count)
 	cfx_done(&f);
 }
 
+TEST(store_property_numbers)
+{
+	struct cfx f;
+	uint64_t v = 99;
+
+	cfx_init(&f, "cache-prop");
+	CHECK(store_property(f.s, "rocksdb.num-files-at-level0", &v)); /* string only */
+	CHECK_EQ_U64(v, 1);
+	CHECK(store_property(f.s, "rocksdb.live-sst-files-size", &v)); /* an integer */
+	CHECK(v > 0);
+	CHECK(!store_property(f.s, "rocksdb.no-such-property", &v));
+	CHECK(!store_property(f.s, "rocksdb.stats", &v)); /* text, not a number */
+	CHECK_EQ_U64(v, 0);
+	cfx_done(&f);
+}
+
 TEST_MAIN(T(cold_read_misses_then_hits), T(reads_on_other_threads_count),
-	  T(writes_and_compactions_do_not_count))
+	  T(writes_and_compactions_do_not_count), T(store_property_numbers))
