@@ -134,7 +134,11 @@ bool store_ticker(struct store *s, const char *name, uint64_t *out);
 /* Block cache hits and misses (blocks read from a file: data, index and
  * filter blocks) of the reads through this store's iterators since
  * store_open, counted with RocksDB's per-thread perf context, not
- * statistics (store.c). Compactions and flushes are not reads. Any thread. */
+ * statistics (store.c). Compactions and flushes are not reads. Side effect:
+ * a thread's first read through any store sets that thread's RocksDB perf
+ * level to "count" (rocksdb_enable_count) for good, and the store owns the
+ * thread's perf context from then on (nothing else may reset it; a reset is
+ * tolerated but loses that call's counts). Any thread. */
 void store_cache_counts(const struct store *s, uint64_t *hits, uint64_t *misses);
 
 /* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
