@@ -33,6 +33,7 @@ struct snap {
 	struct tablet_status st;
 	bool has_store;
 	uint64_t mem_bytes, sst_bytes, sst_files, compactions, compactions_running;
+	uint64_t cache_hits, cache_misses;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 };
 
@@ -99,6 +100,7 @@ static void take_one(void *arg, struct replica *r)
 	s->compactions = store_compactions(st);
 	if (!store_property(st, "rocksdb.num-running-compactions", &s->compactions_running))
 		s->compactions_running = 0;
+	store_cache_counts(st, &s->cache_hits, &s->cache_misses);
 }
 
 static int by_id(const void *a, const void *b)
@@ -188,6 +190,14 @@ static const struct fam families[] = {
 	 SN(compactions)},
 	{"docraft_tablet_compactions_running", "gauge", "RocksDB compactions running.", F_STORE,
 	 SN(compactions_running)},
+	{"docraft_tablet_block_cache_hits_total", "counter",
+	 "Block cache hits of reads on this replica (data, index, filter blocks; RocksDB perf "
+	 "context, compactions not counted).",
+	 F_STORE, SN(cache_hits)},
+	{"docraft_tablet_block_cache_misses_total", "counter",
+	 "Blocks reads on this replica had to read from SST files (block cache misses; RocksDB "
+	 "perf context, compactions not counted).",
+	 F_STORE, SN(cache_misses)},
 };
 
 static void tablet_labels(struct metrics_labels *l, const struct snap *s)

@@ -15,6 +15,12 @@
  *                           the RPCs and the tablets healthy
  *   health_and_json         /healthz, /readyz, /api/v1/cluster and
  *                           /api/v1/tablets (checked by python3's json)
+ *   cache_counters_move     a table loaded past the memtable budget
+ *                           (--memstore-mb 1: flushed to SST files, which
+ *                           docraft_tablet_sst_files shows), then
+ *                           500 reads: the leader's block cache hits +
+ *                           misses grow by 500 at least, the followers'
+ *                           stay; promtool still passes
  * Case pages_in_chromium, a cluster of its own:
  *   pages_in_chromium       tserver 3 killed (SIGKILL): headless chromium
  *                           renders the master's overview with it down and
@@ -49,6 +55,11 @@ static char *get(const char *addr, const char *path)
 
 static void up(void)
 {
+	/* A 1 MiB memtable budget: cache_counters_move's load is flushed to SST
+	 * files, where reads go through the block cache. */
+	C.tserver_args[0] = "--memstore-mb";
+	C.tserver_args[1] = "1";
+	C.tserver_args[2] = NULL;
 	cluster_use_http();
 	cluster_up("http");
 	CHECK_MSG(CLI(30000, "--tablets", "3", "-e",
@@ -66,9 +77,11 @@ static bool promtool_ok(const char *text)
 	return pclose(p) == 0;
 }
 
-static void metrics_pass_promtool(void)
+/* tablets: how many the master's catalog holds. */
+static void metrics_pass_promtool(int tablets)
 {
 	char *body;
+	char want[64];
 
 	/* Every server's loop-lag probe has run (every 100 ms). */
 	body = get(C.mhttp, "/metrics");
@@ -84,7 +97,8 @@ static void metrics_pass_promtool(void)
 		return;
 	}
 	body = get(C.mhttp, "/metrics");
-	CHECK(strstr(body, "docraft_master_tablets 3\n") != NULL);
+	snprintf(want, sizeof want, "docraft_master_tablets %d\n", tablets);
+	CHECK_MSG(strstr(body, want) != NULL, "no \"%s\" in the master's /metrics", want);
 	CHECK_MSG(promtool_ok(body), "promtool rejects the master's /metrics:\n%.4000s", body);
 	free(body);
 	for (int k = 0; k < NT; k++) {
@@ -120,6 +134,17 @@ struct applied_want {
 	int i;
 	double want;
 };
+
+/* The master's /metrics count no leaderless and no under-replicated tablet. */
+static bool tablets_healthy(void *arg)
+{
+	char *b = get(C.mhttp, "/metrics");
+	bool ok = strstr(b, "docraft_master_tablets_leaderless 0\n") != NULL &&
+		  strstr(b, "docraft_master_tablets_under_replicated 0\n") != NULL;
+	(void)arg;
+	free(b);
+	return ok;
+}
 
 static bool all_applied(void *arg)
 {
@@ -202,10 +227,13 @@ static void counters_move(void)
 		CHECK(metric_sum(body, "docraft_rpc_requests_total", has, 1, &c) > 0 && c == 1);
 		CHECK(metric_sum(body, "docraft_rpc_latency_seconds_count", has, 1, &c) > 0);
 	}
-	CHECK(strstr(body, "docraft_master_tablets_leaderless 0\n") != NULL);
-	CHECK(strstr(body, "docraft_master_tablets_under_replicated 0\n") != NULL);
 	CHECK(strstr(body, "docraft_master_tservers{state=\"live\"} 3\n") != NULL);
 	free(body);
+	/* A replica counts as live once the tserver's latest heartbeat lists
+	 * it in the leader's term: right after writes and elections that can
+	 * take a heartbeat period. */
+	CHECK_MSG(wait_for(tablets_healthy, NULL, 10000),
+		  "the master still counts leaderless or under-replicated tablets");
 }
 
 /* Runs python3 on json with a check script: exit 0 when it holds. */
@@ -335,13 +363,109 @@ TEST(pages_in_chromium)
 	cluster_down();
 }
 
-/* One cluster for the three (a case's temp dir goes with it). */
+/* For wait_for: table cache's tablet has SST files on its leader. */
+static bool cache_flushed(void *arg)
+{
+	const struct tablet *t = arg;
+	char lab[512];
+	const char *has[1] = {lab};
+	double files = 0;
+	int c;
+
+	snprintf(lab, sizeof lab, "tablet=\"%s\"", t->id);
+	for (int k = 0; k < NT; k++) {
+		char *body = NULL;
+		if (strcmp(C.t[k].addr, t->leader) == 0 &&
+		    http_get(C.t[k].http, "/metrics", &body, 5000) == 200 && body != NULL)
+			files = metric_sum(body, "docraft_tablet_sst_files", has, 1, &c);
+		free(body);
+	}
+	return files > 0;
+}
+
+/* Hits (or misses) of tablet t on tserver k. */
+static double cache_count(int k, const struct tablet *t, const char *name)
+{
+	char lab[512];
+	const char *has[1] = {lab};
+	char *body = get(C.t[k].http, "/metrics");
+	int c = 0;
+	double v;
+
+	snprintf(lab, sizeof lab, "tablet=\"%s\"", t->id);
+	v = metric_sum(body, name, has, 1, &c);
+	free(body);
+	CHECK_MSG(c == 1, "tserver %d: %d %s lines for tablet %s", k + 1, c, name, t->id);
+	return v;
+}
+
+/* Block cache hits and misses move with reads on the leader: a table of one
+ * tablet loaded past the memtable budget (flushed to SST files), then read;
+ * the followers, which serve no reads, count nothing. */
+static void cache_counters_move(void)
+{
+	struct tablet t;
+	double h0[NT], m0[NT], h1, m1;
+	int lead = -1, rv;
+
+	rv = CLI(120000, "bench", "--workload", "load", "--table", "cache", "--keys", "1500",
+		 "--value-size", "1000", "--clients", "2", "--tablets", "1", "--rf", "3");
+	CHECK_MSG(rv == 0, "bench load exited %d:\n%s", rv, C.out);
+	tablets_with_leaders("cache", &t, 1, 1, 20000);
+	if (!wait_for(cache_flushed, &t, 20000)) {
+		for (int k = 0; k < NT; k++) {
+			char *b = get(C.t[k].http, "/metrics");
+			const char *has[1] = {t.id};
+			int c;
+			test_note("tserver %d (%s): memtable %.0f sst files %.0f forced flushes %.0f",
+				  k + 1, C.t[k].addr,
+				  metric_sum(b, "docraft_tablet_memtable_bytes", has, 1, &c),
+				  metric_sum(b, "docraft_tablet_sst_files", has, 1, &c),
+				  metric_sum(b, "docraft_memtable_forced_flushes_total", NULL, 0, &c));
+			free(b);
+		}
+		CHECK_MSG(false, "tablet %s (leader %s): no SST files on its leader past the "
+				 "memtable budget", t.id, t.leader);
+	}
+	tablets_with_leaders("cache", &t, 1, 1, 20000); /* the leader now */
+	for (int k = 0; k < NT; k++) {
+		if (strcmp(C.t[k].addr, t.leader) == 0)
+			lead = k;
+		h0[k] = cache_count(k, &t, "docraft_tablet_block_cache_hits_total");
+		m0[k] = cache_count(k, &t, "docraft_tablet_block_cache_misses_total");
+	}
+	CHECK_MSG(lead >= 0, "leader %s of tablet %s is no tserver of the cluster", t.leader, t.id);
+	rv = CLI(120000, "bench", "--workload", "c", "--table", "cache", "--keys", "1500",
+		 "--ops", "500", "--clients", "2", "--distribution", "uniform");
+	CHECK_MSG(rv == 0, "bench reads exited %d:\n%s", rv, C.out);
+	h1 = cache_count(lead, &t, "docraft_tablet_block_cache_hits_total");
+	m1 = cache_count(lead, &t, "docraft_tablet_block_cache_misses_total");
+	test_note("tablet %s on its leader: block cache hits %.0f -> %.0f, misses %.0f -> %.0f",
+		  t.id, h0[lead], h1, m0[lead], m1);
+	/* Every read of a flushed key looks at a filter, index or data block
+	 * of its SST file at least: the sum grows by at least the reads. */
+	CHECK_MSG((h1 - h0[lead]) + (m1 - m0[lead]) >= 500,
+		  "hits + misses grew by %.0f for 500 reads", (h1 - h0[lead]) + (m1 - m0[lead]));
+	CHECK_MSG(h1 > h0[lead], "no block cache hits counted");
+	for (int k = 0; k < NT; k++) {
+		if (k == lead)
+			continue;
+		CHECK_MSG(cache_count(k, &t, "docraft_tablet_block_cache_hits_total") == h0[k] &&
+				  cache_count(k, &t, "docraft_tablet_block_cache_misses_total") ==
+					  m0[k],
+			  "follower on tserver %d counted block cache reads", k + 1);
+	}
+}
+
+/* One cluster for the four (a case's temp dir goes with it). */
 TEST(metrics_and_api)
 {
 	up();
-	metrics_pass_promtool();
+	metrics_pass_promtool(NTAB);
 	counters_move();
 	health_and_json();
+	cache_counters_move();
+	metrics_pass_promtool(NTAB + 1);
 	cluster_down();
 }
 
