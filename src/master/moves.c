@@ -126,14 +126,22 @@ static bool tserver_failed(const struct master *m, const struct cat_tserver *ts,
 	       now - ts->last_hb_ms > m->failed_after_ms;
 }
 
+/* Whether r's tserver is live and its last heartbeat reported r up
+ * (leader or follower, not candidate nor copying) in leader's term (any
+ * term when leader is NULL). */
+static bool up_in_term(const struct master *m, const struct cat_replica *r,
+		       const struct cat_replica *leader, uint64_t now)
+{
+	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);
+	return ts != NULL && catalog_tserver_live(ts, now, m->tserver_timeout_ms) &&
+	       r->seen_hb == ts->hb_count && r->up && (leader == NULL || r->term == leader->term);
+}
+
 bool moves_replica_live(const struct master *m, const struct cat_tablet *tb,
 			const struct cat_replica *r, uint64_t now)
 {
-	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);
-	const struct cat_replica *leader =
-		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
-	return !r->joining && ts != NULL && catalog_tserver_live(ts, now, m->tserver_timeout_ms) &&
-	       r->seen_hb == ts->hb_count && r->up && (leader == NULL || r->term == leader->term);
+	return !r->joining &&
+	       up_in_term(m, r, catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms), now);
 }
 
 uint32_t moves_live_replicas(struct master *m, const struct cat_tablet *tb, uint64_t now)
@@ -639,19 +647,6 @@ static void remove_step(struct master *m, struct cat_tablet *tb, const struct ca
 	send_call(m, tb, leader, C_REMOVE, id, NULL);
 }
 
-/* Whether fresh, the new replica, follows the current leader: its
- * tserver is live and its last heartbeat reported it up (leader or
- * follower, not candidate nor copying) in the leader's term.
- * moves_replica_live without the joining mark, which a move's new replica
- * keeps until the move ends. */
-static bool follows_leader(const struct master *m, const struct cat_replica *fresh,
-			   const struct cat_replica *leader, uint64_t now)
-{
-	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, fresh->uuid);
-	return ts != NULL && catalog_tserver_live(ts, now, m->tserver_timeout_ms) &&
-	       fresh->seen_hb == ts->hb_count && fresh->up && fresh->term == leader->term;
-}
-
 /* The step removing's guard: the replaced replica leaves (or its leader
  * steps down) only once the new voter follows the current leader. Raft's
  * promotion proves the new replica caught up with the leader that
@@ -669,7 +664,7 @@ static bool removal_may_start(struct master *m, struct cat_tablet *tb,
 		return true; /* removed already, or the new one leads */
 	if (!config_has(cfg, mv->new_raft_id, &voter) || !voter)
 		return true; /* the leader's report lags the promotion: remove_step decides */
-	if (fresh != NULL && follows_leader(m, fresh, leader, now))
+	if (fresh != NULL && up_in_term(m, fresh, leader, now)) /* joining: not "live" */
 		return true;
 	if (now - mv->step_at_ms > FOLLOW_STUCK_MS) {
 		set_step(m, tb, CAT_MOVE_ROLLING_BACK, "the new voter does not follow the leader");
