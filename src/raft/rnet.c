@@ -23,7 +23,10 @@
  * to see EOF early; raft_uv notices at the next write) is reconnected at
  * once if it lived retry_ms or longer, else after retry_ms: a peer that
  * accepts and hangs up at once (a listener without that tablet) costs one
- * attempt per retry_ms, not a busy loop. A send to the same id at a new address aborts
+ * attempt per retry_ms, not a busy loop. Failures in a row (a failed
+ * connect, a connection that died young) are logged as WARN at the 1st,
+ * 2nd, 4th, ... and the recovery as INFO: a leader that cannot reach a
+ * replica shows in INFO logs. A send to the same id at a new address aborts
  * the old client (its queued sends are cancelled), as raft_uv does.
  * Clients live until close, one per peer ever sent to, as in raft_uv.
  *
