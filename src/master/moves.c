@@ -104,6 +104,11 @@
  * tserver refuses it: full, failing disk, ...): the move rolls back. A
  * joining replica opens at once; its copy comes after, in the ADD. */
 #define CREATE_STUCK_MS 60000
+/* The new voter not following the current leader (its tserver reports it
+ * up in the leader's term) this long into the step removing: the replaced
+ * replica stays and the move rolls back (issue 15: a replica that never
+ * heard from the leader elected after a step-down). */
+#define FOLLOW_STUCK_MS 30000
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -121,14 +126,22 @@ static bool tserver_failed(const struct master *m, const struct cat_tserver *ts,
 	       now - ts->last_hb_ms > m->failed_after_ms;
 }
 
+/* Whether r's tserver is live and its last heartbeat reported r up
+ * (leader or follower, not candidate nor copying) in leader's term (any
+ * term when leader is NULL). */
+static bool up_in_term(const struct master *m, const struct cat_replica *r,
+		       const struct cat_replica *leader, uint64_t now)
+{
+	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);
+	return ts != NULL && catalog_tserver_live(ts, now, m->tserver_timeout_ms) &&
+	       r->seen_hb == ts->hb_count && r->up && (leader == NULL || r->term == leader->term);
+}
+
 bool moves_replica_live(const struct master *m, const struct cat_tablet *tb,
 			const struct cat_replica *r, uint64_t now)
 {
-	const struct cat_tserver *ts = catalog_find_tserver(&m->cat, r->uuid);
-	const struct cat_replica *leader =
-		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
-	return !r->joining && ts != NULL && catalog_tserver_live(ts, now, m->tserver_timeout_ms) &&
-	       r->seen_hb == ts->hb_count && r->up && (leader == NULL || r->term == leader->term);
+	return !r->joining &&
+	       up_in_term(m, r, catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms), now);
 }
 
 uint32_t moves_live_replicas(struct master *m, const struct cat_tablet *tb, uint64_t now)
@@ -634,6 +647,34 @@ static void remove_step(struct master *m, struct cat_tablet *tb, const struct ca
 	send_call(m, tb, leader, C_REMOVE, id, NULL);
 }
 
+/* The step removing's guard: the replaced replica leaves (or its leader
+ * steps down) only once the new voter follows the current leader. Raft's
+ * promotion proves the new replica caught up with the leader that
+ * promoted it, not with the next one: after a step-down it can miss the
+ * new leader (issue 15), and removing the old replica then leaves two
+ * working voters of three. Past FOLLOW_STUCK_MS the move rolls back. */
+static bool removal_may_start(struct master *m, struct cat_tablet *tb,
+			      const struct cat_config *cfg, const struct cat_replica *leader,
+			      const struct cat_replica *fresh, uint64_t now)
+{
+	struct cat_move *mv = tb->move;
+	bool voter = false;
+
+	if (!config_has(cfg, mv->from_raft_id, NULL) || leader->raft_id == mv->new_raft_id)
+		return true; /* removed already, or the new one leads */
+	if (!config_has(cfg, mv->new_raft_id, &voter) || !voter)
+		return true; /* the leader's report lags the promotion: remove_step decides */
+	if (fresh != NULL && up_in_term(m, fresh, leader, now)) /* joining: not "live" */
+		return true;
+	if (now - mv->step_at_ms > FOLLOW_STUCK_MS) {
+		set_step(m, tb, CAT_MOVE_ROLLING_BACK, "the new voter does not follow the leader");
+		return false;
+	}
+	SAY_WAIT(m, tb, now, "raft id %" PRIu64 " does not follow the leader (term %" PRIu64
+		 ") yet", m->address, tb->id, mv->new_raft_id, leader->term);
+	return false;
+}
+
 static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 {
 	struct cat_move *mv = tb->move;
@@ -677,6 +718,8 @@ static void advance(struct master *m, struct cat_tablet *tb, uint64_t now)
 		return;
 	case CAT_MOVE_REMOVING:
 		has = config_has(cfg, mv->new_raft_id, &voter);
+		if (!removal_may_start(m, tb, cfg, leader, fresh, now))
+			return;
 		remove_step(m, tb, cfg, leader, mv->from_raft_id, has && voter ? mv->new_raft_id : 0,
 			    W_FINISH, now);
 		return;

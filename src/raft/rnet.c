@@ -23,7 +23,10 @@
  * to see EOF early; raft_uv notices at the next write) is reconnected at
  * once if it lived retry_ms or longer, else after retry_ms: a peer that
  * accepts and hangs up at once (a listener without that tablet) costs one
- * attempt per retry_ms, not a busy loop. A send to the same id at a new address aborts
+ * attempt per retry_ms, not a busy loop. Failures in a row (a failed
+ * connect, a connection that died young) are logged as WARN at the 1st,
+ * 2nd, 4th, ... and the recovery as INFO: a leader that cannot reach a
+ * replica shows in INFO logs. A send to the same id at a new address aborts
  * the old client (its queued sends are cancelled), as raft_uv does.
  * Clients live until close, one per peer ever sent to, as in raft_uv.
  *
@@ -116,6 +119,7 @@ struct rnet_client {
 	struct rnet_send *held, *held_tail; /* written on the young connection */
 	unsigned n_writing;           /* writes submitted, not completed */
 	bool aborting;
+	uint64_t failures;            /* connects failed or died young since one lived */
 };
 
 struct rnet_server {
@@ -256,6 +260,21 @@ static int write_send(struct rnet_client *c, struct rnet_send *s)
 	return 0;
 }
 
+/* One more connect that failed or died young: WARN at the 1st, 2nd, 4th,
+ * ... in a row (issue 15: a leader that never reached a new replica left
+ * only DEBUG lines, so the cause could not be read from INFO logs). */
+static void note_failure(struct rnet_client *c, const char *why)
+{
+	uint64_t k = ++c->failures;
+
+	if ((k & (k - 1)) == 0)
+		TLOG_WARN(c->n->log_id, 0,
+			  "raft connection to %llu (%s): %s (%llu in a row, retrying every "
+			  "%llu ms)",
+			  (unsigned long long)c->id, c->address, why, (unsigned long long)k,
+			  (unsigned long long)c->n->retry_ms);
+}
+
 static void retry_cb(uv_timer_t *t)
 {
 	struct rnet_client *c = t->data;
@@ -300,6 +319,8 @@ static void disconnect(struct rnet_client *c)
 		 * preamble and hangs up). Tell raft, which then retries. */
 		c->young = false;
 		c->dead_young_gen = c->gen;
+		if (!c->aborting)
+			note_failure(c, "closed by the peer within the retry delay");
 		uv_timer_stop(&c->timer);
 		if (c->held != NULL && !c->aborting)
 			c->n->stats.unconfirmed++;
@@ -369,6 +390,10 @@ static void grown_up_cb(uv_timer_t *t)
 	struct rnet_client *c = t->data;
 
 	c->young = false;
+	if (c->failures > 0)
+		TLOG_INFO(c->n->log_id, 0, "raft connection to %llu (%s): up after %llu failures",
+			  (unsigned long long)c->id, c->address, (unsigned long long)c->failures);
+	c->failures = 0;
 	release_held(c, 0, false);
 }
 
@@ -409,6 +434,7 @@ static void connect_cb(struct raft_uv_connect *req, struct uv_stream_s *stream, 
 		return;
 	}
 	n->stats.connect_failures++;
+	note_failure(c, status != 0 ? raft_strerror(status) : "no stream");
 	retry_later(c, n->retry_ms);
 }
 
@@ -424,7 +450,7 @@ static void client_connect(struct rnet_client *c)
 	if (rv != 0) {
 		c->connecting = false;
 		n->stats.connect_failures++;
-		TLOG_DEBUG(n->log_id, 0, "raft connect to %s: %s", c->address, n->t->errmsg);
+		note_failure(c, n->t->errmsg);
 		retry_later(c, n->retry_ms);
 	}
 }
