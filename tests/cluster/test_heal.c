@@ -72,29 +72,39 @@
 
 /* ---- master and tserver calls ---------------------------------------------------------------- */
 
+/* Calls the master (method with req); its reply unpacked as d, NULL on
+ * any error. */
+static void *master_get(uint16_t method, const ProtobufCMessage *req,
+			const ProtobufCMessageDescriptor *d)
+{
+	struct buf reply = BUF_INIT;
+	void *r = NULL;
+	if (client_master_call(C.client, method, req, &reply) == 0)
+		r = protobuf_c_message_unpack(d, NULL, reply.len, reply.data);
+	buf_free(&reply);
+	return r;
+}
+
 static Docraft__ClusterStatusResponse *cluster_status(void)
 {
 	Docraft__ClusterStatusRequest req = DOCRAFT__CLUSTER_STATUS_REQUEST__INIT;
-	struct buf reply = BUF_INIT;
-	Docraft__ClusterStatusResponse *r = NULL;
-	if (client_master_call(C.client, DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, &req.base,
-			       &reply) == 0)
-		r = docraft__cluster_status_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
-	return r;
+	return master_get(DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, &req.base,
+			  &docraft__cluster_status_response__descriptor);
 }
 
 static Docraft__GetTableResponse *get_table(void)
 {
 	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
-	struct buf reply = BUF_INIT;
-	Docraft__GetTableResponse *r = NULL;
 	req.name = (char *)TABLE;
-	if (client_master_call(C.client, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply) ==
-	    0)
-		r = docraft__get_table_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
-	return r;
+	return master_get(DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base,
+			  &docraft__get_table_response__descriptor);
+}
+
+static Docraft__ListTServersResponse *list_tservers(void)
+{
+	Docraft__ListTServersRequest req = DOCRAFT__LIST_TSERVERS_REQUEST__INIT;
+	return master_get(DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
+			  &docraft__list_tservers_response__descriptor);
 }
 
 static int drain_call(const char *tserver, bool undrain, Docraft__DrainResponse **out)
@@ -692,18 +702,6 @@ TEST(drain)
 	wait_healed(&h, 30000, "rebalanced");
 	check_checksums();
 	cluster_down();
-}
-
-static Docraft__ListTServersResponse *list_tservers(void)
-{
-	Docraft__ListTServersRequest req = DOCRAFT__LIST_TSERVERS_REQUEST__INIT;
-	struct buf reply = BUF_INIT;
-	Docraft__ListTServersResponse *r = NULL;
-	if (client_master_call(C.client, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
-			       &reply) == 0)
-		r = docraft__list_tservers_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
-	return r;
 }
 
 /* Every tablet of TABLE has 3 replicas on tservers of 3 distinct
