@@ -29,6 +29,13 @@
  *                    (no replica, no leader), every tablet at 3 live
  *                    voters; undrain: replicas move back (rebalance) until
  *                    loads differ by at most one.
+ *   zones            6 tservers in 3 zones (--placement c.r.zK: 3 in z1,
+ *                    2 in z2, 1 in z3), 6 tablets: every tablet's 3
+ *                    replicas are in 3 zones (GetTable and ListTServers),
+ *                    so z3's tserver holds all 6; kill -9 a z2 tserver:
+ *                    healed, still 3 zones each (every replacement on the
+ *                    other z2 tserver, though z1's are less loaded); drain
+ *                    a z1 tserver: the same.
  *
  * HEAL_MEASURE_MB=N (opt-in): rereplicate loads about N MiB instead of a
  * few hundred KiB and notes the time to heal and the copy rate.
@@ -65,29 +72,39 @@
 
 /* ---- master and tserver calls ---------------------------------------------------------------- */
 
+/* Calls the master (method with req); its reply unpacked as d, NULL on
+ * any error. */
+static void *master_get(uint16_t method, const ProtobufCMessage *req,
+			const ProtobufCMessageDescriptor *d)
+{
+	struct buf reply = BUF_INIT;
+	void *r = NULL;
+	if (client_master_call(C.client, method, req, &reply) == 0)
+		r = protobuf_c_message_unpack(d, NULL, reply.len, reply.data);
+	buf_free(&reply);
+	return r;
+}
+
 static Docraft__ClusterStatusResponse *cluster_status(void)
 {
 	Docraft__ClusterStatusRequest req = DOCRAFT__CLUSTER_STATUS_REQUEST__INIT;
-	struct buf reply = BUF_INIT;
-	Docraft__ClusterStatusResponse *r = NULL;
-	if (client_master_call(C.client, DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, &req.base,
-			       &reply) == 0)
-		r = docraft__cluster_status_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
-	return r;
+	return master_get(DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, &req.base,
+			  &docraft__cluster_status_response__descriptor);
 }
 
 static Docraft__GetTableResponse *get_table(void)
 {
 	Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
-	struct buf reply = BUF_INIT;
-	Docraft__GetTableResponse *r = NULL;
 	req.name = (char *)TABLE;
-	if (client_master_call(C.client, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply) ==
-	    0)
-		r = docraft__get_table_response__unpack(NULL, reply.len, reply.data);
-	buf_free(&reply);
-	return r;
+	return master_get(DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base,
+			  &docraft__get_table_response__descriptor);
+}
+
+static Docraft__ListTServersResponse *list_tservers(void)
+{
+	Docraft__ListTServersRequest req = DOCRAFT__LIST_TSERVERS_REQUEST__INIT;
+	return master_get(DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base,
+			  &docraft__list_tservers_response__descriptor);
 }
 
 static int drain_call(const char *tserver, bool undrain, Docraft__DrainResponse **out)
@@ -136,10 +153,17 @@ static int tserver_of(const char *addr)
 
 /* ---- the cluster ----------------------------------------------------------------------------- */
 
-static void up(const char *tag, int nt, int nm)
+/* zoned: tserver k runs with --placement ZONES[ZONE_OF[k]]: 3 tservers in
+ * z1, 2 in z2, 1 in z3 (uneven on purpose, see the zones case). */
+static const char *const ZONES[] = {"c.r.z1", "c.r.z2", "c.r.z3"};
+static const int ZONE_OF[CLUSTER_MAX_TSERVERS] = {0, 0, 0, 1, 1, 2, 2, 2};
+
+static void up_placed(const char *tag, int nt, int nm, bool zoned)
 {
 	docraft_client_options o;
 	char err[DOCRAFT_ERRMSG_SIZE];
+	for (int k = 0; k < CLUSTER_MAX_TSERVERS; k++)
+		C.placement[k] = zoned ? ZONES[ZONE_OF[k]] : NULL;
 	setenv("DOCRAFT_TRACE", "info", 1); /* the master logs each move at info */
 	C.master_args[0] = "--tserver-failed-after-s";
 	C.master_args[1] = FAILED_S;
@@ -148,6 +172,11 @@ static void up(const char *tag, int nt, int nm)
 	docraft_client_options_init(&o);
 	o.timeout_ms = 20000;
 	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &C.client, err), err);
+}
+
+static void up(const char *tag, int nt, int nm)
+{
+	up_placed(tag, nt, nm, false);
 }
 
 /* A table TABLE of tablets tablets (RF 3) loaded with keys values of vsize
@@ -675,5 +704,100 @@ TEST(drain)
 	cluster_down();
 }
 
+/* Every tablet of TABLE has 3 replicas on tservers of 3 distinct
+ * placements, as the master reports them (GetTable's addresses, the
+ * placement ListTServers gives each address); the first tablet that has
+ * not goes to why. Counts the replicas per zone into per_zone (3 slots). */
+static bool zones_distinct(char *why, size_t cap, int per_zone[3])
+{
+	Docraft__ListTServersResponse *ts = list_tservers();
+	Docraft__GetTableResponse *t = get_table();
+	bool ok = ts != NULL && t != NULL && t->n_tablets == 6;
+
+	memset(per_zone, 0, 3 * sizeof *per_zone);
+	if (!ok)
+		snprintf(why, cap, "no tserver list or table (%zu tablets)", t ? t->n_tablets : 0);
+	for (size_t i = 0; ok && i < t->n_tablets; i++) {
+		const Docraft__TabletLocation *l = t->tablets[i];
+		const char *zone[3] = {NULL, NULL, NULL};
+		char seen[256] = "";
+		if (l->n_replicas != 3) {
+			snprintf(why, cap, "tablet %s: %zu replicas", l->tablet_id, l->n_replicas);
+			ok = false;
+			break;
+		}
+		for (size_t r = 0; r < 3; r++) {
+			for (size_t k = 0; k < ts->n_tservers; k++)
+				if (strcmp(ts->tservers[k]->address, l->replicas[r]->address) == 0)
+					zone[r] = ts->tservers[k]->placement;
+			snprintf(seen + strlen(seen), sizeof seen - strlen(seen), " %s(%s)",
+				 l->replicas[r]->address, zone[r] ? zone[r] : "?");
+			for (int z = 0; zone[r] != NULL && z < 3; z++)
+				per_zone[z] += strcmp(zone[r], ZONES[z]) == 0;
+		}
+		if (zone[0] == NULL || zone[1] == NULL || zone[2] == NULL ||
+		    strcmp(zone[0], zone[1]) == 0 || strcmp(zone[0], zone[2]) == 0 ||
+		    strcmp(zone[1], zone[2]) == 0) {
+			snprintf(why, cap, "tablet %s: replicas on%s", l->tablet_id, seen);
+			ok = false;
+		}
+	}
+	if (t != NULL)
+		docraft__get_table_response__free_unpacked(t, NULL);
+	if (ts != NULL)
+		docraft__list_tservers_response__free_unpacked(ts, NULL);
+	return ok;
+}
+
+static void check_zones(const char *what)
+{
+	char why[512] = "";
+	int per_zone[3];
+	CHECK_MSG(zones_distinct(why, sizeof why, per_zone), "%s: %s", what, why);
+	test_note("%s: every tablet in 3 zones; replicas per zone %d %d %d", what, per_zone[0],
+		  per_zone[1], per_zone[2]);
+}
+
+/* Fails when placement ignores zones (by load alone z3's tserver would
+ * get 3 of the 18 replicas, not 6) or when re-replication does (the dead
+ * z2 tserver's replicas would go to z1's tservers, 2 replicas each against
+ * the other z2 tserver's 3). */
+TEST(zones)
+{
+	struct healed h = {.rf = 3};
+	Docraft__DrainResponse *dr;
+	const int victim = 3, partner = 4, drainee = 0; /* z2, z2, z1 */
+	int held;
+
+	up_placed("heal-zones", 6, 1, true);
+	load(6, "600", "100");
+	check_zones("created");
+	CHECK_EQ_INT(replicas_on(5), 6);
+
+	held = replicas_on(victim);
+	CHECK(held > 0);
+	kill9(&C.t[victim]);
+	h.avoid[victim] = true;
+	test_note("tserver %d (%s) killed, %d replicas", victim + 1, ZONES[ZONE_OF[victim]],
+		  held);
+	wait_healed(&h, HEAL_MS, "re-replication in zones");
+	check_zones("after the kill");
+	CHECK_EQ_INT(replicas_on(partner), 6);
+
+	CHECK_OK_MSG(drain_call(C.t[drainee].addr, false, &dr), docraft_errmsg());
+	CHECK(dr != NULL);
+	test_note("tserver %d (%s) drained, %u replicas", drainee + 1, ZONES[ZONE_OF[drainee]],
+		  dr->replicas_left);
+	docraft__drain_response__free_unpacked(dr, NULL);
+	h.avoid[drainee] = true;
+	wait_healed(&h, HEAL_MS, "drain in zones");
+	check_zones("after the drain");
+	CHECK_EQ_INT(replicas_on(1) + replicas_on(2), 6);
+	check_checksums();
+	cluster_down();
+	for (int k = 0; k < CLUSTER_MAX_TSERVERS; k++)
+		C.placement[k] = NULL;
+}
+
 TEST_MAIN(T(rereplicate), T(no_majority), T(target_dies), T(master_failover),
-	  T(master_failover_rollback), T(drain))
+	  T(master_failover_rollback), T(drain), T(zones))

@@ -162,9 +162,14 @@ void tserver_start(int k)
 {
 	struct server *s = &C.t[k];
 	char line[512];
-	char *argv[16] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
+	char *argv[18] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
 			  "--masters", C.maddr, NULL};
-	for (int i = 0, n = 7; C.tserver_args[i] != NULL && n < 15; i++)
+	int n = 7;
+	if (C.placement[k] != NULL) {
+		argv[n++] = (char *)"--placement";
+		argv[n++] = (char *)C.placement[k];
+	}
+	for (int i = 0; C.tserver_args[i] != NULL && n < 17; i++)
 		argv[n++] = (char *)C.tserver_args[i];
 	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn tserver: %s", strerror(errno));
 	s->up = true;

@@ -61,6 +61,10 @@ struct cluster {
 	/* Extra flags of every tserver_start (NULL-terminated; set before
 	 * cluster_up). */
 	const char *tserver_args[9];
+	/* --placement of tserver k (NULL: none), for every tserver_start of
+	 * it; set before cluster_start, left as set (a test that sets it sets
+	 * or clears it before each cluster_start). */
+	const char *placement[CLUSTER_MAX_TSERVERS];
 	/* Extra flags of master_start, the same way. */
 	const char *master_args[5];
 	/* cluster_use_http: the master's HTTP address, the tservers' port. */
