@@ -8,7 +8,7 @@
 #
 # <target> is a name of the table below; its code is tests/fuzz/fuzz_<target>.c.
 # Environment:
-#   FUZZ_SECONDS  bound of the run in seconds (default 4)
+#   FUZZ_SECONDS  bound of the run in seconds (default 2)
 #   FUZZ_RUNS     stop after this many executions instead (0: no bound)
 #   FUZZ_CORPUS   corpus directory (default <build dir>/corpus-<target>); it
 #                 grows across runs, seeds are (re)written each run by the
@@ -33,7 +33,7 @@ fi
 src=$1
 out=$2
 target=$3
-seconds=${FUZZ_SECONDS:-4}
+seconds=${FUZZ_SECONDS:-2}
 runs=${FUZZ_RUNS:-0}
 jobs=${FUZZ_JOBS:-1}
 cc=${FUZZ_CC:-clang}
