@@ -60,7 +60,11 @@ masters() { tool env | sed -n 's/^MASTERS=//p'; }
 listed() { cli "$1" master list | awk 'NR > 1 { printf "%s:%s ", $1, $2 }'; }
 leader_of() { cli "$1" master list | awk '$3 == "leader" { print $1 }'; }
 
-tool create --masters 3 --tservers 3 --rf 3 --port-base auto >"$WORK/create.out" 2>&1
+# No replica moves (issue 15's balancer): the tserver t4 started below only
+# registers and is stopped again; a replica moved onto it meanwhile would be
+# down for the checksums at the end.
+tool create --masters 3 --tservers 3 --rf 3 --port-base auto \
+	--master-flag max-concurrent-moves=0 >"$WORK/create.out" 2>&1
 ok "create: 3 masters, 3 tservers" || { diag "$(cat "$WORK/create.out")"; exit 1; }
 ORIG=$(masters)
 M1=$(addr 1) M2=$(addr 2) M3=$(addr 3)
