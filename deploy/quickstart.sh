@@ -129,4 +129,5 @@ cli tablets msgs
 echo
 echo "docraft: the cluster is running (logs: $HOME_DIR/logs)."
 echo "  try:  $BIN/src/tools/docraft --masters $MASTER shell"
+echo "  web:  http://${MASTER%:*}:7000/ (the master's pages; /metrics on every server, docs/operations.md)"
 echo "  stop: ./deploy/quickstart.sh stop    (or 'destroy' to remove the data)"

@@ -12,7 +12,9 @@
 #            3-tablet table, then on the N-tablet table, then on the 3-tablet
 #            one again (so drift shows), --duration S each; the ratio
 #            N-tablet / mean(3-tablet); then 1 client on the 3-tablet table
-#            (its p50)
+#            (its p50); with each, the CPU time the three tservers used per
+#            write (user + system, warm-up included: a figure that other
+#            load on the machine disturbs less than writes/s)
 #   restart  (--restart R, 0 = skip; default 0) a table of R tablets, RF 3
 #            (R replicas per tserver), loaded with --keys keys; tserver 1 is
 #            killed with SIGKILL and started again; the time until
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--build) build=$2 ;; --raft-log) mode=$2 ;; --tablets) tablets=$2 ;;
 	--clients) clients=$2 ;; --duration) duration=$2 ;; --keys) keys=$2 ;;
 	--value-size) vsize=$2 ;; --restart) restart=$2 ;;
-	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-raftlog: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -104,20 +106,28 @@ echo "log_bytes_per_replica $(( logb / (tablets * 3) ))"
 
 sql --tablets 3 --rf 3 -e "CREATE TABLE t3 (k text PRIMARY KEY, v blob);" >/dev/null
 leaders t3
-bench() { # table clients -> ops/s and p50 on one line
+# CPU time (user + system, clock ticks) of the three tservers so far.
+cpu_ticks() { cat /proc/"${pids[1]}"/stat /proc/"${pids[2]}"/stat /proc/"${pids[3]}"/stat | awk '{s += $14 + $15} END {print s}'; }
+hz=$(getconf CLK_TCK)
+bench() { # table clients -> ops/s, p50, errors and the tservers' CPU per write (us) on one line
+	local c0 c1
+	c0=$(cpu_ticks)
 	sql bench --table "$1" --workload write --clients "$2" --keys "$keys" \
 		--value-size "$vsize" --duration "$duration" --warmup 2 --json 2>/dev/null |
-		grep '^{' | /usr/bin/python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.0f %.3f %d" % (j["ops_per_s"], j["p50_ms"], j["errors"]))'
+		grep '^{' >"$base/bench.json"
+	c1=$(cpu_ticks)
+	/usr/bin/python3 -c 'import json,sys; j=json.loads(open(sys.argv[1]).read()); cpu=(int(sys.argv[3])-int(sys.argv[2]))/float(sys.argv[4]); n=j["ops_per_s"]*(j["seconds"]+j["warmup_s"]); print("%.0f %.3f %d %.0f" % (j["ops_per_s"], j["p50_ms"], j["errors"], 1e6*cpu/max(n,1)))' \
+		"$base/bench.json" "$c0" "$c1" "$hz"
 }
-read -r a_ops a_p50 a_err <<<"$(bench t3 "$clients")"
-echo "writes_3_tablets $a_ops (p50 $a_p50 ms, errors $a_err)"
-read -r n_ops n_p50 n_err <<<"$(bench tn "$clients")"
-echo "writes_${tablets}_tablets $n_ops (p50 $n_p50 ms, errors $n_err)"
-read -r b_ops b_p50 b_err <<<"$(bench t3 "$clients")"
-echo "writes_3_tablets_again $b_ops (p50 $b_p50 ms, errors $b_err)"
+read -r a_ops a_p50 a_err a_cpu <<<"$(bench t3 "$clients")"
+echo "writes_3_tablets $a_ops (p50 $a_p50 ms, errors $a_err, tserver cpu $a_cpu us/write)"
+read -r n_ops n_p50 n_err n_cpu <<<"$(bench tn "$clients")"
+echo "writes_${tablets}_tablets $n_ops (p50 $n_p50 ms, errors $n_err, tserver cpu $n_cpu us/write)"
+read -r b_ops b_p50 b_err b_cpu <<<"$(bench t3 "$clients")"
+echo "writes_3_tablets_again $b_ops (p50 $b_p50 ms, errors $b_err, tserver cpu $b_cpu us/write)"
 echo "ratio_${tablets}_over_3 $(echo "scale=2; 2 * $n_ops / ($a_ops + $b_ops)" | bc)"
-read -r o_ops o_p50 o_err <<<"$(bench t3 1)"
-echo "one_client_writes $o_ops (p50 $o_p50 ms, errors $o_err)"
+read -r o_ops o_p50 o_err o_cpu <<<"$(bench t3 1)"
+echo "one_client_writes $o_ops (p50 $o_p50 ms, errors $o_err, tserver cpu $o_cpu us/write)"
 
 if [ "$restart" -gt 0 ]; then
 	sql --tablets "$restart" --rf 3 -e "CREATE TABLE tr (k text PRIMARY KEY, v blob);" >/dev/null

@@ -18,23 +18,25 @@ fi
 
 # folder -> what it may include besides itself. "proto" is the generated
 # messages (<name>.pb-c.h), "api" the public headers include/docraft/*.h
-# other than error.h (error.h, the error codes, is for everyone); three
+# other than error.h (error.h, the error codes, is for everyone); four
 # libraries are layers too: "libraft" (<raft.h>, <raft/*.h>), "libuv"
-# (<uv.h>) and "rocksdb" (<rocksdb/*.h>). Other system headers are free.
+# (<uv.h>), "rocksdb" (<rocksdb/*.h>) and "libmicrohttpd"
+# (<microhttpd.h>). Other system headers are free.
 declare -A allowed=(
 	[common]=""
 	[net]="common libuv"
 	[docdb]="common rocksdb"
 	[rpc]="common net docdb proto libuv"
-	[server]="common net docdb rpc proto libuv"
+	[http]="common libuv libmicrohttpd"
+	[server]="common net docdb rpc http proto libuv"
 	[raft]="common net libraft libuv"
 	[raftlog]="common libraft libuv"
 	[redis]="common libuv"
 	[tablet]="common net docdb rpc raft raftlog proto libraft libuv"
 	[cql]="common docdb"
 	[client]="common net docdb rpc cql proto api libuv"
-	[tserver]="common net docdb rpc raft raftlog tablet server redis client api proto libraft libuv"
-	[master]="common net docdb rpc raft tablet server proto libraft libuv"
+	[tserver]="common net docdb rpc raft raftlog tablet server http redis client api proto libraft libuv"
+	[master]="common net docdb rpc raft tablet server http proto libraft libuv"
 	[tools]="common net docdb rpc raft raftlog tablet cql client proto libraft libuv rocksdb api"
 )
 
@@ -67,6 +69,7 @@ while IFS= read -r hit; do
 		raft.h | raft/*) used=libraft ;;
 		uv.h | uv/*) used=libuv ;;
 		rocksdb/*) used=rocksdb ;;
+		microhttpd.h) used=libmicrohttpd ;;
 		docraft/error.h) continue ;;
 		docraft/*) used=api ;;
 		*) continue ;;

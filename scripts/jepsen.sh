@@ -13,7 +13,10 @@
 #   --time SEC        workload duration (default 600; 90 with --buggy)
 #   --nemesis LIST    comma-separated nemeses or `all` (default all; pause
 #                     with --buggy): kill kill-leader pause restart-all master
-#                     skew partition-halves partition-one partition-leader
+#                     master-replace (--masters 3) skew
+#                     partition-halves partition-one partition-leader
+#                     kill-permanently drain-and-stop add-node-and-rebalance
+#                     (the last three: 4 tservers, tests/jepsen/nemesis.sh)
 #   --clients N       client threads (default 10)
 #   --workload W      default both
 #   --netns MODE      network namespaces (needed by the partition nemeses):
@@ -41,7 +44,7 @@ out=""
 buggy=0
 extra=()
 
-usage() { sed -n '8,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '8,31p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -445,9 +445,12 @@ DOCRAFT_API bool docraft_cql_complete(const char *text);
 
 /* Admin commands, printing tables to p->out. Blocking.
  *   tservers   every tablet server: uuid, address, live, heartbeat age,
- *              replicas, leaders
+ *              replicas, leaders, state (live / unreachable / failed),
+ *              placement, drain (- / draining / drained), moves in flight
  *   tables     every table with its schema as CQL
- *   tablets    the table's tablets: partition, replicas, leader
+ *   tablets    the table's tablets: partition, leader, status (ok, or
+ *              leaderless / under-replicated(live=N) / moving), replicas;
+ *              then the moves in progress
  *   step_down  asks the tablet's leader to step down: any up-to-date voter
  *              takes over (step_down_to: the replica at address to,
  *              "ip:port", which must be one of the tablet's; EINVAL
@@ -464,6 +467,41 @@ DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet
 					   const char *to, const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
+/* Master membership (docs/cluster.md, "Master membership").
+ *   masters        every master (ListMasters, which any master answers):
+ *                  address, raft id, "leader" for the leader it names
+ *   master_add     adds the master at address ("ip:port", started with
+ *                  --join): one Raft change of the masters at a time;
+ *                  prints the masters after it. DOCRAFT_EBUSY while
+ *                  another change runs, DOCRAFT_EINVAL for a bad address or
+ *                  beyond the most masters allowed (7)
+ *   master_remove  removes the master at address (the leader hands its
+ *                  leadership over first); DOCRAFT_ENOTFOUND if it is not
+ *                  a master, DOCRAFT_EINVAL for the last one, DOCRAFT_EBUSY
+ *                  as above.
+ * Blocking; DOCRAFT_EINVAL for NULL c or address. */
+DOCRAFT_API int docraft_admin_masters(docraft_client *c, const docraft_printer *p);
+DOCRAFT_API int docraft_admin_master_add(docraft_client *c, const char *address,
+					 const docraft_printer *p);
+DOCRAFT_API int docraft_admin_master_remove(docraft_client *c, const char *address,
+					    const docraft_printer *p);
+
+/* The cluster as the master leader sees it (docs/cluster.md, "Self-healing:
+ * commands and flags"): "name: value" lines for the master leader, the
+ * masters, tservers by state, tables, tablets, under-replicated and
+ * leaderless tablets (count, then up to 10 ids), moves in flight, then one
+ * row per move (tablet, reason, from, to, new raft id, step, age). Blocking;
+ * the master's error otherwise (an older master: "unknown method"). */
+DOCRAFT_API int docraft_admin_cluster(docraft_client *c, const docraft_printer *p);
+/* Marks the tserver (its uuid or "ip:port") draining — the master moves its
+ * leaders, then its replicas, away — or, with undrain, not any more. Prints
+ * one line with the replicas and leaders left. With wait_s > 0 (drain only)
+ * it then polls the master every second, printing a line whenever the
+ * counts change, until the tserver is drained (no replica left: it can be
+ * stopped); DOCRAFT_ETIMEDOUT after wait_s seconds, DOCRAFT_EINVAL if it
+ * is undrained meanwhile. An unknown tserver: DOCRAFT_ENOTFOUND. Blocking. */
+DOCRAFT_API int docraft_admin_drain(docraft_client *c, const char *tserver, bool undrain,
+				    uint32_t wait_s, const docraft_printer *p);
 /* Replica checksums of every tablet of table (docs/cluster.md, "Replica
  * checksums"): for each tablet, its leader (as the master last heard it;
  * the other replicas in turn when it does not answer) is asked for the

@@ -5,6 +5,7 @@
 DOCRAFT_PACKAGES=(
 	gcc pkg-config meson ninja-build python3
 	librocksdb-dev libraft-dev libuv1-dev libprotobuf-c-dev protobuf-c-compiler
+	libmicrohttpd-dev
 )
 
 docraft_ensure_packages() {

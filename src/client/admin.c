@@ -12,25 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/admin.h"
 #include "client/internal.h"
 #include "common/check.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "rpc.pb-c.h"
 
-static void out(const docraft_printer *p, struct buf *b)
+void admin_out(const docraft_printer *p, struct buf *b)
 {
 	if (p != NULL && p->out != NULL && b->len > 0)
 		p->out(p->arg, (const char *)b->data, b->len);
 }
 
-/* A left-aligned text table: rows of ncols strings. */
-struct table {
-	size_t ncols, nrows;
-	char **cells; /* (nrows + 1) * ncols, row 0 = header */
-};
-
-static void table_init(struct table *t, size_t ncols, const char *const *header)
+void admin_table_init(struct admin_table *t, size_t ncols, const char *const *header)
 {
 	t->ncols = ncols;
 	t->nrows = 0;
@@ -39,7 +34,7 @@ static void table_init(struct table *t, size_t ncols, const char *const *header)
 		t->cells[j] = xstrdup(header[j]);
 }
 
-static void table_row(struct table *t, char **row)
+void admin_table_row(struct admin_table *t, char **row)
 {
 	char **cells = xrealloc(t->cells, (t->nrows + 2) * t->ncols * sizeof *cells);
 	t->cells = cells;
@@ -47,10 +42,9 @@ static void table_row(struct table *t, char **row)
 	memcpy(&t->cells[t->nrows * t->ncols], row, t->ncols * sizeof *row);
 }
 
-static void table_print(struct table *t, const docraft_printer *p)
+void admin_table_format(struct admin_table *t, struct buf *b)
 {
 	size_t *w = xcalloc(t->ncols, sizeof *w);
-	struct buf b = BUF_INIT;
 	for (size_t i = 0; i <= t->nrows; i++)
 		for (size_t j = 0; j < t->ncols; j++) {
 			size_t n = strlen(t->cells[i * t->ncols + j]);
@@ -61,22 +55,19 @@ static void table_print(struct table *t, const docraft_printer *p)
 		for (size_t j = 0; j < t->ncols; j++) {
 			const char *s = t->cells[i * t->ncols + j];
 			if (j + 1 < t->ncols)
-				buf_printf(&b, "%-*s  ", (int)w[j], s);
+				buf_printf(b, "%-*s  ", (int)w[j], s);
 			else
-				buf_printf(&b, "%s", s);
+				buf_printf(b, "%s", s);
 		}
-		buf_printf(&b, "\n");
+		buf_printf(b, "\n");
 	}
-	out(p, &b);
-	buf_free(&b);
 	for (size_t i = 0; i < (t->nrows + 1) * t->ncols; i++)
 		free(t->cells[i]);
 	free(t->cells);
 	free(w);
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
+char *admin_fmt(const char *f, ...)
 {
 	va_list ap;
 	char *s;
@@ -87,10 +78,7 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
-/* The answer of a blocking call: rv its status, reply its bytes (freed
- * here), unpacked as a message of desc (the caller frees it). NULL with
- * *rv the error otherwise ("<method> answer does not decode"). */
-static ProtobufCMessage *answer(int *rv, struct buf *reply, const ProtobufCMessageDescriptor *desc,
+ProtobufCMessage *admin_answer(int *rv, struct buf *reply, const ProtobufCMessageDescriptor *desc,
 			       const char *method)
 {
 	ProtobufCMessage *m = NULL;
@@ -103,36 +91,55 @@ static ProtobufCMessage *answer(int *rv, struct buf *reply, const ProtobufCMessa
 	return m;
 }
 
+const char *admin_tserver_state(const Docraft__TServerInfo *ts)
+{
+	if (ts->state != NULL && ts->state[0] != '\0')
+		return ts->state;
+	return ts->live ? "live" : "unreachable";
+}
+
+void admin_format_tservers(Docraft__TServerInfo *const *ts, size_t n, struct buf *out)
+{
+	static const char *const header[] = {"UUID",	  "ADDRESS", "LIVE",	  "HEARTBEAT", "REPLICAS",
+					     "LEADERS", "STATE",   "PLACEMENT", "DRAIN",	   "MOVES"};
+	struct admin_table t;
+	admin_table_init(&t, 10, header);
+	for (size_t i = 0; i < n; i++) {
+		char *row[10];
+		row[0] = admin_fmt("%s", ts[i]->uuid);
+		row[1] = admin_fmt("%s", ts[i]->address);
+		row[2] = admin_fmt("%s", ts[i]->live ? "yes" : "NO");
+		row[3] = admin_fmt("%" PRIu64 " ms ago", ts[i]->last_heartbeat_ms_ago);
+		row[4] = admin_fmt("%u", ts[i]->tablets);
+		row[5] = admin_fmt("%u", ts[i]->leaders);
+		row[6] = admin_fmt("%s", admin_tserver_state(ts[i]));
+		row[7] = admin_fmt("%s", ts[i]->placement != NULL && ts[i]->placement[0] != '\0'
+						 ? ts[i]->placement
+						 : "-");
+		row[8] = admin_fmt("%s", ts[i]->drained ? "drained" : ts[i]->draining ? "draining" : "-");
+		row[9] = admin_fmt("%u", ts[i]->moves);
+		admin_table_row(&t, row);
+	}
+	admin_table_format(&t, out);
+}
+
 int docraft_admin_tservers(docraft_client *c, const docraft_printer *p)
 {
-	static const char *const header[] = {"UUID", "ADDRESS", "LIVE", "HEARTBEAT",
-					     "REPLICAS", "LEADERS"};
 	Docraft__ListTServersRequest req = DOCRAFT__LIST_TSERVERS_REQUEST__INIT;
 	Docraft__ListTServersResponse *resp;
-	struct buf reply = BUF_INIT;
-	struct table t;
+	struct buf reply = BUF_INIT, b = BUF_INIT;
 	int rv;
 
 	if (c == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
 	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TSERVERS, &req.base, &reply);
-	resp = (Docraft__ListTServersResponse *)answer(
+	resp = (Docraft__ListTServersResponse *)admin_answer(
 		&rv, &reply, &docraft__list_tservers_response__descriptor, "ListTServers");
 	if (resp == NULL)
 		return rv;
-	table_init(&t, 6, header);
-	for (size_t i = 0; i < resp->n_tservers; i++) {
-		const Docraft__TServerInfo *ts = resp->tservers[i];
-		char *row[6];
-		row[0] = fmt("%s", ts->uuid);
-		row[1] = fmt("%s", ts->address);
-		row[2] = fmt("%s", ts->live ? "yes" : "NO");
-		row[3] = fmt("%" PRIu64 " ms ago", ts->last_heartbeat_ms_ago);
-		row[4] = fmt("%u", ts->tablets);
-		row[5] = fmt("%u", ts->leaders);
-		table_row(&t, row);
-	}
-	table_print(&t, p);
+	admin_format_tservers(resp->tservers, resp->n_tservers, &b);
+	admin_out(p, &b);
+	buf_free(&b);
 	docraft__list_tservers_response__free_unpacked(resp, NULL);
 	return 0;
 }
@@ -193,7 +200,7 @@ static int list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
 	struct buf reply = BUF_INIT;
 	int rv;
 	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_TABLES, &req.base, &reply);
-	*out = (Docraft__ListTablesResponse *)answer(
+	*out = (Docraft__ListTablesResponse *)admin_answer(
 		&rv, &reply, &docraft__list_tables_response__descriptor, "ListTables");
 	if (*out == NULL)
 		return rv;
@@ -215,7 +222,7 @@ int docraft_admin_tables(docraft_client *c, const docraft_printer *p)
 	}
 	if (resp->n_tables == 0)
 		buf_printf(&b, "(no tables)\n");
-	out(p, &b);
+	admin_out(p, &b);
 	buf_free(&b);
 	docraft__list_tables_response__free_unpacked(resp, NULL);
 	return 0;
@@ -236,7 +243,7 @@ static int get_table(docraft_client *c, const char *table, Docraft__GetTableResp
 	int rv;
 	req.name = (char *)table;
 	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply);
-	*out = (Docraft__GetTableResponse *)answer(
+	*out = (Docraft__GetTableResponse *)admin_answer(
 		&rv, &reply, &docraft__get_table_response__descriptor, "GetTable");
 	if (*out == NULL)
 		return rv;
@@ -244,23 +251,34 @@ static int get_table(docraft_client *c, const char *table, Docraft__GetTableResp
 	return 0;
 }
 
-int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_printer *p)
+/* The STATUS cell of a tablet (admin_format_tablets). */
+static char *tablet_status(const Docraft__TabletLocation *loc)
 {
-	static const char *const header[] = {"TABLET", "PARTITION", "LEADER", "REPLICAS"};
-	Docraft__GetTableResponse *resp;
-	struct table t;
-	int rv;
+	struct buf b = BUF_INIT;
+	char *s;
+	if (loc->leader_raft_id == 0)
+		buf_printf(&b, "leaderless");
+	if (loc->under_replicated)
+		buf_printf(&b, "%sunder-replicated(live=%u)", b.len ? "," : "", loc->live_replicas);
+	if (loc->move != NULL && loc->move[0] != '\0')
+		buf_printf(&b, "%smoving", b.len ? "," : "");
+	s = xstrdup(b.len ? buf_cstr(&b) : "ok");
+	buf_free(&b);
+	return s;
+}
 
-	if (c == NULL || table == NULL)
-		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = get_table(c, table, &resp)) != 0)
-		return rv;
-	table_init(&t, 4, header);
+void admin_format_tablets(const Docraft__GetTableResponse *resp, struct buf *out)
+{
+	static const char *const header[] = {"TABLET", "PARTITION", "LEADER", "STATUS", "REPLICAS"};
+	struct admin_table t;
+	size_t moving = 0;
+
+	admin_table_init(&t, 5, header);
 	for (size_t i = 0; i < resp->n_tablets; i++) {
 		const Docraft__TabletLocation *loc = resp->tablets[i];
 		struct buf reps = BUF_INIT;
 		const char *leader = "(none)";
-		char *row[4];
+		char *row[5];
 		for (size_t j = 0; j < loc->n_replicas; j++) {
 			const Docraft__Peer *peer = loc->replicas[j];
 			bool is_leader = peer->raft_id == loc->leader_raft_id;
@@ -270,14 +288,38 @@ int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_pr
 				   peer->address, is_leader ? "*" : "",
 				   peer->voter ? "" : "(learner)");
 		}
-		row[0] = fmt("%s", loc->tablet_id);
-		row[1] = fmt("[0x%04x, 0x%04x)", loc->start, loc->end);
-		row[2] = fmt("%s", leader);
-		row[3] = fmt("%s", buf_cstr(&reps));
+		row[0] = admin_fmt("%s", loc->tablet_id);
+		row[1] = admin_fmt("[0x%04x, 0x%04x)", loc->start, loc->end);
+		row[2] = admin_fmt("%s", leader);
+		row[3] = tablet_status(loc);
+		row[4] = admin_fmt("%s", buf_cstr(&reps));
 		buf_free(&reps);
-		table_row(&t, row);
+		admin_table_row(&t, row);
+		moving += loc->move != NULL && loc->move[0] != '\0';
 	}
-	table_print(&t, p);
+	admin_table_format(&t, out);
+	if (moving == 0)
+		return;
+	buf_printf(out, "moves in progress:\n");
+	for (size_t i = 0; i < resp->n_tablets; i++)
+		if (resp->tablets[i]->move != NULL && resp->tablets[i]->move[0] != '\0')
+			buf_printf(out, "  %s  %s\n", resp->tablets[i]->tablet_id,
+				   resp->tablets[i]->move);
+}
+
+int docraft_admin_tablets(docraft_client *c, const char *table, const docraft_printer *p)
+{
+	Docraft__GetTableResponse *resp;
+	struct buf b = BUF_INIT;
+	int rv;
+
+	if (c == NULL || table == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((rv = get_table(c, table, &resp)) != 0)
+		return rv;
+	admin_format_tablets(resp, &b);
+	admin_out(p, &b);
+	buf_free(&b);
 	docraft__get_table_response__free_unpacked(resp, NULL);
 	return 0;
 }
@@ -378,7 +420,7 @@ int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id, const c
 			buf_printf(&b, "tablet %s: the leader handed over to %s\n", tablet_id, to);
 		else
 			buf_printf(&b, "tablet %s: the leader stepped down\n", tablet_id);
-		out(p, &b);
+		admin_out(p, &b);
 	}
 	buf_free(&reply);
 	buf_free(&b);
@@ -394,14 +436,14 @@ int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *rep
 	int rv = call_tablet(c, tablet_id, replica, DOCRAFT__METHOD__TSERVER_DUMP_TABLET, &req.base,
 			     &req.tablet_id, &reply);
 
-	resp = (Docraft__DumpTabletResponse *)answer(
+	resp = (Docraft__DumpTabletResponse *)admin_answer(
 		&rv, &reply, &docraft__dump_tablet_response__descriptor, "DumpTablet");
 	if (resp == NULL)
 		return rv;
 	buf_printf(&b, "%s", resp->text);
 	if (b.len > 0 && b.data[b.len - 1] != '\n')
 		buf_push(&b, '\n');
-	out(p, &b);
+	admin_out(p, &b);
 	buf_free(&b);
 	docraft__dump_tablet_response__free_unpacked(resp, NULL);
 	return 0;
@@ -475,7 +517,7 @@ static void checksum_line(const docraft_printer *p, const Docraft__TabletLocatio
 			snprintf(unavail, unavail_size, "replica %s of tablet %s did not answer: %s: %s",
 				 peer->address, loc->tablet_id, docraft_strerror(a->status), a->msg);
 	}
-	out(p, &b);
+	admin_out(p, &b);
 	buf_free(&b);
 }
 
@@ -558,7 +600,7 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 	} else {
 		buf_printf(&b, "checksums: %zu tablets, all replicas agree\n", resp->n_tablets);
 	}
-	out(p, &b);
+	admin_out(p, &b);
 	if (rv == DOCRAFT_ECORRUPT)
 		rv = client_error(rv, "table %s: replicas disagree in tablet %s%s%s", table,
 				  buf_cstr(&mismatch), unavail[0] ? "; also: " : "", unavail);
@@ -568,4 +610,77 @@ int docraft_admin_checksum(docraft_client *c, const char *table, const docraft_p
 	buf_free(&mismatch);
 	docraft__get_table_response__free_unpacked(resp, NULL);
 	return rv;
+}
+
+/* ---- master membership ----------------------------------------------------------------------- */
+
+int docraft_admin_masters(docraft_client *c, const docraft_printer *p)
+{
+	static const char *const header[] = {"ADDRESS", "RAFT_ID", "ROLE"};
+	Docraft__ListMastersRequest req = DOCRAFT__LIST_MASTERS_REQUEST__INIT;
+	Docraft__ListMastersResponse *resp;
+	struct buf reply = BUF_INIT;
+	struct buf b = BUF_INIT;
+	struct admin_table t;
+	int rv;
+
+	if (c == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_LIST_MASTERS, &req.base, &reply);
+	resp = (Docraft__ListMastersResponse *)admin_answer(
+		&rv, &reply, &docraft__list_masters_response__descriptor, "ListMasters");
+	if (resp == NULL)
+		return rv;
+	admin_table_init(&t, 3, header);
+	for (size_t i = 0; i < resp->n_masters; i++) {
+		char *row[3];
+		row[0] = admin_fmt("%s", resp->masters[i]);
+		row[1] = i < resp->n_raft_ids ? admin_fmt("%" PRIu64, resp->raft_ids[i]) : admin_fmt("?");
+		row[2] = admin_fmt("%s", strcmp(resp->masters[i], resp->leader) == 0 ? "leader"
+									       : "follower");
+		admin_table_row(&t, row);
+	}
+	admin_table_format(&t, &b);
+	admin_out(p, &b);
+	buf_free(&b);
+	docraft__list_masters_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int change_masters(docraft_client *c, Docraft__ChangeMastersRequest__Kind kind,
+			  const char *address, const docraft_printer *p)
+{
+	Docraft__ChangeMastersRequest req = DOCRAFT__CHANGE_MASTERS_REQUEST__INIT;
+	Docraft__ChangeMastersResponse *resp;
+	struct buf reply = BUF_INIT;
+	struct buf b = BUF_INIT;
+	int rv;
+
+	if (c == NULL || address == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	req.kind = kind;
+	req.address = (char *)address;
+	rv = client_master_call(c, DOCRAFT__METHOD__MASTER_CHANGE_MASTERS, &req.base, &reply);
+	resp = (Docraft__ChangeMastersResponse *)admin_answer(
+		&rv, &reply, &docraft__change_masters_response__descriptor, "ChangeMasters");
+	if (resp == NULL)
+		return rv;
+	buf_printf(&b, "masters:");
+	for (size_t i = 0; i < resp->n_masters; i++)
+		buf_printf(&b, " %s", resp->masters[i]);
+	buf_printf(&b, "\n");
+	admin_out(p, &b);
+	buf_free(&b);
+	docraft__change_masters_response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+int docraft_admin_master_add(docraft_client *c, const char *address, const docraft_printer *p)
+{
+	return change_masters(c, DOCRAFT__CHANGE_MASTERS_REQUEST__KIND__ADD, address, p);
+}
+
+int docraft_admin_master_remove(docraft_client *c, const char *address, const docraft_printer *p)
+{
+	return change_masters(c, DOCRAFT__CHANGE_MASTERS_REQUEST__KIND__REMOVE, address, p);
 }

@@ -520,6 +520,7 @@ int docraft_client_open(const char *masters, const docraft_client_options *optio
 		free(x);
 		return rv;
 	}
+	client_masters_init(c);
 	if (getrandom(c->id, sizeof c->id, 0) != (ssize_t)sizeof c->id) {
 		/* No entropy source: time, pid and an address still make two
 		 * clients differ. */

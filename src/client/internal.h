@@ -94,11 +94,24 @@ struct docraft_client {
 	char masters[CLIENT_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
 	size_t n_masters;
 	char master_leader[RPC_ADDRESS_MAX + 1]; /* "" when unknown */
+	/* masters.c: the caller's list, kept as a fallback of the learned one. */
+	char flag_masters[CLIENT_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
+	size_t n_flag_masters;
+	bool masters_stale;    /* learn the list at the next successful master call */
+	bool masters_learning; /* a ListMasters is running */
 	uint8_t id[16];
 	uint64_t next_seq;
 	struct client_seq *running, *running_tail; /* writes in flight, by seq */
 	uint64_t rand;
 };
+
+/* masters.c (loop thread, but init): the list of masters learned from the
+ * cluster. init: at open, the caller's list is the fallback and stale.
+ * hint: a NOT_LEADER hint's address, added if unknown. learn: after a
+ * successful master call, one ListMasters in the background if stale. */
+void client_masters_init(docraft_client *c);
+void client_masters_hint(docraft_client *c, const char *address);
+void client_masters_learn(docraft_client *c);
 
 /* Jittered delay in [ms/2, ms]. */
 uint32_t client_jitter(docraft_client *c, uint32_t ms);

@@ -477,13 +477,22 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	int final;
 
 	if (res->status == DOCRAFT_OK) {
-		snprintf(c->master_leader, sizeof c->master_leader, "%s", m->target);
+		/* Any master answers ListMasters; the others prove a leader. */
+		if (m->method != DOCRAFT__METHOD__MASTER_LIST_MASTERS) {
+			snprintf(c->master_leader, sizeof c->master_leader, "%s", m->target);
+			client_masters_learn(c); /* masters.c */
+		}
 		mcall_deliver(m, 0, "", res->reply, res->reply_len);
 		return;
 	}
 	m->last_status = res->status;
 	m->failures++;
 	final = status_final(c, res, "master ", m->target, m->last_msg, sizeof m->last_msg, &why);
+	/* ChangeMasters: another change running (BUSY) or an add that failed
+	 * and was rolled back (TIMED_OUT) are the caller's to decide. */
+	if ((res->status == DOCRAFT_EBUSY || res->status == DOCRAFT_ETIMEDOUT) &&
+	    m->method == DOCRAFT__METHOD__MASTER_CHANGE_MASTERS)
+		final = res->status;
 	if (final != 0) {
 		mcall_deliver(m, final, why, NULL, 0);
 		return;
@@ -497,6 +506,7 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 	if (res->status == DOCRAFT_ENOTLEADER && res->leader_address[0] != '\0' &&
 	    strcmp(res->leader_address, m->target) != 0 && m->hops <= c->n_masters &&
 	    strlen(res->leader_address) <= RPC_ADDRESS_MAX) {
+		client_masters_hint(c, res->leader_address); /* masters.c */
 		m->hops++;
 		snprintf(m->target, sizeof m->target, "%s", res->leader_address);
 		mcall_send(m);
@@ -508,8 +518,10 @@ static void mcall_reply(struct rpc_call_req *req, const struct rpc_result *res)
 		mcall_send(m);
 		return;
 	}
-	/* Every master failed since the last pause: back off. */
+	/* Every master failed since the last pause: back off, and learn the
+	 * list again at the next success (masters.c). */
 	m->tried = 0;
+	c->masters_stale = true;
 	{
 		uint32_t d = client_jitter(c, m->backoff_ms);
 		m->backoff_ms = m->backoff_ms * 2 > c->opts.backoff_max_ms ? c->opts.backoff_max_ms
@@ -536,9 +548,12 @@ static void mcall_send(struct mcall *m)
 	m->tried++;
 	m->attempts++;
 	m->rpc.data = m;
-	rv = rpc_call(&c->rpc, m->target, m->method, m->payload, m->len,
-		      (uint32_t)(left < c->opts.rpc_timeout_ms ? left : c->opts.rpc_timeout_ms),
-		      &m->rpc, mcall_reply, errmsg);
+	/* A master change (catching a new master up) may take longer than
+	 * one attempt: it gets what is left of the deadline. */
+	if (left > c->opts.rpc_timeout_ms && m->method != DOCRAFT__METHOD__MASTER_CHANGE_MASTERS)
+		left = c->opts.rpc_timeout_ms;
+	rv = rpc_call(&c->rpc, m->target, m->method, m->payload, m->len, (uint32_t)left, &m->rpc,
+		      mcall_reply, errmsg);
 	if (rv != 0) {
 		m->last_status = rv;
 		err_set(m->last_msg, 0, "master %s: %s", m->target, errmsg);

@@ -90,6 +90,7 @@
 #include <strings.h>
 
 #include "common/err.h"
+#include "common/hex.h"
 #include "common/hlc.h"
 #include "cql/bind.h"
 
@@ -342,15 +343,6 @@ static int parse_qname(struct parser *p, struct cql_ident *ks, struct cql_ident 
 
 /* ---- literals ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c - 'A' + 10;
-}
-
 /* Digits of an integer token into a magnitude; false on overflow. */
 static bool parse_u64(const char *s, size_t n, uint64_t *out)
 {
@@ -466,7 +458,7 @@ static void parse_uuid_token(const struct cql_token *t, uint8_t out[16])
 	for (size_t i = 0; i + 1 < t->pos.length && k < 16; i++) {
 		if (t->text[i] == '-')
 			continue;
-		out[k++] = (uint8_t)(hexval(t->text[i]) << 4 | hexval(t->text[i + 1]));
+		out[k++] = (uint8_t)(hex_digit(t->text[i]) << 4 | hex_digit(t->text[i + 1]));
 		i++;
 	}
 }
@@ -501,8 +493,8 @@ static int parse_term(struct parser *p, struct cql_literal *lit, bool allow_coll
 		size_t n = (p->tok.pos.length - 2) / 2;
 		uint8_t *b = arena_alloc(p->a, n + 1);
 		for (size_t i = 0; i < n; i++)
-			b[i] = (uint8_t)(hexval(p->tok.text[2 + 2 * i]) << 4 |
-					 hexval(p->tok.text[3 + 2 * i]));
+			b[i] = (uint8_t)(hex_digit(p->tok.text[2 + 2 * i]) << 4 |
+					 hex_digit(p->tok.text[3 + 2 * i]));
 		b[n] = 0;
 		lit->kind = CQL_LIT_BLOB;
 		lit->v.str.p = (const char *)b;

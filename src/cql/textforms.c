@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/hex.h"
 #include "cql/bind.h"
 
 /* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant). */
@@ -154,17 +155,6 @@ bad:
 		       (int)(len > 40 ? 40 : len), s);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int cql_parse_uuid(const char *s, size_t len, uint8_t out[16], char *errmsg)
 {
 	size_t k = 0;
@@ -178,8 +168,8 @@ int cql_parse_uuid(const char *s, size_t len, uint8_t out[16], char *errmsg)
 			i++;
 			continue;
 		}
-		hi = hexval(s[i]);
-		lo = hexval(s[i + 1]);
+		hi = hex_digit(s[i]);
+		lo = hex_digit(s[i + 1]);
 		if (hi < 0 || lo < 0 || (i < 8 && i + 1 >= 8))
 			goto bad;
 		out[k++] = (uint8_t)(hi << 4 | lo);

@@ -111,6 +111,7 @@ static rocksdb_compactionfilter_t *factory_create_filter(void *arg,
 	rocksdb_compactionfilter_t *f;
 	struct job *j;
 
+	store_count_compaction(s);
 	if (!manual) {
 		uint64_t applied = 0, a;
 		store_applied(s, NULL, &applied);

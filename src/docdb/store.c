@@ -12,9 +12,23 @@
  * Reading less (docs/docdb.md): block-based tables with a full bloom filter
  * over the DocKey prefix of filter.h, iterators in prefix mode when their
  * bounds share that prefix, and optionally the process-wide block cache and
- * memtable budget of store_env.h. */
+ * memtable budget of store_env.h.
+ *
+ * Block cache hits and misses per store without RocksDB statistics (which
+ * cost a shared atomic on every operation): each store_iter call that can
+ * read blocks (seeks, next, prev) reads the calling thread's RocksDB perf
+ * context before and after and adds the difference to the store's counters.
+ * The perf level is per thread in RocksDB; perf_thread() sets it to
+ * "count" the first time a thread reads through a store (counts only, no
+ * timers), and keeps one perf context handle per thread. Hits are
+ * block_cache_hit_count, misses block_read_count (a block read from a file
+ * because the cache did not have it); both cover data, index and filter
+ * blocks. Compactions run on RocksDB's own threads and are not counted; the
+ * marker read at open does not go through an iterator and is not counted
+ * either. */
 #include "docdb/store.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -79,7 +93,11 @@ struct store {
 	pthread_mutex_t schema_mu;
 	struct schema_ref *schema;
 	/* Set once s->db is (compactions may run inside rocksdb_open). */
+	_Atomic uint64_t compactions; /* jobs the compaction filter factory saw */
 	_Atomic bool db_open;
+	/* Block cache counts of reads through iterators (file comment). */
+	_Atomic uint64_t cache_hits;
+	_Atomic uint64_t cache_misses;
 	bool prefix_filter;
 	struct store_env_member *env_member; /* NULL: private memory */
 	char *path;
@@ -247,6 +265,8 @@ int store_open(const char *path, const struct store_options *opts, struct store 
 	compaction_holds_init(&s->holds);
 	atomic_init(&s->history_cutoff, 0);
 	atomic_init(&s->gc_cutoff, 0);
+	atomic_init(&s->cache_hits, 0);
+	atomic_init(&s->cache_misses, 0);
 	atomic_init(&s->default_ttl_ms, opts->default_ttl_ms);
 	pthread_mutex_init(&s->schema_mu, NULL);
 	store_set_schema(s, opts->schema);
@@ -451,6 +471,38 @@ int store_flush(struct store *s, char *errmsg)
 	return 0;
 }
 
+bool store_property(struct store *s, const char *name, uint64_t *out)
+{
+	char *v, *end;
+	bool ok;
+
+	PRE(s != NULL);
+	if (rocksdb_property_int(s->db, name, out) == 0)
+		return true;
+	/* Some numbers ("rocksdb.num-files-at-level<N>") have only a string
+	 * form in RocksDB 7.8: take it when it is a plain decimal. */
+	v = rocksdb_property_value(s->db, name);
+	if (v == NULL)
+		return false;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	ok = errno == 0 && end != v && *end == '\0' && v[0] >= '0' && v[0] <= '9';
+	rocksdb_free(v);
+	if (!ok)
+		*out = 0;
+	return ok;
+}
+
+void store_count_compaction(struct store *s)
+{
+	atomic_fetch_add(&s->compactions, 1);
+}
+
+uint64_t store_compactions(const struct store *s)
+{
+	return atomic_load(&((struct store *)s)->compactions);
+}
+
 size_t store_memtable_bytes(struct store *s)
 {
 	uint64_t v = 0;
@@ -635,6 +687,70 @@ const char *store_path(const struct store *s)
 	return s->path;
 }
 
+/* ---- block cache counts (file comment) ---- */
+
+static pthread_key_t perf_key;
+static pthread_once_t perf_once = PTHREAD_ONCE_INIT;
+static _Thread_local rocksdb_perfcontext_t *perf_tl;
+
+static void perf_free(void *pc)
+{
+	rocksdb_perfcontext_destroy(pc);
+}
+
+static void perf_key_create(void)
+{
+	if (pthread_key_create(&perf_key, perf_free) != 0)
+		PANIC("store: pthread_key_create failed");
+}
+
+/* The calling thread's perf context handle, counting enabled. */
+static rocksdb_perfcontext_t *perf_thread(void)
+{
+	if (perf_tl != NULL)
+		return perf_tl;
+	pthread_once(&perf_once, perf_key_create);
+	rocksdb_set_perf_level(rocksdb_enable_count);
+	perf_tl = rocksdb_perfcontext_create();
+	if (pthread_setspecific(perf_key, perf_tl) != 0) /* destroyed at thread exit */
+		PANIC("store: pthread_setspecific failed");
+	return perf_tl;
+}
+
+struct perf_mark {
+	rocksdb_perfcontext_t *pc;
+	uint64_t hits, reads;
+};
+
+static void perf_begin(struct perf_mark *m)
+{
+	m->pc = perf_thread();
+	m->hits = rocksdb_perfcontext_metric(m->pc, rocksdb_block_cache_hit_count);
+	m->reads = rocksdb_perfcontext_metric(m->pc, rocksdb_block_read_count);
+}
+
+/* Adds what the thread counted since perf_begin to s. A counter that went
+ * down was reset by someone else on this thread: its new value is all we
+ * know of. */
+static void perf_end(const struct perf_mark *m, struct store *s)
+{
+	uint64_t h = rocksdb_perfcontext_metric(m->pc, rocksdb_block_cache_hit_count);
+	uint64_t r = rocksdb_perfcontext_metric(m->pc, rocksdb_block_read_count);
+	h = h >= m->hits ? h - m->hits : h;
+	r = r >= m->reads ? r - m->reads : r;
+	if (h != 0)
+		atomic_fetch_add_explicit(&s->cache_hits, h, memory_order_relaxed);
+	if (r != 0)
+		atomic_fetch_add_explicit(&s->cache_misses, r, memory_order_relaxed);
+}
+
+void store_cache_counts(const struct store *s, uint64_t *hits, uint64_t *misses)
+{
+	struct store *m = (struct store *)s;
+	*hits = atomic_load_explicit(&m->cache_hits, memory_order_relaxed);
+	*misses = atomic_load_explicit(&m->cache_misses, memory_order_relaxed);
+}
+
 struct store_iter *store_iter_new(struct store *s, const void *lower, size_t lower_len,
 				  const void *upper, size_t upper_len)
 {
@@ -705,42 +821,62 @@ void store_iter_free(struct store_iter *it)
  * finds nothing either way). */
 void store_iter_seek(struct store_iter *it, const void *key, size_t len)
 {
+	struct perf_mark pm;
+
 	if (it->prefix && bytes_cmp(key, len, it->lower, it->lower_len) < 0) {
 		key = it->lower;
 		len = it->lower_len;
 	}
+	perf_begin(&pm);
 	rocksdb_iter_seek(it->it, (const char *)key, len);
+	perf_end(&pm, it->s);
 }
 
 void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t len)
 {
+	struct perf_mark pm;
+
 	if (it->prefix && bytes_cmp(key, len, it->upper, it->upper_len) > 0) {
 		key = it->upper;
 		len = it->upper_len;
 	}
+	perf_begin(&pm);
 	rocksdb_iter_seek_for_prev(it->it, (const char *)key, len);
+	perf_end(&pm, it->s);
 }
 
 void store_iter_seek_first(struct store_iter *it)
 {
+	struct perf_mark pm;
+	perf_begin(&pm);
 	rocksdb_iter_seek_to_first(it->it);
+	perf_end(&pm, it->s);
 }
 
 void store_iter_seek_last(struct store_iter *it)
 {
+	struct perf_mark pm;
+	perf_begin(&pm);
 	rocksdb_iter_seek_to_last(it->it);
+	perf_end(&pm, it->s);
 }
 
 void store_iter_next(struct store_iter *it)
 {
 	PRE(store_iter_valid(it));
+	struct perf_mark pm;
+	perf_begin(&pm);
 	rocksdb_iter_next(it->it);
+	perf_end(&pm, it->s);
 }
 
 void store_iter_prev(struct store_iter *it)
 {
 	PRE(store_iter_valid(it));
+	struct perf_mark pm;
+	perf_begin(&pm);
 	rocksdb_iter_prev(it->it);
+	perf_end(&pm, it->s);
 }
 
 bool store_iter_valid(const struct store_iter *it)

@@ -114,11 +114,32 @@ int store_flush(struct store *s, char *errmsg);
  * "rocksdb.cur-size-all-mem-tables"). Any thread. */
 size_t store_memtable_bytes(struct store *s);
 
+/* A RocksDB integer property ("rocksdb.live-sst-files-size", ...) into
+ * *out, or a property RocksDB gives only as a decimal string
+ * ("rocksdb.num-files-at-level0"): false if RocksDB does not know it or it
+ * is no number. Any thread. */
+bool store_property(struct store *s, const char *name, uint64_t *out);
+
+/* Compactions started on s (flushes not counted): the compaction filter
+ * factory counts each job it is asked a filter for. Any thread. */
+void store_count_compaction(struct store *s);
+uint64_t store_compactions(const struct store *s);
+
 /* The RocksDB statistics ticker name ("rocksdb.block.cache.data.miss",
  * "rocksdb.bloom.filter.prefix.useful", ...) into *out: true, or false when
  * the store was opened without statistics or the name is unknown. Tickers
  * count from store_open. Any thread. */
 bool store_ticker(struct store *s, const char *name, uint64_t *out);
+
+/* Block cache hits and misses (blocks read from a file: data, index and
+ * filter blocks) of the reads through this store's iterators since
+ * store_open, counted with RocksDB's per-thread perf context, not
+ * statistics (store.c). Compactions and flushes are not reads. Side effect:
+ * a thread's first read through any store sets that thread's RocksDB perf
+ * level to "count" (rocksdb_enable_count) for good, and the store owns the
+ * thread's perf context from then on (nothing else may reset it; a reset is
+ * tolerated but loses that call's counts). Any thread. */
+void store_cache_counts(const struct store *s, uint64_t *hits, uint64_t *misses);
 
 /* Reads below this time fail with DOCRAFT_ETOOOLD (set by compaction). */
 uint64_t store_history_cutoff(const struct store *s);

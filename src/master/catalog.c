@@ -19,6 +19,7 @@
 #include "master/catalog.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,9 @@
 #define KIND_TABLE "table"
 #define KIND_TABLET "tablet"
 #define KIND_DDL "ddl"
+#define KIND_MOVE "move"
+#define KIND_DRAIN "drain"
+#define KIND_MASTERS "masters"
 #define DDL_CREATE "create"
 #define DDL_DROP "drop"
 #define STATE_RUNNING "running"
@@ -100,13 +104,26 @@ void catalog_clear_tables(struct catalog *c)
 		c->tables[i]->n_tablets = 0;
 		catalog_table_free(c->tables[i]);
 	}
-	for (size_t i = 0; i < c->n_tablets; i++)
+	for (size_t i = 0; i < c->n_tablets; i++) {
+		free(c->tablets[i]->move);
 		free(c->tablets[i]);
+	}
 	for (size_t i = 0; i < c->n_ddl; i++)
 		free(c->ddl[i]);
+	for (size_t i = 0; i < c->n_drains; i++)
+		free(c->drains[i]);
+	for (size_t i = 0; i < c->n_loading_moves; i++)
+		free(c->loading_moves[i]);
+	free(c->loading_moves);
+	free(c->loading_move_ids);
+	c->loading_moves = NULL;
+	c->loading_move_ids = NULL;
+	c->n_loading_moves = 0;
+	memset(&c->masters, 0, sizeof c->masters);
 	c->n_tables = 0;
 	c->n_tablets = 0;
 	c->n_ddl = 0;
+	c->n_drains = 0;
 }
 
 void catalog_clear_tservers(struct catalog *c)
@@ -124,6 +141,7 @@ void catalog_free(struct catalog *c)
 	free(c->tablets);
 	free(c->tservers);
 	free(c->ddl);
+	free(c->drains);
 	memset(c, 0, sizeof *c);
 }
 
@@ -182,8 +200,10 @@ void catalog_table_free(struct cat_table *t)
 {
 	if (t == NULL)
 		return;
-	for (size_t i = 0; i < t->n_tablets; i++)
+	for (size_t i = 0; i < t->n_tablets; i++) {
+		free(t->tablets[i]->move);
 		free(t->tablets[i]);
+	}
 	free(t->tablets);
 	if (t->schema != NULL)
 		docraft__table_schema__free_unpacked(t->schema, NULL);
@@ -265,6 +285,8 @@ void catalog_drop_table(struct catalog *c, struct cat_table *t)
 	for (size_t i = 0; i < t->n_tablets; i++) {
 		struct cat_tablet *tb = t->tablets[i];
 		tb->state = CAT_DELETED;
+		free(tb->move); /* its document went with the drop */
+		tb->move = NULL;
 		for (uint32_t k = 0; k < tb->n_replicas; k++) {
 			tb->replicas[k].leader = false;
 			tb->replicas[k].up = false;
@@ -279,6 +301,7 @@ void catalog_remove_tablet(struct catalog *c, struct cat_tablet *tb)
 {
 	PRE(tb->state == CAT_DELETED);
 	unlink_tablet(c, tb);
+	free(tb->move);
 	free(tb);
 }
 
@@ -377,30 +400,34 @@ static int delete_doc(struct change *ch, const char *kind, const char *name)
 
 static int write_tablet(struct change *ch, const struct cat_tablet *tb, const char *state)
 {
-	struct pv rkeys[PLACEMENT_MAX_RF];
-	struct subdoc rdocs[PLACEMENT_MAX_RF];
-	struct pv pkeys[PLACEMENT_MAX_RF][2];
-	struct subdoc pdocs[PLACEMENT_MAX_RF][2];
-	struct pv keys[5] = {pv_str("table"), pv_str("start"), pv_str("end"), pv_str("state"),
-			     pv_str("replicas")};
-	struct subdoc children[5];
+	struct pv rkeys[CATALOG_MAX_REPLICAS];
+	struct subdoc rdocs[CATALOG_MAX_REPLICAS];
+	struct pv pkeys[CATALOG_MAX_REPLICAS][3];
+	struct subdoc pdocs[CATALOG_MAX_REPLICAS][3];
+	struct pv keys[6] = {pv_str("table"), pv_str("start"), pv_str("end"), pv_str("state"),
+			     pv_str("replicas"), pv_str("next_raft_id")};
+	struct subdoc children[6];
 	struct subdoc doc;
 
+	PRE(tb->n_replicas <= CATALOG_MAX_REPLICAS);
 	for (uint32_t k = 0; k < tb->n_replicas; k++) {
 		const struct cat_replica *r = &tb->replicas[k];
 		pkeys[k][0] = pv_str("uuid");
 		pdocs[k][0] = leaf(pv_str(r->uuid));
 		pkeys[k][1] = pv_str("address");
 		pdocs[k][1] = leaf(pv_str(r->address));
+		pkeys[k][2] = pv_str("joining");
+		pdocs[k][2] = leaf(pv_bool(true));
 		rkeys[k] = pv_uint64(r->raft_id);
-		rdocs[k] = object(pkeys[k], pdocs[k], 2);
+		rdocs[k] = object(pkeys[k], pdocs[k], r->joining ? 3 : 2);
 	}
 	children[0] = leaf(pv_str(tb->table));
 	children[1] = leaf(pv_uint32(tb->start));
 	children[2] = leaf(pv_uint32(tb->end));
 	children[3] = leaf(pv_str(state));
 	children[4] = object(rkeys, rdocs, tb->n_replicas);
-	doc = object(keys, children, 5);
+	children[5] = leaf(pv_uint64(tb->next_raft_id));
+	doc = object(keys, children, tb->next_raft_id != 0 ? 6 : 5);
 	return put_doc(ch, KIND_TABLET, tb->id, &doc);
 }
 
@@ -436,6 +463,9 @@ int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg)
 	for (size_t i = 0; rv == 0 && i < t->n_tablets; i++) {
 		doc_key(&ch.dk, KIND_TABLET, t->tablets[i]->id);
 		rv = docwrite_put_path(&ch.w, ch.dk.data, ch.dk.len, &state, 1, &deleted);
+		/* A move in flight ends with its table. */
+		if (rv == 0 && t->tablets[i]->move != NULL)
+			rv = delete_doc(&ch, KIND_MOVE, t->tablets[i]->id);
 	}
 	return change_end(&ch, rv, errmsg);
 }
@@ -446,6 +476,125 @@ int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errm
 
 	change_begin(&ch, b);
 	return change_end(&ch, delete_doc(&ch, KIND_TABLET, tb->id), errmsg);
+}
+
+int catalog_write_tablet(struct batch *b, const struct cat_tablet *tb, char *errmsg)
+{
+	struct change ch;
+
+	PRE(tb->state == CAT_RUNNING);
+	change_begin(&ch, b);
+	return change_end(&ch, write_tablet(&ch, tb, STATE_RUNNING), errmsg);
+}
+
+int catalog_write_move(struct batch *b, const struct cat_tablet *tb, char *errmsg)
+{
+	const struct cat_move *mv = tb->move;
+	struct pv keys[9] = {pv_str("reason"),     pv_str("from_raft_id"), pv_str("from_uuid"),
+			     pv_str("from_address"), pv_str("to_uuid"),     pv_str("to_address"),
+			     pv_str("new_raft_id"), pv_str("step"),         pv_str("started_ms")};
+	struct subdoc children[9];
+	struct subdoc doc;
+	struct change ch;
+
+	PRE(mv != NULL);
+	change_begin(&ch, b);
+	children[0] = leaf(pv_str(mv->reason));
+	children[1] = leaf(pv_uint64(mv->from_raft_id));
+	children[2] = leaf(pv_str(mv->from_uuid));
+	children[3] = leaf(pv_str(mv->from_address));
+	children[4] = leaf(pv_str(mv->to_uuid));
+	children[5] = leaf(pv_str(mv->to_address));
+	children[6] = leaf(pv_uint64(mv->new_raft_id));
+	children[7] = leaf(pv_str(catalog_move_step_name(mv->step)));
+	children[8] = leaf(pv_uint64(mv->started_ms));
+	doc = object(keys, children, 9);
+	return change_end(&ch, put_doc(&ch, KIND_MOVE, tb->id, &doc), errmsg);
+}
+
+int catalog_write_move_delete(struct batch *b, const char *id, char *errmsg)
+{
+	struct change ch;
+
+	change_begin(&ch, b);
+	return change_end(&ch, delete_doc(&ch, KIND_MOVE, id), errmsg);
+}
+
+int catalog_write_drain(struct batch *b, const char *uuid, bool on, uint64_t at_ms,
+			char *errmsg)
+{
+	struct pv key = pv_str("at_ms");
+	struct subdoc child_doc = leaf(pv_uint64(at_ms));
+	struct subdoc doc = object(&key, &child_doc, 1);
+	struct change ch;
+
+	change_begin(&ch, b);
+	return change_end(&ch, on ? put_doc(&ch, KIND_DRAIN, uuid, &doc)
+				  : delete_doc(&ch, KIND_DRAIN, uuid),
+			  errmsg);
+}
+
+/* ---- moves and drains ------------------------------------------------------------------------ */
+
+static const char *const step_names[] = {"adding", "removing", "rolling-back"};
+
+const char *catalog_move_step_name(enum cat_move_step s)
+{
+	return (size_t)s < sizeof step_names / sizeof step_names[0] ? step_names[s] : "?";
+}
+
+struct cat_replica *catalog_replica(struct cat_tablet *tb, uint64_t id)
+{
+	for (uint32_t k = 0; k < tb->n_replicas; k++)
+		if (tb->replicas[k].raft_id == id)
+			return &tb->replicas[k];
+	return NULL;
+}
+
+static size_t drain_find(const struct catalog *c, const char *uuid, bool *found)
+{
+	size_t lo = 0, hi = c->n_drains;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int cmp = strcmp(c->drains[mid], uuid);
+		if (cmp == 0) {
+			*found = true;
+			return mid;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+bool catalog_draining(const struct catalog *c, const char *uuid)
+{
+	bool found;
+	drain_find(c, uuid, &found);
+	return found;
+}
+
+void catalog_set_drain(struct catalog *c, const char *uuid, bool on)
+{
+	bool found;
+	size_t at = drain_find(c, uuid, &found);
+	if (on && !found) {
+		if (c->n_drains == c->cap_drains) {
+			c->cap_drains = c->cap_drains ? 2 * c->cap_drains : 8;
+			c->drains = xrealloc(c->drains, c->cap_drains * sizeof *c->drains);
+		}
+		memmove(&c->drains[at + 1], &c->drains[at], (c->n_drains - at) * sizeof *c->drains);
+		c->drains[at] = xstrdup(uuid);
+		c->n_drains++;
+	} else if (!on && found) {
+		free(c->drains[at]);
+		memmove(&c->drains[at], &c->drains[at + 1],
+			(c->n_drains - at - 1) * sizeof *c->drains);
+		c->n_drains--;
+	}
 }
 
 /* ---- DDL request ids ------------------------------------------------------------------------- */
@@ -515,6 +664,27 @@ int catalog_purge_ddl(struct catalog *c, struct batch *b, uint64_t now_ms, char 
 		purged++;
 	}
 	return rv;
+}
+
+int catalog_write_masters(struct batch *b, const struct cat_masters *ms, char *errmsg)
+{
+	struct pv mkeys[CATALOG_MAX_MASTERS];
+	struct subdoc mdocs[CATALOG_MAX_MASTERS];
+	struct pv keys[2] = {pv_str("next_id"), pv_str("members")};
+	struct subdoc children[2];
+	struct subdoc doc;
+	struct change ch;
+
+	PRE(ms->n <= CATALOG_MAX_MASTERS);
+	for (size_t i = 0; i < ms->n; i++) {
+		mkeys[i] = pv_uint64(ms->ids[i]);
+		mdocs[i] = leaf(pv_str(ms->addresses[i]));
+	}
+	children[0] = leaf(pv_uint64(ms->next_id));
+	children[1] = object(mkeys, mdocs, ms->n);
+	doc = object(keys, children, 2);
+	change_begin(&ch, b);
+	return change_end(&ch, put_doc(&ch, KIND_MASTERS, "config", &doc), errmsg);
 }
 
 /* ---- persistence: loading -------------------------------------------------------------------- */
@@ -602,6 +772,34 @@ static int load_ddl(struct catalog *c, const char *client, const struct docnode 
 	return 0;
 }
 
+static int load_masters(struct catalog *c, const char *name, const struct docnode *doc,
+			char *errmsg)
+{
+	const struct docnode *mem = child(doc, "members");
+	struct cat_masters *ms = &c->masters;
+	int rv;
+
+	if (strcmp(name, "config") != 0)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters document '%s'", name);
+	if ((rv = get_u64(doc, "next_id", &ms->next_id, "masters", errmsg)) != 0)
+		return rv;
+	if (mem == NULL || mem->kind != VAL_OBJECT || mem->n_children > CATALOG_MAX_MASTERS)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters: bad members");
+	ms->n = 0;
+	for (const struct docnode *r = mem->children; r != NULL; r = r->next) {
+		if (r->key.type != PV_UINT64 || r->key.v.u64 == 0 || r->kind != VAL_PRIMITIVE ||
+		    r->value.type != PV_STRING || r->value.v.s.len == 0 ||
+		    r->value.v.s.len > RPC_ADDRESS_MAX ||
+		    memchr(r->value.v.s.p, '\0', r->value.v.s.len) != NULL)
+			return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: masters: bad member");
+		ms->ids[ms->n] = r->key.v.u64;
+		memcpy(ms->addresses[ms->n], r->value.v.s.p, r->value.v.s.len);
+		ms->addresses[ms->n][r->value.v.s.len] = '\0';
+		ms->n++;
+	}
+	return 0;
+}
+
 static int load_table(struct catalog *c, const char *name, const struct docnode *doc,
 		      char *errmsg)
 {
@@ -675,7 +873,7 @@ static int load_tablet(struct catalog *c, const char *id, const struct docnode *
 		goto fail;
 	}
 	if (reps == NULL || reps->kind != VAL_OBJECT || reps->n_children < 1 ||
-	    reps->n_children > PLACEMENT_MAX_RF) {
+	    reps->n_children > CATALOG_MAX_REPLICAS) {
 		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: bad replicas", what);
 		goto fail;
 	}
@@ -690,6 +888,23 @@ static int load_tablet(struct catalog *c, const char *id, const struct docnode *
 		    (rv = get_str(r, "address", rep->address, sizeof rep->address, what,
 				  errmsg)) != 0)
 			goto fail;
+		if (child(r, "joining") != NULL) {
+			const struct docnode *j = primitive(r, "joining", PV_BOOL, what, errmsg);
+			if (j == NULL) {
+				rv = DOCRAFT_ECORRUPT;
+				goto fail;
+			}
+			rep->joining = j->value.v.b;
+		}
+		if (rep->raft_id >= tb->next_raft_id)
+			tb->next_raft_id = rep->raft_id + 1;
+	}
+	if (child(doc, "next_raft_id") != NULL) {
+		uint64_t next;
+		if ((rv = get_u64(doc, "next_raft_id", &next, what, errmsg)) != 0)
+			goto fail;
+		if (next > tb->next_raft_id)
+			tb->next_raft_id = next;
 	}
 	at = tablet_idx_find(c, tb->id, &found);
 	if (found) {
@@ -703,6 +918,104 @@ fail:
 	return rv;
 }
 
+static int load_move(struct catalog *c, const char *id, const struct docnode *doc,
+		     char *errmsg)
+{
+	struct cat_move *mv = xcalloc(1, sizeof *mv);
+	char step[16];
+	char what[CATALOG_MAX_TABLET_ID + 16];
+	int rv;
+
+	snprintf(what, sizeof what, "move of %s", id);
+	if ((rv = get_str(doc, "reason", mv->reason, sizeof mv->reason, what, errmsg)) != 0 ||
+	    (rv = get_u64(doc, "from_raft_id", &mv->from_raft_id, what, errmsg)) != 0 ||
+	    (rv = get_str(doc, "from_uuid", mv->from_uuid, sizeof mv->from_uuid, what,
+			  errmsg)) != 0 ||
+	    (rv = get_str(doc, "from_address", mv->from_address, sizeof mv->from_address, what,
+			  errmsg)) != 0 ||
+	    (rv = get_str(doc, "to_uuid", mv->to_uuid, sizeof mv->to_uuid, what, errmsg)) != 0 ||
+	    (rv = get_str(doc, "to_address", mv->to_address, sizeof mv->to_address, what,
+			  errmsg)) != 0 ||
+	    (rv = get_u64(doc, "new_raft_id", &mv->new_raft_id, what, errmsg)) != 0 ||
+	    (rv = get_str(doc, "step", step, sizeof step, what, errmsg)) != 0 ||
+	    (rv = get_u64(doc, "started_ms", &mv->started_ms, what, errmsg)) != 0) {
+		free(mv);
+		return rv;
+	}
+	for (mv->step = CAT_MOVE_ADDING; mv->step <= CAT_MOVE_ROLLING_BACK; mv->step++)
+		if (strcmp(step, step_names[mv->step]) == 0)
+			break;
+	if (mv->step > CAT_MOVE_ROLLING_BACK || mv->from_raft_id == 0 || mv->new_raft_id == 0 ||
+	    mv->from_raft_id == mv->new_raft_id || strlen(id) > CATALOG_MAX_TABLET_ID) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: %s: step '%s', raft ids %" PRIu64
+			     " -> %" PRIu64, what, step, mv->from_raft_id, mv->new_raft_id);
+		free(mv);
+		return rv;
+	}
+	c->loading_moves = xrealloc(c->loading_moves,
+				    (c->n_loading_moves + 1) * sizeof *c->loading_moves);
+	c->loading_move_ids = xrealloc(c->loading_move_ids,
+				       (c->n_loading_moves + 1) * sizeof *c->loading_move_ids);
+	c->loading_moves[c->n_loading_moves] = mv;
+	snprintf(c->loading_move_ids[c->n_loading_moves], sizeof c->loading_move_ids[0], "%s",
+		 id);
+	c->n_loading_moves++;
+	return 0;
+}
+
+static int load_drain(struct catalog *c, const char *uuid, const struct docnode *doc,
+		      char *errmsg)
+{
+	uint64_t at;
+	int rv;
+	if (strlen(uuid) > CATALOG_MAX_UUID)
+		return err_set(errmsg, DOCRAFT_ECORRUPT, "catalog: a drain mark of a bad uuid");
+	if ((rv = get_u64(doc, "at_ms", &at, "drain mark", errmsg)) != 0)
+		return rv;
+	catalog_set_drain(c, uuid, true);
+	return 0;
+}
+
+/* Attaches the moves read to their tablets: a move names a running tablet
+ * holding its replaced replica and its new one (joining); a move of a
+ * tablet that is gone or deleted is dropped (its document stays until a
+ * later write of that tablet's move). */
+static int attach_moves(struct catalog *c, char *errmsg)
+{
+	for (size_t i = 0; i < c->n_loading_moves; i++) {
+		struct cat_move *mv = c->loading_moves[i];
+		struct cat_tablet *tb = catalog_find_tablet(c, c->loading_move_ids[i]);
+		const struct cat_replica *from, *to;
+		if (tb == NULL || tb->state != CAT_RUNNING) {
+			LOG_WARN("catalog: a move of tablet %s, which is %s: ignored",
+				 c->loading_move_ids[i], tb == NULL ? "unknown" : "deleted");
+			continue;
+		}
+		from = catalog_replica(tb, mv->from_raft_id);
+		to = catalog_replica(tb, mv->new_raft_id);
+		if (from == NULL || to == NULL || !to->joining || from->joining)
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: the move of tablet %s (raft id %" PRIu64
+				       " -> %" PRIu64 ") does not match its replicas",
+				       tb->id, mv->from_raft_id, mv->new_raft_id);
+		tb->move = mv;
+		c->loading_moves[i] = NULL;
+	}
+	for (size_t i = 0; i < c->n_tablets; i++) {
+		const struct cat_tablet *tb = c->tablets[i];
+		uint32_t joining = 0;
+		if (tb->state != CAT_RUNNING)
+			continue;
+		for (uint32_t k = 0; k < tb->n_replicas; k++)
+			joining += tb->replicas[k].joining;
+		if (joining != (tb->move != NULL ? 1u : 0u))
+			return err_set(errmsg, DOCRAFT_ECORRUPT,
+				       "catalog: tablet %s has %u joining replicas and %s move",
+				       tb->id, joining, tb->move != NULL ? "a" : "no");
+	}
+	return 0;
+}
+
 static int cmp_start(const void *a, const void *b)
 {
 	const struct cat_tablet *x = *(struct cat_tablet *const *)a;
@@ -710,29 +1023,36 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Attaches running tablets to their tables and checks every table. */
+/* Attaches running tablets to their tables (and moves to their tablets)
+ * and checks every table. */
 static int assemble(struct catalog *c, char *errmsg)
 {
+	int rv;
+	for (size_t i = 0; i < c->n_tablets; i++) {
+		struct cat_tablet *tb = c->tablets[i];
+		if (tb->state == CAT_RUNNING && catalog_find_table(c, tb->table) == NULL) {
+			LOG_WARN("catalog: tablet %s of table %s, which does not exist: "
+				 "deleting it", tb->id, tb->table);
+			tb->state = CAT_DELETED;
+		}
+	}
+	if ((rv = attach_moves(c, errmsg)) != 0)
+		return rv;
 	for (size_t i = 0; i < c->n_tablets; i++) {
 		struct cat_tablet *tb = c->tablets[i];
 		struct cat_table *t;
 		if (tb->state != CAT_RUNNING)
 			continue;
-		t = catalog_find_table(c, tb->table);
-		if (t == NULL) {
-			LOG_WARN("catalog: tablet %s of table %s, which does not exist: "
-				 "deleting it", tb->id, tb->table);
-			tb->state = CAT_DELETED;
-			continue;
-		}
+		t = catalog_find_table(c, tb->table); /* exists: checked above */
 		if (t->n_tablets == t->loading_tablets)
 			return err_set(errmsg, DOCRAFT_ECORRUPT,
 				       "catalog: table %s has more than %u tablets", t->name,
 				       t->loading_tablets);
-		if (tb->n_replicas != t->rf)
+		if (tb->n_replicas != t->rf + (tb->move != NULL ? 1 : 0))
 			return err_set(errmsg, DOCRAFT_ECORRUPT,
-				       "catalog: tablet %s has %u replicas, table %s rf %u", tb->id,
-				       tb->n_replicas, t->name, t->rf);
+				       "catalog: tablet %s has %u replicas, table %s rf %u%s", tb->id,
+				       tb->n_replicas, t->name, t->rf,
+				       tb->move != NULL ? " and a move in flight" : "");
 		t->tablets[t->n_tablets++] = tb;
 	}
 	for (size_t i = 0; i < c->n_tables; i++) {
@@ -800,12 +1120,21 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 			struct pv kind_table = pv_str(KIND_TABLE);
 			struct pv kind_tablet = pv_str(KIND_TABLET);
 			struct pv kind_ddl = pv_str(KIND_DDL);
+			struct pv kind_move = pv_str(KIND_MOVE);
+			struct pv kind_drain = pv_str(KIND_DRAIN);
+			struct pv kind_masters = pv_str(KIND_MASTERS);
 			if (pv_equal(&d.range[0], &kind_table))
 				rv = load_table(c, name, doc, errmsg);
 			else if (pv_equal(&d.range[0], &kind_tablet))
 				rv = load_tablet(c, name, doc, errmsg);
 			else if (pv_equal(&d.range[0], &kind_ddl))
 				rv = load_ddl(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_move))
+				rv = load_move(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_drain))
+				rv = load_drain(c, name, doc, errmsg);
+			else if (pv_equal(&d.range[0], &kind_masters))
+				rv = load_masters(c, name, doc, errmsg);
 			else
 				rv = err_set(errmsg, DOCRAFT_ECORRUPT,
 					     "catalog: unknown document kind");
@@ -820,6 +1149,13 @@ int catalog_load(struct catalog *c, struct store *s, uint64_t read_ht, char *err
 	store_iter_free(it);
 	if (rv == 0)
 		rv = assemble(c, errmsg);
+	for (size_t i = 0; i < c->n_loading_moves; i++)
+		free(c->loading_moves[i]); /* not attached */
+	free(c->loading_moves);
+	free(c->loading_move_ids);
+	c->loading_moves = NULL;
+	c->loading_move_ids = NULL;
+	c->n_loading_moves = 0;
 	if (rv != 0)
 		catalog_clear_tables(c);
 	arena_free(&a);

@@ -24,8 +24,28 @@
  *       "start":    uint32, "end": uint32, the partition [start, end)
  *       "state":    text, "running" or "deleted" (its table was dropped; the
  *                   row stays until no replica reports the tablet any more)
- *       "replicas": { uint64 raft id -> {"uuid": text, "address": text} }
+ *       "replicas": { uint64 raft id -> {"uuid": text, "address": text
+ *                                        [, "joining": bool true]} }
+ *       "next_raft_id": uint64, the raft id the tablet's next new replica
+ *                   gets (ids are never reused); absent in catalogs written
+ *                   before replica moves: the largest id + 1
  *   }
+ *   DocKey("move", <tablet id>) -> {        a replica move in flight (moves.c)
+ *       "reason": text ("re-replicate", "drain", "rebalance"),
+ *       "from_raft_id": uint64, "from_uuid": text, "from_address": text,
+ *       "to_uuid": text, "to_address": text, "new_raft_id": uint64,
+ *       "step": text ("adding", "removing", "rolling-back"),
+ *       "started_ms": uint64 (wall clock)
+ *   }   written in the same batch as the tablet document that gains the
+ *       new replica (marked "joining"); deleted in the same batch as the
+ *       one that loses the replaced (or, rolled back, the new) replica.
+ *   DocKey("drain", <tserver uuid>) -> {"at_ms": uint64}   a draining tserver
+ *   DocKey("masters", "config") -> {
+ *       "next_id": uint64, the lowest raft id never given to a master
+ *       "members": { uint64 raft id -> address text }, the masters' Raft
+ *                  configuration as the last change intended it
+ *   }   written by MASTER_CHANGE_MASTERS before each change (members.c);
+ *       absent until the first change (then the ids are 1..n, --masters)
  *
  * Each document is written whole (an object with an init marker, so it
  * replaces any older version); a drop deletes the table document and sets
@@ -53,6 +73,8 @@
 #include "docdb/store.h"
 #include "docraft.pb-c.h"
 #include "master/placement.h"
+#include "master/policy.h"
+#include "server/placement_str.h"
 
 /* The id of the catalog tablet (its Raft group on the masters). */
 #define CATALOG_TABLET_ID "sys.catalog"
@@ -62,6 +84,10 @@
 #define CATALOG_MAX_TABLET_ID 64
 /* Longest tserver uuid accepted (docs/cluster.md: 32 hex characters). */
 #define CATALOG_MAX_UUID 64
+/* Most replicas of a tablet: rf, and the new one while a move runs. */
+#define CATALOG_MAX_REPLICAS (PLACEMENT_MAX_RF + 1)
+/* Most servers of a leader's reported configuration the master keeps. */
+#define CATALOG_MAX_CONFIG (CATALOG_MAX_REPLICAS + 2)
 
 enum cat_state {
 	CAT_CREATING = 0, /* rows being written: visible to no request */
@@ -81,6 +107,42 @@ struct cat_replica {
 	uint64_t seen_hb;        /* the tserver heartbeat that last reported it */
 	uint64_t create_sent_ms; /* last create sent or instructed (loop ms) */
 	bool gone;               /* deleted tablets: a heartbeat no longer lists it */
+	/* Persisted: the new replica of a move in flight (created with join). */
+	bool joining;
+};
+
+enum cat_move_step { CAT_MOVE_ADDING = 0, CAT_MOVE_REMOVING, CAT_MOVE_ROLLING_BACK };
+
+/* A replica move in flight (the "move" document; moves.c drives it). */
+struct cat_move {
+	char reason[16];
+	uint64_t from_raft_id;
+	char from_uuid[CATALOG_MAX_UUID + 1];
+	char from_address[RPC_ADDRESS_MAX + 1];
+	char to_uuid[CATALOG_MAX_UUID + 1];
+	char to_address[RPC_ADDRESS_MAX + 1];
+	uint64_t new_raft_id;
+	enum cat_move_step step;
+	uint64_t started_ms; /* wall clock ms */
+	/* Volatile (moves.c). */
+	bool busy;            /* an RPC or catalog write of it in flight */
+	bool writing;         /* ... a catalog write */
+	uint64_t step_at_ms;  /* loop ms this master saw the step begin */
+	uint64_t next_try_ms; /* loop ms before which no action is retried */
+	uint32_t failures;    /* ADD / REMOVE refusals in this step */
+	bool created;         /* the new replica's tserver answered its CREATE */
+	uint64_t said_ms;     /* loop ms of the last "waiting" log line */
+};
+
+/* The configuration a tablet's leader last reported (TabletReport.config). */
+struct cat_config {
+	bool known;
+	uint64_t term;  /* the leader's term */
+	uint64_t index; /* config_index */
+	bool committed; /* the leader had applied that entry (index <= applied_index) */
+	uint32_t n;
+	uint64_t id[CATALOG_MAX_CONFIG];
+	bool voter[CATALOG_MAX_CONFIG];
 };
 
 #define CATALOG_TABLE_ID_SIZE 17 /* 16 hex digits + NUL */
@@ -91,7 +153,11 @@ struct cat_tablet {
 	uint32_t start, end; /* [start, end) of the hash space; end <= 65536 */
 	enum cat_state state;
 	uint32_t n_replicas;
-	struct cat_replica replicas[PLACEMENT_MAX_RF]; /* by raft id, 1.. */
+	struct cat_replica replicas[CATALOG_MAX_REPLICAS]; /* by raft id */
+	uint64_t next_raft_id;                           /* never reused */
+	struct cat_move *move; /* owned; NULL: no move in flight */
+	struct cat_config config; /* volatile: its leader's last report */
+	uint64_t said_ms;         /* volatile: last "below a majority" warning (moves.c) */
 	bool purging; /* the deletion of its row is being written */
 	/* Volatile: the last leader move instructed (leader balancing). */
 	uint64_t move_sent_ms; /* loop ms; 0: none */
@@ -118,8 +184,10 @@ struct cat_table {
 struct cat_tserver {
 	char uuid[CATALOG_MAX_UUID + 1];
 	char address[RPC_ADDRESS_MAX + 1];
-	uint64_t last_hb_ms; /* loop ms of its last heartbeat */
-	uint64_t hb_count;   /* heartbeats received */
+	uint64_t last_hb_ms; /* loop ms of its last heartbeat (or of its registration) */
+	uint64_t hb_count;   /* heartbeats received (0: known from the catalog only) */
+	char placement[PLACEMENT_STR_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
+	uint64_t drain_seen_ms; /* loop ms this master first saw it draining (moves.c) */
 };
 
 /* A DDL request id recorded (see the "ddl" document above). */
@@ -137,7 +205,17 @@ struct cat_ddl {
 	uint64_t at_ms;
 };
 
+/* The "masters" document (members.c); n == 0 and next_id == 0: never written. */
+#define CATALOG_MAX_MASTERS 16
+struct cat_masters {
+	uint64_t next_id;
+	size_t n;
+	uint64_t ids[CATALOG_MAX_MASTERS];
+	char addresses[CATALOG_MAX_MASTERS][RPC_ADDRESS_MAX + 1];
+};
+
 struct catalog {
+	struct cat_masters masters;    /* issue 15: master membership */
 	struct cat_ddl **ddl;          /* sorted by client */
 	size_t n_ddl, cap_ddl;
 	struct cat_table **tables;     /* sorted by name */
@@ -146,12 +224,18 @@ struct catalog {
 	size_t n_tablets, cap_tablets;
 	struct cat_tserver **tservers; /* sorted by uuid */
 	size_t n_tservers, cap_tservers;
+	char **drains;                 /* uuids of draining tservers, sorted */
+	size_t n_drains, cap_drains;
+	/* private: move documents read before their tablets, while loading */
+	struct cat_move **loading_moves;
+	char (*loading_move_ids)[CATALOG_MAX_TABLET_ID + 1];
+	size_t n_loading_moves;
 };
 
 void catalog_init(struct catalog *c);
 /* Frees everything. */
 void catalog_free(struct catalog *c);
-/* Drops every table and tablet (not the tservers). */
+/* Drops every table, tablet, move and drain mark (not the tservers). */
 void catalog_clear_tables(struct catalog *c);
 /* Forgets every tserver (a new leader starts from fresh heartbeats). */
 void catalog_clear_tservers(struct catalog *c);
@@ -218,10 +302,36 @@ int catalog_write_table(struct batch *b, const struct cat_table *t, char *errmsg
 int catalog_write_drop(struct batch *b, const struct cat_table *t, char *errmsg);
 /* Appends the deletion of a tablet's document. */
 int catalog_write_purge(struct batch *b, const struct cat_tablet *tb, char *errmsg);
+/* Appends the document of the running tablet tb as it is in memory (its
+ * replicas with their joining marks, next_raft_id). */
+int catalog_write_tablet(struct batch *b, const struct cat_tablet *tb, char *errmsg);
+/* Appends tb->move's document (tb->move must be set). */
+int catalog_write_move(struct batch *b, const struct cat_tablet *tb, char *errmsg);
+/* Appends the deletion of tablet id's move document. */
+int catalog_write_move_delete(struct batch *b, const char *id, char *errmsg);
+/* Appends the drain mark of tserver uuid (on) or its deletion (!on). */
+int catalog_write_drain(struct batch *b, const char *uuid, bool on, uint64_t at_ms,
+			char *errmsg);
 
-/* Replaces the tables, tablets and DDL records of c with those stored in s
+/* ---- moves and drains ------------------------------------------------------------------------ */
+
+/* "adding", "removing", "rolling-back". */
+const char *catalog_move_step_name(enum cat_move_step s);
+/* The replica of tb with raft id id; NULL if none. */
+struct cat_replica *catalog_replica(struct cat_tablet *tb, uint64_t id);
+/* Whether tserver uuid is marked draining. */
+bool catalog_draining(const struct catalog *c, const char *uuid);
+/* Marks (on) or unmarks uuid draining in memory, once written. */
+void catalog_set_drain(struct catalog *c, const char *uuid, bool on);
+
+/* Appends the "masters" document of ms. */
+int catalog_write_masters(struct batch *b, const struct cat_masters *ms, char *errmsg);
+
+/* Replaces the tables, tablets, DDL records and the masters document of c with those stored in s
  * as of read_ht (tables and their tablets CAT_RUNNING, dropped tablets
- * CAT_DELETED; no volatile state). Tservers are kept. On error (a store
+ * CAT_DELETED; no volatile state), with their moves and the drain marks
+ * (a move names a running tablet holding both its replicas, the new one
+ * joining). Tservers are kept. On error (a store
  * error, or DOCRAFT_ECORRUPT for documents that do not decode or do not
  * fit together: a table whose tablets do not cover the hash space, a
  * replica without address, ...) c holds no tables or tablets and errmsg

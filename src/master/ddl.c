@@ -35,9 +35,11 @@
  *   be created again yet (EBUSY; dropped_alive says why).
  *
  * DropTable: the table goes CAT_DELETING (a concurrent drop or create of
- *   the name gets EBUSY), one write deletes its document and marks its
- *   tablets deleted; once committed the tablets are CAT_DELETED in memory
- *   and the table is gone. A deleted tablet that none of its replicas'
+ *   the name gets EBUSY, so does a drop while a replica move of one of its
+ *   tablets has a catalog write in flight: it could land after the
+ *   drop's), one write deletes its document and its tablets' move
+ *   documents and marks its tablets deleted; once committed the tablets
+ *   are CAT_DELETED in memory and the table is gone. A deleted tablet that none of its replicas'
  *   tservers lists any more (heartbeats tell) is purged from the catalog
  *   (one more write, ddl_maybe_purge).
  *
@@ -68,6 +70,7 @@
 #include "docdb/schema.h"
 #include "master/catalog.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "master/placement.h"
 #include "rpc.pb-c.h"
 #include "rpc/rpc.h"
@@ -87,18 +90,6 @@ static uint64_t next_rand(struct master *m)
 
 /* ---- catalog writes -------------------------------------------------------------------------- */
 
-struct cwrite;
-typedef void (*cwrite_done_cb)(struct cwrite *w, int status);
-
-/* One replicated change of the catalog; the first member of every op. */
-struct cwrite {
-	struct tablet_write req;
-	struct batch b;
-	struct master *m;
-	uint64_t gen;
-	cwrite_done_cb done;
-};
-
 static void cwrite_cb(struct tablet_write *req, int status, uint64_t ht)
 {
 	struct cwrite *w = req->data;
@@ -106,19 +97,12 @@ static void cwrite_cb(struct tablet_write *req, int status, uint64_t ht)
 	w->done(w, status);
 }
 
-/* Queues w->b; done(w, status) follows unless an error is returned. */
-static int cwrite_submit(struct master *m, struct cwrite *w, cwrite_done_cb done)
+int ddl_cwrite_submit(struct master *m, struct cwrite *w, cwrite_done_cb done)
 {
 	w->m = m;
 	w->gen = m->gen;
 	w->done = done;
-	memcpy(w->req.client_id, m->client_id, sizeof w->req.client_id);
-	w->req.seq = ++m->seq;
-	w->req.min_running = w->req.seq;
-	w->req.batch = w->b.data.data;
-	w->req.batch_len = w->b.data.len;
-	w->req.cb = cwrite_cb;
-	w->req.data = w;
+	master_write_prepare(m, &w->req, &w->b, cwrite_cb, w);
 	return tablet_write(m->t, &w->req);
 }
 
@@ -133,9 +117,7 @@ static void reply_write_error(struct master *m, struct rpc_call *call, int statu
 			 status == DOCRAFT_ELEADERLOST ? " (outcome unknown)" : "");
 }
 
-/* Frees the op that begins with w (its first member), once its write has
- * completed. */
-static void cwrite_free(struct cwrite *w)
+void ddl_cwrite_free(struct cwrite *w)
 {
 	struct master *m = w->m;
 	batch_free(&w->b);
@@ -176,7 +158,7 @@ static void purge_written(struct cwrite *w, int status)
 			tb->purging = false;
 		}
 	}
-	cwrite_free(w);
+	ddl_cwrite_free(w);
 }
 
 void ddl_maybe_purge(struct master *m, struct cat_tablet *tb)
@@ -193,7 +175,7 @@ void ddl_maybe_purge(struct master *m, struct cat_tablet *tb)
 	batch_init(&op->w.b);
 	snprintf(op->id, sizeof op->id, "%s", tb->id);
 	if (catalog_write_purge(&op->w.b, tb, errmsg) != 0 ||
-	    cwrite_submit(m, &op->w, purge_written) != 0) {
+	    ddl_cwrite_submit(m, &op->w, purge_written) != 0) {
 		batch_free(&op->w.b);
 		free(op);
 		return;
@@ -214,7 +196,7 @@ static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
 		p->raft_id = r->raft_id;
 		p->address = (char *)r->address;
 		p->tserver_uuid = (char *)r->uuid;
-		p->voter = true;
+		p->voter = !r->joining;
 		peers[k] = p;
 	}
 	return peers;
@@ -231,7 +213,9 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 	req->raft_id = raft_id;
 	req->n_peers = tb->n_replicas;
 	req->peers = peers_pb(tb, a);
-	req->join = false;
+	for (uint32_t k = 0; k < tb->n_replicas; k++)
+		if (tb->replicas[k].raft_id == raft_id)
+			req->join = tb->replicas[k].joining;
 	req->partition_start = tb->start;
 	req->partition_end = tb->end;
 	req->table_id = (char *)t->id;
@@ -315,7 +299,7 @@ struct create_op {
 static void create_free(struct create_op *op)
 {
 	free(op->calls);
-	cwrite_free(&op->t.w);
+	ddl_cwrite_free(&op->t.w);
 }
 
 static void create_finish(struct create_op *op)
@@ -343,8 +327,11 @@ static void create_rpc_done(struct rpc_call_req *req, const struct rpc_result *r
 	}
 	if (op->t.w.gen == m->gen) {
 		struct cat_tablet *tb = catalog_find_tablet(&m->cat, cc->tablet_id);
-		if (tb != NULL && tb->state == CAT_RUNNING && cc->raft_id <= tb->n_replicas)
-			tb->replicas[cc->raft_id - 1].create_sent_ms = master_now_ms(m);
+		struct cat_replica *r = tb != NULL && tb->state == CAT_RUNNING
+						? catalog_replica(tb, cc->raft_id)
+						: NULL;
+		if (r != NULL)
+			r->create_sent_ms = master_now_ms(m);
 	}
 	if (--op->outstanding == 0)
 		create_finish(op);
@@ -543,6 +530,7 @@ static int prepare_create(struct master *m, const Docraft__CreateTableRequest *r
 			placement_partition(i, n, &start, &end);
 			tb = catalog_table_add_tablet(t, id, start, end);
 			tb->n_replicas = rf;
+			tb->next_raft_id = rf + 1;
 			for (uint32_t k = 0; k < rf; k++) {
 				struct cat_replica *r = &tb->replicas[k];
 				const struct cat_tserver *ts = live[where[(size_t)i * rf + k]];
@@ -606,7 +594,7 @@ enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *r
 	if (rv == 0)
 		rv = prepare_create(m, req, op, errmsg);
 	if (rv == 0) {
-		rv = cwrite_submit(m, &op->t.w, create_written);
+		rv = ddl_cwrite_submit(m, &op->t.w, create_written);
 		if (rv != 0) {
 			struct cat_table *t = catalog_find_table(&m->cat, op->t.name);
 			catalog_remove_table(&m->cat, t);
@@ -642,7 +630,7 @@ static void drop_written(struct cwrite *w, int status)
 			catalog_put_ddl(&m->cat, &op->ddl);
 		rpc_reply_message(op->call, &resp.base);
 	}
-	cwrite_free(w);
+	ddl_cwrite_free(w);
 }
 
 enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *request, void *obj)
@@ -678,6 +666,14 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 				 t->state == CAT_CREATING ? "created" : "dropped");
 		return RPC_DISPATCH_FREE;
 	}
+	for (size_t i = 0; i < t->n_tablets; i++)
+		if (t->tablets[i]->move != NULL && t->tablets[i]->move->writing) {
+			/* Its write could land after the drop's (moves.h). */
+			rpc_reply_errorf(call, DOCRAFT_EBUSY,
+					 "table '%s': a replica move of tablet %s is being "
+					 "written; retry", req->name, t->tablets[i]->id);
+			return RPC_DISPATCH_FREE;
+		}
 	op = xcalloc(1, sizeof *op);
 	batch_init(&op->w.b);
 	op->call = call;
@@ -687,7 +683,7 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 	rv = catalog_write_drop(&op->w.b, t, errmsg);
 	if (rv == 0)
 		rv = write_request_id(m, &op->w.b, &op->ddl, op->has_ddl, errmsg);
-	if (rv == 0 && (rv = cwrite_submit(m, &op->w, drop_written)) != 0)
+	if (rv == 0 && (rv = ddl_cwrite_submit(m, &op->w, drop_written)) != 0)
 		err_set(errmsg, rv, "drop table: catalog write: %s", docraft_strerror(rv));
 	if (rv != 0) {
 		rpc_reply_error(call, rv, errmsg, NULL, 0);
@@ -741,7 +737,7 @@ enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *requ
 	resp.n_tablets = t->n_tablets;
 	resp.tablets = master_zalloc(&a, t->n_tablets * sizeof *resp.tablets);
 	for (size_t i = 0; i < t->n_tablets; i++) {
-		const struct cat_tablet *tb = t->tablets[i];
+		struct cat_tablet *tb = t->tablets[i];
 		const struct cat_replica *leader =
 			catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		Docraft__TabletLocation *loc = master_zalloc(&a, sizeof *loc);
@@ -752,6 +748,12 @@ enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *requ
 		loc->n_replicas = tb->n_replicas;
 		loc->replicas = peers_pb(tb, &a);
 		loc->leader_raft_id = leader != NULL ? leader->raft_id : 0;
+		loc->live_replicas = moves_live_replicas(m, tb, now);
+		loc->under_replicated = loc->live_replicas < t->rf;
+		if (tb->move != NULL) {
+			loc->move = master_zalloc(&a, MOVES_DESCRIBE_MAX);
+			moves_describe(tb, loc->move, MOVES_DESCRIBE_MAX);
+		}
 		resp.tablets[i] = loc;
 	}
 	rpc_reply_message(call, &resp.base);

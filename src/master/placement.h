@@ -5,7 +5,9 @@
  * n)), the last one ending at 65536 (docs/cluster.md, "Master").
  *
  * Replicas: every tablet gets rf replicas on rf distinct live tablet
- * servers, least loaded first. The load of a server is the number of
+ * servers: in rf distinct zones when the servers span at least rf zones,
+ * otherwise spread over the zones as evenly as possible; least loaded
+ * first within that. The load of a server is the number of
  * replicas it already hosts (from the catalog) plus those this call has
  * placed so far, so the tablets of one new table spread evenly. Ties go to
  * the candidate listed first (callers list servers sorted by uuid, which
@@ -36,9 +38,9 @@ int placement_check_rf(uint32_t rf, char *errmsg);
 /* A live tablet server that may receive replicas. */
 struct placement_server {
 	uint32_t load; /* replicas it hosts now */
-	uint32_t zone; /* zone index (master/policy.h policy_zone_index); issue 15: a
-			* tablet's replicas go to distinct zones when the servers
-			* span at least rf zones */
+	uint32_t zone; /* zone index (master/policy.h policy_zone_index): a tablet's
+			* replicas go to distinct zones when the servers span at
+			* least rf zones (0 everywhere: no zones) */
 };
 
 /* Places n_tablets tablets of rf replicas on the n_servers live servers

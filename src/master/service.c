@@ -18,8 +18,9 @@
  *
  * Plumbing. One table (rpc/dispatch.h) lists the MASTER_* methods: their
  * request and response messages (no request: the body is not read) and
- * their handler. Every method is served by the master leader only
- * (RPC_METHOD_LEADER), so for each call, in this order: a closing master
+ * their handler. Every method but ListMasters (any master answers it,
+ * members.c) is served by the master leader only (RPC_METHOD_LEADER), so
+ * for each call, in this order: a closing master
  * answers ECLOSED; one that is not the ready leader with its catalog
  * loaded answers as serving() says (ENOTLEADER with a hint, or
  * EUNAVAILABLE); the request is decoded (a malformed one is answered by
@@ -44,6 +45,7 @@
 #include "common/mem.h"
 #include "master/catalog.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "master/placement.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
@@ -89,6 +91,7 @@ static void load_done(struct tablet_read *req, int status, uint64_t read_ht)
 			m->load_retry_at = master_now_ms(m) + LOAD_RETRY_MS;
 		} else {
 			m->loaded = true;
+			m->loaded_ms = master_now_ms(m);
 			LOG_INFO("master %s: leader in term %" PRIu64 ": catalog loaded, "
 				 "%zu tables, %zu tablets", m->address, m->term, m->cat.n_tables,
 				 m->cat.n_tablets);
@@ -122,8 +125,13 @@ static void refresh(struct master *m)
 {
 	struct tablet_status st;
 
-	if (m->closing || m->t == NULL)
+	if (m->closing)
 		return;
+	if (m->t == NULL) {
+		members_join_poll(m); /* a joining master (members.c) */
+		return;
+	}
+	members_refresh(m);
 	tablet_get_status(m->t, &st);
 	if (st.role == TABLET_FAILED && !m->fatal_sent) {
 		m->fatal_sent = true;
@@ -162,14 +170,29 @@ void master_reply_not_leader(struct master *m, struct rpc_call *call)
 {
 	const char *addr = "";
 	raft_id id = m->t != NULL ? tablet_leader(m->t, &addr) : 0;
-	if (id == m->raft_id) {
+	if (id == 0 || addr[0] == '\0')
+		addr = members_leader_hint(m); /* a removed master's last leader */
+	if (id != 0 && id == m->raft_id) {
 		/* Elected but not ready yet (or about to step down). */
 		rpc_reply_error(call, DOCRAFT_EUNAVAILABLE, "master leader not ready; retry", NULL,
 				0);
 		return;
 	}
 	rpc_reply_error(call, DOCRAFT_ENOTLEADER, "not the master leader",
-			id != 0 && addr[0] != '\0' ? addr : NULL, id);
+			addr[0] != '\0' && strcmp(addr, m->address) != 0 ? addr : NULL, id);
+}
+
+void master_write_prepare(struct master *m, struct tablet_write *w, const struct batch *b,
+			  tablet_write_cb cb, void *data)
+{
+	memset(w, 0, sizeof *w);
+	memcpy(w->client_id, m->client_id, sizeof w->client_id);
+	w->seq = ++m->seq;
+	w->min_running = w->seq;
+	w->batch = b->data.data;
+	w->batch_len = b->data.len;
+	w->cb = cb;
+	w->data = data;
 }
 
 /* ---- plumbing -------------------------------------------------------------------------------- */
@@ -200,7 +223,7 @@ static bool serving(void *ctx, struct rpc_call *call, const struct rpc_method *m
 
 static const struct rpc_dispatch_hooks hooks = {.leader = serving};
 
-/* Every MASTER_* method: served by the ready leader only. */
+/* Every MASTER_* method: served by the ready leader only, but ListMasters. */
 static const struct rpc_method methods[] = {
 	{DOCRAFT__METHOD__MASTER_CREATE_TABLE, "CreateTable",
 	 &docraft__create_table_request__descriptor, &docraft__create_table_response__descriptor,
@@ -215,6 +238,17 @@ static const struct rpc_method methods[] = {
 	 &docraft__list_tservers_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_list},
 	{DOCRAFT__METHOD__MASTER_HEARTBEAT, "Heartbeat", &docraft__heartbeat_request__descriptor,
 	 &docraft__heartbeat_response__descriptor, RPC_METHOD_LEADER, NULL, tservers_heartbeat},
+	{DOCRAFT__METHOD__MASTER_DRAIN, "Drain", &docraft__drain_request__descriptor,
+	 &docraft__drain_response__descriptor, RPC_METHOD_LEADER, NULL, moves_drain},
+	{DOCRAFT__METHOD__MASTER_CLUSTER_STATUS, "ClusterStatus", NULL,
+	 &docraft__cluster_status_response__descriptor, RPC_METHOD_LEADER, NULL,
+	 moves_cluster_status},
+	/* Master membership (members.c); ListMasters is served by every master. */
+	{DOCRAFT__METHOD__MASTER_CHANGE_MASTERS, "ChangeMasters",
+	 &docraft__change_masters_request__descriptor, &docraft__change_masters_response__descriptor,
+	 RPC_METHOD_LEADER, NULL, members_change},
+	{DOCRAFT__METHOD__MASTER_LIST_MASTERS, "ListMasters", NULL,
+	 &docraft__list_masters_response__descriptor, 0, NULL, members_list},
 };
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
@@ -223,6 +257,8 @@ void master_options_default(struct master_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->tserver_timeout_ms = MASTER_DEFAULT_TSERVER_TIMEOUT_MS;
+	o->tserver_failed_after_s = MASTER_DEFAULT_FAILED_AFTER_S;
+	o->max_concurrent_moves = MASTER_DEFAULT_MAX_MOVES;
 	o->default_rf = MASTER_DEFAULT_RF;
 	o->leader_balance = true;
 }
@@ -247,7 +283,8 @@ static void seed_random(struct master *m)
 }
 
 /* The options' master list into m (validated); m->raft_id is the 1-based
- * position of m->address in it. */
+ * position of m->address in it, 0 if it is not there (members.c decides
+ * whether that matters). */
 static int set_masters(struct master *m, const struct master_options *o, char *errmsg)
 {
 	struct sockaddr_in sa;
@@ -269,19 +306,48 @@ static int set_masters(struct master *m, const struct master_options *o, char *e
 			m->raft_id = i + 1;
 	}
 	m->n_masters = n;
-	if (m->raft_id == 0)
-		return err_set(errmsg, DOCRAFT_EINVAL, "--address %s is not in the master list",
-			       m->address);
+	return 0;
+}
+
+int master_open_catalog(struct master *m, const struct tablet_peer *peers, size_t n,
+			char *errmsg)
+{
+	struct tablet_options to;
+	char dir[4200];
+	int rv;
+
+	PRE(m->t == NULL && m->raft_id != 0);
+	snprintf(dir, sizeof dir, "%s/%s", m->data_dir, CATALOG_TABLET_ID);
+	tablet_options_default(&to);
+	to.id = CATALOG_TABLET_ID;
+	to.dir = dir;
+	to.raft_id = m->raft_id;
+	to.address = m->address;
+	to.listener = m->l;
+	to.copy = &m->copy;
+	if (m->raft_heartbeat_ms != 0)
+		to.heartbeat_ms = m->raft_heartbeat_ms;
+	if (m->election_ms != 0)
+		to.election_ms = m->election_ms;
+	if ((rv = tablet_open(m->loop, &to, &m->t, errmsg)) != 0) {
+		m->t = NULL;
+		return rv;
+	}
+	if (peers != NULL && (rv = tablet_bootstrap(m->t, peers, n, errmsg)) != 0)
+		return rv;
+	if ((rv = tablet_start(m->t, errmsg)) != 0)
+		return rv;
+	LOG_INFO("master %s: raft id %llu, data in %s, leader balancing %s, tservers failed "
+		 "after %" PRIu64 " s, at most %u concurrent moves", m->address,
+		 (unsigned long long)m->raft_id, m->data_dir, m->leader_balance ? "on" : "off",
+		 m->failed_after_ms / 1000, m->max_moves);
 	return 0;
 }
 
 int master_open(uv_loop_t *loop, const struct master_options *o, struct master **out,
 		char *errmsg)
 {
-	struct tablet_peer peers[MASTER_MAX_MASTERS];
-	struct tablet_options to;
 	struct sockaddr_in sa;
-	char dir[4200];
 	struct master *m;
 	int rv;
 
@@ -296,6 +362,12 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 		return err_set(errmsg, DOCRAFT_EINVAL, "bad data directory");
 	if (o->tserver_timeout_ms == 0)
 		return err_set(errmsg, DOCRAFT_EINVAL, "tserver timeout must be > 0");
+	if (o->tserver_failed_after_s == 0 ||
+	    (uint64_t)o->tserver_failed_after_s * 1000 < o->tserver_timeout_ms)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "--tserver-failed-after-s %u: must be > 0 and at least the tserver "
+			       "timeout (%" PRIu64 " ms)",
+			       o->tserver_failed_after_s, o->tserver_timeout_ms);
 	if (placement_check_rf(o->default_rf, errmsg) != 0)
 		return err_wrap(errmsg, DOCRAFT_EINVAL, "default");
 
@@ -304,6 +376,9 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	snprintf(m->address, sizeof m->address, "%s", o->address);
 	snprintf(m->data_dir, sizeof m->data_dir, "%s", o->data_dir);
 	m->tserver_timeout_ms = o->tserver_timeout_ms;
+	m->failed_after_ms = (uint64_t)o->tserver_failed_after_s * 1000;
+	m->max_moves = o->max_concurrent_moves;
+	m->max_moves_per_server = MASTER_MOVES_PER_SERVER;
 	m->default_rf = o->default_rf;
 	m->leader_balance = o->leader_balance;
 	m->fatal_cb = o->fatal_cb;
@@ -313,6 +388,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	uv_timer_init(loop, &m->poll);
 	m->poll.data = m;
 	m->poll_open = true;
+	moves_open(m);
 	*out = m;
 
 	if ((rv = set_masters(m, o, errmsg)) != 0)
@@ -323,32 +399,8 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	if ((rv = copy_server_init(&m->copy, loop, m->l, errmsg)) != 0)
 		return rv;
 	m->copy_on = true;
-
-	snprintf(dir, sizeof dir, "%s/%s", m->data_dir, CATALOG_TABLET_ID);
-	tablet_options_default(&to);
-	to.id = CATALOG_TABLET_ID;
-	to.dir = dir;
-	to.raft_id = m->raft_id;
-	to.address = m->address;
-	to.listener = m->l;
-	to.copy = &m->copy;
-	if (o->raft_heartbeat_ms != 0)
-		to.heartbeat_ms = o->raft_heartbeat_ms;
-	if (o->election_ms != 0)
-		to.election_ms = o->election_ms;
-	if ((rv = tablet_open(loop, &to, &m->t, errmsg)) != 0) {
-		m->t = NULL;
-		return rv;
-	}
-	for (size_t i = 0; i < m->n_masters; i++) {
-		peers[i].id = i + 1;
-		peers[i].address = m->masters[i];
-		peers[i].role = RAFT_VOTER;
-	}
-	if ((rv = tablet_bootstrap(m->t, peers, m->n_masters, errmsg)) != 0)
-		return rv;
-	if ((rv = tablet_start(m->t, errmsg)) != 0)
-		return rv;
+	m->raft_heartbeat_ms = o->raft_heartbeat_ms;
+	m->election_ms = o->election_ms;
 
 	rpc_client_init(&m->cl, loop);
 	m->cl.data = m;
@@ -358,10 +410,10 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 				   sizeof methods / sizeof methods[0], m, &hooks, errmsg);
 	if (rv != 0)
 		return rv;
+	/* The catalog tablet, now or once this master has joined. */
+	if ((rv = members_open(m, o, errmsg)) != 0)
+		return rv;
 	uv_timer_start(&m->poll, poll_cb, POLL_MS, POLL_MS);
-	LOG_INFO("master %s: raft id %llu of %zu, data in %s, leader balancing %s", m->address,
-		 (unsigned long long)m->raft_id, m->n_masters, m->data_dir,
-		 m->leader_balance ? "on" : "off");
 	return 0;
 }
 
@@ -392,6 +444,13 @@ static void poll_closed(uv_handle_t *h)
 	close_next(m);
 }
 
+static void moves_closed(uv_handle_t *h)
+{
+	struct master *m = h->data;
+	m->moves_open = false;
+	close_next(m);
+}
+
 /* One step of the close sequence per call; each asynchronous close calls
  * back here. */
 static void close_next(struct master *m)
@@ -418,6 +477,12 @@ static void close_next(struct master *m)
 			uv_close((uv_handle_t *)&m->poll, poll_closed);
 		return;
 	}
+	if (m->moves_open) {
+		if (!uv_is_closing((uv_handle_t *)&m->moves_timer))
+			uv_close((uv_handle_t *)&m->moves_timer, moves_closed);
+		return;
+	}
+	members_close(m);
 	ASSERT(m->ops == 0);
 	catalog_free(&m->cat);
 	cb = m->close_cb;
@@ -434,5 +499,7 @@ void master_close(struct master *m, master_close_cb cb, void *arg)
 	m->close_cb = cb;
 	m->close_arg = arg;
 	uv_timer_stop(&m->poll);
+	if (m->moves_open)
+		uv_timer_stop(&m->moves_timer);
 	close_next(m);
 }

@@ -1,11 +1,12 @@
 /* The master: on the process's one port (the caller's), the catalog tablet it shares with the other
  * masters, and the RPC handlers of every MASTER_* method.
  *
- *   listener (--address) ── RAFT ──► tablet "sys.catalog" (raft id = 1-based
- *        │                           position of --address in --masters)
+ *   listener (--address) ── RAFT ──► tablet "sys.catalog" (raft id in
+ *        │                           DIR/master.id: members.c)
  *        ├── COPY ──► copy server (a lagging master catches up by checkpoint)
  *        └── RPC  ──► CreateTable, DropTable, ListTables, GetTable,
- *                     ListTServers, Heartbeat
+ *                     ListTServers, Heartbeat, Drain, ClusterStatus,
+ *                     ChangeMasters, ListMasters (any master)
  *   rpc client ──► tablet servers (TSERVER_CREATE_TABLET)
  *
  * Leadership: the master leader is the catalog tablet's leader. Once its
@@ -42,14 +43,27 @@
 /* Most masters in --masters. */
 #define MASTER_MAX_MASTERS 7
 #define MASTER_DEFAULT_TSERVER_TIMEOUT_MS 3000
+/* --tserver-failed-after-s: a tserver silent this long is failed and its
+ * replicas are replaced (YugabyteDB's follower_unavailable_considered_failed_sec). */
+#define MASTER_DEFAULT_FAILED_AFTER_S 300
+/* --max-concurrent-moves, and the moves one tserver takes part in at once. */
+#define MASTER_DEFAULT_MAX_MOVES 4
+#define MASTER_MOVES_PER_SERVER 2
 #define MASTER_DEFAULT_RF 3
 
 struct master_options {
 	const char *address;        /* this master, "ip:port" (bound exactly) */
 	const char *const *masters; /* every master, this one included; NULL: just address */
 	size_t n_masters;
+	const char *const *join;    /* a new master: masters to learn its raft id from
+				     * once added (members.c); ignored once DIR/master.id
+				     * exists. NULL: bootstrap from masters */
+	size_t n_join;
 	const char *data_dir;       /* created if missing; DIR/sys.catalog is the catalog */
 	uint64_t tserver_timeout_ms; /* silent longer: not live (default 3000) */
+	unsigned tserver_failed_after_s; /* silent longer: failed, replicas replaced (300);
+					  * at least the tserver timeout */
+	unsigned max_concurrent_moves;   /* replica moves in flight at most (4; 0: none) */
 	uint32_t default_rf;         /* CreateTable with replication factor 0 (default 3) */
 	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
@@ -74,7 +88,8 @@ void master_options_default(struct master_options *o);
 struct master;
 
 /* On the caller's port (o->listener): opens the catalog tablet (bootstrapped on first start with
- * every master as a voter, in --masters order) and registers the MASTER_* methods on o->rpc_server, on
+ * every master as a voter, in --masters order; with o->join, once this master has been added by
+ * MASTER_CHANGE_MASTERS) and registers the MASTER_* methods on o->rpc_server, on
  * loop. Strings are copied. Errors (*out may still be set): DOCRAFT_EINVAL
  * for bad options (address not in masters, duplicates, more than
  * MASTER_MAX_MASTERS, a bad address), DOCRAFT_EIO for a port that cannot

@@ -9,8 +9,11 @@
  * from the next heartbeats. A tserver is live if heard from within
  * --tserver-timeout-ms.
  *
- * Heartbeat: records the tserver (uuid, address, time) and, per reported
- *   tablet, the replica's role and term. Instructions in the reply:
+ * Heartbeat: records the tserver (uuid, address, placement, time) and, per
+ *   reported tablet, the replica's role and term. A placement that is not
+ *   "" or cloud.region.zone (placement_str_valid) fails the heartbeat
+ *   with EINVAL; tservers_live maps the placements of the live tservers to
+ *   zone indexes for CreateTable's placement. Instructions in the reply:
  *   - delete: for every reported tablet that is deleted in the catalog;
  *   - create: for every running tablet with a replica on this tserver that
  *     the heartbeat does not list, unless a create was sent less than
@@ -55,7 +58,10 @@
 #include "master/balance.h"
 #include "master/catalog.h"
 #include "master/internal.h"
+#include "master/moves.h"
 #include "master/placement.h"
+#include "master/policy.h"
+#include "server/placement_str.h"
 #include "net/listener.h"
 #include "rpc.pb-c.h"
 #include "rpc/rpc.h"
@@ -97,12 +103,19 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	uint64_t now = master_now_ms(m);
 	struct cat_tserver **live = xcalloc(m->cat.n_tservers, sizeof *live);
 	struct placement_server *ld;
+	const char **zones;
+	uint32_t n_zones = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->cat.n_tservers; i++)
-		if (catalog_tserver_live(m->cat.tservers[i], now, m->tserver_timeout_ms))
+		if (catalog_tserver_live(m->cat.tservers[i], now, m->tserver_timeout_ms) &&
+		    !catalog_draining(&m->cat, m->cat.tservers[i]->uuid))
 			live[n++] = m->cat.tservers[i];
 	ld = xcalloc(n, sizeof *ld);
+	zones = xcalloc(n, sizeof *zones);
+	for (size_t i = 0; i < n; i++)
+		ld[i].zone = policy_zone_index(zones, &n_zones, (uint32_t)n, live[i]->placement);
+	free(zones);
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		const struct cat_tablet *tb = m->cat.tablets[i];
 		if (tb->state == CAT_DELETED)
@@ -128,6 +141,41 @@ size_t tservers_live(struct master *m, struct cat_tserver ***out,
 	return n;
 }
 
+static void tserver_info(struct master *m, const struct cat_tserver *ts, uint64_t now,
+			 Docraft__TServerInfo *info)
+{
+	docraft__tserver_info__init(info);
+	info->uuid = (char *)ts->uuid;
+	info->address = (char *)ts->address;
+	info->live = catalog_tserver_live(ts, now, m->tserver_timeout_ms);
+	info->last_heartbeat_ms_ago = now - ts->last_hb_ms;
+	for (size_t k = 0; k < m->cat.n_tablets; k++) {
+		struct cat_tablet *tb = m->cat.tablets[k];
+		const struct cat_replica *leader;
+		if (tb->state == CAT_DELETED || replica_on(tb, ts->uuid) == NULL)
+			continue;
+		info->tablets++;
+		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+		if (leader != NULL && strcmp(leader->uuid, ts->uuid) == 0)
+			info->leaders++;
+	}
+	info->placement = (char *)ts->placement;
+	info->state = (char *)moves_tserver_state(m, ts, now);
+	info->draining = catalog_draining(&m->cat, ts->uuid);
+	info->drained = info->draining && info->tablets == 0;
+	info->moves = moves_of_tserver(m, ts->uuid);
+}
+
+Docraft__TServerInfo **tservers_infos(struct master *m, uint64_t now, struct arena *a)
+{
+	Docraft__TServerInfo **v = master_zalloc(a, m->cat.n_tservers * sizeof *v);
+	for (size_t i = 0; i < m->cat.n_tservers; i++) {
+		v[i] = master_zalloc(a, sizeof *v[i]);
+		tserver_info(m, m->cat.tservers[i], now, v[i]);
+	}
+	return v;
+}
+
 enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req, void *obj)
 {
 	struct master *m = ctx;
@@ -139,27 +187,7 @@ enum rpc_dispatch_req tservers_list(void *ctx, struct rpc_call *call, void *req,
 	(void)obj;
 	arena_init(&a);
 	resp.n_tservers = m->cat.n_tservers;
-	resp.tservers = master_zalloc(&a, m->cat.n_tservers * sizeof *resp.tservers);
-	for (size_t i = 0; i < m->cat.n_tservers; i++) {
-		struct cat_tserver *ts = m->cat.tservers[i];
-		Docraft__TServerInfo *info = master_zalloc(&a, sizeof *info);
-		docraft__tserver_info__init(info);
-		info->uuid = ts->uuid;
-		info->address = ts->address;
-		info->live = catalog_tserver_live(ts, now, m->tserver_timeout_ms);
-		info->last_heartbeat_ms_ago = now - ts->last_hb_ms;
-		for (size_t k = 0; k < m->cat.n_tablets; k++) {
-			struct cat_tablet *tb = m->cat.tablets[k];
-			const struct cat_replica *leader;
-			if (tb->state == CAT_DELETED || replica_on(tb, ts->uuid) == NULL)
-				continue;
-			info->tablets++;
-			leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
-			if (leader != NULL && strcmp(leader->uuid, ts->uuid) == 0)
-				info->leaders++;
-		}
-		resp.tservers[i] = info;
-	}
+	resp.tservers = tservers_infos(m, now, &a);
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
 	return RPC_DISPATCH_FREE;
@@ -212,7 +240,9 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 									 : LEADER_TARGET_FRESH_MS;
 	struct balance_server *servers;
 	struct balance_tablet *tablets;
-	struct cat_tablet **of;
+	struct cat_tablet **of, **by_table;
+	uint32_t *table_of;
+	size_t n_by_table = 0;
 	struct balance_load *load;
 	struct balance_move mv;
 	struct cat_tablet *tb;
@@ -236,14 +266,26 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 	load = master_zalloc(ins->a, n_servers * sizeof *load);
 	tablets = master_zalloc(ins->a, m->cat.n_tablets * sizeof *tablets);
 	of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *of);
-	for (size_t s = 0; s < n_servers; s++)
+	for (size_t s = 0; s < n_servers; s++) {
 		servers[s].live = catalog_tserver_live(m->cat.tservers[s], now, fresh);
-	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		servers[s].draining = catalog_draining(&m->cat, m->cat.tservers[s]->uuid);
+	}
+	/* Table by table: balance_pick counts per table over adjacent tablets. */
+	by_table = master_zalloc(ins->a, m->cat.n_tablets * sizeof *by_table);
+	table_of = master_zalloc(ins->a, m->cat.n_tablets * sizeof *table_of);
+	for (size_t i = 0; i < m->cat.n_tables; i++)
+		for (size_t j = 0; j < m->cat.tables[i]->n_tablets && n_by_table < m->cat.n_tablets;
+		     j++) {
+			table_of[n_by_table] = (uint32_t)i;
+			by_table[n_by_table++] = m->cat.tables[i]->tablets[j];
+		}
+	for (size_t i = 0; i < n_by_table; i++) {
 		struct balance_tablet *bt = &tablets[n];
 		const struct cat_replica *leader;
-		tb = m->cat.tablets[i];
-		if (tb->state != CAT_RUNNING || tb->n_replicas == 0)
-			continue;
+		tb = by_table[i];
+		if (tb->state != CAT_RUNNING || tb->n_replicas == 0 || tb->move != NULL)
+			continue; /* a replica move changes its members: not now */
+		bt->table = table_of[i];
 		leader = catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
 		bt->leader = leader != NULL ? catalog_tserver_index(&m->cat, leader->uuid)
 					    : BALANCE_NONE;
@@ -284,10 +326,64 @@ static void instruct_leader_move(struct master *m, const struct cat_tserver *ts,
 		 load[mv.to].leaders);
 }
 
-/* The replicas a heartbeat of ts lists: their role and term recorded;
- * delete instructed for every one whose tablet is deleted. */
+static void instruct_delete(struct instructions *ins, struct cat_tablet *tb)
+{
+	Docraft__Instruction *in = instruction_add(ins);
+	Docraft__DeleteTabletRequest *del = master_zalloc(ins->a, sizeof *del);
+	docraft__delete_tablet_request__init(del);
+	del->tablet_id = tb->id;
+	in->kind_case = DOCRAFT__INSTRUCTION__KIND_DELETE;
+	in->delete_ = del;
+}
+
+/* A leader's report: its configuration kept for moves.c (the highest
+ * term's). */
+static void record_config(struct cat_tablet *tb, const Docraft__TabletReport *rep)
+{
+	struct cat_config *c = &tb->config;
+	if (rep->n_config == 0 || rep->n_config > CATALOG_MAX_CONFIG ||
+	    (c->known && rep->term < c->term))
+		return;
+	c->known = true;
+	c->term = rep->term;
+	c->index = rep->config_index;
+	c->committed = rep->config_index <= rep->applied_index;
+	c->n = (uint32_t)rep->n_config;
+	for (size_t k = 0; k < rep->n_config; k++) {
+		c->id[k] = rep->config[k]->raft_id;
+		c->voter[k] = rep->config[k]->voter;
+	}
+}
+
+/* Whether the replica raft_id of tb, reported by a tserver the catalog
+ * does not list for it, is out of the tablet for good: the current
+ * leader's configuration, committed (applied by the leader), lacks it (a
+ * replica removed by a move, a rolled-back new one, an older replica left
+ * on a tserver that now holds another). Without a current leader's word it
+ * stays. A removed replica's own term may be past the leader's (it keeps
+ * campaigning, unheard: its peers drop its messages), so terms are not
+ * compared. */
+static bool removed_replica(struct master *m, const struct cat_tablet *tb, uint64_t raft_id,
+			    uint64_t now)
+{
+	const struct cat_replica *leader =
+		catalog_tablet_leader(&m->cat, tb, now, m->tserver_timeout_ms);
+	const struct cat_config *c = &tb->config;
+	if (leader == NULL || !c->known || !c->committed || c->term != leader->term)
+		return false;
+	for (uint32_t k = 0; k < c->n; k++)
+		if (c->id[k] == raft_id)
+			return false;
+	return true;
+}
+
+/* The replicas a heartbeat of ts lists: their role and term recorded,
+ * leaders' configurations kept; delete instructed for every one whose
+ * tablet is deleted, and for a running tablet's replica the catalog does
+ * not list on ts that its leader's configuration lacks. */
 static void apply_reports(struct master *m, struct cat_tserver *ts,
-			  const Docraft__HeartbeatRequest *req, struct instructions *ins)
+			  const Docraft__HeartbeatRequest *req, struct instructions *ins,
+			  uint64_t now)
 {
 	for (size_t i = 0; i < req->n_tablets; i++) {
 		const Docraft__TabletReport *rep = req->tablets[i];
@@ -297,20 +393,30 @@ static void apply_reports(struct master *m, struct cat_tserver *ts,
 			continue; /* unknown here: never deleted on a guess */
 		r = replica_on(tb, ts->uuid);
 		if (tb->state == CAT_DELETED) {
-			Docraft__Instruction *in = instruction_add(ins);
-			Docraft__DeleteTabletRequest *del = master_zalloc(ins->a, sizeof *del);
-			docraft__delete_tablet_request__init(del);
-			del->tablet_id = tb->id;
-			in->kind_case = DOCRAFT__INSTRUCTION__KIND_DELETE;
-			in->delete_ = del;
+			instruct_delete(ins, tb);
 			if (r != NULL) {
 				r->seen_hb = ts->hb_count;
 				r->gone = false;
 			}
 			continue;
 		}
-		if (r == NULL)
-			continue; /* not a member (a later configuration change) */
+		if (strcmp(rep->role, ROLE_LEADER) == 0)
+			record_config(tb, rep);
+		if (r == NULL || (rep->raft_id != 0 && rep->raft_id != r->raft_id)) {
+			/* Not a member here (a move removed it, or ts holds an
+			 * older replica than the catalog's). */
+			if (r != NULL)
+				r->seen_hb = ts->hb_count; /* no create over it */
+			if (tb->state == CAT_RUNNING &&
+			    removed_replica(m, tb, rep->raft_id, now)) {
+				instruct_delete(ins, tb);
+				LOG_AT(LOG_LVL_INFO, tb->id, m->term,
+				       "master %s: tserver %s holds replica %" PRIu64 " of tablet %s, "
+				       "which left its configuration: delete instructed",
+				       m->address, ts->uuid, rep->raft_id, tb->id);
+			}
+			continue;
+		}
 		r->seen_hb = ts->hb_count;
 		r->leader = strcmp(rep->role, ROLE_LEADER) == 0;
 		r->up = r->leader || strcmp(rep->role, ROLE_FOLLOWER) == 0;
@@ -377,19 +483,29 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
 		LOG_INFO("master %s: tserver %s at %s", m->address, req->uuid, req->address);
+	if (!placement_str_valid(req->placement, errmsg)) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: %s", errmsg);
+		return RPC_DISPATCH_FREE;
+	}
 	ts = catalog_tserver_upsert(&m->cat, req->uuid, req->address);
+	if (strcmp(ts->placement, req->placement) != 0) {
+		LOG_INFO("master %s: tserver %s placement '%s'", m->address, req->uuid,
+			 req->placement);
+		snprintf(ts->placement, sizeof ts->placement, "%s", req->placement);
+	}
 	ts->hb_count++;
 	ts->last_hb_ms = now;
 
 	arena_init(&a);
 	ins.a = &a;
-	apply_reports(m, ts, req, &ins);
+	apply_reports(m, ts, req, &ins, now);
 	reconcile_missing(m, ts, &ins, now);
 	if (m->leader_balance)
 		instruct_leader_move(m, ts, &ins, now);
 	resp.n_instructions = ins.n;
 	resp.instructions = ins.v;
 	resp.master_leader_address = m->address;
+	resp.n_masters = members_addresses(m, &a, &resp.masters); /* issue 15 */
 	rpc_reply_message(call, &resp.base);
 	arena_free(&a);
 	return RPC_DISPATCH_FREE;

@@ -96,7 +96,7 @@ struct listener {
 	struct sockaddr_in addr;
 	char address[LISTENER_ADDRESS_TEXT_MAX + 1];
 	uint64_t timeout_ms;
-	struct handler handlers[LISTENER_COPY + 1];
+	struct handler handlers[LISTENER_RMUX + 1];
 	struct incoming *pending; /* connections in their preamble phase */
 	struct ip_counts pending_ips; /* the same, by source address */
 	uint32_t max_pending, max_pending_per_ip;
@@ -225,9 +225,11 @@ size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, u
 {
 	size_t tlen, alen, n;
 
-	if (kind != LISTENER_RAFT && kind != LISTENER_RPC && kind != LISTENER_COPY)
+	if (kind != LISTENER_RAFT && kind != LISTENER_RPC && kind != LISTENER_COPY &&
+	    kind != LISTENER_RMUX)
 		return 0;
-	if (tablet_id == NULL || !valid_tablet_id(tablet_id, kind == LISTENER_RPC))
+	if (tablet_id == NULL || !valid_tablet_id(tablet_id, kind == LISTENER_RPC ||
+							     kind == LISTENER_RMUX))
 		return 0;
 	tlen = strlen(tablet_id);
 	memcpy(buf, LISTENER_MAGIC, 4);
@@ -326,10 +328,12 @@ int listener_preamble_parse(const uint8_t *b, size_t have, size_t *want,
 	}
 	if (memcmp(b, LISTENER_MAGIC, 4) != 0 || b[4] != LISTENER_VERSION)
 		return -1;
-	if (b[5] != LISTENER_RAFT && b[5] != LISTENER_RPC && b[5] != LISTENER_COPY)
+	if (b[5] != LISTENER_RAFT && b[5] != LISTENER_RPC && b[5] != LISTENER_COPY &&
+	    b[5] != LISTENER_RMUX)
 		return -1;
 	tlen = b[6];
-	if (tlen > LISTENER_TABLET_ID_MAX || (tlen == 0 && b[5] != LISTENER_RPC))
+	if (tlen > LISTENER_TABLET_ID_MAX ||
+	    (tlen == 0 && b[5] != LISTENER_RPC && b[5] != LISTENER_RMUX))
 		return -1;
 	/* Step 2: the tablet id (and the RAFT sender id, address length). */
 	body = HEAD_SIZE + tlen + (b[5] == LISTENER_RAFT ? RAFT_EXTRA : 0);
@@ -648,7 +652,7 @@ void listener_set_max_pending(struct listener *l, uint32_t total, uint32_t per_i
 int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, void *arg,
 			 char *errmsg)
 {
-	if (kind != LISTENER_RPC && kind != LISTENER_COPY)
+	if (kind != LISTENER_RPC && kind != LISTENER_COPY && kind != LISTENER_RMUX)
 		return err_set(errmsg, DOCRAFT_EINVAL, "no handler for connection kind %d", kind);
 	l->handlers[kind].cb = cb;
 	l->handlers[kind].arg = arg;

@@ -6,8 +6,8 @@
  *   offset  size  field
  *   0       4     magic "DRFT"
  *   4       1     version, 1
- *   5       1     kind: 1 RAFT, 2 RPC, 3 COPY
- *   6       1     tablet id length L: 1..64 (0..64 for RPC)
+ *   5       1     kind: 1 RAFT, 2 RPC, 3 COPY, 4 RMUX
+ *   6       1     tablet id length L: 1..64 (0..64 for RPC and RMUX)
  *   7       L     tablet id, printable ASCII (0x21..0x7e)
  *   -- RAFT only --
  *   7+L     8     sender raft id, big endian, non-zero
@@ -16,7 +16,9 @@
  *
  * The listener reads exactly these bytes, never one more, then hands the
  * stream over: RAFT to the raft_uv_transport registered for the tablet
- * (transport.h), RPC and COPY to the handler set for that kind. Anything
+ * (transport.h), RPC, COPY and RMUX to the handler set for that kind (RMUX:
+ * the Raft messages of every group between two servers on one connection,
+ * src/raft/rmux.h). Anything
  * else (bad magic, version, kind or lengths, EOF or silence for longer than
  * the preamble timeout, a RAFT tablet nobody registered, a kind without a
  * handler) is closed without a reply.
@@ -55,6 +57,7 @@ enum listener_kind {
 	LISTENER_RAFT = 1,
 	LISTENER_RPC = 2,
 	LISTENER_COPY = 3,
+	LISTENER_RMUX = 4, /* multiplexed Raft (raft/rmux.h); tablet id "" */
 };
 
 #define LISTENER_TABLET_ID_MAX 64
@@ -116,7 +119,8 @@ void listener_set_timeout(struct listener *l, uint64_t ms);
  * (rpc_server_options). Both > 0. */
 void listener_set_max_pending(struct listener *l, uint32_t total, uint32_t per_ip);
 
-/* Routes connections of kind (LISTENER_RPC or LISTENER_COPY) to cb(arg, ...);
+/* Routes connections of kind (LISTENER_RPC, LISTENER_COPY or LISTENER_RMUX)
+ * to cb(arg, ...);
  * cb NULL removes the handler (such connections are then closed).
  * DOCRAFT_EINVAL for any other kind. */
 int listener_set_handler(struct listener *l, int kind, listener_handler_cb cb, void *arg,
@@ -173,7 +177,8 @@ size_t listener_n_registered(const struct listener *l);
 /* Writes a preamble into buf (at least LISTENER_PREAMBLE_MAX bytes) and
  * returns its length; 0 if the arguments cannot be encoded (unknown kind,
  * lengths or characters out of range, RAFT with id 0). id and address are
- * used only for LISTENER_RAFT; tablet_id may be "" only for LISTENER_RPC. */
+ * used only for LISTENER_RAFT; tablet_id may be "" only for LISTENER_RPC and
+ * LISTENER_RMUX. */
 size_t listener_preamble_encode(uint8_t *buf, int kind, const char *tablet_id, uint64_t id,
 				const char *address);
 

@@ -23,7 +23,10 @@
  * to see EOF early; raft_uv notices at the next write) is reconnected at
  * once if it lived retry_ms or longer, else after retry_ms: a peer that
  * accepts and hangs up at once (a listener without that tablet) costs one
- * attempt per retry_ms, not a busy loop. A send to the same id at a new address aborts
+ * attempt per retry_ms, not a busy loop. Failures in a row (a failed
+ * connect, a connection that died young) are logged as WARN at the 1st,
+ * 2nd, 4th, ... and the recovery as INFO: a leader that cannot reach a
+ * replica shows in INFO logs. A send to the same id at a new address aborts
  * the old client (its queued sends are cancelled), as raft_uv does.
  * Clients live until close, one per peer ever sent to, as in raft_uv.
  *
@@ -76,6 +79,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "raft/transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)
 #define DIRECT_READ_MIN (64 * 1024)
@@ -83,6 +87,8 @@
 struct rnet_send {
 	struct rnet_send *next;       /* queue or done FIFO */
 	struct rnet_client *c;
+	struct rnet *n;               /* sends through rmux */
+	struct rmux_send ms;
 	struct raft_io_send *req;
 	uv_write_t write;
 	int status;                   /* for the done FIFO */
@@ -113,6 +119,7 @@ struct rnet_client {
 	struct rnet_send *held, *held_tail; /* written on the young connection */
 	unsigned n_writing;           /* writes submitted, not completed */
 	bool aborting;
+	uint64_t failures;            /* connects failed or died young since one lived */
 };
 
 struct rnet_server {
@@ -253,6 +260,21 @@ static int write_send(struct rnet_client *c, struct rnet_send *s)
 	return 0;
 }
 
+/* One more connect that failed or died young: WARN at the 1st, 2nd, 4th,
+ * ... in a row (issue 15: a leader that never reached a new replica left
+ * only DEBUG lines, so the cause could not be read from INFO logs). */
+static void note_failure(struct rnet_client *c, const char *why)
+{
+	uint64_t k = ++c->failures;
+
+	if ((k & (k - 1)) == 0)
+		TLOG_WARN(c->n->log_id, 0,
+			  "raft connection to %llu (%s): %s (%llu in a row, retrying every "
+			  "%llu ms)",
+			  (unsigned long long)c->id, c->address, why, (unsigned long long)k,
+			  (unsigned long long)c->n->retry_ms);
+}
+
 static void retry_cb(uv_timer_t *t)
 {
 	struct rnet_client *c = t->data;
@@ -297,6 +319,8 @@ static void disconnect(struct rnet_client *c)
 		 * preamble and hangs up). Tell raft, which then retries. */
 		c->young = false;
 		c->dead_young_gen = c->gen;
+		if (!c->aborting)
+			note_failure(c, "closed by the peer within the retry delay");
 		uv_timer_stop(&c->timer);
 		if (c->held != NULL && !c->aborting)
 			c->n->stats.unconfirmed++;
@@ -366,6 +390,10 @@ static void grown_up_cb(uv_timer_t *t)
 	struct rnet_client *c = t->data;
 
 	c->young = false;
+	if (c->failures > 0)
+		TLOG_INFO(c->n->log_id, 0, "raft connection to %llu (%s): up after %llu failures",
+			  (unsigned long long)c->id, c->address, (unsigned long long)c->failures);
+	c->failures = 0;
 	release_held(c, 0, false);
 }
 
@@ -406,6 +434,7 @@ static void connect_cb(struct raft_uv_connect *req, struct uv_stream_s *stream, 
 		return;
 	}
 	n->stats.connect_failures++;
+	note_failure(c, status != 0 ? raft_strerror(status) : "no stream");
 	retry_later(c, n->retry_ms);
 }
 
@@ -421,7 +450,7 @@ static void client_connect(struct rnet_client *c)
 	if (rv != 0) {
 		c->connecting = false;
 		n->stats.connect_failures++;
-		TLOG_DEBUG(n->log_id, 0, "raft connect to %s: %s", c->address, n->t->errmsg);
+		note_failure(c, n->t->errmsg);
 		retry_later(c, n->retry_ms);
 	}
 }
@@ -475,6 +504,64 @@ static struct rnet_client *get_client(struct rnet *n, raft_id id, const char *ad
 	DLIST_PUSH(n->clients, c);
 	client_connect(c);
 	return c;
+}
+
+/* ---- outbound through rmux ---- */
+
+static void mux_send_cb(struct rmux_send *ms, int status)
+{
+	struct rnet_send *s = (struct rnet_send *)((char *)ms - offsetof(struct rnet_send, ms));
+	struct rnet *n = s->n;
+
+	if (status == 0) {
+		n->stats.msgs_out[s->type]++;
+		n->stats.bytes_out += s->bytes;
+	} else if (status == RAFT_NOCONNECTION) {
+		n->stats.drops++;
+	} else if (status == RAFT_IOERR) {
+		n->stats.write_errors++;
+	}
+	n->n_mux_sending--;
+	send_complete(s, status);
+	if (n->closing)
+		maybe_closed(n);
+}
+
+static int mux_send(struct rnet *n, struct rnet_send *s, const char *address)
+{
+	int rv;
+
+	s->n = n;
+	s->ms.bufs = s->bufs;
+	s->ms.n_bufs = s->n_bufs;
+	s->ms.bytes = s->bytes;
+	s->ms.cb = mux_send_cb;
+	rv = rmux_send(n->mux_group, address, &s->ms);
+	if (rv != 0) {
+		free(s);
+		snprintf(n->io.errmsg, sizeof n->io.errmsg, "rnet: bad address %.64s", address);
+		return rv;
+	}
+	n->n_mux_sending++;
+	return 0;
+}
+
+static void mux_recv(void *arg, struct raft_message *m)
+{
+	struct rnet *n = arg;
+
+	if (n->closing) {
+		rwire_message_free(m);
+		return;
+	}
+	n->stats.msgs_in[m->type]++;
+	n->recv_cb(&n->io, m);
+}
+
+static bool mux_check(void *arg, uint64_t id, const char *address, const struct sockaddr_in *peer)
+{
+	struct rnet *n = arg;
+	return transport_check_peer(n->t, id, address, peer);
 }
 
 /* The longest prefix of m's entries whose payload fits limit. */
@@ -560,6 +647,8 @@ static int io_send(struct raft_io *io, struct raft_io_send *req, const struct ra
 						   (unsigned)mm.install_snapshot.data.len);
 	}
 	req->cb = cb;
+	if (n->mux_group != NULL)
+		return mux_send(n, s, m->server_address);
 
 	c = get_client(n, m->server_id, m->server_address);
 	if (c->stream != NULL) {
@@ -767,6 +856,14 @@ static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 		snprintf(io->errmsg, sizeof io->errmsg, "%s", n->t->errmsg);
 		return rv;
 	}
+	if (n->mux != NULL) {
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		if (rmux_register(n->mux, transport_tablet_id(n->t), n->id, n->address, mux_recv,
+				  mux_check, n, &n->mux_group, errmsg) != 0) {
+			snprintf(io->errmsg, sizeof io->errmsg, "%s", errmsg);
+			return RAFT_BUSY; /* the transport is closed by io.close */
+		}
+	}
 	rv = uv_timer_init(n->loop, &n->tick);
 	ASSERT(rv == 0);
 	n->tick.data = n;
@@ -793,7 +890,7 @@ static void maybe_closed(struct rnet *n)
 	if (!n->closing || n->closed || n->flush_closing)
 		return;
 	if (n->tick_open || n->clients != NULL || n->aborting != NULL || n->servers != NULL ||
-	    n->transport_closing || n->n_work > 0 || n->done != NULL)
+	    n->transport_closing || n->n_work > 0 || n->done != NULL || n->n_mux_sending > 0)
 		return;
 	ensure_flush(n);
 	n->flush_closing = true;
@@ -821,6 +918,10 @@ static void io_close(struct raft_io *io, raft_io_close_cb cb)
 	PRE(!n->closing);
 	n->closing = true;
 	n->close_cb = cb;
+	if (n->mux_group != NULL) {
+		rmux_unregister(n->mux_group); /* queued sends: RAFT_CANCELED, later */
+		n->mux_group = NULL;
+	}
 	if (n->tick_open)
 		uv_close((uv_handle_t *)&n->tick, tick_close_cb);
 	while (n->clients != NULL)
@@ -1039,6 +1140,12 @@ void rnet_set_retry_delay(struct rnet *n, unsigned ms)
 void rnet_set_max_pending(struct rnet *n, unsigned count)
 {
 	n->max_pending = count > 0 ? count : 1;
+}
+
+void rnet_set_mux(struct rnet *n, struct rmux *mux)
+{
+	PRE(!n->started);
+	n->mux = mux;
 }
 
 void rnet_set_log_id(struct rnet *n, const char *log_id)

@@ -61,6 +61,12 @@
  * on the network is asserted on. A received message's buffers belong to the
  * recv callback (raft's layout, rwire.h).
  *
+ * Multiplexed (rnet_set_mux, the tserver's shared-log mode): sends go to
+ * the process's rmux (raft/rmux.h), one connection per peer server for
+ * every group, and messages arrive from it; the transport still accepts
+ * raft_uv-wire connections for the tablet (kind RAFT on the one port;
+ * rmux connections are kind RMUX), so both wires coexist on a server.
+ *
  * Ownership and threading: the caller owns struct rnet and the transport,
  * both at the same address until the close callback (or rnet_release when
  * start never ran). Everything runs on the loop's thread. Return codes are
@@ -75,6 +81,7 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "raft/rmux.h"
 #include "raft/rwire.h"
 
 #define RNET_MAX_PENDING_DEFAULT 3   /* sends queued per peer while disconnected */
@@ -124,6 +131,9 @@ struct rnet {
 	struct rnet_server *servers;   /* inbound connections */
 	struct rnet_send *done, *done_tail; /* sends whose callback is due */
 	unsigned n_work;            /* async work in flight */
+	struct rmux *mux;           /* rnet_set_mux, or NULL */
+	struct rmux_group *mux_group; /* registered from start to close */
+	unsigned n_mux_sending;     /* sends given to rmux, not completed */
 	struct rnet_stats stats;
 };
 
@@ -145,6 +155,16 @@ void rnet_set_retry_delay(struct rnet *n, unsigned ms);
 /* Sends kept per peer while not connected (at least 1); beyond it the
  * oldest fails with RAFT_NOCONNECTION. Default RNET_MAX_PENDING_DEFAULT. */
 void rnet_set_max_pending(struct rnet *n, unsigned count);
+
+/* Sends through the process's multiplexer (raft/rmux.h) instead of this
+ * group's own connections: from io.start (which registers the tablet with
+ * mux, RAFT_BUSY if it is registered already) to io.close (which
+ * unregisters it). Messages then arrive through mux too; raft_uv-wire
+ * connections for the tablet are still accepted. The send contract above
+ * holds, except that a send to an unreachable peer waits in the link's
+ * queue (RMUX_MAX_QUEUED) instead of max_pending. Before io.start; mux must
+ * outlive n's close. */
+void rnet_set_mux(struct rnet *n, struct rmux *mux);
 
 /* Tablet id for log lines (borrowed: must outlive n), or NULL. */
 void rnet_set_log_id(struct rnet *n, const char *log_id);

@@ -149,28 +149,9 @@ static void connect_cb(uv_connect_t *cr, int status)
 		conn_fail(c, RAFT_NOCONNECTION, uv_strerror(rv));
 }
 
-/* Binds the socket to the listener's IP so the peer sees our address as the
- * source; the port is left to connect (IP_BIND_ADDRESS_NO_PORT), so the
- * ephemeral port range is shared per destination as without a bind. */
 static int bind_source(struct tp *tp, uv_tcp_t *tcp)
 {
-	struct sockaddr_in src = *listener_sockaddr(tp->l);
-	uv_os_fd_t fd;
-	int rv;
-
-	if (src.sin_addr.s_addr == htonl(INADDR_ANY))
-		return 0;
-	src.sin_port = 0;
-#ifdef IP_BIND_ADDRESS_NO_PORT
-	if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) {
-		int one = 1;
-		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-	}
-#else
-	(void)fd;
-#endif
-	rv = uv_tcp_bind(tcp, (const struct sockaddr *)&src, 0);
-	return rv;
+	return transport_bind_source(tp->l, tcp);
 }
 
 static int tp_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
@@ -346,6 +327,38 @@ void transport_set_peer_check(struct raft_uv_transport *t, listener_peer_check_c
 	tp->check_arg = arg;
 	if (tp->registered)
 		listener_set_peer_check(tp->l, tp->tablet_id, t, cb, arg);
+}
+
+int transport_bind_source(struct listener *l, uv_tcp_t *tcp)
+{
+	struct sockaddr_in src = *listener_sockaddr(l);
+	uv_os_fd_t fd;
+
+	if (src.sin_addr.s_addr == htonl(INADDR_ANY))
+		return 0;
+	src.sin_port = 0;
+#ifdef IP_BIND_ADDRESS_NO_PORT
+	if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) {
+		int one = 1;
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+	}
+#else
+	(void)fd;
+#endif
+	return uv_tcp_bind(tcp, (const struct sockaddr *)&src, 0);
+}
+
+const char *transport_tablet_id(const struct raft_uv_transport *t)
+{
+	const struct tp *tp = t->impl;
+	return tp->tablet_id;
+}
+
+bool transport_check_peer(const struct raft_uv_transport *t, uint64_t id, const char *address,
+			  const struct sockaddr_in *peer)
+{
+	const struct tp *tp = t->impl;
+	return tp->check == NULL || tp->check(tp->check_arg, id, address, peer);
 }
 
 void transport_close(struct raft_uv_transport *t)

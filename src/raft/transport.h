@@ -45,8 +45,12 @@
 #ifndef DOCRAFT_RAFT_TRANSPORT_H
 #define DOCRAFT_RAFT_TRANSPORT_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <raft.h>
 #include <raft/uv.h>
+#include <uv.h>
 
 #include "net/listener.h"
 
@@ -62,6 +66,22 @@ int transport_init(struct raft_uv_transport *t, struct listener *l, const char *
  * has. Call after transport_init, normally before raft_start. cb NULL
  * removes it. */
 void transport_set_peer_check(struct raft_uv_transport *t, listener_peer_check_cb cb, void *arg);
+
+/* Binds an outgoing socket (uv_tcp_init_ex done, not connected) to l's IP,
+ * port left to connect (IP_BIND_ADDRESS_NO_PORT), so the peer sees this
+ * server's address as the source; nothing when l is bound to 0.0.0.0.
+ * Returns 0 or a libuv error. Used by every outgoing Raft connection
+ * (here and raft/rmux.c). */
+int transport_bind_source(struct listener *l, uv_tcp_t *tcp);
+
+/* The tablet id given to transport_init (owned by t). */
+const char *transport_tablet_id(const struct raft_uv_transport *t);
+
+/* Runs t's peer check (transport_set_peer_check) on a sender's claim and
+ * the socket's remote address: true when it accepts or none is set. For
+ * messages that arrive other than through the listener (raft/rmux.h). */
+bool transport_check_peer(const struct raft_uv_transport *t, uint64_t id, const char *address,
+			  const struct sockaddr_in *peer);
 
 /* Releases t->impl. Only after raft has closed the transport through its
  * close method (raft_close's callback has run), or if raft never called

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/hex.h"
 #include "common/mem.h"
 
 struct resp_span {
@@ -154,17 +155,6 @@ static int done(struct resp_parser *p, const char *data, struct resp_request *re
 	return RESP_REQUEST;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int blank(int c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -192,11 +182,11 @@ static int split_args(struct resp_parser *p, const char *s, size_t n)
 			char next = i + 1 < n ? s[i + 1] : '\0';
 			if (inq || insq) {
 				if (inq && c == '\\' && next == 'x' && i + 3 < n &&
-				    hexval((unsigned char)s[i + 2]) >= 0 &&
-				    hexval((unsigned char)s[i + 3]) >= 0) {
+				    hex_digit((unsigned char)s[i + 2]) >= 0 &&
+				    hex_digit((unsigned char)s[i + 3]) >= 0) {
 					buf_push(&p->scratch,
-						 (uint8_t)(hexval((unsigned char)s[i + 2]) * 16 +
-							   hexval((unsigned char)s[i + 3])));
+						 (uint8_t)(hex_digit((unsigned char)s[i + 2]) * 16 +
+							   hex_digit((unsigned char)s[i + 3])));
 					i += 3;
 				} else if (inq && c == '\\' && next != '\0') {
 					i++;

@@ -51,6 +51,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <uv.h>
 
+#include "common/lathist.h"
 #include "docraft/error.h"
 #include "net/rpc_frame.h"
 #include "net/rpc_limits.h"

@@ -72,6 +72,7 @@ struct rpc_method_entry {
 	uint16_t method;
 	rpc_handler_cb cb;
 	void *arg;
+	struct rpc_method_stats st;
 };
 
 struct rpc_sconn {
@@ -290,6 +291,7 @@ static void send_response(struct rpc_sconn *c, uint64_t id, uint16_t method, int
 		size = 0;
 	}
 	outq_push(&c->out, codec_frame(&hdr, msg, p, size));
+	srv->stats.bytes_out += RPC_FRAME_HEADER_SIZE + size;
 	if (last)
 		c->last_queued = true;
 	srv->stats.replies++;
@@ -336,6 +338,20 @@ static struct rpc_sconn *call_detach(struct rpc_call *call)
 	return c->closing || c->draining ? NULL : c;
 }
 
+static struct rpc_method_entry *find_method(const struct rpc_server *srv, uint16_t method);
+
+/* The answer to call is being written on c: the method's stats. */
+static void count_answer(struct rpc_sconn *c, const struct rpc_call *call, bool error)
+{
+	struct rpc_method_entry *m = find_method(c->srv, call->method);
+	if (m == NULL)
+		return; /* unknown method: stats.unknown_method */
+	m->st.calls++;
+	if (error)
+		m->st.errors++;
+	lathist_record(&m->st.latency, (uv_hrtime() - call->start_ns) / 1000);
+}
+
 static void call_free(struct rpc_call *call)
 {
 	free(call->payload);
@@ -347,9 +363,11 @@ void rpc_reply(struct rpc_call *call, const void *payload, size_t len)
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(payload != NULL || len == 0);
-	if (c != NULL)
+	if (c != NULL) {
+		count_answer(c, call, false);
 		send_response(c, call->call_id, call->method, DOCRAFT_OK, NULL, payload, len,
 			      false);
+	}
 	call_free(call);
 }
 
@@ -358,8 +376,10 @@ void rpc_reply_message(struct rpc_call *call, const ProtobufCMessage *msg)
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(msg != NULL);
-	if (c != NULL)
+	if (c != NULL) {
+		count_answer(c, call, false);
 		send_response(c, call->call_id, call->method, DOCRAFT_OK, msg, NULL, 0, false);
+	}
 	call_free(call);
 }
 
@@ -369,9 +389,11 @@ void rpc_reply_error(struct rpc_call *call, int code, const char *message,
 	struct rpc_sconn *c = call_detach(call);
 
 	PRE(code > DOCRAFT_OK && code <= UINT16_MAX);
-	if (c != NULL)
+	if (c != NULL) {
+		count_answer(c, call, true);
 		send_error(c, call->call_id, call->method, code, message, leader_address,
 			   leader_id, false);
+	}
 	call_free(call);
 }
 
@@ -392,7 +414,7 @@ bool rpc_call_abandoned(const struct rpc_call *call)
 	       call->conn->srv->closing;
 }
 
-static const struct rpc_method_entry *find_method(const struct rpc_server *srv, uint16_t method)
+static struct rpc_method_entry *find_method(const struct rpc_server *srv, uint16_t method)
 {
 	size_t lo = 0, hi = srv->n_methods;
 
@@ -418,6 +440,7 @@ static void dispatch(struct rpc_sconn *c, struct rpc_frame *f)
 	srv->stats.calls++;
 	call = xzalloc(sizeof *call);
 	call->method = f->method;
+	call->start_ns = uv_hrtime();
 	call->call_id = f->call_id;
 	call->payload = f->payload;
 	call->request = f->payload;
@@ -528,6 +551,7 @@ static void sconn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	n = (size_t)nread;
+	c->srv->stats.bytes_in += n;
 	c->last_active = uv_now(c->srv->loop);
 	/* A handler may close the connection or the server: re-check each time. */
 	while (!c->closing && !c->draining) {
@@ -717,7 +741,7 @@ int rpc_server_register(struct rpc_server *srv, uint16_t method, rpc_handler_cb 
 	}
 	for (i = srv->n_methods; i > 0 && srv->methods[i - 1].method > method; i--)
 		srv->methods[i] = srv->methods[i - 1];
-	srv->methods[i] = (struct rpc_method_entry){method, handler, arg};
+	srv->methods[i] = (struct rpc_method_entry){method, handler, arg, {.method = method}};
 	srv->n_methods++;
 	return 0;
 }
@@ -758,3 +782,11 @@ void *rpc_call_decode(struct rpc_call *call, const ProtobufCMessageDescriptor *d
 	return NULL;
 }
 
+
+size_t rpc_server_method_stats(const struct rpc_server *srv, struct rpc_method_stats *out,
+			       size_t cap)
+{
+	for (size_t i = 0; i < srv->n_methods && i < cap; i++)
+		out[i] = srv->methods[i].st;
+	return srv->n_methods;
+}

@@ -90,6 +90,17 @@ struct rpc_server_stats {
 	uint64_t partial_bytes;  /* bytes of frames still arriving, now */
 	uint64_t partial_closed; /* connections closed: their partial frame passed
 				    max_inflight_bytes (with inflight_bytes) */
+	uint64_t bytes_in;       /* bytes read from RPC connections */
+	uint64_t bytes_out;      /* bytes of response frames queued to them */
+};
+
+/* One registered method's calls (rpc_server_method_stats). Calls whose
+ * connection closed before the answer are not counted (stats.abandoned). */
+struct rpc_method_stats {
+	uint16_t method;
+	uint64_t calls;         /* answered */
+	uint64_t errors;        /* of them, answered with an error status */
+	struct lathist latency; /* from the request's arrival to its answer */
 };
 
 struct rpc_server;
@@ -111,6 +122,7 @@ struct rpc_call {
 	char peer[RPC_ADDRESS_MAX + 1]; /* "ip:port" of the caller ("" if unknown) */
 
 	/* Private. */
+	uint64_t start_ns;      /* uv_hrtime() at arrival (method latency) */
 	struct rpc_sconn *conn; /* NULL once the connection is gone */
 	struct rpc_call *prev, *next;
 	uint8_t *payload; /* owns request */
@@ -190,6 +202,11 @@ bool rpc_call_abandoned(const struct rpc_call *call);
 void rpc_server_close(struct rpc_server *srv, rpc_server_close_cb cb);
 
 void rpc_server_get_stats(const struct rpc_server *srv, struct rpc_server_stats *out);
+
+/* Copies the stats of the first cap registered methods, by method number,
+ * into out; returns how many methods are registered. Loop thread. */
+size_t rpc_server_method_stats(const struct rpc_server *srv, struct rpc_method_stats *out,
+			       size_t cap);
 
 /* The limits above as server flags, shared by docraft-tserver and
  * docraft-master (names without "--"): max-connections,

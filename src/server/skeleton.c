@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -28,6 +29,12 @@ void server_init(struct server *s, const char *prog, int default_log_level)
 	memset(s, 0, sizeof *s);
 	s->prog = prog;
 	s->log_level = -1;
+	s->start_ns = uv_hrtime();
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		s->start_wall_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
 	s->default_log_level = default_log_level;
 	rpc_server_options_default(&s->rpc_opts);
 	signal(SIGPIPE, SIG_IGN);
@@ -61,7 +68,7 @@ static int set_rpc_option(void *dst, const char *name, const char *value, char *
 /* The flags every server has: --address, --data and --masters before the
  * program's own, then --config, --log-level, --help and the peer limits
  * (one CONFIG_CALL entry per rpc_server_flags entry). */
-#define LEADING_FLAGS 3
+#define LEADING_FLAGS 4
 #define TRAILING_FLAGS (3 + RPC_SERVER_N_FLAGS)
 
 static void leading_flags(struct server *s, const struct server_help *help,
@@ -76,6 +83,12 @@ static void leading_flags(struct server *s, const struct server_help *help,
 	f[2] = (struct config_flag){.name = "masters", .arg = "A,B,C", .kind = CONFIG_STRING,
 				    .dst = s->masters, .cap = sizeof s->masters,
 				    .help = help->masters};
+	f[3] = (struct config_flag){.name = "http-address", .arg = "IP:PORT|off",
+				    .kind = CONFIG_STRING, .dst = s->http_address,
+				    .cap = sizeof s->http_address,
+				    .help = "the HTTP server: /metrics, /api/v1, pages (default: "
+					    "--address's IP, the server's HTTP port; ':PORT' takes "
+					    "--address's IP; off: none)"};
 }
 
 static void trailing_flags(struct server *s, struct config_flag *f)

@@ -3,7 +3,7 @@
  *
  *   server_init      SIGPIPE ignored (net/listener.h), logging set up
  *   server_parse     the flags every server has (--address, --data,
- *                    --masters, --config, --log-level, --help, the peer
+ *                    --masters, --http-address, --config, --log-level, --help, the peer
  *                    limits of rpc/rpc.h) around the program's own table
  *                    (server/config.h); --help prints the usage and exits
  *                    0, a bad command line exits 2
@@ -43,6 +43,7 @@
 
 #include <uv.h>
 
+#include "common/lathist.h"
 #include "net/listener.h"
 #include "rpc/rpc.h"
 #include "server/config.h"
@@ -61,6 +62,15 @@ struct server {
 	char address[64];           /* --address */
 	char data[4096];            /* --data */
 	char masters[2048];         /* --masters; "" if not given */
+	char http_address[64];      /* --http-address (server/web.h); "" if not given */
+	struct http_server *http;   /* server_http_open; NULL when off or closed */
+	struct lathist loop_lag;    /* the loop-lag probe's measures (server/web.h) */
+	uv_timer_t lag_timer;       /* the probe; lag_on while it runs */
+	bool lag_on;
+	uint64_t lag_due_ns;        /* uv_hrtime() at which it should run next */
+	unsigned lag_election_ms;   /* for its warning's context; 0: none */
+	uint64_t start_ns;          /* uv_hrtime() at server_init */
+	double start_wall_s;        /* the wall clock then */
 	int log_level;              /* --log-level; -1: not given */
 	struct listener *l;         /* server_listen; NULL once closed */
 	struct rpc_server rpc;      /* server_listen */
@@ -91,8 +101,9 @@ struct server_help {
 };
 
 /* Parses argv against the flags every server has and spec's own:
- * --address IP:PORT (required), --data DIR (required) and --masters A,B,C
- * (into s->address, s->data, s->masters), then spec's flags, then
+ * --address IP:PORT (required), --data DIR (required), --masters A,B,C
+ * and --http-address IP:PORT|off (into s->address, s->data, s->masters,
+ * s->http_address), then spec's flags, then
  * --config FILE, --log-level LEVEL (applied here), --help and the peer
  * limits of rpc/rpc.h (into s->rpc_opts). --help: prints the usage on
  * stdout, exit(0). A bad command line: "<prog>: <why>" and a hint on

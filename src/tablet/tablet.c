@@ -445,6 +445,18 @@ raft_id tablet_leader(struct tablet *t, const char **address)
 	return id;
 }
 
+bool tablet_configuration(struct tablet *t, const struct raft_configuration **conf,
+			  uint64_t *index)
+{
+	if (tablet_closing(t) || !tablet_raft_alive(t) || t->raft->configuration.n == 0)
+		return false;
+	*conf = &t->raft->configuration;
+	*index = t->raft->configuration_uncommitted_index != 0
+			 ? t->raft->configuration_uncommitted_index
+			 : t->raft->configuration_index;
+	return true;
+}
+
 void tablet_get_status(struct tablet *t, struct tablet_status *st)
 {
 	const char *a;
@@ -454,12 +466,27 @@ void tablet_get_status(struct tablet *t, struct tablet_status *st)
 	st->snapshot_index = t->fsm.snapshot_index;
 	st->log_bytes = t->fsm.log_bytes;
 	st->role = t->role;
+	st->leader_changes = t->epoch;
+	st->pending_writes = 0;
+	for (const struct tablet_write *w = t->wq_head; w != NULL; w = w->next_)
+		st->pending_writes++;
+	for (const struct inflight *f = t->if_head; f != NULL; f = f->next)
+		for (const struct tablet_write *w = f->writes; w != NULL; w = w->next_)
+			st->pending_writes++;
+	st->pending_reads = 0;
+	for (const struct tablet_read *r = t->rq_head; r != NULL; r = r->next_)
+		st->pending_reads++;
+	st->retry_records = t->fsm.retry.nrecords;
+	st->guard_dropped = 0;
+	for (int i = 0; i < RIO_DROP_COUNT; i++)
+		st->guard_dropped += t->rio.n_guard[i];
 	st->term = tablet_term(t);
 	st->leader_id = tablet_leader(t, &a);
 	snprintf(st->leader_address, sizeof st->leader_address, "%s", a);
 	if (tablet_raft_alive(t)) {
 		st->last_index = raft_last_index(t->raft);
 		st->applied_index = raft_last_applied(t->raft);
+		st->commit_index = t->raft->commit_index;
 		/* 0.15 has no accessor; struct raft_log is public in raft.h */
 		st->first_index = t->raft->log.offset + 1;
 	}

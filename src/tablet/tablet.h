@@ -89,6 +89,7 @@
 #include <raft.h>
 #include <uv.h>
 
+#include "common/lathist.h"
 #include "docraft/error.h"
 #include "docdb/store.h"
 #include "tablet/entry.h"
@@ -99,6 +100,7 @@ struct copy_server;
 struct diskspace;
 struct raftlog;
 struct tablet_options;
+struct rmux;
 
 #define TABLET_LEASE_AUTO UINT32_MAX
 
@@ -180,6 +182,10 @@ struct tablet_options {
 	 * raft_fixture); then raft_log, listener and copy are not used. NULL
 	 * in production. Borrowed. */
 	struct tablet_raft_host *raft_host;
+	/* With raft_log: the server's Raft multiplexer (raft/rmux.h) the
+	 * replica's messages go through (rnet_set_mux); borrowed, open until
+	 * the tablet's close callback. NULL: rnet's own connections. */
+	struct rmux *raft_mux;
 	size_t segment_bytes;          /* raft_uv segment size, a multiple of 4 KiB;
 					* default TABLET_SEGMENT_BYTES; per-tablet only */
 	const struct diskspace *disk;  /* NULL: none; else below its floor the replica
@@ -266,6 +272,7 @@ struct tablet_write {
 	/* private */
 	struct tablet_write *next_;
 	struct tablet_write *dups_; /* retries waiting for this request */
+	uint64_t start_ns_;         /* uv_hrtime() at tablet_write (write_latency) */
 	int status_;
 	uint64_t ht_;
 };
@@ -292,6 +299,7 @@ struct tablet_read {
 	/* private */
 	struct tablet_read *next_;
 	bool lease_;     /* answered under the lease */
+	uint64_t start_ns_; /* uv_hrtime() at tablet_read (read_latency) */
 	uint64_t epoch_; /* ... of this leadership */
 };
 
@@ -357,6 +365,16 @@ struct tablet_status {
 	uint64_t recoveries;      /* times it recovered from FAILED (tablet_recover.c) */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* why FAILED; after a recovery, why it last
 					   * failed ("" if it never did) */
+	/* For /metrics (docs/operations.md). */
+	uint64_t commit_index;    /* highest entry this replica knows committed */
+	uint64_t elections_won;   /* times this replica became leader */
+	uint64_t leader_changes;  /* times it became or stopped being leader */
+	uint64_t pending_writes;  /* writes queued or in flight, not answered, now */
+	uint64_t pending_reads;   /* reads waiting for a barrier, now */
+	uint64_t retry_records;   /* (client, seq) pairs in the retry table, now */
+	uint64_t guard_dropped;   /* Raft messages the message guard dropped (raft/rio.h) */
+	struct lathist write_latency; /* acknowledged writes: tablet_write to the answer */
+	struct lathist read_latency;  /* reads: tablet_read to the answer */
 };
 
 void tablet_get_status(struct tablet *t, struct tablet_status *st);
@@ -371,6 +389,13 @@ struct store *tablet_store(struct tablet *t);
 /* A new time of the tablet's hybrid clock (hlc_now): on a ready leader,
  * above every write the tablet applied, whoever proposed it. */
 uint64_t tablet_now(struct tablet *t);
+/* The Raft configuration this replica holds now (raft's current one: the
+ * last appended, committed or not) in *conf, borrowed until the next loop
+ * turn, and the index of its entry in *index; false (nothing set) while
+ * raft is not running (copying, failed, closing) or before the replica has
+ * any configuration (a new replica joining). Loop thread. */
+bool tablet_configuration(struct tablet *t, const struct raft_configuration **conf,
+			  uint64_t *index);
 /* Forces a Raft snapshot soon (tests, admin). */
 void tablet_request_snapshot(struct tablet *t);
 

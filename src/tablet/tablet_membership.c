@@ -32,6 +32,7 @@
  * the IP of a server in the configuration. TLS will replace the IP
  * comparisons. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/err.h"
@@ -92,6 +93,7 @@ bool tablet_membership_follow(struct tablet *t)
 			t->epoch++;
 			tablet_read_lease_drop(t);
 			t->role = TABLET_LEADER_NOT_READY;
+			t->st.elections_won++;
 			TLOG(LOG_LVL_INFO, t, "became leader");
 		}
 		if (t->role == TABLET_LEADER_NOT_READY)

@@ -178,6 +178,8 @@ static int shared_setup(struct tablet *t, char *errmsg)
 		return rv;
 	}
 	rnet_set_log_id(&t->rnet, t->id);
+	if (t->o.raft_mux != NULL)
+		rnet_set_mux(&t->rnet, t->o.raft_mux);
 	if ((rv = raftlog_io_init(&t->logio, t->o.raft_log, t->id, &t->rnet.io, errmsg)) != 0) {
 		rnet_release(&t->rnet);
 		transport_close(&t->transport);

@@ -108,8 +108,10 @@ static void read_barrier_cb(struct raft_barrier *req, int status)
 	while (r != NULL) {
 		struct tablet_read *next = r->next_;
 		r->lease_ = false;
-		if (ok)
+		if (ok) {
 			t->st.barrier_reads++;
+			lathist_record(&t->st.read_latency, (uv_hrtime() - r->start_ns_) / 1000);
+		}
 		r->cb(r, ok ? 0 : code, ht);
 		r = next;
 	}
@@ -156,6 +158,7 @@ static void serve_under_lease(struct tablet *t)
 			r->epoch_ = t->epoch;
 			t->lease_used = true;
 			t->st.lease_reads++;
+			lathist_record(&t->st.read_latency, (uv_hrtime() - r->start_ns_) / 1000);
 			r->cb(r, 0, ht);
 		}
 		r = next;
@@ -193,6 +196,7 @@ int tablet_read(struct tablet *t, struct tablet_read *req)
 		return DOCRAFT_EINVAL;
 	req->next_ = NULL;
 	req->lease_ = false;
+	req->start_ns_ = uv_hrtime();
 	*(t->rq_tail != NULL ? &t->rq_tail->next_ : &t->rq_head) = req;
 	t->rq_tail = req;
 	return 0;

@@ -52,6 +52,8 @@ void tablet_write_answer_done(struct tablet *t)
 	while (t->done != NULL) {
 		struct tablet_write *w = t->done;
 		t->done = w->next_;
+		if (w->status_ == 0)
+			lathist_record(&t->st.write_latency, (uv_hrtime() - w->start_ns_) / 1000);
 		tablet_write_answer(w, w->status_, w->ht_);
 	}
 }
@@ -94,6 +96,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 			ht = f->ht;
 			st = 0;
 		}
+		if (st == 0)
+			lathist_record(&t->st.write_latency, (uv_hrtime() - w->start_ns_) / 1000);
 		tablet_write_answer(w, st, st == 0 ? ht : 0);
 		w = next;
 	}
@@ -242,6 +246,7 @@ int tablet_write(struct tablet *t, struct tablet_write *req)
 	}
 	req->next_ = NULL;
 	req->dups_ = NULL;
+	req->start_ns_ = uv_hrtime();
 	*(t->wq_tail != NULL ? &t->wq_tail->next_ : &t->wq_head) = req;
 	t->wq_tail = req;
 	return 0;

@@ -7,6 +7,9 @@
  *   docraft [--masters a,b,c] dump <tablet> [<replica ip:port>]
  *   docraft [--masters a,b,c] bench [options]   (src/tools/bench/bench.c)
  *   docraft [--masters a,b,c] checksum <table>
+ *   docraft [--masters a,b,c] master list | add <ip:port> | remove <ip:port>
+ *   docraft [--masters a,b,c] cluster | status
+ *   docraft [--masters a,b,c] drain <tserver> [--wait[=S]] | undrain <tserver>
  *
  * Built on the public API of libdocraft only (include/docraft/docraft.h):
  * statements go through docraft_exec_cql, admin commands through
@@ -47,6 +50,16 @@ static void usage(FILE *f)
 		"  checksum <table>      every replica's checksum of every tablet (the\n"
 		"                        leader's latest write, then each replica at that\n"
 		"                        time); exit 0 when all agree, 1 otherwise\n"
+		"  master list           the masters: address, raft id, leader\n"
+		"  master add <addr>     add the master at addr (started with --join)\n"
+		"  master remove <addr>  remove the master at addr (one change at a time)\n"
+		"  cluster (or status)   the cluster as the master leader sees it: tservers\n"
+		"                        by state, under-replicated and leaderless tablets,\n"
+		"                        replica moves in flight, masters\n"
+		"  drain <tserver> [--wait[=S]]  move every leader, then every replica, off\n"
+		"                        the tserver (uuid or ip:port); --wait: until none\n"
+		"                        is left (at most S s, default 3600), with progress\n"
+		"  undrain <tserver>     stop draining it (the balancer may move replicas back)\n"
 		"\n"
 		"options:\n"
 		"  --masters a,b,c       master addresses, ip[:port] (default %s)\n"
@@ -165,12 +178,42 @@ static int parse_u32(const char *s, const char *what, uint32_t *out)
 	return 0;
 }
 
+/* drain's arguments: the tserver, then --wait or --wait=S in any order.
+ * Returns 0, or -1 after a message. */
+static int drain_args(int argc, char **argv, int i, const char **node, uint32_t *wait_s)
+{
+	*node = NULL;
+	*wait_s = 0;
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "--wait") == 0) {
+			*wait_s = 3600;
+		} else if (strncmp(argv[i], "--wait=", 7) == 0) {
+			if (parse_u32(argv[i] + 7, "--wait seconds", wait_s) != 0 || *wait_s == 0) {
+				fprintf(stderr, "docraft: --wait=S takes a positive number of seconds\n");
+				return -1;
+			}
+		} else if (*node == NULL && argv[i][0] != '-') {
+			*node = argv[i];
+		} else {
+			fprintf(stderr, "docraft: drain: unexpected argument '%s'\n", argv[i]);
+			return -1;
+		}
+	}
+	if (*node == NULL) {
+		fprintf(stderr, "docraft: drain: which tserver? (uuid or ip:port)\n");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *masters = DEFAULT_MASTERS, *exec = NULL, *cmd = NULL;
 	docraft_client_options opts;
 	docraft_client *c;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	const char *node = NULL;
+	uint32_t wait_s = 0;
 	int i, rv, status = 0;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -226,7 +269,19 @@ int main(int argc, char **argv)
 			  (strcmp(cmd, "tablets") == 0 && nargs == 1) ||
 			  (strcmp(cmd, "step-down") == 0 && (nargs == 1 || nargs == 2)) ||
 			  (strcmp(cmd, "dump") == 0 && (nargs == 1 || nargs == 2)) ||
-			  (strcmp(cmd, "checksum") == 0 && nargs == 1);
+			  (strcmp(cmd, "checksum") == 0 && nargs == 1) ||
+			  (strcmp(cmd, "master") == 0 && nargs == 1 &&
+			   strcmp(argv[i], "list") == 0) ||
+			  (strcmp(cmd, "master") == 0 && nargs == 2 &&
+			   (strcmp(argv[i], "add") == 0 || strcmp(argv[i], "remove") == 0)) ||
+			  ((strcmp(cmd, "cluster") == 0 || strcmp(cmd, "status") == 0) &&
+			   nargs == 0) ||
+			  (strcmp(cmd, "undrain") == 0 && nargs == 1);
+		if (strcmp(cmd, "drain") == 0) {
+			if (drain_args(argc, argv, i, &node, &wait_s) != 0)
+				return 2;
+			ok = true;
+		}
 		if (!ok) {
 			fprintf(stderr, "docraft: bad command or arguments: %s (docraft --help)\n",
 				cmd);
@@ -254,6 +309,24 @@ int main(int argc, char **argv)
 		if ((rv = docraft_admin_step_down_to(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL,
 						     &printer)) != 0)
 			status = fail(argv[i], rv);
+	} else if (strcmp(cmd, "master") == 0) {
+		if (strcmp(argv[i], "list") == 0)
+			rv = docraft_admin_masters(c, &printer);
+		else if (strcmp(argv[i], "add") == 0)
+			rv = docraft_admin_master_add(c, argv[i + 1], &printer);
+		else
+			rv = docraft_admin_master_remove(c, argv[i + 1], &printer);
+		if (rv != 0)
+			status = fail(argv[i + 1 < argc ? i + 1 : i], rv);
+	} else if (strcmp(cmd, "cluster") == 0 || strcmp(cmd, "status") == 0) {
+		if ((rv = docraft_admin_cluster(c, &printer)) != 0)
+			status = fail(cmd, rv);
+	} else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) {
+		bool undrain = cmd[0] == 'u';
+		if (undrain)
+			node = argv[i];
+		if ((rv = docraft_admin_drain(c, node, undrain, wait_s, &printer)) != 0)
+			status = fail(node, rv);
 	} else if (strcmp(cmd, "checksum") == 0) {
 		if ((rv = docraft_admin_checksum(c, argv[i], &printer)) != 0)
 			status = fail(argv[i], rv);

@@ -55,8 +55,12 @@ static void maybe_closed(struct heartbeat *hb)
 		return;
 	for (i = 0; i < hb->n_masters; i++)
 		free(hb->masters[i]);
+	for (i = 0; i < hb->n_flag_masters; i++)
+		free(hb->flag_masters[i]);
+	hb->n_flag_masters = 0;
 	free(hb->uuid);
 	free(hb->address);
+	free(hb->placement);
 	hb->n_masters = 0;
 	hb->close_cb(hb);
 }
@@ -70,6 +74,50 @@ static void failed(struct heartbeat *hb, const char *address, int status, const 
 	else
 		LOG_DEBUG("heartbeat to master %s failed: %s: %s", address,
 			  docraft_strerror(status), why);
+}
+
+static bool has_master(char *const *list, size_t n, const char *address)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i], address) == 0)
+			return true;
+	return false;
+}
+
+/* The reply's masters, then the flag's others, become the list (see
+ * heartbeat.h); the current target stays current. */
+static void learn_masters(struct heartbeat *hb, char **masters, size_t n, const char *current)
+{
+	char *next[HEARTBEAT_MAX_MASTERS];
+	size_t k = 0;
+	struct sockaddr_in sa;
+
+	for (size_t i = 0; i < n && k < HEARTBEAT_MAX_MASTERS; i++)
+		if (strlen(masters[i]) <= RPC_ADDRESS_MAX &&
+		    listener_parse_address(masters[i], &sa, NULL) == 0 &&
+		    !has_master(next, k, masters[i]))
+			next[k++] = xstrdup(masters[i]);
+	if (k == 0)
+		return;
+	for (size_t i = 0; i < hb->n_flag_masters && k < HEARTBEAT_MAX_MASTERS; i++)
+		if (!has_master(next, k, hb->flag_masters[i]))
+			next[k++] = xstrdup(hb->flag_masters[i]);
+	bool changed = k != hb->n_masters;
+	for (size_t i = 0; i < k && !changed; i++)
+		changed = !has_master(hb->masters, hb->n_masters, next[i]);
+	if (changed)
+		LOG_INFO("the masters, learned from %s: %zu of them, first %s", current, k,
+			 next[0]);
+	for (size_t i = 0; i < hb->n_masters; i++)
+		free(hb->masters[i]);
+	memcpy(hb->masters, next, k * sizeof *next);
+	hb->n_masters = k;
+	hb->current = 0;
+	for (size_t i = 0; i < k; i++)
+		if (strcmp(next[i], current) == 0) {
+			hb->current = i;
+			hb->hint[0] = '\0'; /* current was the hint: now listed */
+		}
 }
 
 static void send_heartbeat(struct heartbeat *hb);
@@ -113,6 +161,8 @@ static void done_cb(struct rpc_call_req *req, const struct rpc_result *res)
 		LOG_INFO("heartbeats to master %s succeed again", address);
 	hb->failures = 0;
 	hb->stats.ok++;
+	if (resp->n_masters > 0)
+		learn_masters(hb, resp->masters, resp->n_masters, address);
 	if (resp->master_leader_address != NULL && resp->master_leader_address[0] != '\0' &&
 	    strcmp(resp->master_leader_address, address) != 0)
 		set_hint(hb, resp->master_leader_address);
@@ -135,6 +185,7 @@ static void send_heartbeat(struct heartbeat *hb)
 		return;
 	msg.uuid = hb->uuid;
 	msg.address = hb->address;
+	msg.placement = hb->placement;
 	msg.n_tablets = manager_reports(hb->m, &a, &msg.tablets);
 	hb->req.data = hb;
 	rv = rpc_call_message(hb->cl, to, DOCRAFT__METHOD__MASTER_HEARTBEAT, &msg.base,
@@ -178,9 +229,13 @@ int heartbeat_start(struct heartbeat *hb, uv_loop_t *loop, struct rpc_client *cl
 	hb->svc = svc;
 	hb->uuid = xstrdup(o->uuid != NULL ? o->uuid : "");
 	hb->address = xstrdup(o->address != NULL ? o->address : "");
-	for (size_t i = 0; i < o->n_masters; i++)
+	hb->placement = xstrdup(o->placement != NULL ? o->placement : "");
+	for (size_t i = 0; i < o->n_masters; i++) {
 		hb->masters[i] = xstrdup(o->masters[i]);
+		hb->flag_masters[i] = xstrdup(o->masters[i]);
+	}
 	hb->n_masters = o->n_masters;
+	hb->n_flag_masters = o->n_masters;
 	hb->interval_ms = o->interval_ms != 0 ? o->interval_ms : HEARTBEAT_DEFAULT_INTERVAL_MS;
 	hb->timeout_ms = o->timeout_ms != 0 ? o->timeout_ms : hb->interval_ms;
 	if (hb->timeout_ms < 500)

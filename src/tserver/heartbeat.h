@@ -1,7 +1,8 @@
 /* Heartbeats from a tablet server to the master leader.
  *
  * Every interval_ms (default HEARTBEAT_DEFAULT_INTERVAL_MS, the first one
- * at once) a HeartbeatRequest {uuid, address, a report of every replica}
+ * at once) a HeartbeatRequest {uuid, address, placement, a report of every
+ * replica}
  * goes to the master believed to lead (MASTER_HEARTBEAT, deadline
  * timeout_ms). The reply's instructions are carried out through the RPC
  * service (service_execute), and its master_leader_address, when set,
@@ -9,6 +10,12 @@
  * once (once per period); without a hint, and on any other failure, the
  * next master of the list is tried at the next period. Only one heartbeat
  * is in flight at a time.
+ *
+ * The list of masters (issue 15): a reply's masters (the masters' Raft
+ * configuration) replace the list, followed by the addresses of
+ * o->masters it does not name (a fallback: e.g. a removed master that
+ * still runs names the leader). A reply without masters (an older master)
+ * changes nothing.
  *
  * Threading: the loop thread. */
 #ifndef DOCRAFT_TSERVER_HEARTBEAT_H
@@ -30,6 +37,7 @@
 struct heartbeat_options {
 	const char *uuid;          /* this tablet server's uuid */
 	const char *address;       /* its RPC address */
+	const char *placement;     /* "cloud.region.zone", checked by the caller; NULL: "" */
 	const char *const *masters; /* master addresses "ip:port", 1..HEARTBEAT_MAX_MASTERS */
 	size_t n_masters;
 	unsigned interval_ms;      /* 0 = HEARTBEAT_DEFAULT_INTERVAL_MS */
@@ -52,9 +60,11 @@ struct heartbeat {
 	struct rpc_client *cl;
 	struct manager *m;
 	struct service *svc;
-	char *uuid, *address;
+	char *uuid, *address, *placement;
 	char *masters[HEARTBEAT_MAX_MASTERS];
 	size_t n_masters;
+	char *flag_masters[HEARTBEAT_MAX_MASTERS]; /* o->masters, the fallback */
+	size_t n_flag_masters;
 	size_t current;            /* index into masters, or the hint below */
 	char hint[RPC_ADDRESS_MAX + 1]; /* a leader address learnt from a reply */
 	unsigned interval_ms, timeout_ms;

@@ -416,6 +416,7 @@ static void options_for(struct manager *m, struct replica *r, struct tablet_opti
 	if (m->o.segment_bytes != 0)
 		o->segment_bytes = m->o.segment_bytes;
 	o->raft_log = m->o.raft_log;
+	o->raft_mux = m->o.raft_mux;
 	o->disk = m->o.disk;
 	o->log_budget = &m->log_budget;
 	if (m->o.max_clock_skew_ms != 0)

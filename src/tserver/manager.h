@@ -136,6 +136,10 @@ struct manager_options {
 	 * here first removes a group of that name left by a delete that a
 	 * crash interrupted. NULL: each replica has its own raft_uv log. */
 	struct raftlog *raft_log;
+	/* The server's Raft multiplexer (raft/rmux.h), with raft_log: given to
+	 * every replica (tablet_options.raft_mux); borrowed, closed after the
+	 * manager's close callback. NULL: one connection per group and peer. */
+	struct rmux *raft_mux;
 	size_t segment_bytes;         /* per-tablet raft_uv segment size; 0: tablet default */
 	const struct diskspace *disk; /* free-space reserve (diskspace.h); NULL: none */
 	unsigned max_clock_skew_ms;   /* each tablet's hybrid clock; 0: tablet default */

@@ -23,6 +23,30 @@ const char *manager_role_name(enum tablet_role role)
 	return "failed";
 }
 
+/* TabletReport.config / config_index (issue 15): raft's current
+ * configuration, voters and spares (standbys count as non-voters); the
+ * replica knows no tserver uuids, so tserver_uuid stays "". */
+static void report_config(struct tablet *t, Docraft__TabletReport *out, struct arena *a)
+{
+	const struct raft_configuration *c;
+	uint64_t index;
+
+	if (!tablet_configuration(t, &c, &index))
+		return;
+	out->config_index = index;
+	out->n_config = c->n;
+	out->config = arena_alloc(a, c->n * sizeof *out->config);
+	for (unsigned i = 0; i < c->n; i++) {
+		Docraft__Peer *p = arena_alloc(a, sizeof *p);
+		docraft__peer__init(p);
+		p->raft_id = c->servers[i].id;
+		p->address = arena_dup(a, c->servers[i].address, strlen(c->servers[i].address) + 1);
+		p->tserver_uuid = (char *)"";
+		p->voter = c->servers[i].role == RAFT_VOTER;
+		out->config[i] = p;
+	}
+}
+
 void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena *a)
 {
 	struct tablet_status st;
@@ -53,6 +77,7 @@ void manager_report(struct replica *r, Docraft__TabletReport *out, struct arena 
 	out->error = arena_dup(a, st.errmsg, strlen(st.errmsg) + 1);
 	out->failures += st.failures;
 	out->recoveries += st.recoveries;
+	report_config(r->t, out, a);
 }
 
 /* manager_reports' two passes over the visible replicas. */

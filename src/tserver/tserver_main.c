@@ -13,7 +13,8 @@
  * the port and its RPC server, the ready line, the close chain, exit
  * codes) is server/skeleton.h; this file holds what is the tserver's: its
  * flag table, DIR/uuid, the parts it opens and closes, the drain of its
- * leaderships on a signal, the loop-lag probe and its replica capacity.
+ * leaderships on a signal and its replica capacity. The loop-lag probe is
+ * the skeleton's (server/web.h).
  *
  * Ready: one line "docraft-tserver <uuid> listening on <address>" on
  * stdout. SIGTERM / SIGINT: every tablet it leads transfers its leadership
@@ -36,12 +37,16 @@
 #include "rpc/rpc.h"
 #include "docdb/store_env.h"
 #include "net/listener.h"
+#include "raft/rmux.h"
 #include "raft/segfill.h"
 #include "raftlog/raftlog.h"
 #include "server/config.h"
+#include "server/placement_str.h"
 #include "server/skeleton.h"
+#include "server/web.h"
 #include "tablet/diskspace.h"
 #include "tserver/heartbeat.h"
+#include "tserver/http_tserver.h"
 #include "tserver/logmode.h"
 #include "tserver/manager.h"
 #include "tserver/redis_front.h" /* issue 17 */
@@ -72,11 +77,9 @@ struct config {
 	unsigned max_replicas;      /* 0: what the process limits allow (host_limits) */
 	unsigned retry_ttl_s;       /* 0: tablet default (660) */
 	unsigned history_retention_s; /* 0: store default (900) */
+	char placement[PLACEMENT_STR_MAX + 1]; /* --placement cloud.region.zone ("": none) */
 };
 
-#define LAG_PERIOD_MS 100
-#define LAG_WARN_MS 100
-#define LAG_DEBUG_MS 10
 
 static struct {
 	struct server proc;     /* loop, signals, the port and its RPC server (skeleton.h) */
@@ -94,15 +97,16 @@ static struct {
 	struct diskspace disk;  /* the data directory's free-space reserve */
 	bool disk_on;
 	struct raftlog *log;    /* DIR/raftlog: every replica's Raft log (shared mode) */
+	struct rmux *mux;       /* every replica's Raft messages (shared mode) */
 	bool copy_on, cl_on, m_on, svc_on, hb_on;
+	struct tserver_http http; /* what the HTTP handler reads (http_tserver.h) */
+	bool serving;             /* started and not draining (/readyz) */
 	/* issue 17: the Redis protocol port (--redis-address) */
 	struct tserver_redis redis;
 	bool redis_on;
 	char redis_address[TSERVER_REDIS_ADDRESS_MAX];
 
 	uv_timer_t drain_timer;
-	uv_timer_t lag_timer; /* loop-lag probe, see lag_cb */
-	uint64_t lag_due_ns;  /* uv_hrtime() at which lag_cb should run */
 	bool handles_on;
 	bool stopping, draining;
 	uint64_t drain_deadline;
@@ -120,6 +124,17 @@ static int set_raft_log(void *dst, const char *name, const char *value, char *er
 		return err_set(errmsg, DOCRAFT_EINVAL, "%s takes %s or %s, not '%s'", name,
 			       logmode_name(true), logmode_name(false), value);
 	*(bool *)dst = strcmp(value, logmode_name(false)) == 0;
+	return 0;
+}
+
+/* --placement: "" or cloud.region.zone (server/placement_str.h; the master
+ * checks the heartbeat's string again). */
+static int set_placement(void *dst, const char *name, const char *value, char *errmsg)
+{
+	char why[DOCRAFT_ERRMSG_SIZE];
+	if (!placement_str_valid(value, why))
+		return err_set(errmsg, DOCRAFT_EINVAL, "%s: %s", name, why);
+	memcpy(dst, value, strlen(value) + 1);
 	return 0;
 }
 
@@ -207,6 +222,10 @@ static const struct config_flag flags[] = {
 	 .dst = &S.cfg.min_free_disk_mb, .min = 1, .max = 1u << 30,
 	 .help = "free-space reserve of the data directory's file system: below it writes are "
 		 "refused (retryable), below 3 Raft segments replicas stop; 0: off (default 256)"},
+	{.name = "placement", .arg = "CLOUD.REGION.ZONE", .kind = CONFIG_CALL,
+	 .dst = S.cfg.placement, .set = set_placement,
+	 .help = "where this server runs, sent with every heartbeat: the master puts a table's "
+		 "replicas in distinct zones when there are enough (default: none)"},
 	{.name = "max-replicas", .arg = "N", .kind = CONFIG_UINT, .dst = &S.cfg.max_replicas,
 	 .min = 1, .max = 1u << 20, .what = "a count",
 	 .help = "replicas this server accepts; past it a create is refused, retryably "
@@ -343,12 +362,27 @@ static void log_closed(struct raftlog *l, void *arg)
 	server_release(&S.proc);
 }
 
-/* The shared Raft log, once every replica is closed (raftlog_close says
- * DOCRAFT_EBUSY while one is attached: then it is left to the exit). */
+static void mux_closed(void *arg)
+{
+	(void)arg;
+	server_release(&S.proc);
+}
+
+/* The shared Raft log and the Raft multiplexer, once every replica is
+ * closed (raftlog_close says DOCRAFT_EBUSY while one is attached: then it
+ * is left to the exit). */
 static void close_log(void)
 {
 	struct raftlog *l = S.log;
 	int rv;
+	if (S.mux != NULL) {
+		server_hold(&S.proc);
+		if ((rv = rmux_close(S.mux, mux_closed, NULL)) != 0) {
+			LOG_ERROR(PROG ": closing the Raft multiplexer: %s", docraft_strerror(rv));
+			server_release(&S.proc);
+		}
+		S.mux = NULL;
+	}
 	if (l == NULL)
 		return;
 	S.log = NULL;
@@ -400,14 +434,14 @@ static void step_handles(struct server *s)
 	if (S.handles_on) {
 		S.handles_on = false;
 		uv_close((uv_handle_t *)&S.drain_timer, handle_closed);
-		uv_close((uv_handle_t *)&S.lag_timer, handle_closed);
 	}
+	server_step_lag(s);
 	server_step_signals(s);
 	close_disk();
 }
 
 static const server_step_fn close_steps[] = {
-	step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
+	server_step_http, step_heartbeat, server_step_rpc, step_manager, step_log, step_service,
 	step_copy, server_step_listener, step_handles,
 };
 
@@ -549,31 +583,10 @@ static void on_signal(struct server *s, int signum)
 	}
 	S.stopping = true;
 	S.draining = true;
+	S.serving = false;
 	S.drain_deadline = uv_now(&S.proc.loop) + S.cfg.shutdown_transfer_ms;
 	LOG_INFO(PROG " %s: signal %d: handing over leaderships, then stopping", S.uuid, signum);
 	uv_timer_start(&S.drain_timer, drain_tick, 0, DRAIN_TICK_MS);
-}
-
-/* ---- loop lag ------------------------------------------------------------------------ */
-
-/* Every LAG_PERIOD_MS the probe compares when it runs with when it was due:
- * the difference is how long the loop thread was busy with something else
- * (a handler, a RocksDB call, a stall). Everything of every tablet runs on
- * this thread, so a lag near the election timeout costs leaderships; it is
- * logged (WARN from LAG_WARN_MS, DEBUG from LAG_DEBUG_MS). */
-static void lag_cb(uv_timer_t *t)
-{
-	uint64_t now = uv_hrtime();
-	uint64_t lag_ms = now > S.lag_due_ns ? (now - S.lag_due_ns) / 1000000 : 0;
-
-	(void)t;
-	S.lag_due_ns = now + LAG_PERIOD_MS * 1000000;
-	if (lag_ms >= LAG_WARN_MS)
-		LOG_WARN(PROG ": the loop thread was busy for %" PRIu64 " ms (a turn ran that "
-			 "late; election timeout %u ms)",
-			 lag_ms, S.cfg.election_ms);
-	else if (lag_ms >= LAG_DEBUG_MS)
-		LOG_DEBUG(PROG ": loop lag %" PRIu64 " ms", lag_ms);
 }
 
 /* ---- process limits ------------------------------------------------------------------ */
@@ -669,6 +682,10 @@ static int open_log(void)
 		LOG_ERROR(PROG ": the shared Raft log %s: %s", dir, errmsg);
 		return -1;
 	}
+	if (rmux_open(&S.proc.loop, S.proc.l, &S.mux, errmsg) != 0) {
+		LOG_ERROR(PROG ": the Raft multiplexer: %s", errmsg);
+		return -1;
+	}
 	raftlog_stats(S.log, &st);
 	LOG_INFO(PROG ": shared Raft log %s opened in %" PRIu64 " ms: %" PRIu64 " groups, %"
 		 PRIu64 " segments, %" PRIu64 " MiB (%" PRIu64 " MiB live)", dir,
@@ -749,6 +766,7 @@ static int start(void)
 	mo.raft_log_memory_bytes = (uint64_t)S.cfg.raft_log_memory_mb << 20;
 	mo.disk = &S.disk;
 	mo.raft_log = S.log;
+	mo.raft_mux = S.mux;
 	segfill_set(S.cfg.fill_segments);
 	mo.lease_ms = !S.cfg.lease_given ? 0 : S.cfg.lease_ms == 0 ? MANAGER_LEASE_OFF
 								 : S.cfg.lease_ms;
@@ -773,12 +791,19 @@ static int start(void)
 		ho.masters = (const char *const *)S.masters;
 		ho.n_masters = S.n_masters;
 		ho.interval_ms = S.cfg.heartbeat_ms;
+		ho.placement = S.cfg.placement;
 		if (heartbeat_start(&S.hb, &S.proc.loop, &S.cl, &S.m, &S.svc, &ho, errmsg) != 0) {
 			LOG_ERROR(PROG ": %s", errmsg);
 			return -1;
 		}
 		S.hb_on = true;
 	}
+	S.http = (struct tserver_http){.proc = &S.proc, .uuid = S.uuid, .m = &S.m, .m_on = &S.m_on,
+				       .env = &S.env, .copy = &S.copy, .copy_on = &S.copy_on,
+				       .log = &S.log, .ready = &S.serving};
+	if (server_http_open(&S.proc, address, SERVER_HTTP_PORT_TSERVER, tserver_http_handle,
+			     &S.http) != 0)
+		return -1;
 	return 0;
 }
 
@@ -799,10 +824,7 @@ int main(int argc, char **argv)
 		return 1;
 	S.proc.on_signal = on_signal;
 	uv_timer_init(&S.proc.loop, &S.drain_timer);
-	uv_timer_init(&S.proc.loop, &S.lag_timer);
-	S.lag_due_ns = uv_hrtime() + LAG_PERIOD_MS * 1000000;
-	uv_timer_start(&S.lag_timer, lag_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
-	uv_unref((uv_handle_t *)&S.lag_timer);
+	server_lag_start(&S.proc, S.cfg.election_ms);
 	S.handles_on = true;
 
 	if (start() != 0) {
@@ -812,6 +834,7 @@ int main(int argc, char **argv)
 		LOG_INFO(PROG " %s: serving at %s, data in %s, %s", S.uuid,
 			 listener_address(S.proc.l), S.proc.data,
 			 S.n_masters > 0 ? "heartbeating the masters" : "standalone");
+		S.serving = true;
 		server_ready(&S.proc, S.uuid, listener_address(S.proc.l));
 	}
 	rv = server_run(&S.proc);

@@ -138,7 +138,7 @@ p1_create() {
 	BASE=$WORK/c1
 	BASES+=("$BASE")
 	tool create --masters 1 --tservers 3 --rf 3 --skewable --election-ms 500 \
-		--port-base auto || return 1
+		--port-base auto --zones 2 --tserver-flag heartbeat-ms=500 || return 1
 	eval "$(tool env)"
 	# auto: below the kernel's ephemeral ports, where no outgoing connection
 	# can take the port between the tool's check and the nodes' bind
@@ -163,6 +163,23 @@ p1_create() {
 				fail "redis-cli PING at $r"
 		done
 	fi
+	# --zones 2: round robin; --tserver-flag: one more line
+	grep -q '^placement = local.local.zone1$' "$BASE/t3/node.conf" || fail "t3 is not in zone1"
+	grep -q '^placement = local.local.zone2$' "$BASE/t2/node.conf" || fail "t2 is not in zone2"
+	grep -q '^heartbeat-ms = 500$' "$BASE/t1/node.conf" || fail "t1 lacks --tserver-flag's line"
+}
+
+# Bad --master-flag / --tserver-flag / --zones: usage errors, nothing created.
+p1_bad_flags() {
+	local b=$WORK/bad
+	BASES+=("$b")
+	"$TOOL" --base "$b" create --masters 1 --tservers 3 --rf 3 --master-flag nonsense
+	[ $? -eq 2 ] || fail "--master-flag nonsense was not a usage error"
+	"$TOOL" --base "$b" create --masters 1 --tservers 3 --rf 3 --tserver-flag address=1.2.3.4:5
+	[ $? -eq 2 ] || fail "--tserver-flag address=... was not a usage error"
+	"$TOOL" --base "$b" create --masters 1 --tservers 3 --rf 3 --zones 4
+	[ $? -eq 2 ] || fail "--zones 4 with 3 tservers was not a usage error"
+	[ ! -e "$b/cluster.conf" ] || fail "a refused create wrote $b/cluster.conf"
 }
 
 p1_status_all_up() {
@@ -242,6 +259,43 @@ p1_add_node() {
 	expect_state t4 up || return 1
 	[ "$(status_col t4 6)" = yes ] || fail "t4 is not live at the master"
 	grep -q '^tservers=4$' "$BASE/cluster.conf" || fail "cluster.conf does not count 4 tservers"
+	# the zone with the fewest tservers (zone1: t1, t3; zone2: t2)
+	grep -q '^placement = local.local.zone2$' "$BASE/t4/node.conf" || fail "t4 is not in zone2"
+}
+
+# drain / undrain / cluster through docraft-local (the master's move
+# engine): t4 is drained (whatever the balancer gave it moves back to t1-t3),
+# the cluster has every tablet at RF, t4 shows its zone; an unknown tserver
+# is an error.
+p1_drain() {
+	local out addr
+	addr=$(sed -n 's/^address = //p' "$BASE/t4/node.conf")
+	tool drain t4 --wait=90 || return 1
+	out=$("$CLI" --masters "$MASTERS" tservers) || return 1
+	echo "$out"
+	awk -v a="$addr" '$2 == a && / drained / && / local.local.zone2 / { f = 1 } END { exit !f }' \
+		<<<"$out" || fail "t4 is not listed drained in zone2"
+	wait_for 30000 at_rf || fail "not every tablet at RF after the drain: $(tool cluster)"
+	tool undrain t4 || return 1
+	tool drain 127.0.0.99:1 && fail "draining an unknown tserver succeeded"
+	expect_rows 12
+}
+
+at_rf() {
+	has_line 'under-replicated: 0' tool cluster && has_line 'moves in flight:  0' tool cluster
+}
+
+# remove-node: killed for good, out of nodes / env / status / start.
+p1_remove_node() {
+	tool remove-node t4 || return 1
+	expect_state t4 "" || return 1
+	[ "$(tool nodes tservers | tr '\n' ' ')" = "t1 t2 t3 " ] || fail "nodes: $(tool nodes tservers)"
+	[ "$(tool nodes removed)" = t4 ] || fail "nodes removed: $(tool nodes removed)"
+	! grep -q "$(sed -n 's/^address = //p' "$BASE/t4/node.conf")" <<<"$(tool env)" ||
+		fail "env still lists t4"
+	tool start t4 && fail "start t4 of a removed node succeeded"
+	tool start || return 1
+	! tool pid t4 || fail "start brought the removed t4 back"
 }
 
 p1_stop_start() {
@@ -268,12 +322,36 @@ p1_destroy() {
 	done
 }
 
+# Each node's HTTP address (env) answers /metrics with its families, and the
+# scrape configuration names them all (and passes promtool when installed).
+p1_http() {
+	local a f=$WORK/prometheus.yml
+	eval "$(tool env)"
+	[ -n "${MASTERS_HTTP:-}" ] && [ -n "${TSERVERS_HTTP:-}" ] || fail "env lacks MASTERS_HTTP / TSERVERS_HTTP"
+	for a in ${MASTERS_HTTP//,/ } ${TSERVERS_HTTP//,/ }; do
+		python3 -c 'import sys, urllib.request
+body = urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode()
+assert "docraft_build_info" in body, body[:500]' "$a" || fail "no /metrics at $a"
+	done
+	tool prometheus-config >"$f" || fail "prometheus-config failed"
+	cat "$f"
+	for a in ${MASTERS_HTTP//,/ } ${TSERVERS_HTTP//,/ }; do
+		grep -q "'$a'" "$f" || fail "$a not in the scrape configuration"
+	done
+	if [ -x /usr/bin/promtool ]; then
+		promtool check config "$f" || fail "promtool check config rejects it"
+	else
+		echo "promtool absent (Debian package prometheus): configuration not checked"
+	fi
+}
+
 part1() {
 	if ! step "create 1 master + 3 tservers, RF 3 (--skewable)" p1_create; then
 		return
 	fi
 	step "status shows every node up and live" p1_status_all_up
 	step "create a table, write and read rows through the docraft CLI" p1_cql
+	step "every node serves /metrics at its HTTP address; prometheus-config" p1_http
 	step "kill t2: status works and shows t2 down" p1_kill_t2
 	step "a write succeeds with t2 down" p1_write_after_kill
 	step "pause t3 shows paused, resume shows up" p1_pause_resume
@@ -281,7 +359,10 @@ part1() {
 	step "start is idempotent (no pid changes)" p1_start_idempotent
 	step "skew t1 200: the tserver still serves writes" p1_skew
 	step "add-node: t4 appears live" p1_add_node
+	step "drain t4 --wait, cluster at RF, undrain (docraft-local drain/undrain/cluster)" p1_drain
 	step "stop keeps the data (start again, rows still there)" p1_stop_start
+	step "remove-node t4: gone for good" p1_remove_node
+	step "bad --master-flag / --tserver-flag / --zones are usage errors" p1_bad_flags
 	step "destroy wipes the directory" p1_destroy
 }
 

@@ -8,7 +8,7 @@
 #
 # <target> is a name of the table below; its code is tests/fuzz/fuzz_<target>.c.
 # Environment:
-#   FUZZ_SECONDS  bound of the run in seconds (default 4)
+#   FUZZ_SECONDS  bound of the run in seconds (default 2)
 #   FUZZ_RUNS     stop after this many executions instead (0: no bound)
 #   FUZZ_CORPUS   corpus directory (default <build dir>/corpus-<target>); it
 #                 grows across runs, seeds are (re)written each run by the
@@ -25,7 +25,7 @@
 # targets (rebuilt when a source or header is newer).
 set -eu
 
-targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message resp"
+targets="rpc_frame preamble rpc_request entry docdb_key docdb_value paging copy_stream raft_message resp rmux_frame"
 if [ "${1:-}" = --list ]; then
 	echo "$targets"
 	exit 0
@@ -33,7 +33,7 @@ fi
 src=$1
 out=$2
 target=$3
-seconds=${FUZZ_SECONDS:-4}
+seconds=${FUZZ_SECONDS:-2}
 runs=${FUZZ_RUNS:-0}
 jobs=${FUZZ_JOBS:-1}
 cc=${FUZZ_CC:-clang}
@@ -60,6 +60,7 @@ paging)      sources="$docdb_all $common" ;;
 copy_stream) sources="tablet/copy_proto.c common/crc32c.c $common" ;;
 raft_message) sources="raft/rwire.c $common" ;;
 resp)        sources="redis/resp.c $common" ;;
+rmux_frame)  sources="raft/rmuxwire.c raft/rwire.c $common" ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2

@@ -17,6 +17,7 @@
 #   nemesis.sh --base DIR --nemesis LIST --time SEC [--interval SEC]
 #              --log FILE [--masters M] [--tservers N] [--table NAME]
 #              [--features netns,skew] [--seed S] [--warmup SEC]
+#              [--order random|cycle] [--heal-timeout SEC]
 #
 # LIST: comma-separated names, or `all` (every nemesis the cluster supports):
 #   kill              kill -9 a random tserver; heal: start it
@@ -24,6 +25,11 @@
 #   pause             SIGSTOP a random tserver; heal: SIGCONT
 #   restart-all       kill -9 every tserver; heal: start them all
 #   master            kill -9 a master (with 3: the master leader); heal: start it
+#   master-replace    (3 masters) remove a master (every other time the
+#                     leader) with `docraft-local remove-master`, which stops
+#                     it, and add a fresh one on a new address and data dir
+#                     (`add-master`: --join, `docraft master add`); heal:
+#                     nothing (the masters stay replaced)
 #   skew              shift a random tserver's clock by +/-100..400 ms (below
 #                     the tablets' 500 ms max clock skew, src/tablet/tablet.c);
 #                     heal: back to 0. Needs --features skew (--skewable cluster)
@@ -40,6 +46,23 @@
 #   partition-one     isolate a random node; heal: heal
 #   partition-leader  isolate --table's first tablet leader; heal: heal
 #                     (the three partitions need --features netns)
+#   kill-permanently  kill -9 a random tserver for good (docraft-local
+#                     remove-node); heal: add a fresh tserver (add-node: new
+#                     data directory, new address) and wait until every tablet
+#                     is back at RF on live tservers (`docraft cluster`: 0
+#                     under-replicated, no move in flight). The masters must
+#                     run with a short --tserver-failed-after-s (run.sh sets it)
+#   drain-and-stop    `docraft drain --wait` a random tserver, then SIGTERM it;
+#                     heal: start it again (empty), undrain it, wait until
+#                     every tablet is at RF
+#   add-node-and-rebalance  add a tserver; heal: wait until the live tservers'
+#                     replica counts are within 1 (with the cluster at
+#                     --tservers + 2, a random tserver is first drained and
+#                     removed, so it does not grow without end)
+#   A heal that does not end within --heal-timeout (default 120 s) is logged
+#   as an `unhealed` note, which fails the run (run.sh).
+# --order: random (default) picks each fault at random; cycle takes them in
+# the order of LIST, round and round (short runs that must see each one).
 # --time: no fault starts later than --time s after the nemesis started
 # (the last heal may end up to ~6 s later).
 #
@@ -52,8 +75,11 @@
 # $DOCRAFT_LOCAL: the docraft-local to use (default: deploy/docraft-local of
 # this checkout).
 
-NEMESIS_ALL=(kill kill-leader pause restart-all master skew hostile partition-halves
-	partition-one partition-leader)
+NEMESIS_ALL=(kill kill-leader pause restart-all master master-replace skew hostile
+	partition-halves partition-one partition-leader kill-permanently drain-and-stop
+	add-node-and-rebalance)
+# The nemeses that change the set of tservers and wait for the master to heal.
+NEMESIS_HEALING=(kill-permanently drain-and-stop add-node-and-rebalance)
 
 : "${DOCRAFT_LOCAL:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/docraft-local}"
 NEMESIS_BASE=""
@@ -67,6 +93,9 @@ NEMESIS_TABLE=""
 NEMESIS_FEATURES=""
 NEMESIS_SEED=""
 NEMESIS_WARMUP=""
+NEMESIS_ORDER=random
+NEMESIS_HEAL_TIMEOUT=120
+NEMESIS_DRAINING=""  # a tserver left draining (the exit trap undrains it)
 
 # State for the final heal.
 NEMESIS_PAUSED=()  # nodes SIGSTOPped
@@ -118,6 +147,8 @@ nemesis_has_feature() {
 nemesis_supported() { # name
 	case $1 in
 	kill | kill-leader | pause | restart-all | master) return 0 ;;
+	master-replace) [ "$NEMESIS_MASTERS" -ge 3 ] ;;
+	kill-permanently | drain-and-stop | add-node-and-rebalance) return 0 ;;
 	skew) nemesis_has_feature skew ;;
 	hostile) ! nemesis_has_feature netns && [ -x "$(nemesis_attack_bin)" ] ;;
 	partition-halves | partition-one | partition-leader) nemesis_has_feature netns ;;
@@ -163,15 +194,38 @@ nemesis_rand() { # N: NEMESIS_R = a random integer in 0..N-1
 	NEMESIS_R=$((RANDOM % $1))
 }
 
+# The cluster's tservers now (the healing nemeses add and remove some):
+# docraft-local's list, else t1..--tservers.
+nemesis_tservers() {
+	local i
+	if ! dl nodes tservers 2>/dev/null; then
+		for ((i = 1; i <= NEMESIS_TSERVERS; i++)); do echo "t$i"; done
+	fi
+}
+
 nemesis_random_tserver() { # NEMESIS_NODE = a random tserver
-	nemesis_rand "$NEMESIS_TSERVERS"
-	NEMESIS_NODE="t$((NEMESIS_R + 1))"
+	local ts=()
+	mapfile -t ts < <(nemesis_tservers)
+	nemesis_rand ${#ts[@]}
+	NEMESIS_NODE=${ts[NEMESIS_R]}
+}
+
+# The masters now: m1..m<masters> of the cluster's docraft-local config but
+# those removed (master-replace adds and removes masters).
+nemesis_masters() {
+	local conf=$NEMESIS_BASE/cluster.conf m removed i
+	m=$(sed -n 's/^masters=//p' "$conf" 2>/dev/null)
+	removed=$(sed -n 's/^removed_masters=//p' "$conf" 2>/dev/null)
+	[[ $m =~ ^[0-9]+$ ]] || m=$NEMESIS_MASTERS
+	for ((i = 1; i <= m; i++)); do
+		[[ " $removed " == *" m$i "* ]] || echo "m$i"
+	done
 }
 
 nemesis_all_nodes() {
 	local i
-	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do echo "m$i"; done
-	for ((i = 1; i <= NEMESIS_TSERVERS; i++)); do echo "t$i"; done
+	nemesis_masters
+	nemesis_tservers
 }
 
 # NEMESIS_NODE = the tserver leading --table's first tablet, or a random
@@ -195,11 +249,12 @@ nemesis_table_leader() {
 # (src/master/service.c logs "leader in term N" / "no longer the leader
 # (term N" at level info: see dl); random if unknown.
 nemesis_master_leader() {
-	local i best="" best_term=-1 log line term
-	NEMESIS_NODE=m1
-	[ "$NEMESIS_MASTERS" -le 1 ] && return
-	for ((i = 1; i <= NEMESIS_MASTERS; i++)); do
-		log=$(dl logs "m$i" 2>/dev/null | head -n 1)
+	local i best="" best_term=-1 log line term masters=()
+	mapfile -t masters < <(nemesis_masters)
+	NEMESIS_NODE=${masters[0]}
+	[ "${#masters[@]}" -le 1 ] && return
+	for i in "${masters[@]}"; do
+		log=$(dl logs "$i" 2>/dev/null | head -n 1)
 		[ -f "$log" ] || continue
 		line=$(grep -E 'leader in term [0-9]+|no longer the leader' "$log" | tail -n 1)
 		case $line in
@@ -208,13 +263,13 @@ nemesis_master_leader() {
 		term=$(sed -E 's/.*leader in term ([0-9]+).*/\1/' <<<"$line")
 		if [[ $term =~ ^[0-9]+$ ]] && [ "$term" -gt "$best_term" ]; then
 			best_term=$term
-			best="m$i"
+			best=$i
 		fi
 	done
 	if [ -z "$best" ]; then
 		nemesis_note "master leader unknown: a random master"
-		nemesis_rand "$NEMESIS_MASTERS"
-		best="m$((NEMESIS_R + 1))"
+		nemesis_rand "${#masters[@]}"
+		best=${masters[NEMESIS_R]}
 	fi
 	NEMESIS_NODE=$best
 }
@@ -260,6 +315,90 @@ nemesis_attack_wait() {
 	NEMESIS_ATTACK_PID=""
 }
 
+NEMESIS_REPLACES=0
+# master-replace: removes a master (the leader every other time) and adds a
+# fresh one; NEMESIS_NODE = "old>new". With fewer than 3 masters left (an
+# add that failed before) it only adds.
+nemesis_master_replace() {
+	local masters=() old=- new
+	mapfile -t masters < <(nemesis_masters)
+	if [ "${#masters[@]}" -ge 3 ]; then
+		if [ $((NEMESIS_REPLACES % 2)) -eq 0 ]; then
+			nemesis_master_leader
+		else
+			nemesis_rand "${#masters[@]}"
+			NEMESIS_NODE=${masters[NEMESIS_R]}
+		fi
+		old=$NEMESIS_NODE
+		dl_quiet remove-master "$old" || old="$old(failed)"
+	fi
+	NEMESIS_REPLACES=$((NEMESIS_REPLACES + 1))
+	dl_quiet add-master
+	new=$(nemesis_masters | tail -n 1)
+	NEMESIS_NODE="$old>$new"
+}
+
+# ---- the healing nemeses (issue 15; tests/jepsen/heal.sh) -------------------------------
+
+# shellcheck source=heal.sh
+. "$(dirname "${BASH_SOURCE[0]}")/heal.sh"
+# shellcheck source=../lib/wait.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/wait.sh"
+
+nemesis_cli() { dl env | sed -n 's/^DOCRAFT_CLI=//p'; }
+nemesis_master_addresses() { dl env | sed -n 's/^MASTERS=//p'; }
+
+# A node's address, from its node.conf (removed nodes too).
+nemesis_address() { sed -n 's/^address = //p' "$NEMESIS_BASE/$1/node.conf"; }
+
+# nemesis_wait_healed WHAT CHECK TARGET [ARG]: polls heal_CHECK (at_rf,
+# balanced, failed ARG) until it holds; a note with the time it took, or an
+# `unhealed` note after --heal-timeout.
+nemesis_wait_healed() {
+	local what=$1 check=$2 target=$3 cli masters start=$SECONDS
+	cli=$(nemesis_cli)
+	masters=$(nemesis_master_addresses)
+	if wait_for $((NEMESIS_HEAL_TIMEOUT * 1000)) "heal_$check" "$cli" "$masters" ${4:+"$4"}; then
+		nemesis_note "healed $what $target: $check after $((SECONDS - start)) s"
+		return 0
+	fi
+	heal_counts "$cli" "$masters" || true
+	nemesis_log note unhealed "$what $target: not $check after ${NEMESIS_HEAL_TIMEOUT} s" \
+		"(under-replicated ${HEAL_UNDER:-?}, moves ${HEAL_MOVES:-?})"
+	echo "nemesis: $what $target: not $check after ${NEMESIS_HEAL_TIMEOUT} s" >&2
+	return 1
+}
+
+# Drains NODE until it holds no replica (at most --heal-timeout); undrains
+# it again when that fails.
+nemesis_drain() { # node
+	NEMESIS_DRAINING=$1
+	if dl drain "$1" --wait="$NEMESIS_HEAL_TIMEOUT" >&2; then
+		nemesis_note "drained $1"
+		return 0
+	fi
+	nemesis_log note unhealed "drain $1: not drained after ${NEMESIS_HEAL_TIMEOUT} s"
+	dl undrain "$1" >&2 && NEMESIS_DRAINING=""
+	return 1
+}
+
+nemesis_undrain() {
+	[ -n "$NEMESIS_DRAINING" ] || return 0
+	dl_quiet undrain "$NEMESIS_DRAINING" && NEMESIS_DRAINING=""
+}
+
+# add-node-and-rebalance's bound on the cluster's size: at --tservers + 2,
+# a random tserver is drained, stopped and removed first.
+nemesis_shrink_if_big() {
+	local ts=()
+	mapfile -t ts < <(nemesis_tservers)
+	[ ${#ts[@]} -ge $((NEMESIS_TSERVERS + 2)) ] || return 0
+	nemesis_random_tserver
+	nemesis_note "the cluster has ${#ts[@]} tservers: decommissioning $NEMESIS_NODE first"
+	nemesis_drain "$NEMESIS_NODE" || return 1
+	dl_quiet stop "$NEMESIS_NODE" && dl_quiet remove-node "$NEMESIS_NODE" && NEMESIS_DRAINING=""
+}
+
 # Applies one fault, then logs its start; NEMESIS_TARGET = its target.
 # Records what the heal must undo.
 nemesis_fault() { # name
@@ -293,6 +432,10 @@ nemesis_fault() { # name
 		target=$NEMESIS_NODE
 		NEMESIS_STOPPED=1
 		dl_quiet kill "$target"
+		;;
+	master-replace)
+		nemesis_master_replace
+		target=$NEMESIS_NODE
 		;;
 	skew)
 		nemesis_random_tserver
@@ -329,6 +472,26 @@ nemesis_fault() { # name
 		NEMESIS_PARTITIONED=1
 		dl_quiet isolate "$target"
 		;;
+	kill-permanently)
+		nemesis_random_tserver
+		target=$NEMESIS_NODE
+		dl_quiet remove-node "$target"
+		;;
+	drain-and-stop)
+		nemesis_random_tserver
+		target=$NEMESIS_NODE
+		if nemesis_drain "$target"; then
+			NEMESIS_STOPPED=1
+			dl_quiet stop "$target"
+		else
+			target="$target:not-drained"
+		fi
+		;;
+	add-node-and-rebalance)
+		nemesis_shrink_if_big
+		dl_quiet add-node
+		target=$(dl nodes tservers | tail -n 1)
+		;;
 	esac
 	# Logged once the fault is in effect: docraft-local takes ~0.1 s to
 	# act (more on a busy machine), and a start line written before would
@@ -346,6 +509,7 @@ nemesis_heal() { # name target
 	kill | kill-leader | master)
 		dl_quiet start "$target" && NEMESIS_STOPPED=0
 		;;
+	master-replace) ;;
 	restart-all)
 		dl_quiet start all-tservers && NEMESIS_STOPPED=0
 		;;
@@ -370,6 +534,23 @@ nemesis_heal() { # name target
 	partition-*)
 		dl_quiet heal && NEMESIS_PARTITIONED=0
 		;;
+	kill-permanently)
+		dl_quiet add-node
+		# First the master declares it failed (--tserver-failed-after-s),
+		# then every tablet must come back to RF.
+		nemesis_wait_healed "$name" failed "$target" "$(nemesis_address "$target")" &&
+			nemesis_wait_healed "$name" at_rf "$target"
+		;;
+	drain-and-stop)
+		if [[ $target != *:not-drained ]]; then
+			dl_quiet start "$target" && NEMESIS_STOPPED=0
+			nemesis_undrain
+			nemesis_wait_healed "$name" at_rf "$target"
+		fi
+		;;
+	add-node-and-rebalance)
+		nemesis_wait_healed "$name" balanced "$target"
+		;;
 	esac
 }
 
@@ -393,6 +574,10 @@ nemesis_heal_all() {
 		dl start >&2 || nemesis_note "docraft-local start failed while healing"
 	fi
 	NEMESIS_STOPPED=0
+	if [ -n "$NEMESIS_DRAINING" ]; then
+		dl undrain "$NEMESIS_DRAINING" >&2 || nemesis_note "undrain $NEMESIS_DRAINING failed"
+		NEMESIS_DRAINING=""
+	fi
 }
 
 # Sleeps SEC (may be fractional) so that a signal interrupts it at once.
@@ -424,7 +609,7 @@ nemesis_on_exit() {
 # The loop: a quiet warm-up (--warmup, default min(5, interval) s), then
 # cycles of fault (4-6 s), heal, quiet until the interval is over.
 nemesis_loop() {
-	local deadline cycle fault_ms name target warmup
+	local deadline cycle fault_ms name target warmup n_faults=0
 	nemesis_select || return 2
 	[ -n "$NEMESIS_SEED" ] && RANDOM=$NEMESIS_SEED
 	trap nemesis_on_exit EXIT
@@ -438,8 +623,13 @@ nemesis_loop() {
 	while :; do
 		cycle=$(nemesis_now_ms)
 		[ "$cycle" -lt "$deadline" ] || break
-		nemesis_rand ${#NEMESIS_SELECTED[@]}
-		name=${NEMESIS_SELECTED[NEMESIS_R]}
+		if [ "$NEMESIS_ORDER" = cycle ]; then
+			name=${NEMESIS_SELECTED[n_faults % ${#NEMESIS_SELECTED[@]}]}
+		else
+			nemesis_rand ${#NEMESIS_SELECTED[@]}
+			name=${NEMESIS_SELECTED[NEMESIS_R]}
+		fi
+		n_faults=$((n_faults + 1))
 		nemesis_rand 2001
 		fault_ms=$((4000 + NEMESIS_R))
 		if [ $((NEMESIS_INTERVAL * 1000)) -lt $((fault_ms + 1000)) ]; then
@@ -458,7 +648,7 @@ nemesis_loop() {
 }
 
 nemesis_usage() {
-	sed -n '16,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '17,67p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 nemesis_main() {
@@ -487,6 +677,8 @@ nemesis_main() {
 		--features) NEMESIS_FEATURES=$2 ;;
 		--seed) NEMESIS_SEED=$2 ;;
 		--warmup) NEMESIS_WARMUP=$2 ;;
+		--order) NEMESIS_ORDER=$2 ;;
+		--heal-timeout) NEMESIS_HEAL_TIMEOUT=$2 ;;
 		*)
 			echo "nemesis: unknown argument '$1'" >&2
 			nemesis_usage >&2
@@ -496,7 +688,12 @@ nemesis_main() {
 		shift 2
 	done
 	local v
-	for v in NEMESIS_TIME NEMESIS_INTERVAL NEMESIS_MASTERS NEMESIS_TSERVERS; do
+	case $NEMESIS_ORDER in random | cycle) ;; *)
+		echo "nemesis: --order: random or cycle" >&2
+		return 2
+		;;
+	esac
+	for v in NEMESIS_TIME NEMESIS_INTERVAL NEMESIS_MASTERS NEMESIS_TSERVERS NEMESIS_HEAL_TIMEOUT; do
 		if ! [[ ${!v} =~ ^[0-9]+$ ]] || [ "${!v}" -eq 0 ]; then
 			echo "nemesis: ${v#NEMESIS_} must be a positive integer" >&2
 			return 2

@@ -8,7 +8,8 @@
 #       [--skew yes|no|auto] [--masters 1|3] [--tservers N] [--rf R]
 #       [--tablets N] [--keys K] [--interval SEC] [--seed S]
 #       [--final-timeout SEC] [--check-time-limit SEC] [--expect valid|invalid]
-#       [--port-base P|auto] [--label TEXT] [--keep]
+#       [--port-base P|auto] [--label TEXT] [--keep] [--order random|cycle]
+#       [--failed-after-s S] [--heal-timeout SEC]
 #
 # Environment: DOCRAFT_BUILD, the meson build directory whose binaries run
 # (default <repo>/build: src/master/docraft-master, src/tserver/docraft-tserver,
@@ -28,6 +29,18 @@
 # run `docraft checksum` on both tables until the replicas agree (60 s at
 # most); copy the node logs to DIR/logs; destroy the cluster (also on any
 # exit: trap); write DIR/report.md (docs/reliability.md describes it).
+#
+# The healing nemeses (kill-permanently, drain-and-stop,
+# add-node-and-rebalance; also in `all`) need a tserver more than RF
+# (--tservers is raised to 4 at least) and masters that declare a silent
+# tserver failed soon: --failed-after-s (default 6 with them) becomes the
+# masters' --tserver-failed-after-s. After the heal, every run whose master
+# answers `docraft cluster` waits (--heal-timeout, default 120 s) until no
+# tablet is under-replicated and no move is in flight, and checks that every
+# replica the master lists is on a tserver of the cluster now (not on one
+# removed); with a healing nemesis both are required, as is the absence of
+# `unhealed` notes in the nemesis log. --order cycle runs the nemeses in the
+# order given instead of at random.
 #
 # DIR also holds history.txt, nemesis.log, check.txt/check.json,
 # checksum-<table>.txt, workload.{out,err}, nemesis.err, cluster.err and
@@ -72,9 +85,12 @@ LABEL=""
 KEEP=0
 PREFIX=jepsen
 PORT_BASE=auto
+ORDER=random
+FAILED_AFTER=""
+HEAL_TIMEOUT=120
 
 usage() {
-	sed -n '6,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '6,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
@@ -113,6 +129,9 @@ while [ $# -gt 0 ]; do
 	--expect) EXPECT=$2 ;;
 	--label) LABEL=$2 ;;
 	--port-base) PORT_BASE=$2 ;;
+	--order) ORDER=$2 ;;
+	--failed-after-s) FAILED_AFTER=$2 ;;
+	--heal-timeout) HEAL_TIMEOUT=$2 ;;
 	*)
 		echo "jepsen: unknown option '$1'" >&2
 		usage >&2
@@ -127,7 +146,8 @@ bad() {
 	exit 2
 }
 [ -n "$OUT" ] || bad "--out is required"
-for v in TIME CLIENTS MASTERS TSERVERS RF TABLETS KEYS INTERVAL FINAL_TIMEOUT CHECK_LIMIT; do
+for v in TIME CLIENTS MASTERS TSERVERS RF TABLETS KEYS INTERVAL FINAL_TIMEOUT CHECK_LIMIT \
+	HEAL_TIMEOUT; do
 	if ! [[ ${!v} =~ ^[0-9]+$ ]] || [ "${!v}" -eq 0 ]; then
 		bad "--${v,,} must be a positive integer"
 	fi
@@ -138,6 +158,18 @@ case $SKEW in yes | no | auto) ;; *) bad "--skew: yes, no or auto" ;; esac
 case $EXPECT in valid | invalid) ;; *) bad "--expect: valid or invalid" ;; esac
 case $WORKLOAD in registers | set | both) ;; *) bad "--workload: registers, set or both" ;; esac
 case $MASTERS in 1 | 3) ;; *) bad "--masters: 1 or 3" ;; esac
+case $ORDER in random | cycle) ;; *) bad "--order: random or cycle" ;; esac
+[ -z "$FAILED_AFTER" ] || { [[ $FAILED_AFTER =~ ^[0-9]+$ ]] && [ "$FAILED_AFTER" -gt 0 ]; } ||
+	bad "--failed-after-s must be a positive integer"
+# The healing nemeses: a tserver more than RF, failed tservers noticed soon.
+HEALING=0
+case ",$NEMESIS," in
+*,all,* | *,kill-permanently,* | *,drain-and-stop,* | *,add-node-and-rebalance,*) HEALING=1 ;;
+esac
+if [ "$HEALING" -eq 1 ]; then
+	[ "$TSERVERS" -gt "$RF" ] || TSERVERS=$((RF + 1))
+	[ -n "$FAILED_AFTER" ] || FAILED_AFTER=6
+fi
 if [ "$PORT_BASE" != auto ] &&
 	{ ! [[ $PORT_BASE =~ ^[0-9]+$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 63535 ]; }; then
 	bad "--port-base: 1024..63535 or auto"
@@ -178,6 +210,9 @@ say() { echo "jepsen: $(date +%T) $*" >&2; }
 # Nodes log at info (masters default to warn): their logs then tell what
 # happened, and the master nemesis finds the master leader in them.
 dl() { DOCRAFT_TRACE=${DOCRAFT_TRACE:-info} "$DOCRAFT_LOCAL" --base "$BASE" "$@"; }
+
+# shellcheck source=heal.sh
+. "$HERE/heal.sh"
 
 # ---- clean-up: whatever happens, no process of this run survives ----------------------
 
@@ -238,11 +273,27 @@ NODES=()
 for ((i = 1; i <= MASTERS; i++)); do NODES+=("m$i"); done
 for ((i = 1; i <= TSERVERS; i++)); do NODES+=("t$i"); done
 
+# The nodes now, removed ones included (the healing nemeses add and remove
+# tservers); the initial ones when docraft-local cannot say.
+nodes_now() {
+	local now=()
+	mapfile -t now < <(dl nodes 2>/dev/null; dl nodes removed 2>/dev/null)
+	if [ ${#now[@]} -gt 0 ]; then
+		NODES=("${now[@]}")
+	fi
+}
+
 # Copies every node's log into OUT/logs (the cluster directory goes with
 # destroy). `docraft-local logs NODE` names the file (or prints the log).
 collect_logs() {
-	local n out
+	local n out m
 	mkdir -p "$OUT/logs"
+	nodes_now
+	# Masters added by master-replace (m4, ...) too, removed ones included.
+	m=$(sed -n 's/^masters=//p' "$BASE/cluster.conf" 2>/dev/null)
+	for ((i = MASTERS + 1; i <= ${m:-0}; i++)); do
+		[[ " ${NODES[*]} " == *" m$i "* ]] || NODES+=("m$i")
+	done
 	for n in "${NODES[@]}"; do
 		out=$(dl logs "$n" 2>/dev/null | head -n 1)
 		if [ -n "$out" ] && [ -f "$out" ]; then
@@ -256,13 +307,13 @@ collect_logs() {
 # Heals every fault the nemesis may have left (it heals on exit too).
 heal_all() {
 	local n
-	for n in "${NODES[@]}"; do
+	for n in $(dl nodes 2>/dev/null); do
 		dl resume "$n" >>"$OUT/cluster.err" 2>&1
 	done
 	[ "$NETNS" = yes ] && dl heal >>"$OUT/cluster.err" 2>&1
 	if [ "$SKEW" = yes ]; then
-		for ((i = 1; i <= TSERVERS; i++)); do
-			dl skew "t$i" 0 >>"$OUT/cluster.err" 2>&1
+		for n in $(dl nodes tservers 2>/dev/null); do
+			dl skew "$n" 0 >>"$OUT/cluster.err" 2>&1
 		done
 	fi
 	dl start >>"$OUT/cluster.err" 2>&1
@@ -289,10 +340,14 @@ CLUSTER_OK=0
 WORKLOAD_RC=-1
 RECOVERED=no
 HEAL_S=""
+RF_RESTORED=unknown # every tablet at RF, no move in flight (docraft cluster)
+RF_S=""             # seconds that took after the heal
+REPLICAS_CURRENT=unknown # every listed replica on a tserver of the cluster now
 
 create_args=(create --masters "$MASTERS" --tservers "$TSERVERS" --rf "$RF" --port-base "$PORT_BASE")
 [ "$NETNS" = yes ] && create_args+=(--netns)
 [ "$SKEW" = yes ] && create_args+=(--skewable)
+[ -n "$FAILED_AFTER" ] && create_args+=(--tserver-failed-after-s "$FAILED_AFTER")
 say "cluster: ${create_args[*]:1} under $BASE"
 dl destroy >>"$OUT/cluster.err" 2>&1 # a previous run's leftovers
 if dl "${create_args[@]}" >>"$OUT/cluster.err" 2>&1 && dl start >>"$OUT/cluster.err" 2>&1; then
@@ -334,11 +389,12 @@ if [ "$CLUSTER_OK" -eq 1 ]; then
 		DOCRAFT_LOCAL=$DOCRAFT_LOCAL "$HERE/nemesis.sh" --base "$BASE" --nemesis "$NEMESIS" \
 			--time "$NEMESIS_TIME" --interval "$INTERVAL" --log "$OUT/nemesis.log" \
 			--masters "$MASTERS" --tservers "$TSERVERS" --table "$REG_TABLE" \
-			--features "$FEATURES" --seed "$SEED" 2>"$OUT/nemesis.err" &
+			--features "$FEATURES" --seed "$SEED" --order "$ORDER" \
+			--heal-timeout "$HEAL_TIMEOUT" 2>"$OUT/nemesis.err" &
 		NPID=$!
 		# The last fault starts by NEMESIS_TIME and lasts <= 6 s; its heal may
-		# wait for a node to start.
-		if ! wait_pid "$NPID" $((NEMESIS_TIME + INTERVAL + 120)); then
+		# wait for a node to start, a healing nemesis for a drain and a heal.
+		if ! wait_pid "$NPID" $((NEMESIS_TIME + INTERVAL + 120 + HEALING * 2 * HEAL_TIMEOUT)); then
 			say "the nemesis did not finish: stopping it"
 			stop_pid "$NPID" 60
 		elif [ "$WAIT_RC" -ne 0 ]; then
@@ -353,8 +409,22 @@ if [ "$CLUSTER_OK" -eq 1 ]; then
 	HEAL_S=$(($(date +%s) - RUN_START))
 	say "healing everything; waiting for leaders"
 	heal_all
+	# master-replace may have replaced every master the run started with.
+	now=$(dl env 2>>"$OUT/cluster.err" | sed -n 's/^\(export \)\{0,1\}MASTERS=//p' | tr -d "\"'")
+	[ -n "$now" ] && MASTER_ADDRS=$now
 	if wait_leaders 60; then RECOVERED=yes; fi
-	say "recovered: $RECOVERED; waiting for the workload and its final reads"
+	# Every tablet back at RF (masters that answer `docraft cluster`).
+	if heal_counts "$CLI" "$MASTER_ADDRS"; then
+		rf_start=$SECONDS
+		if wait_for $((HEAL_TIMEOUT * 1000)) heal_at_rf "$CLI" "$MASTER_ADDRS"; then
+			RF_RESTORED=yes
+		else
+			RF_RESTORED=no
+		fi
+		RF_S=$((SECONDS - rf_start))
+		"$CLI" --masters "$MASTER_ADDRS" cluster >"$OUT/cluster-status.txt" 2>&1
+	fi
+	say "recovered: $RECOVERED; every tablet at RF: $RF_RESTORED${RF_S:+ (${RF_S}s)}; waiting for the workload and its final reads"
 	# Ends at TIME after its time 0, then final reads (<= FINAL_TIMEOUT).
 	if wait_pid "$WPID" $((TIME + FINAL_TIMEOUT + 120)); then
 		WORKLOAD_RC=$WAIT_RC
@@ -392,6 +462,20 @@ if [ "$CLUSTER_OK" -eq 1 ]; then
 		sleep 2
 	done
 	say "replica checksums: $CHECKSUMS"
+
+	# The replicas the checksums compared are the master's list: each must
+	# be on a tserver of the cluster now, not on one removed for good.
+	if [ "$RF_RESTORED" != unknown ]; then
+		current=$(dl env 2>/dev/null | sed -n 's/^TSERVERS=//p')
+		REPLICAS_CURRENT=yes
+		for t in "${TABLES[@]}"; do
+			if ! heal_replicas_on "$CLI" "$MASTER_ADDRS" "$t" "$current"; then
+				REPLICAS_CURRENT=no
+				say "table $t: a replica is not on a current tserver: ${HEAL_STRAY:-(tablets failed)}"
+			fi
+		done
+		say "every replica on a current tserver: $REPLICAS_CURRENT"
+	fi
 fi
 
 # ---- logs, destroy ---------------------------------------------------------------------
@@ -429,6 +513,12 @@ else
 	[ "$WORKLOAD_RC" = 0 ] || REASONS+=("the workload exited with status $WORKLOAD_RC")
 	BREACHES=$(grep -c '^[0-9]* note breach ' "$OUT/nemesis.log")
 	[ "$BREACHES" = 0 ] || REASONS+=("hostile nemesis: $BREACHES breach(es), see nemesis.log")
+	UNHEALED=$(grep -c '^[0-9]* note unhealed ' "$OUT/nemesis.log")
+	[ "$UNHEALED" = 0 ] || REASONS+=("healing nemeses: $UNHEALED heal(s) did not end, see nemesis.log")
+	if [ "$HEALING" -eq 1 ] || [ "$RF_RESTORED" = no ]; then
+		[ "$RF_RESTORED" = yes ] || REASONS+=("every tablet back at RF: $RF_RESTORED")
+	fi
+	[ "$REPLICAS_CURRENT" != no ] || REASONS+=("a replica is listed on a tserver that is gone")
 	[ ${#REASONS[@]} -eq 0 ] && PASS=1
 fi
 
@@ -439,6 +529,10 @@ fi
 	echo "final_read=${FINAL_READ:-0}"
 	echo "workload_rc=$WORKLOAD_RC"
 	echo "recovered=$RECOVERED"
+	echo "rf_restored=$RF_RESTORED"
+	echo "rf_seconds=${RF_S:-}"
+	echo "replicas_current=$REPLICAS_CURRENT"
+	echo "unhealed=${UNHEALED:-0}"
 	echo "cluster_ok=$CLUSTER_OK"
 	echo "pass=$PASS"
 	echo "workload_summary=$(tail -n 1 "$OUT/workload.out" 2>/dev/null)"
@@ -467,17 +561,18 @@ code_block() { # FILE [MAX_LINES]
 	echo "| date | $(date -u -d "@$RUN_START" '+%Y-%m-%d %H:%M:%S UTC') |"
 	echo "| commit | $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ' + local changes') |"
 	echo "| binaries | \`$DOCRAFT_BUILD\` |"
-	echo "| cluster | $MASTERS master(s), $TSERVERS tservers, RF $RF, $TABLETS tablets per table, netns $NETNS, skewable $SKEW |"
+	echo "| cluster | $MASTERS master(s), $TSERVERS tservers, RF $RF, $TABLETS tablets per table, netns $NETNS, skewable $SKEW${FAILED_AFTER:+, failed after ${FAILED_AFTER} s} |"
 	echo "| workload | $WORKLOAD, $CLIENTS clients, ${TIME} s, $KEYS active keys, seed $SEED |"
-	echo "| nemesis | $NEMESIS, every ${INTERVAL} s for the first ${NEMESIS_TIME} s |"
+	echo "| nemesis | $NEMESIS ($ORDER), every ${INTERVAL} s for the first ${NEMESIS_TIME} s |"
 	echo "| expected | $EXPECT |"
-	echo "| healed at | ${HEAL_S:-?} s after the start of the run; leaders back: $RECOVERED |"
+	echo "| healed at | ${HEAL_S:-?} s after the start of the run; leaders back: $RECOVERED; every tablet at RF: $RF_RESTORED${RF_S:+ after ${RF_S} s} |"
 	echo
 	echo "## Result"
 	echo
 	echo "- checker verdict: **$VERDICT**"
 	echo "- replica checksums: **$CHECKSUMS**"
 	echo "- acknowledged adds lost: **${LOST:-unknown}**"
+	echo "- every tablet back at RF: **$RF_RESTORED**; every replica on a current tserver: **$REPLICAS_CURRENT**"
 	echo "- workload: exit $WORKLOAD_RC, \`$(tail -n 1 "$OUT/workload.out" 2>/dev/null)\`"
 	echo
 	if [ -s "$OUT/report-tables.md" ]; then

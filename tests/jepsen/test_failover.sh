@@ -10,6 +10,15 @@
 # Environment (set by tests/jepsen/meson.build): DOCRAFT_BUILD (the build
 # dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 100) and
 # FAILOVER_CLIENTS (default 6) shorten or widen a run by hand.
+# FAILOVER_NEMESES (a list for run.sh --nemesis, instead of the one above),
+# FAILOVER_MASTERS (1), FAILOVER_INTERVAL (10) and FAILOVER_ORDER (random,
+# or cycle) make other runs of it: meson's test_heal_nemeses runs the
+# healing nemeses (kill-permanently, drain-and-stop, add-node-and-rebalance)
+# in turn, test_failover_masters master-replace with 3 masters; with a
+# FAILOVER_NEMESES list the 6th check (every tablet back at RF, every
+# replica on a tserver of the cluster now) is required, and the 7th (every
+# nemesis of the list ran); otherwise the 6th is skipped when the master
+# does not answer `docraft cluster`, and the 7th always.
 #
 # The run's directory (history, nemesis log, report.md, node logs) is
 # removed when the test passes and kept, with its path printed, when it
@@ -21,8 +30,10 @@ export DOCRAFT_BUILD=${DOCRAFT_BUILD:-$REPO/build}
 export DOCRAFT_LOCAL=${DOCRAFT_LOCAL:-$REPO/deploy/docraft-local}
 TIME=${FAILOVER_TIME:-100}
 CLIENTS=${FAILOVER_CLIENTS:-6}
+INTERVAL=${FAILOVER_INTERVAL:-10}
+ORDER=${FAILOVER_ORDER:-random}
 
-echo "1..5"
+echo "1..7"
 out=$(mktemp -d "${TMPDIR:-/tmp}/docraft-failover.XXXXXX")
 RUN_PID=""
 # shellcheck disable=SC2317 # a trap
@@ -44,12 +55,20 @@ if [ -e "$DOCRAFT_BUILD/tests/jepsen/libdocraft_skew.so" ]; then
 	nemeses+=,skew
 	skew=yes
 fi
-echo "# run dir $out; nemeses $nemeses; ${TIME}s, $CLIENTS clients"
+healing=0
+if [ -n "${FAILOVER_NEMESES:-}" ]; then
+	nemeses=$FAILOVER_NEMESES
+	healing=1
+	skew=no
+	case ,$nemeses, in *,skew,*) skew=yes ;; esac
+fi
+MASTERS=${FAILOVER_MASTERS:-1}
+echo "# run dir $out; nemeses $nemeses ($ORDER); ${TIME}s, $CLIENTS clients, $MASTERS master(s)"
 
 "$REPO/tests/jepsen/run.sh" --out "$out" --time "$TIME" --nemesis "$nemeses" \
-	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters 1 \
-	--tservers 3 --rf 3 --interval 10 --final-timeout 60 --check-time-limit 90 \
-	--label "default-suite failover test" 2> >(sed 's/^/# /') &
+	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters "$MASTERS" \
+	--tservers 3 --rf 3 --interval "$INTERVAL" --order "$ORDER" --final-timeout 60 \
+	--check-time-limit 90 --label "default-suite failover test" 2> >(sed 's/^/# /') &
 RUN_PID=$!
 wait "$RUN_PID"
 rc=$?
@@ -72,11 +91,29 @@ tap $((! $?)) "4 - replica checksums after healing: $(val checksums)"
 left=$(pgrep -f -- "$out/cluster" || true)
 [ -z "$left" ]
 tap $((! $?)) "5 - every node stopped${left:+ (left: $left)}"
+if [ "$healing" -eq 0 ] && [ "$(val rf_restored)" = unknown ]; then
+	echo "ok 6 - every tablet back at RF # SKIP the master does not answer docraft cluster"
+else
+	[ "$(val rf_restored)" = yes ] && [ "$(val replicas_current)" = yes ] && [ "$(val unhealed)" = 0 ]
+	tap $((! $?)) "6 - every tablet back at RF ($(val rf_restored), $(val rf_seconds) s), replicas on current tservers ($(val replicas_current)), unhealed faults: $(val unhealed)"
+fi
+
+# With a list of its own (cycle), every nemesis of it must have run.
+if [ "$healing" -eq 1 ]; then
+	missing=""
+	for n in ${nemeses//,/ }; do
+		grep -q "^[0-9]* start $n " "$out/nemesis.log" 2>/dev/null || missing+=" $n"
+	done
+	[ -z "$missing" ]
+	tap $((! $?)) "7 - every nemesis of the list ran${missing:+ (not run:$missing)}"
+else
+	echo "ok 7 - every nemesis of the list ran # SKIP random choice"
+fi
 
 if [ -f "$out/report-tables.md" ]; then
 	sed -n '/^## Nemesis timeline/,$p' "$out/report-tables.md" | sed 's/^/# /'
 fi
-if [ "$rc" -eq 0 ] && [ -z "$left" ]; then
+if [ "$rc" -eq 0 ] && [ -z "$left" ] && [ -z "${missing:-}" ]; then
 	rm -rf "$out"
 else
 	echo "# FAILED: the run is kept in $out (report: $out/report.md)"

@@ -32,11 +32,16 @@ static void cleanup(bool failed)
 		return;
 	proc_kill_all();
 	if (failed) {
-		tail_log(C.m.log);
+		for (int k = 0; C.nm > 1 && k < C.nm; k++)
+			tail_log(C.mk[k].log);
+		if (C.nm <= 1)
+			tail_log(C.m.log);
 		for (int k = 0; k < C.nt; k++)
 			tail_log(C.t[k].log);
 	}
 	C.m.up = false;
+	for (int k = 0; k < CLUSTER_MAX_MASTERS; k++)
+		C.mk[k].up = false;
 	for (int k = 0; k < C.nt; k++)
 		C.t[k].up = false;
 	test_tmpdir_remove(C.base);
@@ -119,29 +124,52 @@ int count_substr(const char *s, const char *needle)
 
 /* ---- processes ---------------------------------------------------------------------- */
 
-/* The flags below are those of tests/lib/cluster.sh too. */
+/* Starts a master at s->addr with s->dir and s->log, --masters list when
+ * not NULL, and C.master_args. The flags below are those of
+ * tests/lib/cluster.sh too. */
+static void spawn_master(struct server *s, const char *list)
+{
+	char line[512], want[192];
+	char *argv[14] = {C.master_exe, "--address", s->addr, "--data", s->dir,
+			  "--tserver-timeout-ms", "3000", NULL};
+	int n = 7;
+	if (list != NULL) {
+		argv[n++] = "--masters";
+		argv[n++] = (char *)list;
+	}
+	for (int i = 0; C.master_args[i] != NULL && n < 13; i++)
+		argv[n++] = (char *)C.master_args[i];
+	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn master: %s", strerror(errno));
+	s->up = true;
+	int rv = proc_read_line(&s->p, line, sizeof line, 15000);
+	CHECK_MSG(rv == 1, "the master at %s did not start (%d)", s->addr, rv);
+	snprintf(want, sizeof want, "docraft-master listening on %s", s->addr);
+	CHECK_MSG(strstr(line, want) != NULL, "master %s: unexpected first line: %s", s->addr,
+		  line);
+}
+
 void master_start(void)
 {
-	char line[512], want[128];
-	char *argv[12] = {C.master_exe, "--address", C.maddr, "--data", C.m.dir,
-			  "--tserver-timeout-ms", "3000", NULL};
-	for (int i = 0, n = 7; C.master_args[i] != NULL && n < 11; i++)
-		argv[n++] = (char *)C.master_args[i];
-	CHECK_MSG(proc_spawn(&C.m.p, argv, C.m.log) == 0, "spawn master: %s", strerror(errno));
-	C.m.up = true;
-	int rv = proc_read_line(&C.m.p, line, sizeof line, 15000);
-	CHECK_MSG(rv == 1, "the master did not start (%d)", rv);
-	snprintf(want, sizeof want, "docraft-master listening on %s", C.maddr);
-	CHECK_MSG(strstr(line, want) != NULL, "master: unexpected first line: %s", line);
+	spawn_master(&C.m, NULL);
+}
+
+void master_start_k(int k)
+{
+	spawn_master(&C.mk[k], C.maddr);
 }
 
 void tserver_start(int k)
 {
 	struct server *s = &C.t[k];
 	char line[512];
-	char *argv[16] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
+	char *argv[18] = {C.tserver_exe, "--address", s->addr, "--data", s->dir,
 			  "--masters", C.maddr, NULL};
-	for (int i = 0, n = 7; C.tserver_args[i] != NULL && n < 15; i++)
+	int n = 7;
+	if (C.placement[k] != NULL) {
+		argv[n++] = (char *)"--placement";
+		argv[n++] = (char *)C.placement[k];
+	}
+	for (int i = 0; C.tserver_args[i] != NULL && n < 17; i++)
 		argv[n++] = (char *)C.tserver_args[i];
 	CHECK_MSG(proc_spawn(&s->p, argv, s->log) == 0, "spawn tserver: %s", strerror(errno));
 	s->up = true;
@@ -175,13 +203,53 @@ bool all_tservers_live(void *live)
 	return n >= C.nt;
 }
 
+/* Sets flag a to b in args (NULL-terminated, cap slots): replaced if
+ * there, else appended. */
+static void set_arg(const char **args, size_t cap, const char *a, const char *b)
+{
+	size_t n = 0;
+	while (n < cap && args[n] != NULL) {
+		if (strcmp(args[n], a) == 0 && n + 1 < cap && args[n + 1] != NULL) {
+			args[n + 1] = b;
+			return;
+		}
+		n++;
+	}
+	CHECK_MSG(n + 2 < cap, "no room for %s in the extra flags", a);
+	args[n] = a;
+	args[n + 1] = b;
+	args[n + 2] = NULL;
+}
+
+void cluster_use_http(void)
+{
+	int pm = proc_free_port(1, -1), pt = proc_free_port(CLUSTER_MAX_TSERVERS, pm);
+
+	CHECK_MSG(pm > 0 && pt > 0, "no free ports for HTTP");
+	snprintf(C.mhttp, sizeof C.mhttp, "127.0.0.1:%d", pm);
+	snprintf(C.http_flag, sizeof C.http_flag, ":%d", pt);
+	C.http_port = pt;
+	set_arg(C.master_args, sizeof C.master_args / sizeof C.master_args[0],
+		    "--http-address", C.mhttp);
+	set_arg(C.tserver_args, sizeof C.tserver_args / sizeof C.tserver_args[0],
+		    "--http-address", C.http_flag);
+}
+
 void cluster_start(const char *tag, int nt)
+{
+	cluster_start_masters(tag, nt, 1);
+}
+
+void cluster_start_masters(const char *tag, int nt, int nm)
 {
 	cleanup(true); /* the previous case failed */
 	proc_on_exit(cleanup_at_exit, on_fatal_signal);
 	CHECK(nt >= 1 && nt <= CLUSTER_MAX_TSERVERS);
+	CHECK(nm >= 1 && nm <= CLUSTER_MAX_MASTERS);
 	C.nt = nt;
+	C.nm = nm;
 	memset(&C.m, 0, sizeof C.m);
+	memset(C.mk, 0, sizeof C.mk);
 	memset(C.t, 0, sizeof C.t);
 	find_exe(C.master_exe, sizeof C.master_exe, "MASTER", "src/master/docraft-master");
 	find_exe(C.tserver_exe, sizeof C.tserver_exe, "TSERVER", "src/tserver/docraft-tserver");
@@ -191,15 +259,31 @@ void cluster_start(const char *tag, int nt)
 	int pt = proc_free_port(nt, -1);
 	int pm = proc_free_port(1, pt);
 	CHECK_MSG(pt > 0 && pm > 0, "no free ports");
-	snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
-	snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
-	snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
-	master_start();
+	if (nm == 1) {
+		snprintf(C.maddr, sizeof C.maddr, "127.0.0.1:%d", pm);
+		snprintf(C.m.addr, sizeof C.m.addr, "127.0.0.1:%d", pm);
+		snprintf(C.m.dir, sizeof C.m.dir, "%s/master", C.base);
+		snprintf(C.m.log, sizeof C.m.log, "%s/master.log", C.base);
+		master_start();
+	} else {
+		size_t len = 0;
+		for (int k = 0; k < nm; k++) {
+			snprintf(C.mk[k].addr, sizeof C.mk[k].addr, "127.0.0.%d:%d", k + 1, pm);
+			snprintf(C.mk[k].dir, sizeof C.mk[k].dir, "%s/master%d", C.base, k + 1);
+			snprintf(C.mk[k].log, sizeof C.mk[k].log, "%s/master%d.log", C.base, k + 1);
+			len += (size_t)snprintf(C.maddr + len, sizeof C.maddr - len, "%s%s",
+						k > 0 ? "," : "", C.mk[k].addr);
+		}
+		for (int k = 0; k < nm; k++)
+			master_start_k(k);
+	}
 	for (int k = 0; k < nt; k++) {
 		struct server *s = &C.t[k];
 		snprintf(s->addr, sizeof s->addr, "127.0.0.%d:%d", k + 1, pt);
 		snprintf(s->dir, sizeof s->dir, "%s/ts%d", C.base, k + 1);
 		snprintf(s->log, sizeof s->log, "%s/ts%d.log", C.base, k + 1);
+		if (C.http_port > 0)
+			snprintf(s->http, sizeof s->http, "127.0.0.%d:%d", k + 1, C.http_port);
 		tserver_start(k);
 	}
 	int live = 0;
@@ -228,6 +312,13 @@ void cluster_down(void)
 			proc_kill(&C.m.p);
 		C.m.up = false;
 	}
+	for (int k = 0; k < CLUSTER_MAX_MASTERS; k++)
+		if (C.mk[k].up) {
+			proc_signal(&C.mk[k].p, SIGTERM);
+			if (!proc_wait(&C.mk[k].p, 10000, &st))
+				proc_kill(&C.mk[k].p);
+			C.mk[k].up = false;
+		}
 	cleanup(false);
 }
 

@@ -24,6 +24,7 @@
 #include "wait.h"
 
 #define CLUSTER_MAX_TSERVERS 8
+#define CLUSTER_MAX_MASTERS 3
 #ifndef NT
 #define NT 3 /* tservers; a test may define fewer before including this */
 #endif
@@ -34,6 +35,7 @@ struct server {
 	char addr[32];
 	char dir[300];
 	char log[320];
+	char http[32]; /* its HTTP address after cluster_use_http, else "" */
 	bool up;
 };
 
@@ -44,8 +46,13 @@ struct cluster {
 	char master_exe[4096];
 	char tserver_exe[4096];
 	char cli_exe[4096];
-	char maddr[32];
-	struct server m;
+	/* The master's address; with several masters (cluster_start_masters)
+	 * the comma-separated list of them all, as tservers and the CLI take
+	 * it. */
+	char maddr[128];
+	struct server m; /* the master (one master) */
+	int nm;          /* masters: 1, or cluster_start_masters' count in mk */
+	struct server mk[CLUSTER_MAX_MASTERS]; /* several masters: 127.0.0.K, K = 1.. */
 	struct server t[CLUSTER_MAX_TSERVERS];
 	docraft_client *client; /* the test's own client, closed by cluster_down */
 	struct proc cli;
@@ -54,8 +61,16 @@ struct cluster {
 	/* Extra flags of every tserver_start (NULL-terminated; set before
 	 * cluster_up). */
 	const char *tserver_args[9];
+	/* --placement of tserver k (NULL: none), for every tserver_start of
+	 * it; set before cluster_start, left as set (a test that sets it sets
+	 * or clears it before each cluster_start). */
+	const char *placement[CLUSTER_MAX_TSERVERS];
 	/* Extra flags of master_start, the same way. */
 	const char *master_args[5];
+	/* cluster_use_http: the master's HTTP address, the tservers' port. */
+	char mhttp[32];
+	char http_flag[16];
+	int http_port;
 };
 
 extern struct cluster C;
@@ -66,11 +81,26 @@ extern struct cluster C;
  * programs come from $MASTER, $TSERVER and $DOCRAFT (set by meson). */
 void cluster_start(const char *tag, int nt);
 
+/* cluster_start with nm (1..CLUSTER_MAX_MASTERS) masters; nm > 1: they
+ * run in C.mk[0..nm) on 127.0.0.1..nm (one port), C.m is unused, and
+ * C.maddr lists them all. */
+void cluster_start_masters(const char *tag, int nt, int nm);
+
+/* Starts master k of several (again after a stop) with C.master_args; as
+ * master_start. */
+void master_start_k(int k);
+
 /* cluster_start with the test's NT. */
 static inline void cluster_up(const char *tag)
 {
 	cluster_start(tag, NT);
 }
+
+/* Before cluster_start: every server of the next cluster gets an HTTP
+ * server on free ports (--http-address, appended to C.master_args and
+ * C.tserver_args): the master at C.mhttp, tserver k at C.t[k].http (set by
+ * cluster_start). Fails the case when no ports are free. */
+void cluster_use_http(void);
 
 /* Closes C.client, stops every server still up (SIGTERM, then SIGKILL after
  * a bound) and removes the temp dir. */

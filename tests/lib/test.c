@@ -3,6 +3,7 @@
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -18,16 +19,6 @@ static pid_t tmpdirs_owner;
 
 static void tmpdirs_sweep(void);
 
-void test_note(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-}
-
 static void print_prefixed(const char *s)
 {
 	fputs("# ", stdout);
@@ -37,6 +28,18 @@ static void print_prefixed(const char *s)
 			fputs("# ", stdout);
 	}
 	fputc('\n', stdout);
+}
+
+/* Every line of the note is a TAP comment (a multi-line note, e.g. a
+ * command's output, must not end the TAP stream early). */
+void test_note(const char *fmt, ...)
+{
+	char msg[65536];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	print_prefixed(msg);
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...)
@@ -71,19 +74,30 @@ void test_fail_mem(const char *file, int line, const char *what, const void *a, 
 	longjmp(fail_jmp, 1);
 }
 
+/* Whether case name is selected: no names on the command line, or one of
+ * argv[1..argc) is it. */
+static bool selected(const char *name, int argc, char **argv)
+{
+	if (argc <= 1)
+		return true;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return true;
+	return false;
+}
+
 int test_run(const struct test_case *cases, size_t n, int argc, char **argv)
 {
 	volatile size_t failed = 0;
 	size_t planned = 0;
-	const char *only = argc > 1 ? argv[1] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < n; i++)
-		if (only == NULL || strcmp(only, cases[i].name) == 0)
+		if (selected(cases[i].name, argc, argv))
 			planned++;
 	printf("1..%zu\n", planned);
 	volatile size_t num = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (only != NULL && strcmp(only, cases[i].name) != 0)
+		if (!selected(cases[i].name, argc, argv))
 			continue;
 		num++;
 		tmpdirs_owner = getpid();

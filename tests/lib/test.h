@@ -30,6 +30,8 @@ struct test_case {
 		return test_run(cases_, sizeof cases_ / sizeof cases_[0], argc, argv); \
 	}
 
+/* Runs the cases named in argv[1..argc) (every case when none is named), in
+ * their order in cases; 1 if one failed. */
 int test_run(const struct test_case *cases, size_t n, int argc, char **argv);
 _Noreturn void test_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

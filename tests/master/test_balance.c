@@ -4,7 +4,12 @@
  * dead or unsettled servers, servers without a replica and tablets with an
  * unknown leader, an unready live replica or no ready majority are never
  * used; ties are broken by
- * server index, then tablet order; repeated application converges. */
+ * server index, then tablet order; repeated application converges.
+ * Per table: a table's leaders are evened out before the totals, a move
+ * for the totals never puts a table two apart, the largest gap in a
+ * table goes first; a draining server's leaders leave first and no
+ * leader moves to a draining server; random multi-table layouts converge
+ * to every table and every total within one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -353,7 +358,204 @@ TEST(converges)
 	}
 }
 
+/* A tablet of table `table` (RF 3 on 0, 1, 2, all ready) led by leader. */
+static size_t addt(struct rig *r, uint32_t table, size_t leader)
+{
+	size_t t = add3(r, leader, 0, 1, 2);
+	r->t[t].table = table;
+	return t;
+}
+
+/* n such tablets. */
+static void addn(struct rig *r, uint32_t table, size_t leader, int n)
+{
+	for (int i = 0; i < n; i++)
+		addt(r, table, leader);
+}
+
+/* The leaders of table `table` on server s. */
+static int table_leaders(const struct rig *r, uint32_t table, size_t s)
+{
+	int n = 0;
+	for (size_t i = 0; i < r->nt; i++)
+		n += r->t[i].table == table && r->t[i].leader == s;
+	return n;
+}
+
+TEST(per_table_first)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* Table 0 led 2/0/1, table 1 led 0/2/1: totals 2/2/2, yet each
+	 * table is uneven. 0 hands a table-0 leader to 1, then 1 a table-1
+	 * leader to 0. */
+	rig_init(&r, 3);
+	addn(&r, 0, 0, 2);
+	addt(&r, 0, 2);
+	addn(&r, 1, 1, 2);
+	addt(&r, 1, 2);
+	CHECK(!pick(&r, 2, &mv));
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 0);
+	CHECK_EQ_U64(mv.to, 1);
+	r.t[mv.tablet].leader = mv.to;
+	CHECK(pick(&r, 1, &mv));
+	CHECK_EQ_INT(mv.tablet, 3);
+	CHECK_EQ_U64(mv.to, 0);
+	r.t[mv.tablet].leader = mv.to;
+	for (size_t s = 0; s < 3; s++) {
+		CHECK(!pick(&r, s, &mv));
+		CHECK_EQ_INT(table_leaders(&r, 0, s), 1);
+		CHECK_EQ_INT(table_leaders(&r, 1, s), 1);
+	}
+}
+
+TEST(per_server_keeps_tables_within_one)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* Table 0 led 1/1/1, tables 1 and 2 led 1/1/0: totals 3/3/1. 0 moves
+	 * a leader to 2, not of table 0 (that would make it 0/1/2), but of
+	 * table 1, the first such. */
+	rig_init(&r, 3);
+	addt(&r, 0, 0);
+	addt(&r, 0, 1);
+	addt(&r, 0, 2);
+	addt(&r, 1, 0);
+	addt(&r, 1, 1);
+	addt(&r, 2, 0);
+	addt(&r, 2, 1);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 3);
+	CHECK_EQ_U64(mv.to, 2);
+	/* 0 leads only table 0's tablet, and 2 leads one of table 0 too:
+	 * totals 1/5/1 move nothing from 0 (table 0 would become 0/1/2). */
+	r.t[3].leader = 1;
+	r.t[5].leader = 1;
+	CHECK(!pick(&r, 0, &mv));
+	/* The per-table rule goes before the per-server one: 0 leads 1 of
+	 * table 0 and 2 of table 3, 2 leads nothing (totals 3/2/0): moving
+	 * table 0's tablet (first in order) would even the totals, but table
+	 * 3's goes first. */
+	rig_init(&r, 3);
+	addt(&r, 0, 0);
+	addt(&r, 0, 1);
+	addn(&r, 3, 0, 2);
+	addt(&r, 3, 1);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 2);
+	CHECK_EQ_U64(mv.to, 2);
+}
+
+TEST(largest_table_gap_first)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* From 0: table 0 led 2/0/1 (gap 2 to 1), table 1 led 5/2/2 (gap 3
+	 * to 1 and 2, which lead more in table 1 than 1 does in table 0):
+	 * table 1's first tablet goes, to 1 (fewer in total: 2 against 3). */
+	rig_init(&r, 3);
+	addn(&r, 0, 0, 2);
+	addt(&r, 0, 2);
+	addn(&r, 1, 0, 5);
+	addn(&r, 1, 1, 2);
+	addn(&r, 1, 2, 2);
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 3);
+	CHECK_EQ_U64(mv.to, 1);
+}
+
+TEST(draining_leaders_leave_first)
+{
+	struct balance_move mv;
+	struct rig r;
+	/* 0 drains and leads one tablet (no imbalance): it goes, to the
+	 * server that leads the fewest of the table (2). */
+	rig_init(&r, 3);
+	addt(&r, 0, 0);
+	addt(&r, 0, 1);
+	addn(&r, 1, 2, 2);
+	r.s[0].draining = true;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_INT(mv.tablet, 0);
+	CHECK_EQ_U64(mv.to, 2);
+	/* Ties in the table: fewest in total (1 leads 1, 2 leads 2)... */
+	r.t[1].leader = 2;
+	r.t[2].leader = 1;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 1);
+	/* The guards hold: not ready, no move. */
+	r.t[0].ready[1] = false;
+	r.t[0].ready[2] = false;
+	CHECK(!pick(&r, 0, &mv));
+	r.t[0].ready[1] = r.t[0].ready[2] = true;
+	/* A draining server takes over nothing: 1 drains too, 2 takes it. */
+	r.s[1].draining = true;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 2);
+	r.s[2].draining = true;
+	CHECK(!pick(&r, 0, &mv));
+	/* Never to a draining server by the other rules either: 4/0/0 with 1
+	 * draining goes to 2 only, and with both draining nowhere. */
+	layout3(&r, (const int[3]){4, 0, 0});
+	r.s[1].draining = true;
+	CHECK(pick(&r, 0, &mv));
+	CHECK_EQ_U64(mv.to, 2);
+	r.s[2].draining = true;
+	CHECK(!pick(&r, 0, &mv));
+}
+
+/* Random multi-table layouts on 3 servers (every tablet on all three):
+ * applying moves from each server in turn ends with every table within
+ * one, the totals within one and nothing led by a draining server. */
+TEST(converges_per_table)
+{
+	uint64_t seed = 0x7ab1e;
+	for (int c = 0; c < 200; c++) {
+		struct balance_move mv;
+		struct rig r;
+		uint32_t tables = 1 + (uint32_t)(test_rand(&seed) % 5);
+		bool drain = c % 4 == 3, any = true;
+		int moves = 0;
+		rig_init(&r, 3);
+		for (uint32_t t = 0; t < tables; t++) {
+			size_t n = 1 + test_rand(&seed) % 9;
+			for (size_t i = 0; i < n && r.nt < NT_MAX; i++)
+				addt(&r, t, test_rand(&seed) % 3);
+		}
+		if (drain)
+			r.s[2].draining = true;
+		while (any) {
+			any = false;
+			for (size_t from = 0; from < 3; from++) {
+				if (!pick(&r, from, &mv))
+					continue;
+				r.t[mv.tablet].leader = mv.to;
+				any = true;
+				CHECK_MSG(++moves <= 4 * NT_MAX, "case %d: no end", c);
+			}
+		}
+		balance_count(r.t, r.nt, 3, NOW, COOL, r.load);
+		size_t n_up = drain ? 2 : 3;
+		for (uint32_t t = 0; t < tables; t++)
+			for (size_t a = 0; a < n_up; a++)
+				for (size_t b = 0; b < n_up; b++)
+					CHECK_MSG(table_leaders(&r, t, a) <= table_leaders(&r, t, b) + 1,
+						  "case %d table %u: %d on %zu, %d on %zu", c, t,
+						  table_leaders(&r, t, a), a, table_leaders(&r, t, b), b);
+		for (size_t a = 0; a < n_up; a++)
+			for (size_t b = 0; b < n_up; b++)
+				CHECK_MSG(r.load[a].leaders <= r.load[b].leaders + 1,
+					  "case %d: totals %u on %zu, %u on %zu", c,
+					  r.load[a].leaders, a, r.load[b].leaders, b);
+		if (drain)
+			CHECK_EQ_INT(r.load[2].leaders, 0);
+	}
+}
+
 TEST_MAIN(T(balanced_moves_nothing), T(three_one_zero), T(in_flight_counts_at_target),
 	  T(cooldown), T(dead_server_never_chosen), T(majority_ready),
 	  T(server_without_replica_never_chosen),
-	  T(unknown_leader_ignored), T(unready_replicas), T(tie_breaks), T(converges))
+	  T(unknown_leader_ignored), T(unready_replicas), T(tie_breaks), T(converges),
+	  T(per_table_first), T(per_server_keeps_tables_within_one), T(largest_table_gap_first),
+	  T(draining_leaders_leave_first), T(converges_per_table))

@@ -10,7 +10,13 @@
  *   corrupt           incomplete or overlapping tablets are DOCRAFT_ECORRUPT
  *   tservers_leaders  liveness and the leader chosen from reports
  *   ddl_records       DDL request ids: written, replaced per client, loaded
- *                     by a new leader, purged once older than the TTL */
+ *                     by a new leader, purged once older than the TTL
+ *   moves_and_drains  a move in flight (the move document, the tablet with
+ *                     its joining replica and next_raft_id) and drain marks
+ *                     load as written; the move's end and an undrain load
+ *                     as written too; a move that does not match its
+ *                     tablet's replicas is DOCRAFT_ECORRUPT; a drop deletes
+ *                     the move documents of its tablets */
 #include <stdio.h>
 #include <string.h>
 
@@ -405,5 +411,181 @@ TEST(ddl_records)
 	close_store();
 }
 
+TEST(moves_and_drains)
+{
+	struct catalog mem, loaded;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	struct cat_table *t;
+	struct cat_tablet *tb, *lt;
+	struct cat_move mv;
+	struct cat_replica *r;
+	uint32_t count;
+
+	open_store();
+	catalog_init(&mem);
+	catalog_init(&loaded);
+	batch_init(&b);
+	t = make_table("heal", 2, 3, 0xabc);
+	for (size_t i = 0; i < t->n_tablets; i++)
+		t->tablets[i]->next_raft_id = 4;
+	CHECK_OK(catalog_add_table(&mem, t, errmsg));
+	catalog_set_table_state(t, CAT_RUNNING);
+	CHECK_OK_MSG(catalog_write_table(&b, t, errmsg), errmsg);
+	apply(&b, 1000);
+
+	/* Start: replica 2 of tablet 0 is replaced by raft id 4 on ts-9. */
+	tb = t->tablets[0];
+	memset(&mv, 0, sizeof mv);
+	snprintf(mv.reason, sizeof mv.reason, "re-replicate");
+	mv.from_raft_id = 2;
+	snprintf(mv.from_uuid, sizeof mv.from_uuid, "%s", tb->replicas[1].uuid);
+	snprintf(mv.from_address, sizeof mv.from_address, "%s", tb->replicas[1].address);
+	snprintf(mv.to_uuid, sizeof mv.to_uuid, "ts-9");
+	snprintf(mv.to_address, sizeof mv.to_address, "127.0.0.9:9100");
+	mv.new_raft_id = 4;
+	mv.step = CAT_MOVE_REMOVING;
+	mv.started_ms = 123456;
+	r = &tb->replicas[tb->n_replicas++];
+	r->raft_id = 4;
+	snprintf(r->uuid, sizeof r->uuid, "ts-9");
+	snprintf(r->address, sizeof r->address, "127.0.0.9:9100");
+	r->joining = true;
+	tb->next_raft_id = 5;
+	tb->move = &mv;
+	CHECK_OK_MSG(catalog_write_tablet(&b, tb, errmsg), errmsg);
+	CHECK_OK_MSG(catalog_write_move(&b, tb, errmsg), errmsg);
+	CHECK_OK_MSG(catalog_write_drain(&b, "ts-1", true, 99, errmsg), errmsg);
+	CHECK_OK_MSG(catalog_write_drain(&b, "ts-0", true, 98, errmsg), errmsg);
+	apply(&b, 2000);
+	tb->move = NULL;
+
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(3000), errmsg), errmsg);
+	lt = catalog_find_tablet(&loaded, tb->id);
+	CHECK(lt != NULL && lt->move != NULL);
+	CHECK_EQ_INT(lt->n_replicas, 4);
+	CHECK_EQ_U64(lt->next_raft_id, 5);
+	CHECK(catalog_replica(lt, 4) != NULL && catalog_replica(lt, 4)->joining);
+	CHECK(!catalog_replica(lt, 2)->joining);
+	CHECK_EQ_STR(lt->move->reason, "re-replicate");
+	CHECK_EQ_U64(lt->move->from_raft_id, 2);
+	CHECK_EQ_STR(lt->move->from_uuid, mv.from_uuid);
+	CHECK_EQ_STR(lt->move->to_address, "127.0.0.9:9100");
+	CHECK_EQ_U64(lt->move->new_raft_id, 4);
+	CHECK_EQ_INT(lt->move->step, CAT_MOVE_REMOVING);
+	CHECK_EQ_U64(lt->move->started_ms, 123456);
+	CHECK(catalog_find_tablet(&loaded, t->tablets[1]->id)->move == NULL);
+	CHECK(catalog_draining(&loaded, "ts-0") && catalog_draining(&loaded, "ts-1"));
+	CHECK(!catalog_draining(&loaded, "ts-2"));
+	CHECK_EQ_STR(catalog_move_step_name(lt->move->step), "removing");
+
+	/* A move whose new replica is not in the tablet: corrupt. */
+	tb->n_replicas--;
+	tb->move = &mv;
+	CHECK_OK_MSG(catalog_write_tablet(&b, tb, errmsg), errmsg);
+	apply(&b, 4000);
+	CHECK_EQ_INT(catalog_load(&loaded, st, ht_at(4500), errmsg), DOCRAFT_ECORRUPT);
+	test_note("%s", errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 0);
+
+	/* The end: replica 2 gone, the new one plain, the document deleted;
+	 * ts-1 undrained. */
+	tb->replicas[1] = tb->replicas[2];
+	tb->replicas[2].raft_id = 4;
+	snprintf(tb->replicas[2].uuid, sizeof tb->replicas[2].uuid, "ts-9");
+	tb->replicas[2].joining = false;
+	tb->move = NULL;
+	CHECK_OK_MSG(catalog_write_tablet(&b, tb, errmsg), errmsg);
+	CHECK_OK_MSG(catalog_write_move_delete(&b, tb->id, errmsg), errmsg);
+	CHECK_OK_MSG(catalog_write_drain(&b, "ts-1", false, 0, errmsg), errmsg);
+	apply(&b, 5000);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(5500), errmsg), errmsg);
+	lt = catalog_find_tablet(&loaded, tb->id);
+	CHECK(lt != NULL && lt->move == NULL && lt->n_replicas == 3);
+	CHECK(catalog_replica(lt, 2) == NULL && catalog_replica(lt, 4) != NULL);
+	CHECK_EQ_U64(lt->next_raft_id, 5);
+	CHECK(catalog_draining(&loaded, "ts-0") && !catalog_draining(&loaded, "ts-1"));
+	/* An older read time still sees the move. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(3000), errmsg), errmsg);
+	CHECK(catalog_find_tablet(&loaded, tb->id)->move != NULL);
+
+	/* A drop deletes a move document with its tablets: one more
+	 * deletion in its batch for the tablet with a move. */
+	CHECK_OK_MSG(catalog_load(&mem, st, ht_at(5500), errmsg), errmsg);
+	t = catalog_find_table(&mem, "heal");
+	CHECK_OK_MSG(catalog_write_drop(&b, t, errmsg), errmsg);
+	count = b.count;
+	batch_reset(&b);
+	CHECK_OK_MSG(catalog_load(&mem, st, ht_at(3000), errmsg), errmsg);
+	t = catalog_find_table(&mem, "heal");
+	CHECK(t->tablets[0]->move != NULL);
+	CHECK_OK_MSG(catalog_write_drop(&b, t, errmsg), errmsg);
+	CHECK_EQ_INT(b.count, count + 1);
+	apply(&b, 6000);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(6500), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.n_tables, 0);
+	for (size_t i = 0; i < loaded.n_tablets; i++)
+		CHECK(loaded.tablets[i]->move == NULL && loaded.tablets[i]->state == CAT_DELETED);
+
+	batch_free(&b);
+	catalog_free(&mem);
+	catalog_free(&loaded);
+	close_store();
+}
+
+static void set_masters(struct cat_masters *ms, size_t n, const uint64_t *ids,
+			const char *const *addresses)
+{
+	ms->n = n;
+	for (size_t i = 0; i < n; i++) {
+		ms->ids[i] = ids[i];
+		snprintf(ms->addresses[i], sizeof ms->addresses[i], "%s", addresses[i]);
+	}
+}
+
+/* The masters document (members.c): written, loaded back whole; a newer
+ * version replaces the older; absent, it loads as never written. */
+TEST(masters_document)
+{
+	struct catalog loaded;
+	struct cat_masters ms;
+	struct batch b;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+
+	open_store();
+	catalog_init(&loaded);
+	batch_init(&b);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK(loaded.masters.n == 0 && loaded.masters.next_id == 0);
+	memset(&ms, 0, sizeof ms);
+	ms.next_id = 5;
+	set_masters(&ms, 3, (const uint64_t[]){1, 3, 4},
+		    (const char *const[]){"127.0.0.1:7100", "127.0.0.3:7100", "127.0.0.4:7100"});
+	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
+	apply(&b, 100);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.masters.next_id, 5);
+	CHECK_EQ_INT(loaded.masters.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		CHECK_EQ_INT(loaded.masters.ids[i], ms.ids[i]);
+		CHECK_EQ_STR(loaded.masters.addresses[i], ms.addresses[i]);
+	}
+	/* Removing raft id 1: the whole document is replaced. */
+	set_masters(&ms, 2, (const uint64_t[]){3, 4},
+		    (const char *const[]){"127.0.0.3:7100", "127.0.0.4:7100"});
+	CHECK_OK_MSG(catalog_write_masters(&b, &ms, errmsg), errmsg);
+	apply(&b, 200);
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(1000), errmsg), errmsg);
+	CHECK_EQ_INT(loaded.masters.n, 2);
+	CHECK_EQ_INT(loaded.masters.ids[0], 3);
+	CHECK_EQ_STR(loaded.masters.addresses[1], "127.0.0.4:7100");
+	/* ... and as of before the first write, it was never written. */
+	CHECK_OK_MSG(catalog_load(&loaded, st, ht_at(50), errmsg), errmsg);
+	CHECK(loaded.masters.n == 0 && loaded.masters.next_id == 0);
+	batch_free(&b);
+	catalog_free(&loaded);
+	close_store();
+}
+
 TEST_MAIN(T(round_trip), T(drop_and_purge), T(corrupt), T(names), T(tservers_leaders),
-	  T(ddl_records))
+	  T(ddl_records), T(moves_and_drains), T(masters_document))

@@ -8,7 +8,10 @@
  *       30 s it leads at least one tablet and max - min of the tablets led
  *       per tserver is <= 1 (without balancing it would lead none: nothing
  *       else moves a leader back); then, for 3 s, no tablet moves again
- *       (no oscillation) and the master logged at most 12 moves.
+ *       (no oscillation) and the master logged at most 12 moves. Then a
+ *       second table of 3 tablets: within 30 s each table is led evenly
+ *       (u 1/1/1, t 2/2/2: leaders are balanced per table, not only per
+ *       tserver).
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them); the
  * processes' logs are shown when the case fails. */
@@ -29,13 +32,14 @@
 #include "cluster.h"
 
 #define NTAB 6
+#define NTAB_U 3
 #define VICTIM 2
 
 /* Tablets led per tserver from `docraft tablets t` (leaders[k] for C.t[k]);
  * the number of tablets with a known leader, -1 if the CLI failed. */
-static int leader_counts(struct tablet *t, int leaders[NT])
+static int leader_counts_of(const char *table, int ntab, struct tablet *t, int leaders[NT])
 {
-	int n = tablets_of("t", t, NTAB), known = 0;
+	int n = tablets_of(table, t, ntab), known = 0;
 	memset(leaders, 0, NT * sizeof *leaders);
 	if (n < 0)
 		return -1;
@@ -46,6 +50,11 @@ static int leader_counts(struct tablet *t, int leaders[NT])
 				known++;
 			}
 	return known;
+}
+
+static int leader_counts(struct tablet *t, int leaders[NT])
+{
+	return leader_counts_of("t", NTAB, t, leaders);
 }
 
 /* Master log lines announcing a leader move. */
@@ -134,6 +143,32 @@ TEST(restarted_tserver_gets_leaders)
 	/* Two moves make 4/2/0 (or 3/3/0) even; a few more may have been
 	 * tried between the kill and the master noticing it (they fail). */
 	CHECK_MSG(moves >= 1 && moves <= 2 * NTAB, "%d moves", moves);
+
+	/* Per table: a second table of 3 tablets ends led 1/1/1 while t stays
+	 * 2/2/2 (counting totals only, 3/3/3 would allow u at 2/1/0). */
+	to.num_tablets = NTAB_U;
+	CHECK_OK_MSG(docraft_table_create_cql(C.client,
+					      "CREATE TABLE u (k text, v int, PRIMARY KEY ((k)));",
+					      &to),
+		     docraft_errmsg());
+	tablets_with_leaders("u", t, NTAB_U, NTAB_U, 15000);
+	t0 = proc_now_ms();
+	end = t0 + 30000;
+	for (;;) {
+		int lu[NT];
+		bool done = leader_counts_of("u", NTAB_U, t, lu) == NTAB_U &&
+			    leader_counts(t, leaders) == NTAB;
+		for (int k = 0; k < NT && done; k++)
+			done = lu[k] == 1 && leaders[k] == 2;
+		if (done)
+			break;
+		CHECK_MSG(proc_now_ms() < end, "30 s after CREATE TABLE u: t led %d/%d/%d, u "
+			  "%d/%d/%d:\n%s", leaders[0], leaders[1], leaders[2], lu[0], lu[1], lu[2],
+			  C.out);
+		sleep_ms(200);
+	}
+	test_note("table u: led 1/1/1 after %" PRIu64 " ms, %d moves in all",
+		  proc_now_ms() - t0, moves_logged());
 	cluster_down();
 }
 

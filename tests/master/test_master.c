@@ -12,7 +12,9 @@
  *                   --data): the catalog is intact, DropTable (heartbeat
  *                   replies carry delete instructions), a silent fake
  *                   becomes not live, errors (RF 5 with 3 tservers, RF 2,
- *                   bad schemas, duplicate table, unknown table)
+ *                   bad schemas, duplicate table, unknown table); the
+ *                   fakes' placements in ListTServers, a heartbeat with a
+ *                   bad placement refused
  *   three_masters   three docraft-master processes: one leader, followers
  *                   answer NOT_LEADER with its address; kill -9 the leader:
  *                   another one leads with the catalog intact; the killed
@@ -88,6 +90,7 @@ struct fcreate {
 struct fake {
 	char uuid[40];
 	char addr[32];
+	char placement[40]; /* sent in every heartbeat */
 	struct listener *l;
 	struct rpc_server srv;
 	bool srv_on;
@@ -415,6 +418,7 @@ static void send_heartbeat(struct fake *f)
 	}
 	req.uuid = f->uuid;
 	req.address = f->addr;
+	req.placement = f->placement;
 	req.n_tablets = f->ntabs;
 	req.tablets = rp;
 	f->hb_req.data = f;
@@ -1069,6 +1073,25 @@ static void concurrent_create_drop(void)
 		C.f[k].ndeletes = 0;
 }
 
+/* A heartbeat with a placement that is not cloud.region.zone fails with
+ * INVALID_ARGUMENT saying why, and registers nobody. */
+static void bad_placement(void)
+{
+	Docraft__HeartbeatRequest req = DOCRAFT__HEARTBEAT_REQUEST__INIT;
+	Docraft__ListTServersResponse *ls;
+	struct res r;
+	req.uuid = (char *)"bad-placement";
+	req.address = (char *)"127.0.0.9:9";
+	req.placement = (char *)"cloud.region";
+	call_leader(DOCRAFT__METHOD__MASTER_HEARTBEAT, &req.base, &r);
+	CHECK_EQ_INT(r.status, DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(r.message, "placement 'cloud.region': 2 parts") != NULL, "%s", r.message);
+	res_free(&r);
+	ls = list_tservers();
+	CHECK_EQ_INT(ls->n_tservers, NF);
+	docraft__list_tservers_response__free_unpacked(ls, NULL);
+}
+
 /* ---- cases ----------------------------------------------------------------------------------- */
 
 TEST(single_master)
@@ -1084,6 +1107,9 @@ TEST(single_master)
 
 	setup("master1", 1);
 	master_start(0);
+	for (int i = 0; i < NF; i++) /* zones: two in one, one alone, as --placement sets */
+		snprintf(C.f[i].placement, sizeof C.f[i].placement, "%s",
+			 i < 2 ? "test.r1.a" : "test.r1.b");
 	start_heartbeats();
 	for (int i = 0; i < NF; i++)
 		wait_live(i, true);
@@ -1155,8 +1181,10 @@ TEST(single_master)
 		CHECK_EQ_INT(ts->tablets, 8);
 		CHECK_EQ_INT(ts->leaders, i < 2 ? 3 : 2);
 		CHECK(ts->last_heartbeat_ms_ago < TIMEOUT_MS);
+		CHECK_EQ_STR(ts->placement, C.f[i].placement);
 	}
 	docraft__list_tservers_response__free_unpacked(ls, NULL);
+	bad_placement();
 
 	/* Restart: the catalog is intact; leaders are learned again. */
 	layout(t, &before);

@@ -1,6 +1,7 @@
 /* Placement (src/master/placement.c): the split of the hash space, the
  * replication-factor and live-server checks, least-loaded ordering with its
- * tie-break, distinct replicas and an even spread. */
+ * tie-break, distinct replicas and an even spread; zones: distinct when
+ * the servers span at least rf of them, spread evenly when not. */
 #include <stdio.h>
 #include <string.h>
 
@@ -155,8 +156,10 @@ TEST(distinct_and_even)
 		uint32_t tablets = 1 + (uint32_t)(test_rand(&rng) % 64);
 		bool equal = test_rand(&rng) % 2 == 0;
 		uint64_t total = 0;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			s[i].load = equal ? 7 : (uint32_t)(test_rand(&rng) % 20);
+			s[i].zone = 0;
+		}
 		memcpy(before, s, sizeof s);
 		CHECK_OK_MSG(placement_place(s, n, tablets, rf, out, errmsg), errmsg);
 		for (uint32_t t = 0; t < tablets; t++) {
@@ -211,7 +214,104 @@ TEST(three_servers_rf3_eight_tablets)
 		CHECK_EQ_INT(s[i].load, 8);
 }
 
+TEST(zones_distinct_when_enough)
+{
+	/* 6 servers in 3 zones (s % 3), RF 3, 12 tablets: one replica per
+	 * zone, 6 per server; zone 0 loaded far more still gets one of each. */
+	struct placement_server s[6];
+	size_t out[12 * 3];
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	for (uint32_t i = 0; i < 6; i++)
+		s[i] = (struct placement_server){0, i % 3};
+	CHECK_OK(placement_place(s, 6, 12, 3, out, errmsg));
+	for (int t = 0; t < 12; t++) {
+		uint32_t seen = 0;
+		for (int k = 0; k < 3; k++)
+			seen |= 1u << s[out[t * 3 + k]].zone;
+		CHECK_EQ_INT(seen, 7);
+	}
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_INT(s[i].load, 6);
+	s[0].load = s[3].load = 100;
+	CHECK_OK(placement_place(s, 6, 4, 3, out, errmsg));
+	for (int t = 0; t < 4; t++)
+		CHECK(out[t * 3 + 0] == 0 || out[t * 3 + 0] == 3 || out[t * 3 + 1] == 0 ||
+		      out[t * 3 + 1] == 3 || out[t * 3 + 2] == 0 || out[t * 3 + 2] == 3);
+	/* Zones need not be dense indexes in order: 5 zones, RF 5, one
+	 * server each plus two extra in zone 9. */
+	struct placement_server z[7] = {{0, 9}, {0, 9}, {0, 4}, {0, 1}, {0, 9}, {0, 2}, {0, 7}};
+	CHECK_OK(placement_place(z, 7, 1, 5, out, errmsg));
+	uint32_t nine = 0;
+	for (int k = 0; k < 5; k++)
+		nine += z[out[k]].zone == 9;
+	CHECK_EQ_INT(nine, 1);
+}
+
+TEST(zones_spread_when_too_few)
+{
+	/* RF 3 on two zones: 2 + 1; RF 5 on two: 3 + 2; RF 5 on three:
+	 * 2 + 2 + 1. */
+	static const struct {
+		uint32_t rf, zones, most;
+	} cases[] = {{3, 2, 2}, {5, 2, 3}, {5, 3, 2}, {5, 4, 2}, {3, 1, 3}};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct placement_server s[12];
+		size_t out[8 * 5];
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		for (uint32_t i = 0; i < 12; i++)
+			s[i] = (struct placement_server){0, i % cases[c].zones};
+		CHECK_OK(placement_place(s, 12, 8, cases[c].rf, out, errmsg));
+		for (uint32_t t = 0; t < 8; t++) {
+			uint32_t per[12] = {0}, most = 0;
+			for (uint32_t k = 0; k < cases[c].rf; k++)
+				per[s[out[t * cases[c].rf + k]].zone]++;
+			for (uint32_t z = 0; z < cases[c].zones; z++)
+				most = per[z] > most ? per[z] : most;
+			CHECK_MSG(most == cases[c].most, "case %zu tablet %u: %u in one zone", c, t,
+				  most);
+		}
+	}
+}
+
+/* Random zones and loads: a tablet's replicas are in distinct zones when
+ * the servers span at least rf, and a zone holds two more of a tablet's
+ * replicas than another only when the other has no server left. */
+TEST(zones_property)
+{
+	uint64_t rng = 0x20e5;
+	for (int round = 0; round < 300; round++) {
+		struct placement_server s[10];
+		size_t out[16 * 5];
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		uint32_t rf = (uint32_t[]){1, 3, 5}[test_rand(&rng) % 3];
+		size_t n = rf + test_rand(&rng) % (10 - rf + 1);
+		uint32_t nz = 1 + (uint32_t)(test_rand(&rng) % 6), spanned = 0, size[6] = {0};
+		uint32_t tablets = 1 + (uint32_t)(test_rand(&rng) % 16);
+		for (size_t i = 0; i < n; i++) {
+			s[i].load = (uint32_t)(test_rand(&rng) % 5);
+			s[i].zone = (uint32_t)(test_rand(&rng) % nz);
+			spanned += size[s[i].zone]++ == 0;
+		}
+		CHECK_OK_MSG(placement_place(s, n, tablets, rf, out, errmsg), errmsg);
+		for (uint32_t t = 0; t < tablets; t++) {
+			uint32_t per[6] = {0};
+			for (uint32_t k = 0; k < rf; k++)
+				per[s[out[t * rf + k]].zone]++;
+			for (uint32_t a = 0; a < nz; a++) {
+				if (spanned >= rf)
+					CHECK_MSG(per[a] <= 1, "round %d tablet %u: zone %u has %u", round,
+						  t, a, per[a]);
+				for (uint32_t b = 0; b < nz; b++)
+					CHECK_MSG(per[a] < per[b] + 2 || per[b] == size[b],
+						  "round %d tablet %u: zone %u has %u, zone %u %u of %u",
+						  round, t, a, per[a], b, per[b], size[b]);
+			}
+		}
+	}
+}
+
 TEST_MAIN(T(split_boundaries), T(split_known_values), T(replication_factor),
 	  T(not_enough_live_servers), T(tablet_count_errors), T(least_loaded_first),
 	  T(new_servers_fill_first), T(distinct_and_even), T(deterministic),
-	  T(three_servers_rf3_eight_tablets))
+	  T(three_servers_rf3_eight_tablets), T(zones_distinct_when_enough),
+	  T(zones_spread_when_too_few), T(zones_property))

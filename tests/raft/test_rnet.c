@@ -45,6 +45,7 @@
 #include "raft/transport.h"
 #include "loop.h"
 #include "rawclient.h"
+#include "sendrecv.h"
 #include "seqfsm.h"
 #include "test.h"
 
@@ -611,8 +612,6 @@ TEST(rio_frees_what_rnet_decodes)
 
 /* ---- (b) two rnet instances ---- */
 
-#define MAX_GOT 64
-
 /* A bare rnet endpoint: its own listener, transport and received messages. */
 struct ep {
 	uv_loop_t *loop;
@@ -622,14 +621,10 @@ struct ep {
 	char address[64];
 	raft_id id;
 	unsigned n_ticks;
-	int n_got;
-	struct raft_message got[MAX_GOT];
-	char got_from[MAX_GOT][64];
+	struct inbox in;
 	bool closed;
 	uint64_t close_seq;
 };
-
-static uint64_t cb_seq; /* order of callbacks */
 
 static void ep_tick(struct raft_io *io)
 {
@@ -640,15 +635,7 @@ static void ep_tick(struct raft_io *io)
 static void ep_recv(struct raft_io *io, struct raft_message *m)
 {
 	struct ep *e = io->data;
-
-	if (e->n_got == MAX_GOT) {
-		rwire_message_free(m);
-		return;
-	}
-	snprintf(e->got_from[e->n_got], sizeof e->got_from[0], "%s", m->server_address);
-	e->got[e->n_got] = *m;
-	e->got[e->n_got].server_address = e->got_from[e->n_got];
-	e->n_got++;
+	inbox_put(&e->in, m);
 }
 
 /* An endpoint whose listener is bound to bind ("127.0.0.1:0": any port). */
@@ -693,8 +680,7 @@ static void ep_finish_close(struct ep *e)
 	rnet_release(&e->n);
 	transport_close(&e->t);
 	close_listener(e->loop, e->l);
-	for (int i = 0; i < e->n_got; i++)
-		rwire_message_free(&e->got[i]);
+	inbox_free(&e->in);
 }
 
 static void ep_close(struct ep *e)
@@ -703,25 +689,9 @@ static void ep_close(struct ep *e)
 	ep_finish_close(e);
 }
 
-struct sent {
-	struct raft_io_send req;
-	int status;
-	int n_calls;
-	uint64_t seq;
-};
-
-static void sent_cb(struct raft_io_send *req, int status)
-{
-	struct sent *s = req->data;
-	s->status = status;
-	s->n_calls++;
-	s->seq = ++cb_seq;
-}
-
 static int ep_send(struct ep *from, struct ep *to, struct raft_message *m, struct sent *s)
 {
-	memset(s, 0, sizeof *s);
-	s->req.data = s;
+	sent_reset(s);
 	m->server_id = to->id;
 	m->server_address = to->address;
 	return from->n.io.send(&from->n.io, &s->req, m, sent_cb);
@@ -735,21 +705,7 @@ struct got_wait {
 static bool got_n(void *p)
 {
 	struct got_wait *w = p;
-	return w->e->n_got >= w->n;
-}
-
-struct sent_wait {
-	struct sent *s;
-	int n;
-};
-
-static bool all_sent(void *p)
-{
-	struct sent_wait *w = p;
-	for (int i = 0; i < w->n; i++)
-		if (w->s[i].n_calls == 0)
-			return false;
-	return true;
+	return w->e->in.n_got >= w->n;
 }
 
 static bool ticked_twice(void *p)
@@ -786,10 +742,10 @@ TEST(two_rnets_exchange_every_type)
 	for (int i = 0; i < N_SAMPLES; i++) {
 		CHECK_EQ_INT(s[i].status, 0);
 		CHECK_EQ_INT(s[i].n_calls, 1);
-		CHECK_MSG(same_message(&m[i], &b.got[i]), "message %d (%s)", i,
+		CHECK_MSG(same_message(&m[i], &b.in.got[i]), "message %d (%s)", i,
 			  rwire_type_name(m[i].type));
-		CHECK_EQ_U64(b.got[i].server_id, 1);
-		CHECK_EQ_STR(b.got[i].server_address, a.address);
+		CHECK_EQ_U64(b.in.got[i].server_id, 1);
+		CHECK_EQ_STR(b.in.got[i].server_address, a.address);
 	}
 
 	/* B answers on its own connection. */
@@ -800,9 +756,9 @@ TEST(two_rnets_exchange_every_type)
 		CHECK_OK(ep_send(&b, &a, &m[6], &s[1]));
 		CHECK(loop_run_until(&loop, got_n, &wa, 10000));
 		CHECK(loop_run_until(&loop, all_sent, &sw2, 10000));
-		CHECK(same_message(&m[3], &a.got[0]) && same_message(&m[6], &a.got[1]));
-		CHECK_EQ_U64(a.got[0].server_id, 2);
-		CHECK_EQ_STR(a.got[0].server_address, b.address);
+		CHECK(same_message(&m[3], &a.in.got[0]) && same_message(&m[6], &a.in.got[1]));
+		CHECK_EQ_U64(a.in.got[0].server_id, 2);
+		CHECK_EQ_STR(a.in.got[0].server_address, b.address);
 	}
 
 	/* Large: three entries of 100 KiB (read in place), then cut to what fits
@@ -821,16 +777,15 @@ TEST(two_rnets_exchange_every_type)
 		CHECK_OK(ep_send(&a, &b, &ae, &s[1]));
 		CHECK(loop_run_until(&loop, got_n, &wb, 10000));
 		CHECK(loop_run_until(&loop, all_sent, &sw3, 10000));
-		CHECK(same_message(&ae, &b.got[N_SAMPLES]));
+		CHECK(same_message(&ae, &b.in.got[N_SAMPLES]));
 		ae.append_entries.n_entries = 2;
-		CHECK(same_message(&ae, &b.got[N_SAMPLES + 1]));
+		CHECK(same_message(&ae, &b.in.got[N_SAMPLES + 1]));
 		/* One entry above the limit: refused at once, no callback. */
 		rnet_set_limit(&a.n, 50 * 1024);
 		CHECK_EQ_INT(ep_send(&a, &b, &ae, &s[2]), RAFT_TOOBIG);
 		/* No destination. */
 		ae.append_entries.n_entries = 0;
-		memset(&s[3], 0, sizeof s[3]);
-		s[3].req.data = &s[3];
+		sent_reset(&s[3]);
 		ae.server_id = 0;
 		CHECK_EQ_INT(a.n.io.send(&a.n.io, &s[3].req, &ae, sent_cb), RAFT_NOCONNECTION);
 		for (int i = 0; i < 3; i++)
@@ -890,9 +845,9 @@ TEST(hostile_bytes_close_one_connection)
 		struct got_wait w = {&b, 1};
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
 	}
-	CHECK(same_message(&tn, &b.got[0]));
-	CHECK_EQ_U64(b.got[0].server_id, 77);
-	CHECK_EQ_STR(b.got[0].server_address, "127.0.0.1:7777");
+	CHECK(same_message(&tn, &b.in.got[0]));
+	CHECK_EQ_U64(b.in.got[0].server_id, 77);
+	CHECK_EQ_STR(b.in.got[0].server_address, "127.0.0.1:7777");
 	/* Garbage: the connection is closed and counted. */
 	client_write(&r, "\x63\0\0\0\0\0\0\0\x18\0\0\0\0\0\0\0", 16);
 	CHECK(loop_run_until(&loop, client_ended, &r, 5000));
@@ -908,7 +863,7 @@ TEST(hostile_bytes_close_one_connection)
 		struct sent_wait sw = {&s, 1};
 		CHECK_OK(ep_send(&a, &b, &tn, &s));
 		CHECK(loop_run_until(&loop, got_n, &w, 5000));
-		CHECK(same_message(&tn, &b.got[1]));
+		CHECK(same_message(&tn, &b.in.got[1]));
 		CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
 		CHECK_EQ_INT(s.status, 0);
 	}
@@ -1081,7 +1036,7 @@ TEST(connection_that_dies_young_fails_its_sends)
 	CHECK_OK(ep_send(&a, &b, &rv, &s[1]));
 	CHECK(loop_run_until(&loop, all_sent, &sw, 5000));
 	CHECK_EQ_INT(s[1].status, 0);
-	CHECK_EQ_INT(b.n_got, 1);
+	CHECK_EQ_INT(b.in.n_got, 1);
 	ep_close(&a);
 	ep_close(&b);
 	close_listener(&loop, l);
@@ -1141,7 +1096,7 @@ TEST(refusing_peer_reconnects_and_bounds_its_queue)
 		for (int i = 7; i < 10; i++)
 			CHECK_EQ_INT(s[i].status, 0);
 		CHECK_EQ_U64(a.n.stats.connects, 1);
-		CHECK_EQ_U64(up.got[0].server_id, 1);
+		CHECK_EQ_U64(up.in.got[0].server_id, 1);
 		ep_close(&up);
 	}
 	ep_close(&a);

@@ -211,7 +211,8 @@ TEST(encodes_preambles)
 	CHECK_EQ_INT(listener_preamble_encode(b, LISTENER_COPY, "", 0, NULL), 0);
 	CHECK_EQ_INT(listener_preamble_encode(b, LISTENER_RAFT, "t1", 0, "a:1"), 0);
 	CHECK_EQ_INT(listener_preamble_encode(b, LISTENER_RAFT, "t1", 1, ""), 0);
-	CHECK_EQ_INT(listener_preamble_encode(b, 4, "t1", 1, "a:1"), 0);
+	CHECK_EQ_INT(listener_preamble_encode(b, LISTENER_RMUX, "", 0, NULL), 7);
+	CHECK_EQ_INT(listener_preamble_encode(b, 5, "t1", 1, "a:1"), 0);
 	CHECK_EQ_INT(listener_preamble_encode(b, LISTENER_COPY, "t 1", 0, NULL), 0);
 	memset(id64, 'x', sizeof id64);
 	id64[LISTENER_TABLET_ID_MAX] = '\0';
@@ -269,8 +270,10 @@ TEST(rejects_bad_preambles)
 	b[4] = 1;
 	b[5] = 0;
 	expect_rejected(&loop, l, b, n, "kind 0", MALFORMED);
-	b[5] = 4;
-	expect_rejected(&loop, l, b, n, "kind 4", MALFORMED);
+	b[5] = 5;
+	expect_rejected(&loop, l, b, n, "kind 5", MALFORMED);
+	b[5] = LISTENER_RMUX; /* valid, but no handler here */
+	expect_rejected(&loop, l, b, n, "RMUX without a handler", UNROUTABLE);
 	b[5] = 0xff;
 	expect_rejected(&loop, l, b, n, "kind 255", MALFORMED);
 

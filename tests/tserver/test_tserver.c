@@ -301,6 +301,7 @@ static struct fake_master {
 	unsigned beats;         /* heartbeats received */
 	char uuid[64];
 	char address[64];
+	char placement[80];     /* the last heartbeat's */
 	char tablets[1024];     /* the last report: "id:role:raft_id;" ... */
 	uint8_t *next;          /* a packed HeartbeatResponse to send once */
 	size_t next_len;
@@ -318,6 +319,7 @@ static void on_heartbeat(void *arg, struct rpc_call *call)
 	fm->beats++;
 	snprintf(fm->uuid, sizeof fm->uuid, "%s", req->uuid);
 	snprintf(fm->address, sizeof fm->address, "%s", req->address);
+	snprintf(fm->placement, sizeof fm->placement, "%s", req->placement);
 	fm->tablets[0] = '\0';
 	for (size_t i = 0; i < req->n_tablets; i++) {
 		size_t n = strlen(fm->tablets);
@@ -1642,7 +1644,8 @@ TEST(heartbeats_to_a_fake_master)
 		char line[512];
 		char *argv[] = {C.exe, (char *)"--address", n->addr, (char *)"--data", n->dir,
 				(char *)"--masters", masters, (char *)"--heartbeat-ms",
-				(char *)"100", NULL};
+				(char *)"100", (char *)"--placement", (char *)"cloud1.region-1.zone_b",
+				NULL};
 		CHECK_OK(proc_spawn(&n->p, argv, n->log));
 		n->up = true;
 		CHECK_EQ_INT(proc_read_line(&n->p, line, sizeof line, 15000), 1);
@@ -1652,6 +1655,7 @@ TEST(heartbeats_to_a_fake_master)
 	CHECK(M[0].beats >= 1);
 	CHECK_EQ_STR(M[1].uuid, C.n[0].uuid);
 	CHECK_EQ_STR(M[1].address, C.n[0].addr);
+	CHECK_EQ_STR(M[1].placement, "cloud1.region-1.zone_b");
 	CHECK_EQ_STR(M[1].tablets, "");
 
 	/* "Create a replica": a one-replica tablet, which elects itself. */
@@ -1731,6 +1735,14 @@ TEST(flags_and_config)
 	bad_flag(&p, "raft-fill-segments", "maybe",
 		 "raft-fill-segments takes on or off, not 'maybe'");
 	bad_flag(&p, "raft-log", "maybe", "raft-log takes shared or per-tablet, not 'maybe'");
+	bad_flag(&p, "placement", "cloud.zone",
+		 "placement 'cloud.zone': 2 parts (want three: cloud.region.zone)");
+	bad_flag(&p, "placement", "a..c", "placement 'a..c': empty part (want cloud.region.zone)");
+	bad_flag(&p, "placement", "a.b.c.d", "placement 'a.b.c.d': 4 parts");
+	bad_flag(&p, "placement", "a.b c.d", "placement 'a.b c.d': byte 0x20 at offset 3");
+	bad_flag(&p, "placement",
+		 "a.b.ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+		 "placement of 69 bytes (at most 64)");
 	/* A config file gives the address and data dir. */
 	snprintf(cfg, sizeof cfg, "%s/tserver.conf", C.base);
 	snprintf(data, sizeof data, "%s/fromconfig", C.base);
