@@ -577,6 +577,66 @@ DOCRAFT_API int docraft_table_create_async(docraft_client *c, docraft_req *req,
 DOCRAFT_API int docraft_table_drop_async(docraft_client *c, docraft_req *req, const char *table,
 					 bool if_exists, docraft_req_cb cb);
 
+
+/* ------------------------------------------------------------------------
+ * YEDIS: Redis commands on the tablet that owns a slot (issue 17)
+ * ------------------------------------------------------------------------
+ * Redis database db is the table "redis_<db>" (a YEDIS table: src/yedis/
+ * yedis.h), created on first use with the cluster's default tablets and
+ * replication factor. A key's slot is Redis Cluster's (crc16 of the key
+ * or its {hash tag}, mod 16384); the tablet owning a slot owns partition
+ * value slot * 4 (src/redis/slot.h). */
+
+typedef struct docraft_bytes {
+	const void *p;
+	size_t n;
+} docraft_bytes;
+
+/* One Redis command: argv[0] its name. */
+typedef struct docraft_redis_cmd {
+	uint32_t argc;
+	const docraft_bytes *argv;
+} docraft_redis_cmd;
+
+/* Runs cmds[0..n) (copied) on the leader of the tablet of database db
+ * owning slot, atomically and in order. write: some command may write
+ * (yedis_command_find's YEDIS_WRITE): the request is replicated before it
+ * is answered and retried with its sequence number, so it applies once;
+ * otherwise a linearizable read. On DOCRAFT_OK req->result holds one RESP2
+ * reply per command (docraft_result_reply; Redis's own errors are
+ * replies); failures of the cluster are req->status / req->errmsg.
+ * Synchronous errors: DOCRAFT_EINVAL (n 0, argc 0, slot >= 16384),
+ * DOCRAFT_ECLOSED. */
+DOCRAFT_API int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db,
+				    uint16_t slot, const docraft_redis_cmd *cmds, size_t n,
+				    bool write, docraft_req_cb cb);
+/* The replies of a docraft_redis_async result: i < docraft_result_nreplies(r);
+ * *len bytes at the returned pointer, owned by r. */
+DOCRAFT_API size_t docraft_result_nreplies(const docraft_result *r);
+DOCRAFT_API const void *docraft_result_reply(const docraft_result *r, size_t i, size_t *len);
+
+/* One tablet of a Redis database as the client's cache knows it: slots
+ * first_slot..last_slot (inclusive), its replicas' Redis addresses
+ * ("IP:PORT", "" when a tserver runs none), the leader's first (leader
+ * false when unknown). */
+typedef struct docraft_redis_tablet {
+	const char *tablet_id;
+	uint16_t first_slot, last_slot;
+	bool leader_known;
+	size_t nreplicas;
+	const char *const *redis_addresses; /* [0] is the leader when leader_known */
+	const char *const *tserver_uuids;
+} docraft_redis_tablet;
+
+/* The tablets of database db (created on first use like docraft_redis_async),
+ * into req->result: docraft_result_ntablets / docraft_result_redis_tablet
+ * (strings owned by the result). */
+DOCRAFT_API int docraft_redis_tablets_async(docraft_client *c, docraft_req *req, unsigned db,
+					    docraft_req_cb cb);
+DOCRAFT_API size_t docraft_result_ntablets(const docraft_result *r);
+DOCRAFT_API void docraft_result_redis_tablet(const docraft_result *r, size_t i,
+					     docraft_redis_tablet *out);
+
 #ifdef __cplusplus
 }
 #endif
