@@ -210,10 +210,11 @@ TEST(random_histories)
 			bool reverse = rnd() % 2;
 			size_t limit = rnd() % 3 == 0 ? 1 + rnd() % 5 : 0;
 			char a[4], b[4];
-			struct pv pre = pv_str(a);
+			struct pv pre;
 			struct buf st = BUF_INIT;
 			snprintf(a, sizeof a, "a%d", (int)(rnd() % 6));
 			snprintf(b, sizeof b, "b%d", (int)(rnd() % 4));
+			pre = pv_str(a);
 			size_t np = rnd() % 3 == 0 ? 1 : 0;
 			bool with_start = rnd() % 2;
 			if (with_start) {
