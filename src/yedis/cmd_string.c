@@ -162,7 +162,7 @@ static int set_generic(struct yedis_txn *t, unsigned flags, const struct resp_ar
 			goto done;
 		}
 		ttl = left;
-	} else if ((flags & SET_KEEPTTL) && r.type == YT_STRING) {
+	} else if ((flags & SET_KEEPTTL) && r.type != YT_NONE) {
 		ttl = kept_ttl(t, &r);
 	}
 	(void)wrong;
