@@ -10,62 +10,15 @@
  * unspecified.
  *
  * HINCRBYFLOAT computes in long double and formats "%.17Lf" without
- * trailing zeros, as Redis does (string2ld / ld2string LD_STR_HUMAN): a
- * double would reply other digits (3000 + 0.1 is 3000.10000000000000009)
- * and overflow sooner. */
-#include <ctype.h>
-#include <errno.h>
+ * trailing zeros, as Redis does (yarg_ldouble, yfmt_ldouble): a double
+ * would reply other digits (3000 + 0.1 is 3000.10000000000000009) and
+ * overflow sooner. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "yedis/coll.h"
-
-/* Redis's MAX_LONG_DOUBLE_CHARS: the longest float argument, and room for
- * the widest "%.17Lf" of a finite long double. */
-#define LD_CHARS (5 * 1024)
-
-/* Redis's string2ld: strtold of the whole argument, no leading blank, no
- * NaN, no overflow or underflow to 0. 1 when valid. */
-static int parse_ld(const void *p, size_t n, long double *out)
-{
-	char s[LD_CHARS];
-	char *end;
-	long double v;
-
-	if (n == 0 || n >= sizeof s)
-		return 0;
-	memcpy(s, p, n);
-	s[n] = '\0';
-	errno = 0;
-	v = strtold(s, &end);
-	if (isspace((unsigned char)s[0]) || *end != '\0' || errno == EINVAL || isnan(v) ||
-	    (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)))
-		return 0;
-	*out = v;
-	return 1;
-}
-
-/* Redis's ld2string(LD_STR_HUMAN) of a finite v; returns the length. */
-static size_t format_ld(char *out, size_t cap, long double v)
-{
-	int l = snprintf(out, cap, "%.17Lf", v);
-	if (l < 0 || (size_t)l >= cap)
-		return 0;
-	if (strchr(out, '.') != NULL) {
-		while (out[l - 1] == '0')
-			l--;
-		if (out[l - 1] == '.')
-			l--;
-	}
-	if (l == 2 && out[0] == '-' && out[1] == '0') {
-		out[0] = '0';
-		l = 1;
-	}
-	return (size_t)l;
-}
 
 /* ---- reads ---- */
 
@@ -247,6 +200,8 @@ static int hset_pairs(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 		ycoll_arity_error(reply, name);
 		return 0;
 	}
+	if (!ycoll_subs_ok(argc, argv, 2, 2, reply))
+		return 0;
 	if ((rv = ycoll_lookup(t, &argv[1], YT_HASH, &state, reply, errmsg)) != 0)
 		return rv;
 	if (state == YCOLL_WRONGTYPE)
@@ -288,6 +243,8 @@ static int hsetnx(struct yedis_txn *t, uint32_t argc, const struct resp_arg *arg
 	struct pv v;
 	bool found, ok;
 	(void)argc;
+	if (!ycoll_subs_ok(3, argv, 2, 1, reply))
+		return 0;
 	if ((rv = field_lookup(t, argv, &state, &v, &found, &ok, reply, errmsg)) != 0 || !ok)
 		return rv;
 	if (!found) {
@@ -333,6 +290,8 @@ static int hincrby(struct yedis_txn *t, uint32_t argc, const struct resp_arg *ar
 	bool found, ok;
 	char num[32];
 	(void)argc;
+	if (!ycoll_subs_ok(3, argv, 2, 1, reply))
+		return 0;
 	if (!yarg_ll(&argv[3], &incr)) {
 		resp_error(reply, YERR_NOT_INT);
 		return 0;
@@ -362,9 +321,11 @@ static int hincrbyfloat(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 	long double incr, old = 0;
 	struct pv v;
 	bool found, ok;
-	char num[LD_CHARS];
+	char num[YFMT_LDOUBLE_CAP];
 	(void)argc;
-	if (!parse_ld(argv[3].p, argv[3].n, &incr)) {
+	if (!ycoll_subs_ok(3, argv, 2, 1, reply))
+		return 0;
+	if (!yarg_ldouble(&argv[3], &incr)) {
 		resp_error(reply, YERR_NOT_FLOAT);
 		return 0;
 	}
@@ -374,12 +335,15 @@ static int hincrbyfloat(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 	}
 	if ((rv = field_lookup(t, argv, &state, &v, &found, &ok, reply, errmsg)) != 0 || !ok)
 		return rv;
-	if (found && !parse_ld(v.v.s.p, v.v.s.len, &old)) {
-		resp_error(reply, "ERR hash value is not a float");
-		return 0;
+	if (found) {
+		struct resp_arg cur = {(const char *)v.v.s.p, v.v.s.len};
+		if (!yarg_ldouble(&cur, &old)) {
+			resp_error(reply, "ERR hash value is not a float");
+			return 0;
+		}
 	}
 	long double sum = old + incr;
-	size_t n = isnan(sum) || isinf(sum) ? 0 : format_ld(num, sizeof num, sum);
+	size_t n = isnan(sum) || isinf(sum) ? 0 : yfmt_ldouble(num, sizeof num, sum, true);
 	if (n == 0) {
 		resp_error(reply, "ERR increment would produce NaN or Infinity");
 		return 0;

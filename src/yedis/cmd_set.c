@@ -46,6 +46,8 @@ static int sadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 	bool ok;
 	long long added = 0;
 	struct pv null = pv_null();
+	if (!ycoll_subs_ok(argc, argv, 2, 1, reply))
+		return 0;
 	if ((rv = open_set(t, &argv[1], &state, &ok, reply, errmsg)) != 0 || !ok)
 		return rv;
 	ycoll_create(t, &argv[1], YT_SET, state);

@@ -36,6 +36,17 @@ void ycoll_arity_error(struct buf *reply, const char *name)
 	resp_errorf(reply, "ERR wrong number of arguments for '%s' command", name);
 }
 
+bool ycoll_subs_ok(uint32_t argc, const struct resp_arg *argv, uint32_t first, uint32_t step,
+		   struct buf *reply)
+{
+	for (uint32_t i = first; i < argc; i += step)
+		if (!yarg_sub_ok(&argv[i])) {
+			resp_error(reply, YERR_TOO_LONG);
+			return false;
+		}
+	return true;
+}
+
 /* ---- walking the children ---- */
 
 struct walk {

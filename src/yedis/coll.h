@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "docdb/pv.h"
@@ -58,6 +59,12 @@ static inline struct pv ycoll_sub(const struct resp_arg *a)
 {
 	return pv_strn(a->p, a->n);
 }
+
+/* Whether argv[first], argv[first + step], ... below argc (fields or
+ * members a write stores as subkeys) fit yarg_sub_ok; false when not,
+ * with the YERR_TOO_LONG reply appended. */
+bool ycoll_subs_ok(uint32_t argc, const struct resp_arg *argv, uint32_t first, uint32_t step,
+		   struct buf *reply);
 
 /* Redis's "-ERR wrong number of arguments for 'name' command". */
 void ycoll_arity_error(struct buf *reply, const char *name);
