@@ -158,10 +158,11 @@ static int scard(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv
 /* ---- random members ---- */
 
 /* it[0..k) becomes k distinct members drawn uniformly from it[0..n)
- * (a partial Fisher-Yates shuffle on the txn's random stream). */
+ * (a partial Fisher-Yates shuffle on the txn's random stream). k == n:
+ * every member, left in byte order. */
 static void draw(struct yedis_txn *t, struct yitem *it, size_t n, size_t k)
 {
-	for (size_t i = 0; i < k && i + 1 < n; i++) {
+	for (size_t i = 0; k < n && i < k; i++) {
 		size_t j = i + (size_t)(yv_rand(t) % (n - i));
 		struct yitem tmp = it[i];
 		it[i] = it[j];
