@@ -299,6 +299,23 @@ TEST(overlay)
 	yh_close(&h);
 }
 
+/* Whether the store holds a pair whose key is prefix + a DocHT (no other
+ * subkey) and whose value is val. */
+static bool has_pair(const char *prefix, size_t plen, const char *val, size_t vlen)
+{
+	struct store_iter *it = store_iter_new(h.s, NULL, 0, NULL, 0);
+	bool found = false;
+	for (store_iter_seek_first(it); !found && store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+		found = kl > plen && memcmp(k, prefix, plen) == 0 &&
+			vl == vlen && memcmp(v, val, vlen) == 0;
+	}
+	CHECK_OK_MSG(store_iter_status(it, h.errmsg), h.errmsg);
+	store_iter_free(it);
+	return found;
+}
+
 /* Seed 002's Redis example (T1..T7) through the commands: the store
  * listing is the seed's sorted view. The hash is the key's slot * 4
  * (key1: slot 9189, key2: 4998, key3: 935); groups come in hash order and
@@ -330,13 +347,18 @@ TEST(seed_002)
 			"(0x4e18, key2), subkey2, T3 -> value2\n"
 			"(0x4e18, key2), subkey3, T5 -> value3\n"
 			"(0x8f94, key1), T1 -> 15, value1\n");
-	/* The DocKey bytes of key2 (docs/redis.md "Hashes and sets in DocDB"). */
+	/* The bytes (docs/redis.md "Hashes and sets in DocDB"). */
 	{
 		struct buf k = BUF_INIT;
 		yedis_dockey(&k, "key2", 4);
 		CHECK_EQ_MEM(k.data, k.len, "G\x4e\x18Skey2\x00\x00!!", 12);
 		buf_free(&k);
 	}
+	CHECK(has_pair("G\x4e\x18Skey2\x00\x00!!#", 13, "{", 1));
+	CHECK(has_pair("G\x4e\x18Skey2\x00\x00!!#", 13, "X", 1));
+	CHECK(has_pair("G\x4e\x18Skey2\x00\x00!!Ssubkey1\x00\x00#", 23, "Snew_val1", 9));
+	CHECK(has_pair("G\x0e\x9cSkey3\x00\x00!!#", 13, "(", 1));
+	CHECK(has_pair("G\x0e\x9cSkey3\x00\x00!!Svalue4\x00\x00#", 22, "$", 1));
 	EQ(yh_read(&h, yh_ht(3), "HGETALL key2"),
 	   "[\"subkey1\", \"value1\", \"subkey2\", \"value2\"]");
 	EQ(yh_read(&h, yh_ht(4), "HGETALL key2"), "[]");
