@@ -118,20 +118,6 @@ TEST(expire_errors_and_flags)
 	yh_close(&h);
 }
 
-/* A hash as cmd_hash.c writes it (HSET h f v). */
-static void make_hash(uint64_t ht, const char *key, const char *field)
-{
-	struct resp_arg k = {key, strlen(key)};
-	struct pv f = pv_str(field), v = pv_str("v");
-	struct yroot r;
-	yh_begin(&h, ht, true);
-	CHECK_OK(yv_root(h.t, &k, &r, h.errmsg));
-	if (r.type == YT_NONE)
-		yw_root(h.t, &k, YT_HASH, NULL, YEDIS_NO_TTL);
-	yw_put(h.t, &k, &f, 1, &v);
-	yh_commit(&h);
-}
-
 static bool has_field(uint64_t ht, const char *key, const char *field)
 {
 	struct resp_arg k = {key, strlen(key)};
@@ -146,8 +132,8 @@ static bool has_field(uint64_t ht, const char *key, const char *field)
 TEST(expire_collection)
 {
 	yh_open(&h, "ykeys");
-	make_hash(yh_ht(1), "h", "f1");
-	make_hash(yh_ht(2), "h", "f2");
+	yh_hset(&h, yh_ht(1), "h", "f1", "v");
+	yh_hset(&h, yh_ht(2), "h", "f2", "v");
 	EQ(yh_cmd(&h, yh_ht(3), "EXPIRE h 10"), "1");
 	EQ(yh_read(&h, yh_ht(3), "TYPE h"), "hash");
 	EQ(yh_read(&h, yh_ht(3), "TTL h"), "10");
@@ -157,7 +143,7 @@ TEST(expire_collection)
 	CHECK(!has_field(yh_ht(14), "h", "f2"));
 	EQ(yh_read(&h, yh_ht(14), "EXISTS h"), "0");
 	/* A new hash after expiry starts empty. */
-	make_hash(yh_ht(20), "h", "f3");
+	yh_hset(&h, yh_ht(20), "h", "f3", "v");
 	CHECK(!has_field(yh_ht(21), "h", "f1"));
 	CHECK(has_field(yh_ht(21), "h", "f3"));
 	EQ(yh_read(&h, yh_ht(21), "TTL h"), "-1");
@@ -181,7 +167,7 @@ TEST(merge_records_compacted)
 	EQ(yh_cmd(&h, yh_ht(7), "PEXPIRE b 200500"), "1");
 	EQ(yh_cmd(&h, yh_ht(1), "SET c v EX 50"), "OK");
 	EQ(yh_cmd(&h, yh_ht(8), "PERSIST c"), "1");
-	make_hash(yh_ht(2), "h", "f");
+	yh_hset(&h, yh_ht(2), "h", "f", "v");
 	EQ(yh_cmd(&h, yh_ht(9), "EXPIRE h 1500"), "1");
 	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
 		for (size_t j = 0; j < sizeof reads / sizeof reads[0]; j++)
@@ -214,7 +200,7 @@ TEST(keys_dbsize)
 	EQ(yh_cmd(&h, yh_ht(1), "SET heeeello 1 EX 5"), "OK");
 	EQ(yh_cmd(&h, yh_ht(1), "SET gone 1"), "OK");
 	EQ(yh_cmd(&h, yh_ht(2), "DEL gone"), "1");
-	make_hash(yh_ht(2), "h*llo", "f");
+	yh_hset(&h, yh_ht(2), "h*llo", "f", "v");
 	EQ(yh_read(&h, yh_ht(3), "DBSIZE"), "6");
 	EQ(yh_read(&h, yh_ht(10), "DBSIZE"), "5");
 	{
