@@ -49,22 +49,6 @@ static int field_lookup(struct yedis_txn *t, const struct resp_arg *argv, int *s
 	return 0;
 }
 
-static int hget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
-		char *errmsg)
-{
-	int state, rv;
-	struct pv v;
-	bool found, ok;
-	(void)argc;
-	if ((rv = field_lookup(t, argv, &state, &v, &found, &ok, reply, errmsg)) != 0 || !ok)
-		return rv;
-	if (found)
-		resp_bulk(reply, v.v.s.p, v.v.s.len);
-	else
-		resp_null_bulk(reply);
-	return 0;
-}
-
 static int hmget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 		 struct buf *reply, char *errmsg)
 {
@@ -88,30 +72,47 @@ static int hmget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv
 	return 0;
 }
 
-static int hexists(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		   struct buf *reply, char *errmsg)
+enum { FIELD_VALUE, FIELD_EXISTS, FIELD_STRLEN };
+
+/* HGET (the value or nil), HEXISTS (1 or 0), HSTRLEN (its length or 0). */
+static int one_field(struct yedis_txn *t, const struct resp_arg *argv, int what,
+		     struct buf *reply, char *errmsg)
 {
 	int state, rv;
 	struct pv v;
 	bool found, ok;
-	(void)argc;
 	if ((rv = field_lookup(t, argv, &state, &v, &found, &ok, reply, errmsg)) != 0 || !ok)
 		return rv;
-	resp_int(reply, found ? 1 : 0);
+	if (what == FIELD_EXISTS)
+		resp_int(reply, found ? 1 : 0);
+	else if (what == FIELD_STRLEN)
+		resp_int(reply, found ? (long long)v.v.s.len : 0);
+	else if (found)
+		resp_bulk(reply, v.v.s.p, v.v.s.len);
+	else
+		resp_null_bulk(reply);
 	return 0;
+}
+
+static int hget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		char *errmsg)
+{
+	(void)argc;
+	return one_field(t, argv, FIELD_VALUE, reply, errmsg);
+}
+
+static int hexists(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
+		   struct buf *reply, char *errmsg)
+{
+	(void)argc;
+	return one_field(t, argv, FIELD_EXISTS, reply, errmsg);
 }
 
 static int hstrlen(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 		   struct buf *reply, char *errmsg)
 {
-	int state, rv;
-	struct pv v;
-	bool found, ok;
 	(void)argc;
-	if ((rv = field_lookup(t, argv, &state, &v, &found, &ok, reply, errmsg)) != 0 || !ok)
-		return rv;
-	resp_int(reply, found ? (long long)v.v.s.len : 0);
-	return 0;
+	return one_field(t, argv, FIELD_STRLEN, reply, errmsg);
 }
 
 static int hlen(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
@@ -258,27 +259,7 @@ static int hsetnx(struct yedis_txn *t, uint32_t argc, const struct resp_arg *arg
 static int hdel(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
 		char *errmsg)
 {
-	int state, rv;
-	long long deleted = 0;
-	if ((rv = ycoll_lookup(t, &argv[1], YT_HASH, &state, reply, errmsg)) != 0)
-		return rv;
-	if (state == YCOLL_WRONGTYPE)
-		return 0;
-	for (uint32_t i = 2; state == YCOLL_PRESENT && i < argc; i++) {
-		struct pv v;
-		bool found = false;
-		if ((rv = field_get(t, &argv[1], &argv[i], &v, &found, errmsg)) != 0)
-			return rv;
-		if (found) {
-			struct pv sub = ycoll_sub(&argv[i]);
-			yw_delete(t, &argv[1], &sub, 1);
-			deleted++;
-		}
-	}
-	if (deleted > 0 && (rv = ycoll_drop_if_empty(t, &argv[1], errmsg)) != 0)
-		return rv;
-	resp_int(reply, deleted);
-	return 0;
+	return ycoll_remove(t, argc, argv, YT_HASH, reply, errmsg);
 }
 
 static int hincrby(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,

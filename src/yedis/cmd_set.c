@@ -69,25 +69,7 @@ static int sadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 static int srem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
 		char *errmsg)
 {
-	int state, rv;
-	bool ok;
-	long long removed = 0;
-	if ((rv = open_set(t, &argv[1], &state, &ok, reply, errmsg)) != 0 || !ok)
-		return rv;
-	for (uint32_t i = 2; state == YCOLL_PRESENT && i < argc; i++) {
-		bool found;
-		if ((rv = member_exists(t, &argv[1], &argv[i], &found, errmsg)) != 0)
-			return rv;
-		if (found) {
-			struct pv sub = ycoll_sub(&argv[i]);
-			yw_delete(t, &argv[1], &sub, 1);
-			removed++;
-		}
-	}
-	if (removed > 0 && (rv = ycoll_drop_if_empty(t, &argv[1], errmsg)) != 0)
-		return rv;
-	resp_int(reply, removed);
-	return 0;
+	return ycoll_remove(t, argc, argv, YT_SET, reply, errmsg);
 }
 
 static int smembers(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
@@ -192,87 +174,86 @@ static int members_for_draw(struct yedis_txn *t, const struct resp_arg *key, str
 	return 0;
 }
 
-static int spop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
-		char *errmsg)
+/* The count argument of SPOP (pop) or SRANDMEMBER: 1 and *count set, or
+ * 0 with the error reply appended, Redis's texts and order. */
+static int parse_count(uint32_t argc, const struct resp_arg *argv, bool pop, long long *count,
+		       struct buf *reply)
 {
-	long long count = 1;
-	struct yitem *it = NULL;
-	size_t n;
-	bool ok;
-	int rv;
-
+	*count = 1;
 	if (argc > 3) {
 		resp_error(reply, YERR_SYNTAX);
 		return 0;
 	}
-	if (argc == 3 && (!yarg_ll(&argv[2], &count) || count < 0)) {
-		resp_error(reply, "ERR value is out of range, must be positive");
+	if (argc < 3)
+		return 1;
+	if (pop) {
+		if (!yarg_ll(&argv[2], count) || *count < 0) {
+			resp_error(reply, "ERR value is out of range, must be positive");
+			return 0;
+		}
+	} else if (!yarg_ll(&argv[2], count)) {
+		resp_error(reply, YERR_NOT_INT);
+		return 0;
+	} else if (*count == LLONG_MIN) {
+		resp_errorf(reply, "ERR value is out of range, value must between %lld and %lld",
+			    -LLONG_MAX, LLONG_MAX);
+		return 0;
+	} else if (*count < -SRAND_REPEAT_MAX) {
+		resp_errorf(reply,
+			    "ERR value is out of range, with repetition (a negative count) at most "
+			    "%d members",
+			    SRAND_REPEAT_MAX);
 		return 0;
 	}
-	if ((rv = members_for_draw(t, &argv[1], &it, &n, &ok, argc == 2, reply, errmsg)) != 0 ||
-	    !ok)
-		return rv;
-	size_t k = (unsigned long long)count < n ? (size_t)count : n;
-	draw(t, it, n, k);
-	if (argc == 3)
-		resp_array(reply, k);
-	for (size_t i = 0; i < k; i++) {
-		member_reply(reply, &it[i]);
-		if (k < n)
-			yw_delete(t, &argv[1], &it[i].sub, 1);
-	}
-	if (k == n)
-		yw_delete_key(t, &argv[1]); /* every member popped */
-	return 0;
+	return 1;
 }
 
-static int srandmember(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		       struct buf *reply, char *errmsg)
+/* SPOP (pop: the members drawn are removed, the key when all are) and
+ * SRANDMEMBER. Without a count: one member or nil; with one: an array. */
+static int random_members(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
+			  bool pop, struct buf *reply, char *errmsg)
 {
-	long long count = 1;
+	long long count;
 	struct yitem *it = NULL;
-	size_t n;
+	size_t n, k;
 	bool ok;
 	int rv;
 
-	if (argc > 3) {
-		resp_error(reply, YERR_SYNTAX);
+	if (!parse_count(argc, argv, pop, &count, reply))
 		return 0;
-	}
-	if (argc == 3) {
-		if (!yarg_ll(&argv[2], &count)) {
-			resp_error(reply, YERR_NOT_INT);
-			return 0;
-		}
-		if (count == LLONG_MIN) {
-			resp_errorf(reply, "ERR value is out of range, value must between %lld and %lld",
-				    -LLONG_MAX, LLONG_MAX);
-			return 0;
-		}
-		if (count < -SRAND_REPEAT_MAX) {
-			resp_errorf(reply,
-				    "ERR value is out of range, with repetition (a negative count) "
-				    "at most %d members",
-				    SRAND_REPEAT_MAX);
-			return 0;
-		}
-	}
 	if ((rv = members_for_draw(t, &argv[1], &it, &n, &ok, argc == 2, reply, errmsg)) != 0 ||
 	    !ok)
 		return rv;
-	if (count < 0) {
+	if (count < 0) { /* SRANDMEMBER with repetition */
 		resp_array(reply, (size_t)-count);
 		for (long long i = 0; i < -count; i++)
 			member_reply(reply, &it[yv_rand(t) % n]);
 		return 0;
 	}
-	size_t k = (unsigned long long)count < n ? (size_t)count : n;
+	k = (unsigned long long)count < n ? (size_t)count : n;
 	draw(t, it, n, k);
 	if (argc == 3)
 		resp_array(reply, k);
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k; i++) {
 		member_reply(reply, &it[i]);
+		if (pop && k < n)
+			yw_delete(t, &argv[1], &it[i].sub, 1);
+	}
+	if (pop && k == n)
+		yw_delete_key(t, &argv[1]); /* every member popped */
 	return 0;
+}
+
+static int spop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		char *errmsg)
+{
+	return random_members(t, argc, argv, true, reply, errmsg);
+}
+
+static int srandmember(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
+		       struct buf *reply, char *errmsg)
+{
+	return random_members(t, argc, argv, false, reply, errmsg);
 }
 
 static const struct ycmd cmds[] = {

@@ -47,6 +47,32 @@ bool ycoll_subs_ok(uint32_t argc, const struct resp_arg *argv, uint32_t first, u
 	return true;
 }
 
+int ycoll_remove(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, int type,
+		 struct buf *reply, char *errmsg)
+{
+	int state, rv;
+	long long removed = 0;
+	if ((rv = ycoll_lookup(t, &argv[1], type, &state, reply, errmsg)) != 0)
+		return rv;
+	if (state == YCOLL_WRONGTYPE)
+		return 0;
+	for (uint32_t i = 2; state == YCOLL_PRESENT && i < argc; i++) {
+		struct pv sub = ycoll_sub(&argv[i]), v;
+		bool found;
+		/* Through the overlay: a field given twice counts once. */
+		if ((rv = yv_get(t, &argv[1], &sub, 1, &v, &found, errmsg)) != 0)
+			return rv;
+		if (found) {
+			yw_delete(t, &argv[1], &sub, 1);
+			removed++;
+		}
+	}
+	if (removed > 0 && (rv = ycoll_drop_if_empty(t, &argv[1], errmsg)) != 0)
+		return rv;
+	resp_int(reply, removed);
+	return 0;
+}
+
 /* ---- walking the children ---- */
 
 struct walk {

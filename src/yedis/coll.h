@@ -54,6 +54,12 @@ int ycoll_count(struct yedis_txn *t, const struct resp_arg *key, size_t *n, char
  * when none is left, as Redis deletes an emptied collection. */
 int ycoll_drop_if_empty(struct yedis_txn *t, const struct resp_arg *key, char *errmsg);
 
+/* HDEL, SREM: removes the fields / members argv[2..argc) of key argv[1]
+ * that exist, deletes the key when none is left, and replies how many it
+ * removed (WRONGTYPE for another type). */
+int ycoll_remove(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, int type,
+		 struct buf *reply, char *errmsg);
+
 /* The one-subkey path of field / member a. */
 static inline struct pv ycoll_sub(const struct resp_arg *a)
 {
