@@ -188,6 +188,27 @@ TEST(merge_records_compacted)
 	yh_close(&h);
 }
 
+/* A table default TTL (none for Redis tables today, but the engine takes
+ * one): it applies to values without their own, from their write time;
+ * PERSIST falls back to it, in the txn as after it. */
+TEST(table_default_ttl)
+{
+	yh_open(&h, "ykeys");
+	h.default_ttl_ms = 100000;
+	EQ(yh_cmd(&h, yh_ht(1), "SET a v"), "OK");
+	EQ(yh_read(&h, yh_ht(1), "TTL a"), "100");
+	EQ(yh_cmd(&h, yh_ht(2), "EXPIRE a 10"), "1");
+	EQ(yh_read(&h, yh_ht(2), "TTL a"), "10");
+	yh_begin(&h, yh_ht(5), true);
+	EQ(yh_run(&h, "PERSIST a"), "1");
+	EQ(yh_run(&h, "TTL a"), "96");
+	yh_commit(&h);
+	EQ(yh_read(&h, yh_ht(5), "TTL a"), "96");
+	EQ(yh_read(&h, yh_ht(101), "GET a"), "\"v\"");
+	EQ(yh_read(&h, yh_ht(102), "GET a"), "nil");
+	yh_close(&h);
+}
+
 TEST(keys_dbsize)
 {
 	yh_open(&h, "ykeys");
@@ -362,4 +383,4 @@ TEST(scan_split_slot)
 }
 
 TEST_MAIN(T(del_exists_type), T(expire_and_ttl), T(expire_errors_and_flags), T(expire_collection),
-	  T(merge_records_compacted), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))
+	  T(merge_records_compacted), T(table_default_ttl), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))
