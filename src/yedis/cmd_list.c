@@ -14,8 +14,11 @@
  * index (LINDEX, LRANGE) is reached by walking from the nearer end. A list
  * that has pushed 2^63 elements to one side replies an error rather than
  * wrap. An emptied list is deleted (root tombstone). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"

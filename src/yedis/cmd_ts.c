@@ -17,8 +17,11 @@
  * Bounds of the range commands: a signed 64-bit timestamp, "(" before it
  * for an exclusive one, or -inf / +inf. */
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"

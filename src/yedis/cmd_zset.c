@@ -21,8 +21,11 @@
  * sorted set is deleted (root tombstone). */
 #include <math.h>
 #include <stdio.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"
