@@ -172,9 +172,9 @@ static int cmd_tsadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 	if (!exists)
 		ycoll_create(t, key, YT_TS);
 	for (uint32_t j = 2; j < end; j += 2) {
-		int64_t ts;
+		int64_t ts = 0;
 		struct pv sub, val = pv_strn(argv[j + 1].p, argv[j + 1].n);
-		parse_ts(&argv[j], &ts);
+		parse_ts(&argv[j], &ts); /* checked above */
 		sub = ts_sub(ts);
 		yw_put_ttl(t, key, &sub, 1, &val, ttl_ms);
 	}
@@ -228,9 +228,9 @@ static int cmd_tsrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 		return rv;
 	if (exists) {
 		for (uint32_t j = 2; j < argc; j++) {
-			int64_t ts;
+			int64_t ts = 0;
 			struct pv sub;
-			parse_ts(&argv[j], &ts);
+			parse_ts(&argv[j], &ts); /* checked above */
 			sub = ts_sub(ts);
 			yw_delete(t, key, &sub, 1);
 		}

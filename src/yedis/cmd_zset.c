@@ -21,7 +21,6 @@
  * sorted set is deleted (root tombstone). */
 #include <math.h>
 #include <stdio.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
