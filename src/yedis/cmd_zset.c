@@ -93,11 +93,15 @@ static void put_member(struct yedis_txn *t, const struct resp_arg *key, const ui
 	yw_put(t, key, r, 2, &s);
 }
 
+/* Deletes member m of score from the forward map, and with both from the
+ * reverse map too (an update rewrites the reverse entry instead). */
 static void del_member(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m,
-		       size_t n, double score)
+		       size_t n, double score, bool both)
 {
 	struct pv f[3] = {pv_ss_forward(), pv_double(score), pv_strn(m, n)}, r[2];
 	yw_delete(t, key, f, 3);
+	if (!both)
+		return;
 	rev_path(r, m, n);
 	yw_delete(t, key, r, 2);
 }
@@ -284,7 +288,7 @@ static int zadd_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 				continue;
 			processed++;
 			if (score != cur) {
-				del_member(t, key, mp, m->n, cur);
+				del_member(t, key, mp, m->n, cur, false);
 				put_member(t, key, mp, m->n, norm(score));
 				updated++;
 			}
@@ -365,7 +369,7 @@ static int cmd_zrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		bool found;
 		rv = get_score(t, key, mp, argv[j].n, &cur, &found, errmsg);
 		if (rv == 0 && found) {
-			del_member(t, key, mp, argv[j].n, cur);
+			del_member(t, key, mp, argv[j].n, cur, true);
 			removed++;
 		}
 	}
@@ -655,7 +659,7 @@ static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 	rv = walk(t, key, &w, errmsg);
 	if (rv == 0) {
 		for (size_t i = 0; i < w.out.n; i++)
-			del_member(t, key, w.out.v[i].m, w.out.v[i].n, w.out.v[i].score);
+			del_member(t, key, w.out.v[i].m, w.out.v[i].n, w.out.v[i].score, true);
 		ycoll_set_count(t, key, card > (int64_t)w.out.n ? card - (int64_t)w.out.n : 0);
 		reply_items(reply, &w.out, true);
 	}
