@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"
@@ -65,8 +64,7 @@ static int lwalk(struct yedis_txn *t, const struct resp_arg *key, bool from_righ
 	struct pv start = pv_array_index(from_right ? INT64_MAX : INT64_MIN);
 	int rv = yv_children(t, key, NULL, 0, from_right, &start, 1, lwalk_fn, w, errmsg);
 	if (rv == 0 && w->corrupt)
-		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: list '%.*s': bad element",
-			     (int)(key->n > 64 ? 64 : key->n), key->p);
+		rv = ycoll_corrupt(errmsg, "list", key, "bad element");
 	return rv;
 }
 

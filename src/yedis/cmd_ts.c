@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"
@@ -41,6 +40,21 @@ static int parse_ts(const struct resp_arg *a, int64_t *ts)
 		return 0;
 	*ts = v;
 	return 1;
+}
+
+/* Checks the timestamps argv[2], argv[2 + step], ... below end; false
+ * (replied) at the first that is not one. */
+static bool check_ts_args(const struct resp_arg *argv, uint32_t end, uint32_t step,
+			  struct buf *reply)
+{
+	for (uint32_t j = 2; j < end; j += step) {
+		int64_t ts;
+		if (!parse_ts(&argv[j], &ts)) {
+			resp_error(reply, ERR_TS);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* A positive 32-bit count (TSLASTN's N, TSREVRANGEBYTIME's LIMIT). */
@@ -100,8 +114,7 @@ static int tswalk(struct yedis_txn *t, const struct resp_arg *key, struct tswalk
 	struct pv start = ts_sub(w->reverse ? w->lo : w->hi);
 	int rv = yv_children(t, key, NULL, 0, w->reverse, &start, 1, tswalk_fn, w, errmsg);
 	if (rv == 0 && w->corrupt)
-		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: time series '%.*s': bad entry",
-			     (int)(key->n > 64 ? 64 : key->n), key->p);
+		rv = ycoll_corrupt(errmsg, "time series", key, "bad entry");
 	return rv;
 }
 
@@ -159,13 +172,8 @@ static int cmd_tsadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 		resp_error(reply, YERR_SYNTAX);
 		return 0;
 	}
-	for (uint32_t j = 2; j < end; j += 2) {
-		int64_t ts;
-		if (!parse_ts(&argv[j], &ts)) {
-			resp_error(reply, ERR_TS);
-			return 0;
-		}
-	}
+	if (!check_ts_args(argv, end, 2, reply))
+		return 0;
 	rv = open_ts(t, key, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)
 		return rv;
@@ -216,13 +224,8 @@ static int cmd_tsrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 	bool exists, wrongtype;
 	struct tswalk w = {.lo = INT64_MIN, .hi = INT64_MAX, .limit = 1, .count_only = true};
 	int rv;
-	for (uint32_t j = 2; j < argc; j++) {
-		int64_t ts;
-		if (!parse_ts(&argv[j], &ts)) {
-			resp_error(reply, ERR_TS);
-			return 0;
-		}
-	}
+	if (!check_ts_args(argv, argc, 1, reply))
+		return 0;
 	rv = open_ts(t, key, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)
 		return rv;

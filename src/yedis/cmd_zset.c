@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/err.h"
 #include "common/mem.h"
 #include "docraft/error.h"
 #include "yedis/ycoll.h"
@@ -77,8 +76,7 @@ static int get_score(struct yedis_txn *t, const struct resp_arg *key, const uint
 	if (rv != 0 || !*found)
 		return rv;
 	if (v.type != PV_DOUBLE || isnan(v.v.d))
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: sorted set '%.*s': bad score",
-			       (int)(key->n > 64 ? 64 : key->n), key->p);
+		return ycoll_corrupt(errmsg, "sorted set", key, "bad score");
 	*score = v.v.d;
 	return 0;
 }
@@ -190,8 +188,7 @@ static int walk(struct yedis_txn *t, const struct resp_arg *key, struct walk *w,
 	rv = yv_children(t, key, &prefix, 1, w->reverse, sp, sp != NULL ? 1 : 0, walk_fn, w,
 			 errmsg);
 	if (rv == 0 && w->corrupt)
-		rv = err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: sorted set '%.*s': bad entry",
-			     (int)(key->n > 64 ? 64 : key->n), key->p);
+		rv = ycoll_corrupt(errmsg, "sorted set", key, "bad entry");
 	return rv;
 }
 
@@ -603,9 +600,7 @@ static int zrank_generic(struct yedis_txn *t, const struct resp_arg *argv, bool 
 	if (rv != 0)
 		return rv;
 	if (r.corrupt || !r.hit)
-		return err_set(errmsg, DOCRAFT_ECORRUPT,
-			       "yedis: sorted set '%.*s': member without its score entry",
-			       (int)(key->n > 64 ? 64 : key->n), key->p);
+		return ycoll_corrupt(errmsg, "sorted set", key, "a member without its score entry");
 	resp_int(reply, r.rank);
 	return 0;
 }

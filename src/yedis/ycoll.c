@@ -37,8 +37,7 @@ int ycoll_count(struct yedis_txn *t, const struct resp_arg *key, int64_t *n, cha
 	if (!found)
 		return 0;
 	if (v.type != PV_INT64 || v.v.i64 < 0)
-		return err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: key '%.*s': bad counter",
-			       (int)(key->n > 64 ? 64 : key->n), key->p);
+		return ycoll_corrupt(errmsg, "collection", key, "bad counter");
 	*n = v.v.i64;
 	return 0;
 }
@@ -68,6 +67,12 @@ int ycoll_count_arg(const struct resp_arg *a, long long *v, const char *msg, str
 		return 0;
 	}
 	return 1;
+}
+
+int ycoll_corrupt(char *errmsg, const char *what, const struct resp_arg *key, const char *why)
+{
+	return err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: %s '%.*s': %s", what,
+		       (int)(key->n > 64 ? 64 : key->n), key->p, why);
 }
 
 bool ycoll_is(const struct resp_arg *a, const char *word)

@@ -34,6 +34,10 @@ void ycoll_create(struct yedis_txn *t, const struct resp_arg *key, int type);
  * out of range, must be positive" for a negative) and returns 0. */
 int ycoll_count_arg(const struct resp_arg *a, long long *v, const char *msg, struct buf *reply);
 
+/* DOCRAFT_ECORRUPT with "yedis: <what> '<key>': <why>" (the key cut at
+ * 64 bytes) in errmsg. */
+int ycoll_corrupt(char *errmsg, const char *what, const struct resp_arg *key, const char *why);
+
 /* Case-insensitive comparison of an argument with a lower-case word. */
 bool ycoll_is(const struct resp_arg *a, const char *word);
 
