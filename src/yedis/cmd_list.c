@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "docraft/error.h"
 #include "yedis/ycoll.h"
 
 struct lelem {

@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "docraft/error.h"
 #include "yedis/ycoll.h"
 
 #define ERR_TS "ERR timestamp is not a valid signed 64 bit integer"

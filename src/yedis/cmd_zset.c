@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "docraft/error.h"
 #include "yedis/ycoll.h"
 
 #define NANERR "ERR resulting score is not a number (NaN)"
