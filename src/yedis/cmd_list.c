@@ -289,15 +289,15 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 	struct lwalk w = {0};
 	int rv;
 	(void)argc;
-	if (!yarg_ll(&argv[2], &index)) {
-		resp_error(reply, YERR_NOT_INT);
-		return 0;
-	}
 	rv = ycoll_open(t, key, YT_LIST, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)
 		return rv;
 	if (!exists) {
 		resp_null_bulk(reply);
+		return 0;
+	}
+	if (!yarg_ll(&argv[2], &index)) { /* Redis: after the key's lookup */
+		resp_error(reply, YERR_NOT_INT);
 		return 0;
 	}
 	rv = ycoll_count(t, key, &len, errmsg);

@@ -301,7 +301,8 @@ static int zadd_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 reply:
 	if (flags & Z_INCR) {
 		if (processed > 0)
-			reply_score(reply, norm(score));
+			reply_score(reply, score); /* Redis: "-0" for a new member of
+						      increment -0, stored as 0 */
 		else
 			resp_null_bulk(reply);
 	} else {
@@ -438,7 +439,7 @@ static int zrange_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 			  enum zr_kind kind, enum zr_dir dir, struct buf *reply, char *errmsg)
 {
 	const struct resp_arg *key = &argv[1];
-	bool withscores = false, has_limit = false, exists, wrongtype;
+	bool withscores = false, exists, wrongtype;
 	long long offset = 0, limit = -1, start, end;
 	int minidx = 2, maxidx = 3, rv;
 	struct walk w;
@@ -453,7 +454,6 @@ static int zrange_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 				resp_error(reply, YERR_NOT_INT);
 				return 0;
 			}
-			has_limit = true;
 			j += 2;
 		} else if (dir == ZD_AUTO && ycoll_is(&argv[j], "rev")) {
 			dir = ZD_REVERSE;
@@ -471,7 +471,7 @@ static int zrange_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 		dir = ZD_FORWARD;
 	if (kind == ZR_AUTO)
 		kind = ZR_RANK;
-	if (has_limit && kind == ZR_RANK) {
+	if (limit != -1 && kind == ZR_RANK) { /* Redis checks the count only */
 		resp_error(reply, "ERR syntax error, LIMIT is only supported in combination with "
 				  "either BYSCORE or BYLEX");
 		return 0;

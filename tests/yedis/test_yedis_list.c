@@ -31,6 +31,8 @@ TEST(push_range_index)
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l 5"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX nokey 0"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l x"), "(error) ERR value is not an integer or out of range");
+	/* LINDEX looks the key up before its index: nil / WRONGTYPE first */
+	EQ(yh_read(&h, yh_ht(3), "LINDEX nokey x"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LLEN l"), "5");
 	EQ(yh_read(&h, yh_ht(3), "LLEN nokey"), "0");
 	EQ(yh_read(&h, yh_ht(3), "TYPE l"), "list");

@@ -83,6 +83,10 @@ TEST(zincrby)
 	EQ(yh_cmd(&h, yh_ht(3), "ZINCRBY z 1"),
 	   "(error) ERR wrong number of arguments for 'zincrby' command");
 	EQ(yh_cmd(&h, yh_ht(3), "ZINCRBY z +inf b"), "\"inf\"");
+	/* -0: stored as 0, but the INCR reply of a new member is "-0" */
+	EQ(yh_cmd(&h, yh_ht(4), "ZINCRBY z -0 c"), "\"-0\"");
+	EQ(yh_read(&h, yh_ht(5), "ZSCORE z c"), "\"0\"");
+	EQ(yh_cmd(&h, yh_ht(5), "ZREM z c"), "1");
 	EQ(yh_cmd(&h, yh_ht(4), "ZINCRBY z -inf b"),
 	   "(error) ERR resulting score is not a number (NaN)");
 	EQ(yh_read(&h, yh_ht(5), "ZRANGE z 0 -1 WITHSCORES"),
@@ -159,6 +163,9 @@ TEST(zrange_forms)
 	   "(error) ERR syntax error, LIMIT is only supported in combination with either BYSCORE "
 	   "or BYLEX");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGE z 0 1 LIMIT 0"), "(error) ERR syntax error");
+	/* Redis checks LIMIT's count only: a count of -1 passes with ranks */
+	EQ(yh_read(&h, yh_ht(2), "ZRANGE z 0 1 LIMIT 3 -1"), "[\"a\", \"b\"]");
+	EQ(yh_read(&h, yh_ht(2), "ZREVRANGE z 0 0 LIMIT -2 -1"), "[\"e\"]");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGE z 0 1 FOO"), "(error) ERR syntax error");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z a 1"), "(error) ERR min or max is not a float");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z nan 1"), "(error) ERR min or max is not a float");
