@@ -420,16 +420,19 @@ static int cmd_zscore(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 enum zr_kind { ZR_AUTO, ZR_RANK, ZR_SCORE };
 enum zr_dir { ZD_AUTO, ZD_FORWARD, ZD_REVERSE };
 
-/* A ZRANGEBYSCORE bound: [(]float; false when not one (or NaN). */
+/* A ZRANGEBYSCORE bound: [(]float, parsed as Redis's zslParseRange does
+ * (plain strtod up to the first NUL: leading blanks, "" as 0, 1e999 as
+ * inf all pass); false when not one, or NaN. */
 static bool parse_bound(const struct resp_arg *a, struct zbound *b)
 {
-	struct resp_arg r = *a;
-	b->ex = r.n > 0 && r.p[0] == '(';
-	if (b->ex) {
-		r.p++;
-		r.n--;
-	}
-	return yarg_double(&r, &b->v) != 0;
+	size_t off = a->n > 0 && a->p[0] == '(' ? 1 : 0;
+	char *s = xstrndup(a->p + off, a->n - off), *end;
+	bool ok;
+	b->ex = off == 1;
+	b->v = strtod(s, &end);
+	ok = *end == '\0' && !isnan(b->v);
+	free(s);
+	return ok;
 }
 
 /* Redis's zrangeGenericCommand: argv[1] key, argv[2..3] the range, then

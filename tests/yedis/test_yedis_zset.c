@@ -169,6 +169,11 @@ TEST(zrange_forms)
 	EQ(yh_read(&h, yh_ht(2), "ZRANGE z 0 1 FOO"), "(error) ERR syntax error");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z a 1"), "(error) ERR min or max is not a float");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z nan 1"), "(error) ERR min or max is not a float");
+	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z 1x 1"), "(error) ERR min or max is not a float");
+	/* zslParseRange is plain strtod: "(" is (0, 1e999 is inf, hex passes */
+	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z ( 2"), "[\"a\", \"b\"]");
+	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z 0x2 1e999"), "[\"b\", \"c\", \"d\", \"e\"]");
+	EQ(yh_cmd(&h, yh_ht(2), "ZADD z 1e999 x"), "(error) ERR value is not a valid float");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z 0 1 REV"), "(error) ERR syntax error");
 	EQ(yh_read(&h, yh_ht(2), "ZREVRANGE z 0 1 BYSCORE"), "(error) ERR syntax error");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z 0 1 LIMIT x 1"),
