@@ -7,7 +7,7 @@
  * with the TTL they give (none: no expiry); the commands that modify a
  * string (APPEND, SETRANGE, INCR...) write a new root too, with the TTL
  * that remains, so the key keeps its expiry as Redis keeps it. Redis's
- * 512 MB limit (proto_max_bulk_len) is DocDB's largest value here,
+ * 512 MB limit (proto-max-bulk-len) is DocDB's largest value here,
  * DOCWRITE_MAX_VALUE (4 MiB), with Redis's error text. */
 #include <limits.h>
 #include <math.h>
@@ -20,7 +20,7 @@
 #include "docdb/docwrite.h"
 #include "yedis/yedis_int.h"
 
-#define YERR_TOO_BIG "ERR string exceeds maximum allowed size (proto_max_bulk_len)"
+#define YERR_TOO_BIG "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 
 static bool arg_is(const struct resp_arg *a, const char *s)
 {

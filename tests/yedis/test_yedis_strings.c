@@ -156,11 +156,11 @@ TEST(append_strlen_ranges)
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 100 \"\""), "11");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a -1 x"), "(error) ERR offset is out of range");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 4194304 x"),
-	   "(error) ERR string exceeds maximum allowed size (proto_max_bulk_len)");
+	   "(error) ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 4194303 x"), "4194304");
 	EQ(yh_read(&h, yh_ht(7), "STRLEN a"), "4194304");
 	EQ(yh_cmd(&h, yh_ht(8), "APPEND a y"),
-	   "(error) ERR string exceeds maximum allowed size (proto_max_bulk_len)");
+	   "(error) ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	/* APPEND and SETRANGE keep the TTL. */
 	EQ(yh_cmd(&h, yh_ht(10), "SETEX t 100 ab"), "OK");
 	EQ(yh_cmd(&h, yh_ht(20), "APPEND t cd"), "4");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "docdb/dump.h"
+#include "redis/slot.h"
 
 void yh_open(struct yh *h, const char *tag)
 {
@@ -208,6 +209,23 @@ void yh_label_ht(struct yh *h, uint64_t ht, const char *label)
 	h->nhts++;
 }
 
+void yh_label_key(struct yh *h, const char *key, const char *label)
+{
+	CHECK(h->nhashes < 16);
+	h->hashes[h->nhashes].hash = redis_slot_partition(redis_key_slot(key, strlen(key)));
+	snprintf(h->hashes[h->nhashes].label, sizeof h->hashes[0].label, "%s", label);
+	h->nhashes++;
+}
+
+static const char *hash_label(void *ctx, uint16_t hash)
+{
+	struct yh *h = ctx;
+	for (size_t i = 0; i < h->nhashes; i++)
+		if (h->hashes[i].hash == hash)
+			return h->hashes[i].label;
+	return NULL;
+}
+
 static const char *ht_label(void *ctx, uint64_t ht)
 {
 	struct yh *h = ctx;
@@ -219,7 +237,7 @@ static const char *ht_label(void *ctx, uint64_t ht)
 
 const char *yh_dump(struct yh *h)
 {
-	struct dump_opts o = {NULL, ht_label, NULL, h, true, false};
+	struct dump_opts o = {NULL, ht_label, hash_label, h, true, false};
 	buf_reset(&h->dump);
 	CHECK_OK_MSG(dump_store(h->s, &o, &h->dump, h->errmsg), h->errmsg);
 	return buf_cstr(&h->dump);
