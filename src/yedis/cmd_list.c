@@ -3,17 +3,23 @@
  *
  * Layout (docdb-format.md §11, "list entries + '%' counter"): root ')';
  * below it
+ *     '$'            -> 'I' head: the position of the first element
  *     '%'            -> 'I' length (LLEN in O(1))
  *     '[' position   -> 'S' element
  * Positions are signed int64 (PV_ARRAY_INDEX, the CQL list element key:
- * sign-flipped big-endian, so DocDB key order is position order and every
- * position sorts after the '%' counter). The first element pushed gets
- * position 0; a left push takes (first - 1), a right push (last + 1),
- * the first and last found with yv_children forward / reverse from the
- * lowest / highest position. Positions are not dense after pops, so an
- * index (LINDEX, LRANGE) is reached by walking from the nearer end. A list
- * that has pushed 2^63 elements to one side replies an error rather than
- * wrap. An emptied list is deleted (root tombstone). */
+ * sign-flipped big-endian, so DocDB key order is position order, after
+ * the '$' and '%' records). The elements always hold the contiguous
+ * positions head .. head + length - 1: a left push takes head - 1 (and
+ * moves the head), a right push head + length, a pop removes an end. So
+ * the i-th element is at head + i, and nothing here ever walks over the
+ * tombstones that pops leave behind (until compaction removes them): a
+ * queue (RPUSH + LPOP) or a long-lived list stays O(1) per push and pop,
+ * O(1 + n) per LRANGE of n. (The head record is docraft's addition to
+ * YugabyteDB's list layout, which leaves list entries unspecified; finding
+ * an end with a walk instead costs one step per tombstone at that end.)
+ * A first push starts at position 0 (right) or -1 (left); a list that
+ * would pass INT64_MIN or INT64_MAX replies an error rather than wrap. An
+ * emptied list is deleted (root tombstone). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +27,49 @@
 #include "common/mem.h"
 #include "yedis/ycoll.h"
 
+/* The head record's subkey. */
+static struct pv head_sub(void)
+{
+	return pv_null();
+}
+
+/* An existing list's length and head. */
+static int list_state(struct yedis_txn *t, const struct resp_arg *key, int64_t *len,
+		      int64_t *head, char *errmsg)
+{
+	struct pv sub = head_sub(), v;
+	bool found;
+	int rv = ycoll_count(t, key, len, errmsg);
+	if (rv == 0)
+		rv = yv_get(t, key, &sub, 1, &v, &found, errmsg);
+	if (rv != 0)
+		return rv;
+	if (!found || v.type != PV_INT64 || (*len > 0 && v.v.i64 > INT64_MAX - (*len - 1)))
+		return ycoll_corrupt(errmsg, "list", key, "bad head record");
+	*head = v.v.i64;
+	return 0;
+}
+
+/* Writes the new state; length 0 deletes the key. */
+static void list_set_state(struct yedis_txn *t, const struct resp_arg *key, int64_t len,
+			   int64_t head, bool head_changed)
+{
+	if (len > 0 && head_changed) {
+		struct pv sub = head_sub(), v = pv_int64(head);
+		yw_put(t, key, &sub, 1, &v);
+	}
+	ycoll_set_count(t, key, len);
+}
+
 struct lelem {
-	int64_t pos;
 	const uint8_t *p;
 	size_t n;
 };
 
-/* Walks the elements from one end: skip, then collect up to limit. */
+/* Collects count elements from position first on (forward) or down
+ * (reverse): they are live and contiguous. */
 struct lwalk {
-	long long skip, limit;
+	long long limit;
 	struct lelem *v;
 	size_t n, cap;
 	bool corrupt;
@@ -38,32 +78,24 @@ struct lwalk {
 static int lwalk_fn(void *arg, const struct pv *sub, size_t nsub, const struct pv *value)
 {
 	struct lwalk *w = arg;
-	if (nsub >= 1 && sub[0].type != PV_ARRAY_INDEX)
-		return 1; /* walking backward past the first element: the counter */
-	if (nsub != 1 || value->type != PV_STRING) {
+	if (nsub != 1 || sub[0].type != PV_ARRAY_INDEX || value->type != PV_STRING) {
 		w->corrupt = true;
 		return 1;
 	}
-	if (w->limit == 0)
-		return 1;
-	if (w->skip > 0) {
-		w->skip--;
-		return 0;
-	}
 	w->v = xgrow(w->v, &w->cap, w->n + 1, sizeof w->v[0], 16);
-	w->v[w->n++] = (struct lelem){sub[0].v.i64, value->v.s.p, value->v.s.len};
-	if (w->limit > 0)
-		w->limit--;
-	return w->limit == 0;
+	w->v[w->n++] = (struct lelem){value->v.s.p, value->v.s.len};
+	return --w->limit == 0;
 }
 
-static int lwalk(struct yedis_txn *t, const struct resp_arg *key, bool from_right,
-		 struct lwalk *w, char *errmsg)
+static int lwalk(struct yedis_txn *t, const struct resp_arg *key, int64_t first,
+		 long long count, bool reverse, struct lwalk *w, char *errmsg)
 {
-	struct pv start = pv_array_index(from_right ? INT64_MAX : INT64_MIN);
-	int rv = yv_children(t, key, NULL, 0, from_right, &start, 1, lwalk_fn, w, errmsg);
-	if (rv == 0 && w->corrupt)
-		rv = ycoll_corrupt(errmsg, "list", key, "bad element");
+	struct pv start = pv_array_index(first);
+	int rv;
+	w->limit = count;
+	rv = yv_children(t, key, NULL, 0, reverse, &start, 1, lwalk_fn, w, errmsg);
+	if (rv == 0 && (w->corrupt || w->n != (size_t)count))
+		rv = ycoll_corrupt(errmsg, "list", key, "elements missing or bad");
 	return rv;
 }
 
@@ -71,8 +103,9 @@ static int cmd_push(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		    struct buf *reply, char *errmsg, bool right, bool only_existing)
 {
 	const struct resp_arg *key = &argv[1];
+	const int64_t k = argc - 2;
 	bool exists, wrongtype;
-	int64_t len = 0, pos = 0;
+	int64_t len = 0, head = right ? 0 : -1, pos;
 	int rv = ycoll_open(t, key, YT_LIST, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)
 		return rv;
@@ -81,37 +114,27 @@ static int cmd_push(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		return 0;
 	}
 	if (exists) {
-		struct lwalk w = {.limit = 1};
-		rv = ycoll_count(t, key, &len, errmsg);
-		if (rv == 0)
-			rv = lwalk(t, key, right, &w, errmsg);
-		if (rv != 0) {
-			free(w.v);
+		rv = list_state(t, key, &len, &head, errmsg);
+		if (rv != 0)
 			return rv;
+		if ((right && head + (len - 1) > INT64_MAX - k) || (!right && head < INT64_MIN + k)) {
+			resp_error(reply, "ERR list positions exhausted at this end");
+			return 0;
 		}
-		if (w.n == 1) {
-			uint64_t upos = (uint64_t)w.v[0].pos ^ UINT64_C(0x8000000000000000);
-			uint64_t room = right ? UINT64_MAX - upos : upos; /* free positions */
-			pos = w.v[0].pos;
-			free(w.v);
-			if (room < argc - 2) {
-				resp_error(reply, "ERR list positions exhausted at this end");
-				return 0;
-			}
-			pos = right ? pos + 1 : pos - 1;
-		}
+		head = right ? head : head - 1; /* the first new left position */
 	} else {
 		ycoll_create(t, key, YT_LIST);
 	}
-	for (uint32_t j = 2; j < argc; j++) {
-		struct pv sub = pv_array_index(pos), val = pv_strn(argv[j].p, argv[j].n);
+	pos = right ? head + len : head;
+	for (int64_t j = 0; j < k; j++) {
+		struct pv sub = pv_array_index(right ? pos + j : pos - j);
+		struct pv val = pv_strn(argv[2 + j].p, argv[2 + j].n);
 		yw_put(t, key, &sub, 1, &val);
-		if (j + 1 < argc)
-			pos = right ? pos + 1 : pos - 1;
 	}
-	len += argc - 2;
-	ycoll_set_count(t, key, len);
-	resp_int(reply, len);
+	if (!right)
+		head = pos - (k - 1);
+	list_set_state(t, key, len + k, head, !exists || !right);
+	resp_int(reply, len + k);
 	return 0;
 }
 
@@ -146,7 +169,7 @@ static int cmd_pop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *ar
 	const struct resp_arg *key = &argv[1];
 	bool exists, wrongtype;
 	long long count = 1;
-	int64_t len;
+	int64_t len, head, first;
 	struct lwalk w = {0};
 	int rv;
 	if (argc > 3) {
@@ -172,22 +195,23 @@ static int cmd_pop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *ar
 		resp_array(reply, 0);
 		return 0;
 	}
-	rv = ycoll_count(t, key, &len, errmsg);
-	w.limit = count;
-	if (rv == 0)
-		rv = lwalk(t, key, right, &w, errmsg);
+	rv = list_state(t, key, &len, &head, errmsg);
+	if (rv != 0)
+		return rv;
+	if (count > len)
+		count = len;
+	first = right ? head + (len - 1) : head;
+	rv = lwalk(t, key, first, count, right, &w, errmsg);
 	if (rv == 0) {
-		for (size_t i = 0; i < w.n; i++) {
-			struct pv sub = pv_array_index(w.v[i].pos);
+		for (long long i = 0; i < count; i++) {
+			struct pv sub = pv_array_index(right ? first - i : first + i);
 			yw_delete(t, key, &sub, 1);
 		}
-		ycoll_set_count(t, key, len > (int64_t)w.n ? len - (int64_t)w.n : 0);
+		list_set_state(t, key, len - count, right ? head : head + count, !right);
 		if (argc == 3)
 			resp_array(reply, w.n);
 		for (size_t i = 0; i < w.n; i++)
 			resp_bulk(reply, w.v[i].p, w.v[i].n);
-		if (argc < 3 && w.n == 0)
-			resp_null_bulk(reply);
 	}
 	free(w.v);
 	return rv;
@@ -221,33 +245,13 @@ static int cmd_llen(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 	return rv;
 }
 
-/* Elements [start, end] (normalised ranks of a list of len) into w,
- * walking from the nearer end; w->v ends up in list order. */
-static int lrange_walk(struct yedis_txn *t, const struct resp_arg *key, int64_t len,
-		       long long start, long long end, struct lwalk *w, char *errmsg)
-{
-	bool from_right = start > len - 1 - end;
-	int rv;
-	w->skip = from_right ? len - 1 - end : start;
-	w->limit = end - start + 1;
-	rv = lwalk(t, key, from_right, w, errmsg);
-	if (rv == 0 && from_right) {
-		for (size_t i = 0; i < w->n / 2; i++) {
-			struct lelem x = w->v[i];
-			w->v[i] = w->v[w->n - 1 - i];
-			w->v[w->n - 1 - i] = x;
-		}
-	}
-	return rv;
-}
-
 static int cmd_lrange(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 		      struct buf *reply, char *errmsg)
 {
 	const struct resp_arg *key = &argv[1];
 	long long start, end;
 	bool exists, wrongtype;
-	int64_t len;
+	int64_t len, head;
 	struct lwalk w = {0};
 	int rv;
 	(void)argc;
@@ -262,14 +266,14 @@ static int cmd_lrange(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 		resp_array(reply, 0);
 		return 0;
 	}
-	rv = ycoll_count(t, key, &len, errmsg);
+	rv = list_state(t, key, &len, &head, errmsg);
 	if (rv != 0)
 		return rv;
 	if (!ycoll_rank_range(len, &start, &end)) {
 		resp_array(reply, 0);
 		return 0;
 	}
-	rv = lrange_walk(t, key, len, start, end, &w, errmsg);
+	rv = lwalk(t, key, head + start, end - start + 1, false, &w, errmsg);
 	if (rv == 0) {
 		resp_array(reply, w.n);
 		for (size_t i = 0; i < w.n; i++)
@@ -284,9 +288,9 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 {
 	const struct resp_arg *key = &argv[1];
 	long long index;
-	bool exists, wrongtype;
-	int64_t len;
-	struct lwalk w = {0};
+	bool exists, wrongtype, found;
+	int64_t len, head;
+	struct pv sub, v;
 	int rv;
 	(void)argc;
 	rv = ycoll_open(t, key, YT_LIST, &exists, &wrongtype, reply, errmsg);
@@ -300,7 +304,7 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 		resp_error(reply, YERR_NOT_INT);
 		return 0;
 	}
-	rv = ycoll_count(t, key, &len, errmsg);
+	rv = list_state(t, key, &len, &head, errmsg);
 	if (rv != 0)
 		return rv;
 	if (index < 0)
@@ -309,15 +313,14 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 		resp_null_bulk(reply);
 		return 0;
 	}
-	rv = lrange_walk(t, key, len, index, index, &w, errmsg);
-	if (rv == 0) {
-		if (w.n == 1)
-			resp_bulk(reply, w.v[0].p, w.v[0].n);
-		else
-			resp_null_bulk(reply);
-	}
-	free(w.v);
-	return rv;
+	sub = pv_array_index(head + index);
+	rv = yv_get(t, key, &sub, 1, &v, &found, errmsg);
+	if (rv != 0)
+		return rv;
+	if (!found || v.type != PV_STRING)
+		return ycoll_corrupt(errmsg, "list", key, "an element missing");
+	resp_bulk(reply, v.v.s.p, v.v.s.len);
+	return 0;
 }
 
 static const struct ycmd cmds[] = {

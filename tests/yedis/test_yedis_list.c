@@ -140,14 +140,17 @@ TEST(overlay)
 
 TEST(docdb_layout)
 {
-	/* positions: the first push takes 0, left pushes go down, right
-	 * pushes go up; the counter '%' sorts before every position */
+	/* positions: the first right push takes 0, left pushes go down,
+	 * right pushes go up, contiguous; the head record '$' (NULL) and the
+	 * counter '%' sort before every position */
 	yh_open(&h, "ylist");
 	yh_label_ht(&h, yh_ht(1), "T1");
 	yh_label_ht(&h, yh_ht(2), "T2");
 	EQ(yh_cmd(&h, yh_ht(1), "RPUSH l a b"), "2");
 	EQ(yh_cmd(&h, yh_ht(2), "LPUSH l c"), "3");
 	EQ(yh_dump(&h), "(0xb4a8, l), T1 -> [Redis-List-Type]\n"
+			"(0xb4a8, l), NULL, T2 -> -1\n"
+			"(0xb4a8, l), NULL, T1 -> 0\n"
 			"(0xb4a8, l), Counter, T2 -> 3\n"
 			"(0xb4a8, l), Counter, T1 -> 2\n"
 			"(0xb4a8, l), idx(-1), T2 -> c\n"
