@@ -336,6 +336,36 @@ TEST(order_redis_markers)
 			check_pair(__FILE__, __LINE__, m[i], others[j], false, &seed);
 	}
 	CHECK(pv_compare(&m[0], &m[1]) < 0 && pv_compare(&m[1], &m[2]) < 0);
+	{
+		/* A sorted set's forward entry as a whole key: DocKey '&' 'D'
+		 * score 'S' member '#' DocHT decodes back, and sorts after the
+		 * counter's key and before the reverse map's. */
+		struct pv h = pv_str("z"), sub[3] = {pv_ss_forward(), pv_double(-1.5), pv_str("m")};
+		struct dockey k = {.has_hash = true, .hash = 0x7f74, .n_hashed = 1, .hashed = &h};
+		struct docht d = {.ht = (UINT64_C(1767225600000000) << 12), .write_id = 1};
+		struct subdockey sk;
+		struct buf c = BUF_INIT, r = BUF_INIT;
+		buf_reset(&ea);
+		dockey_append(&ea, &k);
+		buf_append(&c, ea.data, ea.len);
+		buf_append(&r, ea.data, ea.len);
+		for (int i = 0; i < 3; i++)
+			key_append_pv(&ea, &sub[i]);
+		buf_push(&ea, KT_HYBRID_TIME);
+		docht_append(&ea, d);
+		CHECK_EQ_INT(subdockey_decode(ea.data, ea.len, &sk, &a), 0);
+		CHECK_EQ_INT(sk.n_subkeys, 3);
+		CHECK(sk.has_ht && sk.ht.ht == d.ht && sk.ht.write_id == 1);
+		for (int i = 0; i < 3; i++)
+			CHECK(sk.subkeys[i].type == sub[i].type && pv_equal(&sk.subkeys[i], &sub[i]));
+		key_append_pv(&c, &m[0]);
+		key_append_pv(&r, &m[2]);
+		key_append_pv(&r, &sub[2]);
+		CHECK_EQ_INT(lexcmp(&c, &ea), -1);
+		CHECK_EQ_INT(lexcmp(&ea, &r), -1);
+		buf_free(&c);
+		buf_free(&r);
+	}
 	arena_free(&a);
 	buf_free(&ea);
 	buf_free(&eb);
