@@ -241,6 +241,22 @@ static int feed_unit(struct builder *b, struct store_iter *it, size_t nprefix, c
 	return 0;
 }
 
+/* unit = the path of the child subtree (one subkey below the prefix,
+ * which ends at pl) that stored key k belongs to. */
+static int unit_of(struct builder *b, const uint8_t *k, size_t klen, size_t pl, struct buf *unit)
+{
+	const uint8_t *p = k + pl;
+	size_t plen;
+	struct docht d;
+	if (key_split_ht(k, klen, &plen, &d) != 0 || plen <= pl)
+		return builder_corrupt(b, "bad hybrid time suffix");
+	if (key_skip_pv(&p, k + plen) != 0)
+		return builder_corrupt(b, "bad subkey");
+	buf_reset(unit);
+	buf_append(unit, k, (size_t)(p - k));
+	return 0;
+}
+
 int reader_children(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		    const struct pv *prefix, size_t nprefix, uint64_t read_ht,
 		    int64_t default_ttl_ms, bool reverse, const uint8_t *start, size_t start_len,
@@ -303,26 +319,16 @@ int reader_children(struct store *s, const uint8_t *dockey, size_t dockey_len,
 			buf_append(&unit, start, su);
 		store_iter_seek(it, unit.data, unit.len);
 		while (!stop && store_iter_valid(it)) {
-			size_t klen, plen;
-			const uint8_t *k = store_iter_key(it, &klen), *p;
-			struct docht d;
+			size_t klen;
+			const uint8_t *k = store_iter_key(it, &klen);
 			if (klen <= pl || memcmp(k, path.data, pl) != 0)
 				break;
 			if (k[pl] == KT_HYBRID_TIME) { /* the prefix's own versions */
 				store_iter_next(it);
 				continue;
 			}
-			if (key_split_ht(k, klen, &plen, &d) != 0 || plen <= pl) {
-				rv = builder_corrupt(&b, "bad hybrid time suffix");
+			if ((rv = unit_of(&b, k, klen, pl, &unit)) != 0)
 				goto free_builder;
-			}
-			p = k + pl;
-			if (key_skip_pv(&p, k + plen) != 0) {
-				rv = builder_corrupt(&b, "bad subkey");
-				goto free_builder;
-			}
-			buf_reset(&unit);
-			buf_append(&unit, k, (size_t)(p - k));
 			if ((rv = feed_unit(&b, it, nprefix, unit.data, unit.len, false, start,
 					    start_len, &lv, fn, arg, &stop)) != 0)
 				goto free_builder;
@@ -337,22 +343,12 @@ int reader_children(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		buf_push(&unit, KT_MAX_BYTE);
 		store_iter_seek_for_prev(it, unit.data, unit.len);
 		while (!stop && store_iter_valid(it)) {
-			size_t klen, plen;
-			const uint8_t *k = store_iter_key(it, &klen), *p;
-			struct docht d;
+			size_t klen;
+			const uint8_t *k = store_iter_key(it, &klen);
 			if (klen <= pl || memcmp(k, path.data, pl) != 0 || k[pl] == KT_HYBRID_TIME)
 				break; /* reached the prefix's own versions, or before */
-			if (key_split_ht(k, klen, &plen, &d) != 0 || plen <= pl) {
-				rv = builder_corrupt(&b, "bad hybrid time suffix");
+			if ((rv = unit_of(&b, k, klen, pl, &unit)) != 0)
 				goto free_builder;
-			}
-			p = k + pl;
-			if (key_skip_pv(&p, k + plen) != 0) {
-				rv = builder_corrupt(&b, "bad subkey");
-				goto free_builder;
-			}
-			buf_reset(&unit);
-			buf_append(&unit, k, (size_t)(p - k));
 			if ((rv = feed_unit(&b, it, nprefix, unit.data, unit.len, true, start,
 					    start_len, &lv, fn, arg, &stop)) != 0)
 				goto free_builder;

@@ -12,7 +12,8 @@
  * slot), read each key's root through the txn (expired and deleted keys
  * are skipped) and seek past the key's entries to the next DocKey. KEYS
  * and DBSIZE also count the keys the txn itself created that the store
- * does not hold yet. SCAN's cursor is yedis.h's: whole slots are returned
+ * does not hold yet (SCAN does not: its cursor walks the store). SCAN's
+ * cursor is yedis.h's: whole slots are returned
  * until COUNT keys were examined, and a slot is split (the cursor then
  * holds the live keys of the slot already returned) only when one call
  * met more than SCAN_SPLIT keys of it. */

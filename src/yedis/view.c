@@ -271,6 +271,7 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 	const struct docnode *n;
 	struct okey *k;
 	size_t dl = key_dockey(t, key);
+	uint64_t written = t->o.ht; /* the root value's write time */
 	int rv;
 
 	memset(out, 0, sizeof *out);
@@ -299,6 +300,7 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 				       "redis key '%.*s': its root is no Redis value", (int)key->n > 64 ? 64 : (int)key->n,
 				       key->p);
 		out->str = n->value;
+		written = n->write_time.ht;
 		if (n->has_ttl && n->ttl_ms > 0) {
 			out->has_expiry = true;
 			out->expire_at_ms = at_ms(n->ttl_from, n->ttl_ms);
@@ -308,10 +310,12 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 		}
 	}
 	if (k != NULL && k->merged) {
-		out->has_expiry = k->merge_has_ttl;
-		out->expire_at_ms = k->merge_has_ttl ? at_ms(t->o.ht, k->merge_ttl_ms) : 0;
-		/* PERSIST on a stored root: the table default, from its write
-		 * time, is not known here; Redis tables have none. */
+		/* As the reader folds the merge record: its TTL from the txn's
+		 * time; PERSIST leaves the table default from the write time. */
+		out->has_expiry = k->merge_has_ttl || t->o.default_ttl_ms > 0;
+		out->expire_at_ms = k->merge_has_ttl ? at_ms(t->o.ht, k->merge_ttl_ms)
+				    : out->has_expiry ? at_ms(written, t->o.default_ttl_ms)
+						      : 0;
 	}
 	return 0;
 }

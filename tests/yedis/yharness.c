@@ -6,6 +6,7 @@
 
 #include "docdb/dump.h"
 #include "redis/slot.h"
+#include "yedis/yedis_int.h"
 
 void yh_open(struct yh *h, const char *tag)
 {
@@ -199,6 +200,19 @@ const char *yh_read(struct yh *h, uint64_t ht, const char *line)
 	yh_run(h, line);
 	yh_commit(h);
 	return buf_cstr(&h->out);
+}
+
+void yh_hset(struct yh *h, uint64_t ht, const char *key, const char *field, const char *value)
+{
+	struct resp_arg k = {key, strlen(key)};
+	struct pv f = pv_str(field), v = pv_str(value);
+	struct yroot r;
+	yh_begin(h, ht, true);
+	CHECK_OK_MSG(yv_root(h->t, &k, &r, h->errmsg), h->errmsg);
+	if (r.type == YT_NONE)
+		yw_root(h->t, &k, YT_HASH, NULL, YEDIS_NO_TTL);
+	yw_put(h->t, &k, &f, 1, &v);
+	yh_commit(h);
 }
 
 void yh_label_ht(struct yh *h, uint64_t ht, const char *label)
