@@ -34,8 +34,8 @@ static struct pv head_sub(void)
 }
 
 /* An existing list's length and head. */
-static int list_state(struct yedis_txn *t, const struct resp_arg *key, int64_t *len,
-		      int64_t *head, char *errmsg)
+static int list_state(struct yedis_txn *t, const struct resp_arg *key, int64_t *len, int64_t *head,
+		      char *errmsg)
 {
 	struct pv sub = head_sub(), v;
 	bool found;
@@ -87,8 +87,8 @@ static int lwalk_fn(void *arg, const struct pv *sub, size_t nsub, const struct p
 	return --w->limit == 0;
 }
 
-static int lwalk(struct yedis_txn *t, const struct resp_arg *key, int64_t first,
-		 long long count, bool reverse, struct lwalk *w, char *errmsg)
+static int lwalk(struct yedis_txn *t, const struct resp_arg *key, int64_t first, long long count,
+		 bool reverse, struct lwalk *w, char *errmsg)
 {
 	struct pv start = pv_array_index(first);
 	int rv;
@@ -117,7 +117,8 @@ static int cmd_push(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		rv = list_state(t, key, &len, &head, errmsg);
 		if (rv != 0)
 			return rv;
-		if ((right && head + (len - 1) > INT64_MAX - k) || (!right && head < INT64_MIN + k)) {
+		if ((right && head + (len - 1) > INT64_MAX - k) ||
+		    (!right && head < INT64_MIN + k)) {
 			resp_error(reply, "ERR list positions exhausted at this end");
 			return 0;
 		}
@@ -177,9 +178,8 @@ static int cmd_pop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *ar
 			    right ? "rpop" : "lpop");
 		return 0;
 	}
-	if (argc == 3 &&
-	    !ycoll_count_arg(&argv[2], &count, "ERR value is out of range, must be positive",
-			     reply))
+	if (argc == 3 && !ycoll_count_arg(&argv[2], &count,
+					  "ERR value is out of range, must be positive", reply))
 		return 0;
 	rv = ycoll_open(t, key, YT_LIST, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)
@@ -324,14 +324,10 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 }
 
 static const struct ycmd cmds[] = {
-	{{"lpush", -3, YEDIS_WRITE}, cmd_lpush},
-	{{"rpush", -3, YEDIS_WRITE}, cmd_rpush},
-	{{"lpushx", -3, YEDIS_WRITE}, cmd_lpushx},
-	{{"rpushx", -3, YEDIS_WRITE}, cmd_rpushx},
-	{{"lpop", -2, YEDIS_WRITE}, cmd_lpop},
-	{{"rpop", -2, YEDIS_WRITE}, cmd_rpop},
-	{{"llen", 2, YEDIS_READONLY}, cmd_llen},
-	{{"lrange", 4, YEDIS_READONLY}, cmd_lrange},
+	{{"lpush", -3, YEDIS_WRITE}, cmd_lpush},     {{"rpush", -3, YEDIS_WRITE}, cmd_rpush},
+	{{"lpushx", -3, YEDIS_WRITE}, cmd_lpushx},   {{"rpushx", -3, YEDIS_WRITE}, cmd_rpushx},
+	{{"lpop", -2, YEDIS_WRITE}, cmd_lpop},       {{"rpop", -2, YEDIS_WRITE}, cmd_rpop},
+	{{"llen", 2, YEDIS_READONLY}, cmd_llen},     {{"lrange", 4, YEDIS_READONLY}, cmd_lrange},
 	{{"lindex", 3, YEDIS_READONLY}, cmd_lindex},
 };
 

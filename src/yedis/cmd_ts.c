@@ -107,8 +107,7 @@ static int tswalk_fn(void *arg, const struct pv *sub, size_t nsub, const struct 
 	return w->limit == 0;
 }
 
-static int tswalk(struct yedis_txn *t, const struct resp_arg *key, struct tswalk *w,
-		  char *errmsg)
+static int tswalk(struct yedis_txn *t, const struct resp_arg *key, struct tswalk *w, char *errmsg)
 {
 	struct pv start = ts_sub(w->reverse ? w->lo : w->hi);
 	int rv = yv_children(t, key, NULL, 0, w->reverse, &start, 1, tswalk_fn, w, errmsg);
@@ -130,8 +129,8 @@ static void reply_entries(struct buf *reply, const struct tswalk *w, bool revers
 }
 
 /* Opens key as a time series: see ycoll_open. */
-static int open_ts(struct yedis_txn *t, const struct resp_arg *key, bool *exists,
-		   bool *wrongtype, struct buf *reply, char *errmsg)
+static int open_ts(struct yedis_txn *t, const struct resp_arg *key, bool *exists, bool *wrongtype,
+		   struct buf *reply, char *errmsg)
 {
 	return ycoll_open(t, key, YT_TS, exists, wrongtype, reply, errmsg);
 }
@@ -144,8 +143,8 @@ static int cmd_tsadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 	int64_t ttl_ms = YEDIS_NO_TTL;
 	bool exists, wrongtype;
 	int rv;
-	if (argc >= 6 && (ycoll_is(&argv[argc - 2], "expire_in") ||
-			  ycoll_is(&argv[argc - 2], "expire_at"))) {
+	if (argc >= 6 &&
+	    (ycoll_is(&argv[argc - 2], "expire_in") || ycoll_is(&argv[argc - 2], "expire_at"))) {
 		long long v;
 		if (!yarg_ll(&argv[argc - 1], &v)) {
 			resp_error(reply, YERR_NOT_INT);
@@ -278,8 +277,8 @@ static bool parse_bound(const struct resp_arg *a, bool low, int64_t *v, bool *em
 	return true;
 }
 
-static int ts_range(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		    bool rev, struct buf *reply, char *errmsg)
+static int ts_range(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, bool rev,
+		    struct buf *reply, char *errmsg)
 {
 	const struct resp_arg *key = &argv[1];
 	bool exists, wrongtype, empty = false;
@@ -317,8 +316,8 @@ static int cmd_tsrangebytime(struct yedis_txn *t, uint32_t argc, const struct re
 	return ts_range(t, argc, argv, false, reply, errmsg);
 }
 
-static int cmd_tsrevrangebytime(struct yedis_txn *t, uint32_t argc,
-				const struct resp_arg *argv, struct buf *reply, char *errmsg)
+static int cmd_tsrevrangebytime(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
+				struct buf *reply, char *errmsg)
 {
 	return ts_range(t, argc, argv, true, reply, errmsg);
 }

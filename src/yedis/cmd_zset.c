@@ -65,8 +65,8 @@ static void rev_path(struct pv p[2], const uint8_t *m, size_t n)
 	p[1] = pv_strn(m, n);
 }
 
-static int get_score(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m,
-		     size_t n, double *score, bool *found, char *errmsg)
+static int get_score(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m, size_t n,
+		     double *score, bool *found, char *errmsg)
 {
 	struct pv p[2], v;
 	int rv;
@@ -80,8 +80,8 @@ static int get_score(struct yedis_txn *t, const struct resp_arg *key, const uint
 	return 0;
 }
 
-static void put_member(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m,
-		       size_t n, double score)
+static void put_member(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m, size_t n,
+		       double score)
 {
 	struct pv f[3] = {pv_ss_forward(), pv_double(score), pv_strn(m, n)}, r[2];
 	struct pv null = pv_null(), s = pv_double(score);
@@ -92,8 +92,8 @@ static void put_member(struct yedis_txn *t, const struct resp_arg *key, const ui
 
 /* Deletes member m of score from the forward map, and with both from the
  * reverse map too (an update rewrites the reverse entry instead). */
-static void del_member(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m,
-		       size_t n, double score, bool both)
+static void del_member(struct yedis_txn *t, const struct resp_arg *key, const uint8_t *m, size_t n,
+		       double score, bool both)
 {
 	struct pv f[3] = {pv_ss_forward(), pv_double(score), pv_strn(m, n)}, r[2];
 	yw_delete(t, key, f, 3);
@@ -235,7 +235,8 @@ static int zadd_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 		return 0;
 	}
 	if (((flags & (Z_GT | Z_LT)) && (flags & Z_NX)) || ((flags & Z_GT) && (flags & Z_LT))) {
-		resp_error(reply, "ERR GT, LT, and/or NX options at the same time are not compatible");
+		resp_error(reply,
+			   "ERR GT, LT, and/or NX options at the same time are not compatible");
 		return 0;
 	}
 	if ((flags & Z_INCR) && elements > 1) {
@@ -547,8 +548,8 @@ static int cmd_zrangebyscore(struct yedis_txn *t, uint32_t argc, const struct re
 	return zrange_generic(t, argc, argv, ZR_SCORE, ZD_FORWARD, reply, errmsg);
 }
 
-static int cmd_zrevrangebyscore(struct yedis_txn *t, uint32_t argc,
-				const struct resp_arg *argv, struct buf *reply, char *errmsg)
+static int cmd_zrevrangebyscore(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
+				struct buf *reply, char *errmsg)
 {
 	return zrange_generic(t, argc, argv, ZR_SCORE, ZD_REVERSE, reply, errmsg);
 }
@@ -623,8 +624,8 @@ static int cmd_zrevrank(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 
 /* ---- ZPOPMIN, ZPOPMAX ---- */
 
-static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-			bool max, struct buf *reply, char *errmsg)
+static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, bool max,
+			struct buf *reply, char *errmsg)
 {
 	const struct resp_arg *key = &argv[1];
 	long long count = 1;
@@ -636,9 +637,8 @@ static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 		resp_error(reply, YERR_SYNTAX);
 		return 0;
 	}
-	if (argc == 3 &&
-	    !ycoll_count_arg(&argv[2], &count, "ERR value is out of range, must be positive",
-			     reply))
+	if (argc == 3 && !ycoll_count_arg(&argv[2], &count,
+					  "ERR value is out of range, must be positive", reply))
 		return 0;
 	rv = ycoll_open(t, key, YT_ZSET, &exists, &wrongtype, reply, errmsg);
 	if (rv != 0 || wrongtype)

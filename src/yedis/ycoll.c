@@ -63,7 +63,8 @@ int ycoll_count_arg(const struct resp_arg *a, long long *v, const char *msg, str
 		return 0;
 	}
 	if (*v < 0) {
-		resp_error(reply, msg != NULL ? msg : "ERR value is out of range, must be positive");
+		resp_error(reply,
+			   msg != NULL ? msg : "ERR value is out of range, must be positive");
 		return 0;
 	}
 	return 1;

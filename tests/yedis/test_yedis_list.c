@@ -22,7 +22,8 @@ TEST(push_range_index)
 	EQ(yh_read(&h, yh_ht(3), "LRANGE l 3 1"), "[]");
 	EQ(yh_read(&h, yh_ht(3), "LRANGE l 5 9"), "[]");
 	EQ(yh_read(&h, yh_ht(3), "LRANGE nokey 0 -1"), "[]");
-	EQ(yh_read(&h, yh_ht(3), "LRANGE l x 1"), "(error) ERR value is not an integer or out of range");
+	EQ(yh_read(&h, yh_ht(3), "LRANGE l x 1"),
+	   "(error) ERR value is not an integer or out of range");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l 0"), "\"c\"");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l 3"), "\"d\"");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l -1"), "\"e\"");
@@ -30,7 +31,8 @@ TEST(push_range_index)
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l -6"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX l 5"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LINDEX nokey 0"), "nil");
-	EQ(yh_read(&h, yh_ht(3), "LINDEX l x"), "(error) ERR value is not an integer or out of range");
+	EQ(yh_read(&h, yh_ht(3), "LINDEX l x"),
+	   "(error) ERR value is not an integer or out of range");
 	/* LINDEX looks the key up before its index: nil / WRONGTYPE first */
 	EQ(yh_read(&h, yh_ht(3), "LINDEX nokey x"), "nil");
 	EQ(yh_read(&h, yh_ht(3), "LLEN l"), "5");
@@ -42,8 +44,10 @@ TEST(push_range_index)
 	EQ(yh_cmd(&h, yh_ht(6), "LPUSHX l x"), "8");
 	EQ(yh_read(&h, yh_ht(7), "LRANGE l 0 -1"),
 	   "[\"x\", \"c\", \"b\", \"a\", \"d\", \"e\", \"z\", \"y\"]");
-	EQ(yh_cmd(&h, yh_ht(7), "LPUSH l"), "(error) ERR wrong number of arguments for 'lpush' command");
-	EQ(yh_cmd(&h, yh_ht(7), "LPUSHX l"), "(error) ERR wrong number of arguments for 'lpushx' command");
+	EQ(yh_cmd(&h, yh_ht(7), "LPUSH l"),
+	   "(error) ERR wrong number of arguments for 'lpush' command");
+	EQ(yh_cmd(&h, yh_ht(7), "LPUSHX l"),
+	   "(error) ERR wrong number of arguments for 'lpushx' command");
 	/* duplicates and empty elements are elements */
 	EQ(yh_cmd(&h, yh_ht(8), "RPUSH d a a \"\""), "3");
 	EQ(yh_read(&h, yh_ht(9), "LRANGE d 0 -1"), "[\"a\", \"a\", \"\"]");
@@ -58,9 +62,12 @@ TEST(pops_and_empty_deletion)
 	EQ(yh_cmd(&h, yh_ht(3), "RPOP l"), "\"e\"");
 	EQ(yh_cmd(&h, yh_ht(4), "LPOP l 2"), "[\"b\", \"c\"]");
 	EQ(yh_cmd(&h, yh_ht(5), "LPOP l 0"), "[]");
-	EQ(yh_cmd(&h, yh_ht(5), "LPOP l -1"), "(error) ERR value is out of range, must be positive");
-	EQ(yh_cmd(&h, yh_ht(5), "LPOP l abc"), "(error) ERR value is out of range, must be positive");
-	EQ(yh_cmd(&h, yh_ht(5), "RPOP l 1 2"), "(error) ERR wrong number of arguments for 'rpop' command");
+	EQ(yh_cmd(&h, yh_ht(5), "LPOP l -1"),
+	   "(error) ERR value is out of range, must be positive");
+	EQ(yh_cmd(&h, yh_ht(5), "LPOP l abc"),
+	   "(error) ERR value is out of range, must be positive");
+	EQ(yh_cmd(&h, yh_ht(5), "RPOP l 1 2"),
+	   "(error) ERR wrong number of arguments for 'rpop' command");
 	EQ(yh_cmd(&h, yh_ht(5), "LPOP nokey"), "nil");
 	EQ(yh_cmd(&h, yh_ht(5), "LPOP nokey 1"), "nil");
 	EQ(yh_cmd(&h, yh_ht(5), "LPOP nokey 0"), "nil");
@@ -83,8 +90,8 @@ TEST(pops_and_empty_deletion)
 TEST(wrongtype)
 {
 	static const char *const cmds[] = {
-		"LPUSH s a", "RPUSH s a", "LPUSHX s a", "RPUSHX s a", "LPOP s", "RPOP s 2",
-		"LLEN s", "LRANGE s 0 1", "LINDEX s 0",
+		"LPUSH s a", "RPUSH s a", "LPUSHX s a",   "RPUSHX s a", "LPOP s",
+		"RPOP s 2",  "LLEN s",    "LRANGE s 0 1", "LINDEX s 0",
 	};
 	yh_open(&h, "ylist");
 	EQ(yh_cmd(&h, yh_ht(1), "SET s v"), "OK");
@@ -159,5 +166,5 @@ TEST(docdb_layout)
 	yh_close(&h);
 }
 
-TEST_MAIN(T(push_range_index), T(pops_and_empty_deletion), T(wrongtype), T(ttl_on_key),
-	  T(overlay), T(docdb_layout))
+TEST_MAIN(T(push_range_index), T(pops_and_empty_deletion), T(wrongtype), T(ttl_on_key), T(overlay),
+	  T(docdb_layout))

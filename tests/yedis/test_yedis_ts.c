@@ -44,8 +44,10 @@ TEST(add_get_ranges)
 	   "\"6\", \"six\"]");
 	EQ(yh_read(&h, yh_ht(2), "TSLASTN nokey 2"), "[]");
 	/* overwrite, negative and extreme timestamps */
-	EQ(yh_cmd(&h, yh_ht(3), "TSADD ts 3 THREE -5 neg 9223372036854775807 max "
-				"-9223372036854775808 min"), "OK");
+	EQ(yh_cmd(&h, yh_ht(3),
+		  "TSADD ts 3 THREE -5 neg 9223372036854775807 max "
+		  "-9223372036854775808 min"),
+	   "OK");
 	EQ(yh_read(&h, yh_ht(4), "TSRANGEBYTIME ts -inf 1"),
 	   "[\"-9223372036854775808\", \"min\", \"-5\", \"neg\", \"1\", \"one\"]");
 	EQ(yh_read(&h, yh_ht(4), "TSRANGEBYTIME ts (9223372036854775806 +inf"),
@@ -113,8 +115,13 @@ TEST(rem_and_empty_deletion)
 TEST(wrongtype)
 {
 	static const char *const cmds[] = {
-		"TSADD s 1 a", "TSGET s 1", "TSREM s 1", "TSRANGEBYTIME s 1 2",
-		"TSREVRANGEBYTIME s 1 2", "TSCARD s", "TSLASTN s 1",
+		"TSADD s 1 a",
+		"TSGET s 1",
+		"TSREM s 1",
+		"TSRANGEBYTIME s 1 2",
+		"TSREVRANGEBYTIME s 1 2",
+		"TSCARD s",
+		"TSLASTN s 1",
 	};
 	yh_open(&h, "yts");
 	EQ(yh_cmd(&h, yh_ht(1), "ZADD s 1 a"), "1");

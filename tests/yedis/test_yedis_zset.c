@@ -54,7 +54,8 @@ TEST(zadd_flags)
 	EQ(yh_cmd(&h, yh_ht(10), "ZADD z NX INCR 1 a"), "nil");
 	EQ(yh_cmd(&h, yh_ht(10), "ZADD z INCR 0.1 q"), "\"0.10000000000000001\"");
 	/* errors, in Redis's order */
-	EQ(yh_cmd(&h, yh_ht(11), "ZADD z 1"), "(error) ERR wrong number of arguments for 'zadd' command");
+	EQ(yh_cmd(&h, yh_ht(11), "ZADD z 1"),
+	   "(error) ERR wrong number of arguments for 'zadd' command");
 	EQ(yh_cmd(&h, yh_ht(11), "ZADD z 1 a 2"), "(error) ERR syntax error");
 	EQ(yh_cmd(&h, yh_ht(11), "ZADD z NX XX 1 a"),
 	   "(error) ERR XX and NX options at the same time are not compatible");
@@ -89,8 +90,7 @@ TEST(zincrby)
 	EQ(yh_cmd(&h, yh_ht(5), "ZREM z c"), "1");
 	EQ(yh_cmd(&h, yh_ht(4), "ZINCRBY z -inf b"),
 	   "(error) ERR resulting score is not a number (NaN)");
-	EQ(yh_read(&h, yh_ht(5), "ZRANGE z 0 -1 WITHSCORES"),
-	   "[\"a\", \"-1.5\", \"b\", \"inf\"]");
+	EQ(yh_read(&h, yh_ht(5), "ZRANGE z 0 -1 WITHSCORES"), "[\"a\", \"-1.5\", \"b\", \"inf\"]");
 	yh_close(&h);
 }
 
@@ -118,7 +118,8 @@ TEST(order_edges)
 	EQ(yh_read(&h, yh_ht(2), "ZREVRANK z lo"), "7");
 	EQ(yh_read(&h, yh_ht(2), "ZRANK z nope"), "nil");
 	EQ(yh_read(&h, yh_ht(2), "ZRANK nokey a"), "nil");
-	EQ(yh_read(&h, yh_ht(2), "ZRANK z"), "(error) ERR wrong number of arguments for 'zrank' command");
+	EQ(yh_read(&h, yh_ht(2), "ZRANK z"),
+	   "(error) ERR wrong number of arguments for 'zrank' command");
 	/* members are bytes: "" and binary */
 	EQ(yh_cmd(&h, yh_ht(3), "ZADD e 1 \"\" 1 \\x00"), "2");
 	{
@@ -158,7 +159,8 @@ TEST(zrange_forms)
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z (2 2"), "[]");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGEBYSCORE z 2 2"), "[\"b\"]");
 	/* errors */
-	EQ(yh_read(&h, yh_ht(2), "ZRANGE z a 1"), "(error) ERR value is not an integer or out of range");
+	EQ(yh_read(&h, yh_ht(2), "ZRANGE z a 1"),
+	   "(error) ERR value is not an integer or out of range");
 	EQ(yh_read(&h, yh_ht(2), "ZRANGE z 0 1 LIMIT 0 1"),
 	   "(error) ERR syntax error, LIMIT is only supported in combination with either BYSCORE "
 	   "or BYLEX");
@@ -191,8 +193,10 @@ TEST(zrem_zpop_empty_deletion)
 	EQ(yh_cmd(&h, yh_ht(3), "ZPOPMIN z"), "[\"b\", \"2\"]");
 	EQ(yh_cmd(&h, yh_ht(4), "ZPOPMAX z"), "[\"d\", \"4\"]");
 	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z 0"), "[]");
-	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z -1"), "(error) ERR value is out of range, must be positive");
-	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z abc"), "(error) ERR value is out of range, must be positive");
+	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z -1"),
+	   "(error) ERR value is out of range, must be positive");
+	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z abc"),
+	   "(error) ERR value is out of range, must be positive");
 	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMAX z 1 2"), "(error) ERR syntax error");
 	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMIN nokey"), "[]");
 	EQ(yh_cmd(&h, yh_ht(5), "ZPOPMIN z 10"), "[\"c\", \"3\"]");
@@ -212,9 +216,11 @@ TEST(zrem_zpop_empty_deletion)
 TEST(wrongtype)
 {
 	static const char *const cmds[] = {
-		"ZADD s 1 a", "ZINCRBY s 1 a", "ZREM s a", "ZCARD s", "ZSCORE s a",
-		"ZRANGE s 0 1", "ZREVRANGE s 0 1", "ZRANGEBYSCORE s 0 1", "ZREVRANGEBYSCORE s 1 0",
-		"ZRANK s a", "ZREVRANK s a", "ZPOPMIN s", "ZPOPMAX s 2",
+		"ZADD s 1 a",      "ZINCRBY s 1 a",       "ZREM s a",
+		"ZCARD s",         "ZSCORE s a",          "ZRANGE s 0 1",
+		"ZREVRANGE s 0 1", "ZRANGEBYSCORE s 0 1", "ZREVRANGEBYSCORE s 1 0",
+		"ZRANK s a",       "ZREVRANK s a",        "ZPOPMIN s",
+		"ZPOPMAX s 2",
 	};
 	yh_open(&h, "yzset");
 	EQ(yh_cmd(&h, yh_ht(1), "SET s v"), "OK");
