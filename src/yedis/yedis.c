@@ -25,6 +25,7 @@ static const struct ycmd_table *const fragments[] = {
 	&ycmd_keys,
 	&ycmd_hashes,
 	&ycmd_sets,
+	&ycmd_zsets, &ycmd_lists, &ycmd_ts,
 };
 
 #define NFRAGMENTS (sizeof fragments / sizeof fragments[0])
