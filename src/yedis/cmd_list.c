@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "yedis/ycoll.h"
+#include "yedis/coll.h"
 
 /* The head record's subkey. */
 static struct pv head_sub(void)
@@ -39,7 +39,7 @@ static int list_state(struct yedis_txn *t, const struct resp_arg *key, int64_t *
 {
 	struct pv sub = head_sub(), v;
 	bool found;
-	int rv = ycoll_count(t, key, len, errmsg);
+	int rv = ycoll_counter(t, key, len, errmsg);
 	if (rv == 0)
 		rv = yv_get(t, key, &sub, 1, &v, &found, errmsg);
 	if (rv != 0)
@@ -58,7 +58,7 @@ static void list_set_state(struct yedis_txn *t, const struct resp_arg *key, int6
 		struct pv sub = head_sub(), v = pv_int64(head);
 		yw_put(t, key, &sub, 1, &v);
 	}
-	ycoll_set_count(t, key, len);
+	ycoll_set_counter(t, key, len);
 }
 
 struct lelem {
@@ -124,7 +124,7 @@ static int cmd_push(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		}
 		head = right ? head : head - 1; /* the first new left position */
 	} else {
-		ycoll_create(t, key, YT_LIST);
+		ycoll_create(t, key, YT_LIST, YCOLL_ABSENT);
 	}
 	pos = right ? head + len : head;
 	for (int64_t j = 0; j < k; j++) {
@@ -239,7 +239,7 @@ static int cmd_llen(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 	if (rv != 0 || wrongtype)
 		return rv;
 	if (exists)
-		rv = ycoll_count(t, &argv[1], &len, errmsg);
+		rv = ycoll_counter(t, &argv[1], &len, errmsg);
 	if (rv == 0)
 		resp_int(reply, len);
 	return rv;

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "yedis/ycoll.h"
+#include "yedis/coll.h"
 
 #define ERR_TS "ERR timestamp is not a valid signed 64 bit integer"
 #define ERR_LIMIT "ERR limit is not a valid positive 32 bit integer"
@@ -176,7 +176,7 @@ static int cmd_tsadd(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 	if (rv != 0 || wrongtype)
 		return rv;
 	if (!exists)
-		ycoll_create(t, key, YT_TS);
+		ycoll_create(t, key, YT_TS, YCOLL_ABSENT);
 	for (uint32_t j = 2; j < end; j += 2) {
 		int64_t ts = 0;
 		struct pv sub, val = pv_strn(argv[j + 1].p, argv[j + 1].n);

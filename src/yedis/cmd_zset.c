@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "yedis/ycoll.h"
+#include "yedis/coll.h"
 
 #define NANERR "ERR resulting score is not a number (NaN)"
 
@@ -256,7 +256,7 @@ static int zadd_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 	if (!exists && (flags & Z_XX))
 		goto reply;
 	if (exists) {
-		rv = ycoll_count(t, key, &card, errmsg);
+		rv = ycoll_counter(t, key, &card, errmsg);
 		if (rv != 0)
 			goto out;
 	}
@@ -293,7 +293,7 @@ static int zadd_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 			if (flags & Z_XX)
 				continue;
 			if (!exists && added == 0)
-				ycoll_create(t, key, YT_ZSET);
+				ycoll_create(t, key, YT_ZSET, YCOLL_ABSENT);
 			put_member(t, key, mp, m->n, norm(score));
 			added++;
 			processed++;
@@ -311,7 +311,7 @@ reply:
 	}
 written:
 	if (added > 0)
-		ycoll_set_count(t, key, card + added);
+		ycoll_set_counter(t, key, card + added);
 out:
 	free(scores);
 	return rv;
@@ -360,7 +360,7 @@ static int cmd_zrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 		resp_int(reply, 0);
 		return 0;
 	}
-	rv = ycoll_count(t, key, &card, errmsg);
+	rv = ycoll_counter(t, key, &card, errmsg);
 	for (uint32_t j = 2; rv == 0 && j < argc; j++) {
 		const uint8_t *mp = (const uint8_t *)argv[j].p;
 		double cur;
@@ -374,7 +374,7 @@ static int cmd_zrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 	if (rv != 0)
 		return rv;
 	if (removed > 0)
-		ycoll_set_count(t, key, card > removed ? card - removed : 0);
+		ycoll_set_counter(t, key, card > removed ? card - removed : 0);
 	resp_int(reply, removed);
 	return 0;
 }
@@ -389,7 +389,7 @@ static int cmd_zcard(struct yedis_txn *t, uint32_t argc, const struct resp_arg *
 	if (rv != 0 || wrongtype)
 		return rv;
 	if (exists)
-		rv = ycoll_count(t, &argv[1], &card, errmsg);
+		rv = ycoll_counter(t, &argv[1], &card, errmsg);
 	if (rv == 0)
 		resp_int(reply, card);
 	return rv;
@@ -509,7 +509,7 @@ static int zrange_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 		return 0;
 	}
 	if (kind == ZR_RANK) {
-		rv = ycoll_count(t, key, &card, errmsg);
+		rv = ycoll_counter(t, key, &card, errmsg);
 		if (rv != 0)
 			return rv;
 		if (!ycoll_rank_range(card, &start, &end)) {
@@ -647,7 +647,7 @@ static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 		resp_array(reply, 0);
 		return 0;
 	}
-	rv = ycoll_count(t, key, &card, errmsg);
+	rv = ycoll_counter(t, key, &card, errmsg);
 	if (rv != 0)
 		return rv;
 	memset(&w, 0, sizeof w);
@@ -657,7 +657,7 @@ static int zpop_generic(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 	if (rv == 0) {
 		for (size_t i = 0; i < w.out.n; i++)
 			del_member(t, key, w.out.v[i].m, w.out.v[i].n, w.out.v[i].score, true);
-		ycoll_set_count(t, key, card > (int64_t)w.out.n ? card - (int64_t)w.out.n : 0);
+		ycoll_set_counter(t, key, card > (int64_t)w.out.n ? card - (int64_t)w.out.n : 0);
 		reply_items(reply, &w.out, true);
 	}
 	free(w.out.v);

@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include <ctype.h>
+
 #include "common/err.h"
+#include "docraft/error.h"
 
 int ycoll_lookup(struct yedis_txn *t, const struct resp_arg *key, int want, int *state,
 		 struct buf *reply, char *errmsg)
@@ -164,4 +167,87 @@ int ycoll_drop_if_empty(struct yedis_txn *t, const struct resp_arg *key, char *e
 	if (w.n == 0)
 		yw_delete_key(t, key);
 	return 0;
+}
+
+/* ---- counted collections (sorted sets, lists): the '%' counter ---- */
+
+int ycoll_open(struct yedis_txn *t, const struct resp_arg *key, int want, bool *exists,
+	       bool *wrongtype, struct buf *reply, char *errmsg)
+{
+	int state = YCOLL_ABSENT;
+	int rv = ycoll_lookup(t, key, want, &state, reply, errmsg);
+	*exists = rv == 0 && state == YCOLL_PRESENT;
+	*wrongtype = rv == 0 && state == YCOLL_WRONGTYPE;
+	return rv;
+}
+
+int ycoll_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t *n, char *errmsg)
+{
+	struct pv c = pv_redis_counter(), v;
+	bool found;
+	int rv = yv_get(t, key, &c, 1, &v, &found, errmsg);
+	*n = 0;
+	if (rv != 0)
+		return rv;
+	if (!found)
+		return 0;
+	if (v.type != PV_INT64 || v.v.i64 < 0)
+		return ycoll_corrupt(errmsg, "collection", key, "bad counter");
+	*n = v.v.i64;
+	return 0;
+}
+
+void ycoll_set_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t n)
+{
+	struct pv c = pv_redis_counter(), v = pv_int64(n);
+	if (n == 0)
+		yw_delete_key(t, key);
+	else
+		yw_put(t, key, &c, 1, &v);
+}
+
+int ycoll_count_arg(const struct resp_arg *a, long long *v, const char *msg, struct buf *reply)
+{
+	if (!yarg_ll(a, v)) {
+		resp_error(reply, msg != NULL ? msg : YERR_NOT_INT);
+		return 0;
+	}
+	if (*v < 0) {
+		resp_error(reply,
+			   msg != NULL ? msg : "ERR value is out of range, must be positive");
+		return 0;
+	}
+	return 1;
+}
+
+int ycoll_corrupt(char *errmsg, const char *what, const struct resp_arg *key, const char *why)
+{
+	return err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: %s '%.*s': %s", what,
+		       (int)(key->n > 64 ? 64 : key->n), key->p, why);
+}
+
+bool ycoll_is(const struct resp_arg *a, const char *word)
+{
+	size_t n = strlen(word);
+	if (a->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (tolower((unsigned char)a->p[i]) != word[i])
+			return false;
+	return true;
+}
+
+bool ycoll_rank_range(long long n, long long *start, long long *end)
+{
+	if (*start < 0)
+		*start += n;
+	if (*end < 0)
+		*end += n;
+	if (*start < 0)
+		*start = 0;
+	if (*start > *end || *start >= n)
+		return false;
+	if (*end >= n)
+		*end = n - 1;
+	return true;
 }

@@ -75,4 +75,41 @@ bool ycoll_subs_ok(uint32_t argc, const struct resp_arg *argv, uint32_t first, u
 /* Redis's "-ERR wrong number of arguments for 'name' command". */
 void ycoll_arity_error(struct buf *reply, const char *name);
 
+/* ---- counted collections: sorted sets and lists keep their size in a
+ * '%' counter child (docdb-format.md §11); and the range commands' argument
+ * helpers ---- */
+
+/* ycoll_lookup in booleans (sorted sets, lists, time series): key as a
+ * collection of type want: *exists true when it holds one;
+ * false when absent (nothing replied) or of another type (WRONGTYPE
+ * replied, *wrongtype true). */
+int ycoll_open(struct yedis_txn *t, const struct resp_arg *key, int want, bool *exists,
+	       bool *wrongtype, struct buf *reply, char *errmsg);
+
+/* The counter of an existing collection (0 when missing: a collection
+ * always writes it with its first child). A counter that is not an int64
+ * is DOCRAFT_ECORRUPT. */
+int ycoll_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t *n, char *errmsg);
+
+/* Writes the counter n of an existing collection; n == 0 deletes the key
+ * (an empty collection does not exist, as in Redis). */
+void ycoll_set_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t n);
+
+
+/* Redis's getPositiveLongFromObjectOrReply: a count >= 0. 1 when valid;
+ * else replies msg (NULL: YERR_NOT_INT for a non-integer, "ERR value is
+ * out of range, must be positive" for a negative) and returns 0. */
+int ycoll_count_arg(const struct resp_arg *a, long long *v, const char *msg, struct buf *reply);
+
+/* DOCRAFT_ECORRUPT with "yedis: <what> '<key>': <why>" (the key cut at
+ * 64 bytes) in errmsg. */
+int ycoll_corrupt(char *errmsg, const char *what, const struct resp_arg *key, const char *why);
+
+/* Case-insensitive comparison of an argument with a lower-case word. */
+bool ycoll_is(const struct resp_arg *a, const char *word);
+
+/* Normalised rank range [*start, *end] of a collection of n elements, as
+ * Redis's LRANGE / ZRANGE compute it; false when empty. */
+bool ycoll_rank_range(long long n, long long *start, long long *end);
+
 #endif
