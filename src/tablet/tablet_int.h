@@ -121,6 +121,7 @@ struct tablet {
 
 	struct hlc hlc;
 	struct buf entry;   /* scratch */
+	struct buf replies; /* scratch: the kept replies of a retried Redis write */
 
 	uv_prepare_t poll;
 	enum tablet_role role;
