@@ -105,16 +105,18 @@ void fsm_redis_free(struct tablet_fsm *f);
 
 /* Whether the entry whose apply gave result (the leader's raft_apply
  * callback) ran Redis requests; then tablet_fsm_replies finds (cid, seq)'s
- * replies: n RESP replies concatenated in p[0..len), borrowed until the
- * next apply. False: not one of that entry's Redis requests. */
+ * replies: n RESP replies concatenated in p, their lengths in lens[0..n),
+ * borrowed until the next apply. False: not one of that entry's Redis requests. */
 bool tablet_fsm_has_replies(const void *result);
 bool tablet_fsm_replies(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
-			const uint8_t **p, size_t *len, uint32_t *n);
+			const uint8_t **p, const uint32_t **lens, uint32_t *n);
 /* The replies kept for a decided Redis request (retry_has_replies) from the
- * store s: appended to out, their number in *n. DOCRAFT_ECORRUPT when the
+ * store s: appended to out, their lengths (uint32_t) to lens, their number
+ * in *n. DOCRAFT_ECORRUPT when the
  * record is missing or malformed, or a read error. Loop thread. */
 int tablet_fsm_stored_replies(struct store *s, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
-			      uint64_t seq, struct buf *out, uint32_t *n, char *errmsg);
+			      uint64_t seq, struct buf *out, struct buf *lens, uint32_t *n,
+			      char *errmsg);
 
 /* Whether (cid, seq) was refused as expired by the entry whose apply gave
  * result (the `result` of the leader's raft_apply callback: the fsm when the

@@ -22,7 +22,8 @@
  * increment) by this leader, a later one, or a replica that restarted. The
  * record's value:
  *
- *   u8 form | BE32 number of replies | form 0: the replies, concatenated
+ *   u8 form | BE32 n, the number of replies |
+ *   form 0: n x BE32 the length of each reply | the replies, concatenated
  *
  * form 1: the replies were larger than FSM_REDIS_REPLY_KEEP_MAX; a retry is
  * answered, per command, "-ERR docraft: reply of a retried command is too
@@ -86,6 +87,7 @@ struct fsm_reply {
 	uint8_t client_id[ENTRY_CLIENT_ID_LEN];
 	uint64_t seq;
 	size_t off, len; /* in replies */
+	size_t first;    /* its first reply's length in lens */
 	uint32_t n;
 };
 
@@ -93,6 +95,8 @@ struct fsm_redis {
 	struct yedis_txn *txn; /* NULL until the entry's first Redis request */
 	struct batch batch;    /* the entry's Redis writes */
 	struct buf replies;    /* every request's replies, concatenated */
+	uint32_t *lens;        /* ... each one's length */
+	size_t nlens, lenscap;
 	struct fsm_reply *req; /* per request of the entry: its replies */
 	size_t nreq, reqcap;
 	struct buf vals;       /* reply records' keys and values */
@@ -124,6 +128,7 @@ void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht)
 	buf_reset(&r->vals);
 	r->nreq = 0;
 	r->nraw = 0;
+	r->nlens = 0;
 	r->idx = idx;
 	r->ht = ht;
 }
@@ -147,8 +152,11 @@ static void add_record(struct fsm_redis *r, const struct entry_request *q, const
 	raw->val = (const void *)(uintptr_t)r->vals.len;
 	buf_push(&r->vals, keep ? FORM_REPLIES : FORM_TOO_LARGE);
 	buf_append_be32(&r->vals, rep->n);
-	if (keep)
+	if (keep) {
+		for (uint32_t i = 0; i < rep->n; i++)
+			buf_append_be32(&r->vals, r->lens[rep->first + i]);
 		buf_append(&r->vals, r->replies.data + rep->off, rep->len);
+	}
 	raw->vlen = r->vals.len - (uintptr_t)raw->val;
 }
 
@@ -181,9 +189,11 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 	memcpy(rep->client_id, q->client_id, ENTRY_CLIENT_ID_LEN);
 	rep->seq = q->seq;
 	rep->off = r->replies.len;
+	rep->first = r->nlens;
 	rep->n = 0;
 	entry_redis_iter_init(&r->it, q->redis, q->redis_len);
 	while (rv == 0 && entry_redis_iter_next(&r->it, &argc, &argv)) {
+		size_t before = r->replies.len;
 		/* The leader checked the names; a replica of another build
 		 * may not know one: a reply, like Redis's, never a failure. */
 		if (yedis_command_find(argv[0].p, argv[0].n) == NULL)
@@ -191,6 +201,11 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 				    (int)(argv[0].n > 128 ? 128 : argv[0].n), argv[0].p);
 		else
 			rv = yedis_exec(r->txn, argc, argv, &r->replies, errmsg);
+		if (r->nlens == r->lenscap) {
+			r->lenscap = r->lenscap ? r->lenscap * 2 : 64;
+			r->lens = xrealloc(r->lens, r->lenscap * sizeof *r->lens);
+		}
+		r->lens[r->nlens++] = (uint32_t)(r->replies.len - before);
 		rep->n++;
 	}
 	rep->len = r->replies.len - rep->off;
@@ -229,7 +244,7 @@ bool tablet_fsm_has_replies(const void *result)
 }
 
 bool tablet_fsm_replies(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
-			const uint8_t **p, size_t *len, uint32_t *n)
+			const uint8_t **p, const uint32_t **lens, uint32_t *n)
 {
 	const struct fsm_redis *r;
 	if (!tablet_fsm_has_replies(result))
@@ -239,7 +254,7 @@ bool tablet_fsm_replies(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LE
 		if (r->req[i].seq == seq &&
 		    memcmp(r->req[i].client_id, cid, ENTRY_CLIENT_ID_LEN) == 0) {
 			*p = r->replies.data + r->req[i].off;
-			*len = r->req[i].len;
+			*lens = r->lens + r->req[i].first;
 			*n = r->req[i].n;
 			return true;
 		}
@@ -247,8 +262,11 @@ bool tablet_fsm_replies(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LE
 }
 
 int tablet_fsm_stored_replies(struct store *s, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
-			      uint64_t seq, struct buf *out, uint32_t *n, char *errmsg)
+			      uint64_t seq, struct buf *out, struct buf *lens, uint32_t *n,
+			      char *errmsg)
 {
+	uint64_t total = 0;
+	uint32_t count;
 	uint8_t key[RETRY_KEY_LEN], hi[RETRY_KEY_LEN];
 	struct store_iter *it;
 	const uint8_t *v;
@@ -278,12 +296,36 @@ int tablet_fsm_stored_replies(struct store *s, const uint8_t cid[ENTRY_CLIENT_ID
 			     (unsigned long long)seq, vl);
 		goto out;
 	}
-	*n = be32_load(v + 1);
-	if (v[0] == FORM_REPLIES)
-		buf_append(out, v + HEAD_LEN, vl - HEAD_LEN);
-	else
-		for (uint32_t i = 0; i < *n; i++)
+	count = be32_load(v + 1);
+	if (count > ENTRY_REDIS_MAX_COMMANDS ||
+	    (v[0] == FORM_REPLIES && (vl - HEAD_LEN) / 4 < count)) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT,
+			     "the reply record of seq %llu is malformed (%u replies)",
+			     (unsigned long long)seq, count);
+		goto out;
+	}
+	for (uint32_t i = 0; v[0] == FORM_REPLIES && i < count; i++)
+		total += be32_load(v + HEAD_LEN + 4 * i);
+	if (v[0] == FORM_REPLIES && total != vl - HEAD_LEN - 4 * (size_t)count) {
+		rv = err_set(errmsg, DOCRAFT_ECORRUPT,
+			     "the reply record of seq %llu is malformed (lengths)",
+			     (unsigned long long)seq);
+		goto out;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t len;
+		if (v[0] == FORM_REPLIES) {
+			len = be32_load(v + HEAD_LEN + 4 * i);
+		} else {
+			size_t before = out->len;
 			resp_error(out, FSM_REDIS_TOO_LARGE);
+			len = (uint32_t)(out->len - before);
+		}
+		buf_append(lens, &len, sizeof len);
+	}
+	if (v[0] == FORM_REPLIES)
+		buf_append(out, v + HEAD_LEN + 4 * (size_t)count, vl - HEAD_LEN - 4 * (size_t)count);
+	*n = count;
 	rv = 0;
 out:
 	store_iter_free(it);
@@ -302,6 +344,7 @@ void fsm_redis_free(struct tablet_fsm *f)
 	buf_free(&r->vals);
 	free(r->req);
 	free(r->raw);
+	free(r->lens);
 	entry_redis_iter_free(&r->it);
 	free(r);
 	f->redis = NULL;

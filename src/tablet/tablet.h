@@ -282,11 +282,11 @@ struct tablet_write {
 	const void *redis;
 	size_t redis_len;
 	/* A Redis write answered with status 0: its nreplies RESP replies
-	 * concatenated in replies[0..replies_len), one per command, Redis's own
-	 * errors included; set by the tablet just before cb, borrowed during
-	 * cb only. */
+	 * (one per command, Redis's own errors included) concatenated in
+	 * replies, reply_len[i] bytes each; set by the tablet just before cb,
+	 * borrowed during cb only. */
 	const uint8_t *replies;
-	size_t replies_len;
+	const uint32_t *reply_len;
 	uint32_t nreplies;
 	tablet_write_cb cb;
 	/* private */

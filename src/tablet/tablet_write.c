@@ -43,9 +43,9 @@
 #include "tablet/tablet_int.h"
 
 /* Answers w and its duplicates; a Redis write with status 0 gets the
- * replies p[0..len) (n of them). */
+ * n replies in p, lens[i] bytes each. */
 static void answer_replies(struct tablet_write *w, int status, uint64_t ht, const uint8_t *p,
-			   size_t len, uint32_t n)
+			   const uint32_t *lens, uint32_t n)
 {
 	struct tablet_write *d = w->dups_;
 	w->dups_ = NULL;
@@ -53,7 +53,7 @@ static void answer_replies(struct tablet_write *w, int status, uint64_t ht, cons
 		struct tablet_write *next = x == w ? d : x->dups_;
 		x->dups_ = NULL;
 		x->replies = status == 0 ? p : NULL;
-		x->replies_len = status == 0 ? len : 0;
+		x->reply_len = status == 0 ? lens : NULL;
 		x->nreplies = status == 0 ? n : 0;
 		x->cb(x, status, ht);
 		x = next;
@@ -62,7 +62,7 @@ static void answer_replies(struct tablet_write *w, int status, uint64_t ht, cons
 
 void tablet_write_answer(struct tablet_write *w, int status, uint64_t ht)
 {
-	answer_replies(w, status, ht, NULL, 0, 0);
+	answer_replies(w, status, ht, NULL, NULL, 0);
 }
 
 /* Answers a Redis write decided before (status 0) with its kept replies:
@@ -73,6 +73,7 @@ static void answer_stored(struct tablet *t, struct tablet_write *w, uint64_t ht)
 	uint32_t n = 0;
 	int rv;
 	buf_reset(&t->replies);
+	buf_reset(&t->reply_lens);
 	if (!retry_has_replies(&t->fsm.retry, w->client_id, w->seq)) {
 		/* The (client, seq) of a batch write, reused for Redis. */
 		TLOG(LOG_LVL_WARN, t, "a Redis write reuses the seq of a batch write");
@@ -80,7 +81,8 @@ static void answer_stored(struct tablet *t, struct tablet_write *w, uint64_t ht)
 		return;
 	}
 	rv = t->store != NULL ? tablet_fsm_stored_replies(t->store, w->client_id, w->seq,
-							   &t->replies, &n, errmsg)
+							   &t->replies, &t->reply_lens, &n,
+							   errmsg)
 			      : DOCRAFT_EUNAVAILABLE;
 	if (rv != 0) {
 		if (t->store != NULL)
@@ -88,7 +90,7 @@ static void answer_stored(struct tablet *t, struct tablet_write *w, uint64_t ht)
 		tablet_write_answer(w, rv, 0);
 		return;
 	}
-	answer_replies(w, 0, ht, t->replies.data, t->replies.len, n);
+	answer_replies(w, 0, ht, t->replies.data, (const uint32_t *)(void *)t->reply_lens.data, n);
 }
 
 void tablet_write_answer_done(struct tablet *t)
@@ -133,7 +135,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		uint64_t ht = 0;
 		int st = code;
 		const uint8_t *rp;
-		size_t rlen;
+		const uint32_t *rlens;
 		uint32_t rn;
 		/* The apply decided each request (retry.h): its outcome, and the
 		 * time of the entry that decided it (an earlier one for a
@@ -150,8 +152,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 			lathist_record(&t->st.write_latency, (uv_hrtime() - w->start_ns_) / 1000);
 		if (st != 0 || w->redis == NULL)
 			tablet_write_answer(w, st, st == 0 ? ht : 0);
-		else if (tablet_fsm_replies(result, w->client_id, w->seq, &rp, &rlen, &rn))
-			answer_replies(w, 0, ht, rp, rlen, rn);
+		else if (tablet_fsm_replies(result, w->client_id, w->seq, &rp, &rlens, &rn))
+			answer_replies(w, 0, ht, rp, rlens, rn);
 		else
 			answer_stored(t, w, ht); /* decided by an earlier entry */
 		w = next;
