@@ -46,39 +46,6 @@
 #include "tablet/retry.h"
 #include "yedis/yedis.h"
 
-#ifdef DOCRAFT_NO_YEDIS
-/* Built without the engine (src/tablet/meson.build): every command is an
- * error reply. */
-struct yedis_txn {
-	int unused;
-};
-#define yedis_txn_new stub_txn_new
-#define yedis_txn_free stub_txn_free
-#define yedis_command_find stub_command_find
-#define yedis_exec stub_exec
-static struct yedis_txn *stub_txn_new(const struct yedis_txn_options *o)
-{
-	(void)o;
-	return xzalloc(sizeof(struct yedis_txn));
-}
-static void stub_txn_free(struct yedis_txn *t)
-{
-	free(t);
-}
-static const struct yedis_command *stub_command_find(const char *name, size_t n)
-{
-	(void)name;
-	(void)n;
-	return NULL;
-}
-static int stub_exec(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		      struct buf *reply, char *errmsg)
-{
-	(void)t, (void)argc, (void)argv, (void)reply, (void)errmsg;
-	return 0;
-}
-#endif
-
 #define FORM_REPLIES 0
 #define FORM_TOO_LARGE 1
 #define HEAD_LEN 5
