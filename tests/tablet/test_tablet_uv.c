@@ -1367,44 +1367,6 @@ TEST(snapshot_by_bytes)
 
 /* ---- Redis writes (issue 17) ---------------------------------------------- */
 
-struct rw {
-	struct tablet_write req;
-	struct buf cmds;
-	struct buf replies; /* concatenated, NUL-terminated */
-	int status;
-	bool done;
-};
-
-static void rw_cb(struct tablet_write *req, int status, uint64_t ht)
-{
-	struct rw *w = req->data;
-	(void)ht;
-	w->status = status;
-	w->done = true;
-	if (status == 0)
-		redis_replies(req, &w->replies);
-}
-
-/* The Redis write of line's commands from client with seq. */
-static void rw_init(struct rw *w, uint8_t client, uint64_t seq, const char *line)
-{
-	memset(w, 0, sizeof *w);
-	redis_encode(&w->cmds, line);
-	memset(w->req.client_id, client, sizeof w->req.client_id);
-	w->req.seq = seq;
-	w->req.min_running = 1;
-	w->req.redis = w->cmds.data;
-	w->req.redis_len = w->cmds.len;
-	w->req.cb = rw_cb;
-	w->req.data = w;
-}
-
-static void rw_free(struct rw *w)
-{
-	buf_free(&w->cmds);
-	buf_free(&w->replies);
-}
-
 static bool rws_done(void *arg)
 {
 	struct rw **ws = arg;
