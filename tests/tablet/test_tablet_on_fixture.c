@@ -558,6 +558,26 @@ TEST(group_commit_shares_next_entry)
 
 /* ---- leader change ---------------------------------------------------------- */
 
+/* The write just given to leader l (st0: l's status before) goes out to
+ * the followers, whose answers the depose drops: steps until it is
+ * proposed, deposes l, steps until done(arg) (its answer), lets another
+ * replica win the next election (the fixture's "random" election timeouts
+ * are these values) and apply everything; returns that replica. */
+static unsigned depose_inflight(unsigned l, const struct tablet_status *st0,
+				bool (*done)(struct tablet_fixture *tf, void *arg), void *arg)
+{
+	struct entries_arg e = {l, st0->entries + 1};
+	unsigned m;
+	CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
+	raft_fixture_depose(&TF.f);
+	CHECK(tablet_fixture_step_until(&TF, done, arg, 5000));
+	for (unsigned i = 0; i < NS; i++)
+		raft_fixture_set_randomized_election_timeout(&TF.f, i, i == l ? 2000 : 1000);
+	m = other_ready_leader(l);
+	all_apply_what(m);
+	return m;
+}
+
 TEST(leader_change_acked_survives_inflight_once)
 {
 	struct tablet_status st0;
@@ -566,24 +586,11 @@ TEST(leader_change_acked_survives_inflight_once)
 
 	l = up_with_a(TABLET_LEASE_AUTO, 1);
 
-	/* b goes out to the followers, whose answers the depose drops. */
 	st0 = status_of(l);
 	w_init(&b, 9, 1, "b", 10);
 	w_submit(&b, l);
-	{
-		struct entries_arg e = {l, st0.entries + 1};
-		CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
-	}
-	raft_fixture_depose(&TF.f);
-	CHECK(tablet_fixture_step_until(&TF, w_done, &b, 5000));
+	m = depose_inflight(l, &st0, w_done, &b);
 	CHECK_EQ_INT(b.status, DOCRAFT_ELEADERLOST);
-
-	/* Another replica wins the next election (the fixture's "random"
-	 * election timeouts are these values). */
-	for (unsigned i = 0; i < NS; i++)
-		raft_fixture_set_randomized_election_timeout(&TF.f, i, i == l ? 2000 : 1000);
-	m = other_ready_leader(l);
-	all_apply_what(m);
 	test_note("leader %u deposed; %u leads at %" PRIu64 " ms", l, m,
 		  tablet_fixture_now(&TF));
 	for (unsigned i = 0; i < NS; i++) {
@@ -671,17 +678,8 @@ TEST(leader_change_redis_incr_once)
 	st0 = status_of(l);
 	rw_init(&b, 9, 1, "incr n");
 	CHECK_OK(tablet_write(TF.t[l], &b.req));
-	{
-		struct entries_arg e = {l, st0.entries + 1};
-		CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
-	}
-	raft_fixture_depose(&TF.f);
-	CHECK(tablet_fixture_step_until(&TF, rw_done, &b, 5000));
+	m = depose_inflight(l, &st0, rw_done, &b);
 	CHECK_EQ_INT(b.status, DOCRAFT_ELEADERLOST);
-	for (unsigned i = 0; i < NS; i++)
-		raft_fixture_set_randomized_election_timeout(&TF.f, i, i == l ? 2000 : 1000);
-	m = other_ready_leader(l);
-	all_apply_what(m);
 	every_replica_n("$1\r\n1\r\n");
 
 	rw_init(&again, 9, 1, "incr n");
