@@ -39,7 +39,8 @@
  *                           its first reply, a read request (GET, DBSIZE),
  *                           NOT_LEADER from a follower, and the refusals
  *                           (unknown command, arity, a write in a read, too
- *                           many commands, client id, not a Redis table)
+ *                           many commands, client id, not a Redis table,
+ *                           replies larger than an answer may be)
  *   corrupt_raft_log_stops_the_server  a gap in the shared Raft log's
  *                           segments: the server does not start and says
  *                           which file
@@ -1970,6 +1971,20 @@ TEST(redis_through_rpc)
 	redis_ok(l, true, 2, "incr n", ":1\r\n"); /* a retry: the first reply */
 	redis_ok(l, true, 3, "incr n;incr n;get n", ":2\r\n:3\r\n$1\r\n3\r\n");
 	redis_ok(l, false, 0, "get n;get k;get none;dbsize", "$1\r\n3\r\n$1\r\nv\r\n$-1\r\n:2\r\n");
+
+	/* Replies beyond the largest answer: TOO_BIG, not a cut frame. */
+	{
+		size_t big = 2u << 20;
+		char *line = malloc(big + 16);
+		memcpy(line, "set big ", 8);
+		memset(line + 8, 'x', big);
+		line[8 + big] = '\0';
+		redis_ok(l, true, 4, line, "+OK\r\n");
+		free(line);
+		redis_refused(l, RTABLET, false,
+			      "get big;get big;get big;get big;get big;get big;get big;get big;get big",
+			      DOCRAFT_ETOOBIG, "exceed the largest answer");
+	}
 
 	int f = (l + 1) % NN;
 	CHECK_EQ_INT(redis_call(f, RTABLET, false, 0, "get n", &r, &out), DOCRAFT_ENOTLEADER);
