@@ -134,6 +134,9 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 	int rv = 0;
 
 	PRE(q->kind == ENTRY_KIND_REDIS);
+	if (r->ht == 0) /* from the network: never the engine's assertion */
+		return err_set(errmsg, DOCRAFT_ECORRUPT,
+			       "a Redis request in an entry without a hybrid time");
 	if (r->txn == NULL) {
 		const struct schema *schema = store_schema_acquire(f->store);
 		struct yedis_txn_options o = {
