@@ -1845,13 +1845,14 @@ TEST(corrupt_raft_log_stops_the_server)
 
 #define RTABLET "redis_0-0-0000abcd"
 
-/* Creates the YEDIS tablet RTABLET (table redis_0: k blob hash key) on k. */
-static void create_redis_on(int k)
+/* Creates the YEDIS tablet id (table redis_0: k blob hash key) on k, its
+ * partition [0, part_end). */
+static void create_redis_on(int k, const char *id, uint32_t part_end)
 {
 	char err[DOCRAFT_ERRMSG_SIZE];
 	struct schema sc;
 	struct res r = {0};
-	Docraft__CreateTabletRequest *req = create_req(RTABLET, (uint64_t)k + 1, false);
+	Docraft__CreateTabletRequest *req = create_req(id, (uint64_t)k + 1, false);
 	Docraft__TableSchema *pb = anew(sizeof *pb);
 	CHECK_OK(schema_init(&sc, "redis_0", err));
 	CHECK_OK(schema_add(&sc, "k", COL_HASH, CT_BLOB, err));
@@ -1861,6 +1862,7 @@ static void create_redis_on(int k)
 	pb->columns[0]->name = arena_dup(&C.a, "k", 2);
 	schema_free(&sc);
 	req->schema = pb;
+	req->partition_end = part_end;
 	CHECK_MSG(call(k, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &req->base, &r) == 0,
 		  "create on node %d: %s", k + 1, r.message);
 	res_free(&r);
@@ -1953,7 +1955,7 @@ TEST(redis_through_rpc)
 
 	cluster_up("tserver-redis", true);
 	for (int k = 0; k < NN; k++) {
-		create_redis_on(k);
+		create_redis_on(k, RTABLET, 65536);
 		create_on(k, TABLET, (uint64_t)k + 1, false);
 	}
 	/* The first write finds the leader: retried with the same seq, it
@@ -1996,6 +1998,10 @@ TEST(redis_through_rpc)
 	redis_refused(l, RTABLET, false, "get n;incr n", DOCRAFT_EINVAL,
 		      "'incr' writes: send it in a write request");
 	redis_refused(l, TABLET, true, "set k v", DOCRAFT_EINVAL, "is not a Redis table");
+	/* A tablet of slot 0 only (partition [0, 4)): "k" is slot 7629. */
+	create_redis_on(l, "redis_0-1-0000abcd", 4);
+	redis_refused(l, "redis_0-1-0000abcd", false, "get k", DOCRAFT_EWRONGTABLET,
+		      "key slot 7629 (partition 0x7734) is outside its partition");
 	{
 		Docraft__RedisRequest req = DOCRAFT__REDIS_REQUEST__INIT;
 		Docraft__RedisCommand c = DOCRAFT__REDIS_COMMAND__INIT;
