@@ -232,17 +232,8 @@ static int cmd_rpop(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 static int cmd_llen(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 		    struct buf *reply, char *errmsg)
 {
-	bool exists, wrongtype;
-	int64_t len = 0;
-	int rv = ycoll_open(t, &argv[1], YT_LIST, &exists, &wrongtype, reply, errmsg);
 	(void)argc;
-	if (rv != 0 || wrongtype)
-		return rv;
-	if (exists)
-		rv = ycoll_counter(t, &argv[1], &len, errmsg);
-	if (rv == 0)
-		resp_int(reply, len);
-	return rv;
+	return ycoll_reply_counter(t, &argv[1], YT_LIST, reply, errmsg);
 }
 
 static int cmd_lrange(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,

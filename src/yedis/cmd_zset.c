@@ -382,17 +382,8 @@ static int cmd_zrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 static int cmd_zcard(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 		     struct buf *reply, char *errmsg)
 {
-	bool exists, wrongtype;
-	int64_t card = 0;
-	int rv = ycoll_open(t, &argv[1], YT_ZSET, &exists, &wrongtype, reply, errmsg);
 	(void)argc;
-	if (rv != 0 || wrongtype)
-		return rv;
-	if (exists)
-		rv = ycoll_counter(t, &argv[1], &card, errmsg);
-	if (rv == 0)
-		resp_int(reply, card);
-	return rv;
+	return ycoll_reply_counter(t, &argv[1], YT_ZSET, reply, errmsg);
 }
 
 static int cmd_zscore(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,

@@ -251,3 +251,18 @@ bool ycoll_rank_range(long long n, long long *start, long long *end)
 		*end = n - 1;
 	return true;
 }
+
+int ycoll_reply_counter(struct yedis_txn *t, const struct resp_arg *key, int type,
+			struct buf *reply, char *errmsg)
+{
+	bool exists, wrongtype;
+	int64_t n = 0;
+	int rv = ycoll_open(t, key, type, &exists, &wrongtype, reply, errmsg);
+	if (rv != 0 || wrongtype)
+		return rv;
+	if (exists)
+		rv = ycoll_counter(t, key, &n, errmsg);
+	if (rv == 0)
+		resp_int(reply, n);
+	return rv;
+}

@@ -91,6 +91,10 @@ int ycoll_open(struct yedis_txn *t, const struct resp_arg *key, int want, bool *
  * is DOCRAFT_ECORRUPT. */
 int ycoll_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t *n, char *errmsg);
 
+/* LLEN, ZCARD: replies the counter of key as a collection of type type
+ * (0 when absent, WRONGTYPE for another type). */
+int ycoll_reply_counter(struct yedis_txn *t, const struct resp_arg *key, int type,
+			struct buf *reply, char *errmsg);
 /* Writes the counter n of an existing collection; n == 0 deletes the key
  * (an empty collection does not exist, as in Redis). */
 void ycoll_set_counter(struct yedis_txn *t, const struct resp_arg *key, int64_t n);
