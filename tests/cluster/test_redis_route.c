@@ -16,6 +16,10 @@
  *   not_redis          a CQL table named redis_3 is refused by the Redis
  *                      requests ("not a Redis database")
  *   bad_args           the synchronous errors of docraft_redis_async
+ *   cql_view           the docraft CLI: DESCRIBE TABLES and DESCRIBE TABLE
+ *                      say redis_0 is a Redis database, `docraft tables` too;
+ *                      INSERT, UPDATE, DELETE on it are refused ("use a Redis
+ *                      client"), a SELECT other than SELECT * too
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <pthread.h>
@@ -350,4 +354,71 @@ TEST(bad_args)
 	docraft_client_close(c);
 }
 
-TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis))
+/* The CLI's stderr of its last run (<tmp>/cli.log), where errors go. */
+static const char *cli_errors(void)
+{
+	static char text[16384];
+	char path[320];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/cli.log", C.base);
+	text[0] = '\0';
+	if ((f = fopen(path, "r")) != NULL) {
+		n = fread(text, 1, sizeof text - 1, f);
+		fclose(f);
+	}
+	text[n] = '\0';
+	return text;
+}
+
+TEST(cql_view)
+{
+	static const char *const writes[] = {
+		"INSERT INTO redis_0 (k) VALUES (0x01);",
+		"UPDATE redis_0 SET k = 0x02 WHERE k = 0x01;",
+		"DELETE FROM redis_0 WHERE k = 0x01;",
+	};
+	docraft_req req;
+	int rv;
+
+	up("redis-cql");
+	redis_tablets(0, &req);
+	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	docraft_result_free(req.result);
+	CHECK_OK_MSG(docraft_table_create_cql(C.client, "CREATE TABLE plain (k int PRIMARY KEY, v text);",
+					      NULL),
+		     docraft_errmsg());
+
+	rv = CLI(30000, "-e", "DESCRIBE TABLES;");
+	CHECK_MSG(rv == 0 && strstr(C.out, "redis_0  (Redis database)\n") != NULL &&
+			  strstr(C.out, "plain\n") != NULL && strstr(C.out, "plain  (") == NULL,
+		  "DESCRIBE TABLES exited %d:\n%s%s", rv, C.out, cli_errors());
+	rv = CLI(30000, "-e", "DESCRIBE TABLE redis_0;");
+	CHECK_MSG(rv == 0 && strstr(C.out, "redis_0: a Redis database (Redis SELECT 0): key -> "
+					   "typed value") != NULL,
+		  "DESCRIBE TABLE redis_0 exited %d:\n%s%s", rv, C.out, cli_errors());
+	rv = CLI(30000, "-e", "DESCRIBE TABLE plain;");
+	CHECK_MSG(rv == 0 && strstr(C.out, "CREATE TABLE plain (k int, v text") != NULL,
+		  "DESCRIBE TABLE plain exited %d:\n%s%s", rv, C.out, cli_errors());
+	rv = CLI(30000, "-e", "DESCRIBE TABLE nosuch;");
+	CHECK_MSG(rv != 0 && strstr(cli_errors(), "not found") != NULL,
+		  "DESCRIBE TABLE nosuch exited %d:\n%s", rv, cli_errors());
+	rv = CLI(30000, "tables");
+	CHECK_MSG(rv == 0 && strstr(C.out, "-- redis_0: a Redis database") != NULL,
+		  "tables exited %d:\n%s", rv, C.out);
+
+	for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++) {
+		rv = CLI(30000, "-e", writes[i]);
+		CHECK_MSG(rv != 0 && strstr(cli_errors(),
+					    "redis_0 is a Redis database: use a Redis client") != NULL,
+			  "%s exited %d:\n%s", writes[i], rv, cli_errors());
+	}
+	rv = CLI(30000, "-e", "SELECT k FROM redis_0;");
+	CHECK_MSG(rv != 0 && strstr(cli_errors(), "SELECT * FROM redis_0 [LIMIT n]") != NULL,
+		  "SELECT k exited %d:\n%s", rv, cli_errors());
+	cluster_down();
+}
+
+TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis),
+	  T(cql_view))

@@ -1169,7 +1169,8 @@ TEST(error_caret_display)
 		 1, 26, "5.4096"},
 		{"SELEC * FROM t",
 		 "SELEC * FROM t\n"
-		 "^^^^^ expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT\n",
+		 "^^^^^ expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE, SELECT or "
+		 "DESCRIBE\n",
 		 1, 1, "SELEC"},
 		{"SELECT * FROM t;\r\nSELECT * FROM t WHERE a = \"x\"\r\n",
 		 "SELECT * FROM t WHERE a = \"x\"\n"
