@@ -354,24 +354,6 @@ TEST(bad_args)
 	docraft_client_close(c);
 }
 
-/* The CLI's stderr of its last run (<tmp>/cli.log), where errors go. */
-static const char *cli_errors(void)
-{
-	static char text[16384];
-	char path[320];
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/cli.log", C.base);
-	text[0] = '\0';
-	if ((f = fopen(path, "r")) != NULL) {
-		n = fread(text, 1, sizeof text - 1, f);
-		fclose(f);
-	}
-	text[n] = '\0';
-	return text;
-}
-
 TEST(cql_view)
 {
 	static const char *const writes[] = {
@@ -393,30 +375,30 @@ TEST(cql_view)
 	rv = CLI(30000, "-e", "DESCRIBE TABLES;");
 	CHECK_MSG(rv == 0 && strstr(C.out, "redis_0  (Redis database)\n") != NULL &&
 			  strstr(C.out, "plain\n") != NULL && strstr(C.out, "plain  (") == NULL,
-		  "DESCRIBE TABLES exited %d:\n%s%s", rv, C.out, cli_errors());
+		  "DESCRIBE TABLES exited %d:\n%s%s", rv, C.out, cluster_cli_errors());
 	rv = CLI(30000, "-e", "DESCRIBE TABLE redis_0;");
 	CHECK_MSG(rv == 0 && strstr(C.out, "redis_0: a Redis database (Redis SELECT 0): key -> "
 					   "typed value") != NULL,
-		  "DESCRIBE TABLE redis_0 exited %d:\n%s%s", rv, C.out, cli_errors());
+		  "DESCRIBE TABLE redis_0 exited %d:\n%s%s", rv, C.out, cluster_cli_errors());
 	rv = CLI(30000, "-e", "DESCRIBE TABLE plain;");
 	CHECK_MSG(rv == 0 && strstr(C.out, "CREATE TABLE plain (k int, v text") != NULL,
-		  "DESCRIBE TABLE plain exited %d:\n%s%s", rv, C.out, cli_errors());
+		  "DESCRIBE TABLE plain exited %d:\n%s%s", rv, C.out, cluster_cli_errors());
 	rv = CLI(30000, "-e", "DESCRIBE TABLE nosuch;");
-	CHECK_MSG(rv != 0 && strstr(cli_errors(), "not found") != NULL,
-		  "DESCRIBE TABLE nosuch exited %d:\n%s", rv, cli_errors());
+	CHECK_MSG(rv != 0 && strstr(cluster_cli_errors(), "not found") != NULL,
+		  "DESCRIBE TABLE nosuch exited %d:\n%s", rv, cluster_cli_errors());
 	rv = CLI(30000, "tables");
 	CHECK_MSG(rv == 0 && strstr(C.out, "-- redis_0: a Redis database") != NULL,
 		  "tables exited %d:\n%s", rv, C.out);
 
 	for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++) {
 		rv = CLI(30000, "-e", writes[i]);
-		CHECK_MSG(rv != 0 && strstr(cli_errors(),
+		CHECK_MSG(rv != 0 && strstr(cluster_cli_errors(),
 					    "redis_0 is a Redis database: use a Redis client") != NULL,
-			  "%s exited %d:\n%s", writes[i], rv, cli_errors());
+			  "%s exited %d:\n%s", writes[i], rv, cluster_cli_errors());
 	}
 	rv = CLI(30000, "-e", "SELECT k FROM redis_0;");
-	CHECK_MSG(rv != 0 && strstr(cli_errors(), "SELECT * FROM redis_0 [LIMIT n]") != NULL,
-		  "SELECT k exited %d:\n%s", rv, cli_errors());
+	CHECK_MSG(rv != 0 && strstr(cluster_cli_errors(), "SELECT * FROM redis_0 [LIMIT n]") != NULL,
+		  "SELECT k exited %d:\n%s", rv, cluster_cli_errors());
 	cluster_down();
 }
 
