@@ -11,7 +11,9 @@
  * is answered with its first result) and loads it again. The outcome of
  * that create does not matter: "already exists" (another client won the
  * race) or an error both lead to the second load, whose answer is final;
- * "being created" (EBUSY) is retried by the master call itself. A table of
+ * "being created" (EBUSY) is retried by the master call itself. A request
+ * that finds the cached table gone (TABLE_NOT_FOUND after a refresh: the
+ * database was dropped) does the same, once, and is sent again. A table of
  * that name that is not a Redis table (CREATE TABLE redis_0 in CQL) is
  * refused: its rows are not Redis values.
  *
@@ -199,6 +201,13 @@ static void redis_done(struct tcall *tc, int status, const char *errmsg, const u
 
 	if (j->write)
 		client_seq_release(j->tj.base.c, &j->seq);
+	if (status == DOCRAFT_ETABLENOTFOUND && !j->created) {
+		/* The cached table was dropped (FLUSHALL, DROP TABLE): create it
+		 * again, once, as on first use, and send the request anew. */
+		metacache_forget(&j->tj.base.c->mc, j->tj.table);
+		create_table(j);
+		return;
+	}
 	resp = (Docraft__RedisResponse *)requests_reply(
 		&j->tj, &docraft__redis_response__descriptor, status, errmsg, reply, len);
 	if (resp == NULL)
