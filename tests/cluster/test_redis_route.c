@@ -16,6 +16,11 @@
  *   not_redis          a CQL table named redis_3 is refused by the Redis
  *                      requests ("not a Redis database")
  *   bad_args           the synchronous errors of docraft_redis_async
+ *   routing            SET / GET through docraft_redis_async for keys of known
+ *                      slots: each key is in the dump of the tablet whose
+ *                      slot range holds its slot, in no other; a write's
+ *                      reply, a read's; SELECT * FROM redis_0 shows the
+ *                      strings with their TTLs
  *   cql_view           the docraft CLI: DESCRIBE TABLES and DESCRIBE TABLE
  *                      say redis_0 is a Redis database, `docraft tables` too;
  *                      INSERT, UPDATE, DELETE on it are refused ("use a Redis
@@ -23,6 +28,7 @@
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +76,45 @@ static void redis_tablets(unsigned db, docraft_req *req)
 	req->data = &w;
 	CHECK_OK_MSG(docraft_redis_tablets_async(C.client, req, db, req_done), docraft_errmsg());
 	wait_req(&w);
+}
+
+/* docraft_redis_async of one command, waited for; *reply gets the reply
+ * (malloc'd, NUL-terminated). */
+static int redis1(unsigned db, bool write, char **reply, int argc, ...)
+{
+	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+	docraft_bytes argv[8];
+	docraft_redis_cmd cmd = {(uint32_t)argc, argv};
+	docraft_req req;
+	const void *p;
+	size_t len;
+	va_list ap;
+
+	va_start(ap, argc);
+	for (int i = 0; i < argc && i < 8; i++) {
+		const char *a = va_arg(ap, const char *);
+		argv[i] = (docraft_bytes){a, strlen(a)};
+	}
+	va_end(ap);
+	memset(&req, 0, sizeof req);
+	req.data = &w;
+	CHECK_OK_MSG(docraft_redis_async(C.client, &req, db,
+					 redis_key_slot(argv[1].p, argv[1].n), &cmd, 1, write,
+					 req_done),
+		     docraft_errmsg());
+	wait_req(&w);
+	*reply = NULL;
+	if (req.status != 0) {
+		test_note("%s %s: %s", (const char *)argv[0].p, (const char *)argv[1].p,
+			  req.errmsg);
+		return req.status;
+	}
+	CHECK_EQ_INT(docraft_result_nreplies(req.result), 1);
+	p = docraft_result_reply(req.result, 0, &len);
+	*reply = calloc(1, len + 1);
+	memcpy(*reply, p, len);
+	docraft_result_free(req.result);
+	return 0;
 }
 
 /* ---- the cluster ---- */
@@ -402,5 +447,101 @@ TEST(cql_view)
 	cluster_down();
 }
 
-TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis),
+struct dump_check {
+	const char *const *keys;
+	int n;
+	char why[128];
+	docraft_redis_tablet t;
+};
+
+/* For wait_for: `docraft dump` of d->t holds the keys of its slots, and
+ * only those. */
+static bool dump_holds(void *arg)
+{
+	struct dump_check *d = arg;
+	if (CLI(30000, "dump", d->t.tablet_id) != 0) {
+		snprintf(d->why, sizeof d->why, "dump failed");
+		return false;
+	}
+	for (int k = 0; k < d->n; k++) {
+		char needle[64];
+		uint16_t slot = redis_key_slot(d->keys[k], strlen(d->keys[k]));
+		bool owner = slot >= d->t.first_slot && slot <= d->t.last_slot;
+		snprintf(needle, sizeof needle, "0x%04x, %s)", redis_slot_partition(slot),
+			 d->keys[k]);
+		if ((strstr(C.out, needle) != NULL) != owner) {
+			snprintf(d->why, sizeof d->why, "key %s (slot %u) %s", d->keys[k], slot,
+				 owner ? "missing" : "found");
+			return false;
+		}
+	}
+	return true;
+}
+
+TEST(routing)
+{
+	static const char *const keys[] = {"key1", "key2", "key3", "{user1}.name", "{user1}.mail",
+					   "a", "zz"};
+	enum { NKEYS = sizeof keys / sizeof keys[0] };
+	docraft_req req;
+	char *reply;
+	size_t nt;
+
+	up("redis-routing");
+	for (int i = 0; i < NKEYS; i++) {
+		char value[32];
+		snprintf(value, sizeof value, "v-%s", keys[i]);
+		CHECK_OK_MSG(redis1(0, true, &reply, 5, "SET", keys[i], value, "EX", "1000"),
+			     "SET");
+		CHECK_MSG(strcmp(reply, "+OK\r\n") == 0, "SET %s: %s", keys[i], reply);
+		free(reply);
+	}
+	for (int i = 0; i < NKEYS; i++) {
+		char want[64];
+		CHECK_OK_MSG(redis1(0, false, &reply, 2, "GET", keys[i]), "GET");
+		snprintf(want, sizeof want, "$%zu\r\nv-%s\r\n", strlen(keys[i]) + 2, keys[i]);
+		CHECK_MSG(strcmp(reply, want) == 0, "GET %s: %s", keys[i], reply);
+		free(reply);
+	}
+	CHECK_OK_MSG(redis1(0, false, &reply, 2, "GET", "nosuchkey"), "GET");
+	CHECK_MSG(strcmp(reply, "$-1\r\n") == 0, "GET nosuchkey: %s", reply);
+	free(reply);
+
+	/* Each key is in the dump of its slot's tablet only. The dump is served
+	 * by the replica the CLI finds first, maybe a follower a little behind
+	 * the leader: wait for the keys to be there. */
+	redis_tablets(0, &req);
+	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	nt = docraft_result_ntablets(req.result);
+	for (size_t i = 0; i < nt; i++) {
+		struct dump_check d = {keys, NKEYS, {0}};
+		docraft_result_redis_tablet(req.result, i, &d.t);
+		CHECK_MSG(wait_for(dump_holds, &d, 10000),
+			  "the dump of tablet %s (slots %u..%u) is not its keys: %s\n%s",
+			  d.t.tablet_id, d.t.first_slot, d.t.last_slot, d.why, C.out);
+	}
+	docraft_result_free(req.result);
+
+	/* The CQL view: the strings with their TTLs, in key order. */
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0;") == 0, "SELECT:\n%s",
+		  cluster_cli_errors());
+	CHECK_MSG(strstr(C.out, "(7 rows)") != NULL && strstr(C.out, "| string |") != NULL &&
+			  strstr(C.out, "v-{user1}.mail") != NULL,
+		  "SELECT * FROM redis_0:\n%s", C.out);
+	{
+		const char *row = strstr(C.out, " key1 | string | ");
+		const char *eol = row != NULL ? strchr(row, '\n') : NULL;
+		CHECK_MSG(row != NULL && eol != NULL &&
+				  (strncmp(row + 17, "1000 |", 6) == 0 ||
+				   strncmp(row + 17, " 999 |", 6) == 0) &&
+				  strncmp(eol - 7, " v-key1", 7) == 0,
+			  "SELECT * FROM redis_0 (key1's row):\n%s", C.out);
+	}
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0 LIMIT 2;") == 0 &&
+			  strstr(C.out, "(2 rows)") != NULL,
+		  "SELECT LIMIT 2:\n%s%s", C.out, cluster_cli_errors());
+	cluster_down();
+}
+
+TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis), T(routing),
 	  T(cql_view))
