@@ -21,6 +21,10 @@
  *                      slot range holds its slot, in no other; a write's
  *                      reply, a read's; SELECT * FROM redis_0 shows the
  *                      strings with their TTLs
+ *   incr_once          INCRs of one key from a thread while the leader of its
+ *                      tablet is asked to step down again and again: every
+ *                      reply is the previous one + 1 (a retried write keeps
+ *                      its seq, so no INCR applies twice or is lost)
  *   cql_view           the docraft CLI: DESCRIBE TABLES and DESCRIBE TABLE
  *                      say redis_0 is a Redis database, `docraft tables` too;
  *                      INSERT, UPDATE, DELETE on it are refused ("use a Redis
@@ -543,5 +547,70 @@ TEST(routing)
 	cluster_down();
 }
 
+#define INCRS 300
+
+struct incr_state {
+	int done;        /* INCRs answered in order */
+	char fail[256];  /* the first wrong answer */
+	bool stop;
+};
+
+static void *incr_thread(void *arg)
+{
+	struct incr_state *st = arg;
+	for (int i = 1; i <= INCRS && st->fail[0] == '\0'; i++) {
+		char *reply = NULL, want[32];
+		int rv = redis1(0, true, &reply, 2, "INCR", "counter");
+		snprintf(want, sizeof want, ":%d\r\n", i);
+		if (rv != 0 || strcmp(reply, want) != 0)
+			snprintf(st->fail, sizeof st->fail, "INCR %d: status %d, reply %s", i, rv,
+				 reply != NULL ? reply : "(none)");
+		else
+			__atomic_store_n(&st->done, i, __ATOMIC_SEQ_CST);
+		free(reply);
+	}
+	__atomic_store_n(&st->stop, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+TEST(incr_once)
+{
+	struct incr_state st = {0, {0}, false};
+	uint16_t slot = redis_key_slot("counter", 7);
+	docraft_redis_tablet t;
+	docraft_req req;
+	char tablet[80] = "";
+	pthread_t th;
+	int stepdowns = 0;
+
+	up("redis-incr");
+	redis_tablets(0, &req);
+	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	for (size_t i = 0; i < docraft_result_ntablets(req.result); i++) {
+		docraft_result_redis_tablet(req.result, i, &t);
+		if (slot >= t.first_slot && slot <= t.last_slot)
+			snprintf(tablet, sizeof tablet, "%s", t.tablet_id);
+	}
+	docraft_result_free(req.result);
+	CHECK(tablet[0] != '\0');
+	CHECK(pthread_create(&th, NULL, incr_thread, &st) == 0);
+	/* Step downs while INCRs run: some in flight at each. */
+	while (!__atomic_load_n(&st.stop, __ATOMIC_SEQ_CST) && stepdowns < 6) {
+		int at = __atomic_load_n(&st.done, __ATOMIC_SEQ_CST);
+		while (!__atomic_load_n(&st.stop, __ATOMIC_SEQ_CST) &&
+		       __atomic_load_n(&st.done, __ATOMIC_SEQ_CST) < at + 20)
+			sleep_ms(5);
+		if (CLI(30000, "step-down", tablet) == 0)
+			stepdowns++;
+	}
+	pthread_join(th, NULL);
+	CHECK_MSG(st.fail[0] == '\0', "%s (after %d step-downs)", st.fail, stepdowns);
+	CHECK_EQ_INT(st.done, INCRS);
+	test_note("%d INCRs, %d leader step-downs", INCRS, stepdowns);
+	CHECK_MSG(stepdowns >= 2, "only %d step-downs happened", stepdowns);
+	cluster_down();
+}
+
 TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis), T(routing),
+	  T(incr_once),
 	  T(cql_view))
