@@ -25,6 +25,10 @@
  *                      tablet is asked to step down again and again: every
  *                      reply is the previous one + 1 (a retried write keeps
  *                      its seq, so no INCR applies twice or is lost)
+ *   cql_view_types     SELECT * FROM redis_0 shows a hash, a set, a sorted set,
+ *                      a list and a time series as {f: v}, {m}, [(score, m)],
+ *                      [..], {ts: v} (skipped, with a note, in a build whose
+ *                      engine lacks the collection commands)
  *   cql_view           the docraft CLI: DESCRIBE TABLES and DESCRIBE TABLE
  *                      say redis_0 is a Redis database, `docraft tables` too;
  *                      INSERT, UPDATE, DELETE on it are refused ("use a Redis
@@ -611,6 +615,81 @@ TEST(incr_once)
 	cluster_down();
 }
 
+/* The row of key in the last SELECT's output (cells right-aligned): of
+ * type, its ttl cell ttl (NULL: a number), its value cell value. */
+static void check_row(const char *key, const char *type, const char *ttl, const char *value)
+{
+	char needle[64], cell[64];
+	const char *row, *eol, *p;
+	snprintf(needle, sizeof needle, " %s | ", key);
+	row = strstr(C.out, needle);
+	eol = row != NULL ? strchr(row, '\n') : NULL;
+	CHECK_MSG(row != NULL && eol != NULL, "no row of %s:\n%s", key, C.out);
+	p = row + strlen(needle);
+	snprintf(cell, sizeof cell, "%s | ", type);
+	while (*p == ' ')
+		p++;
+	CHECK_MSG(strncmp(p, cell, strlen(cell)) == 0, "%s: not of type %s:\n%s", key, type,
+		  C.out);
+	p += strlen(cell);
+	while (*p == ' ')
+		p++;
+	if (ttl != NULL)
+		CHECK_MSG(strncmp(p, ttl, strlen(ttl)) == 0, "%s: ttl not %s:\n%s", key, ttl,
+			  C.out);
+	else
+		CHECK_MSG(*p >= '1' && *p <= '9', "%s: no ttl:\n%s", key, C.out);
+	CHECK_MSG((size_t)(eol - row) > strlen(value) + 1 &&
+			  strncmp(eol - strlen(value) - 1, " ", 1) == 0 &&
+			  strncmp(eol - strlen(value), value, strlen(value)) == 0,
+		  "%s: value not <%s>:\n%s", key, value, C.out);
+}
+
+TEST(cql_view_types)
+{
+	static const char *const cmds[][9] = {
+		{"HSET", "h", "f1", "v1", "f2", "v2", NULL},
+		{"SADD", "s", "m1", "m2", NULL},
+		{"ZADD", "z", "1.5", "a", "2", "b", NULL},
+		{"RPUSH", "l", "x", "y", NULL},
+		{"TSADD", "t", "10", "v1", "20", "v2", NULL},
+		{"EXPIRE", "h", "500", NULL},
+	};
+	up("redis-view-types");
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+		docraft_bytes argv[8];
+		docraft_redis_cmd cmd = {0, argv};
+		docraft_req req;
+		while (cmds[i][cmd.argc] != NULL) {
+			argv[cmd.argc] = (docraft_bytes){cmds[i][cmd.argc], strlen(cmds[i][cmd.argc])};
+			cmd.argc++;
+		}
+		memset(&req, 0, sizeof req);
+		req.data = &w;
+		CHECK_OK_MSG(docraft_redis_async(C.client, &req, 0, redis_key_slot(cmds[i][1], 1),
+						 &cmd, 1, true, req_done),
+			     docraft_errmsg());
+		wait_req(&w);
+		if (req.status == DOCRAFT_EINVAL && strstr(req.errmsg, "unknown command") != NULL) {
+			test_note("skipped: %s", req.errmsg);
+			cluster_down();
+			return;
+		}
+		CHECK_MSG(req.status == 0, "%s: %s", cmds[i][0], req.errmsg);
+		docraft_result_free(req.result);
+	}
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0;") == 0, "SELECT:\n%s",
+		  cluster_cli_errors());
+	CHECK_MSG(strstr(C.out, "(5 rows)") != NULL, "SELECT * FROM redis_0:\n%s", C.out);
+	check_row("h", "hash", NULL, "{f1: v1, f2: v2}");
+	check_row("s", "set", "null", "{m1, m2}");
+	check_row("z", "zset", "null", "[(1.5, a), (2, b)]");
+	check_row("l", "list", "null", "[x, y]");
+	check_row("t", "tsdb", "null", "{10: v1, 20: v2}");
+	cluster_down();
+}
+
 TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis), T(routing),
-	  T(incr_once),
+	  T(incr_once), T(cql_view_types),
 	  T(cql_view))
