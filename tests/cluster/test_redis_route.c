@@ -35,6 +35,7 @@
  *                      client"), a SELECT other than SELECT * too
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,9 +210,14 @@ TEST(tablets_cover)
 	size_t n;
 	uint32_t next = 0;
 
+	uint64_t t0;
+
 	up("redis-cover");
+	t0 = proc_now_ms();
 	redis_tablets(0, &req);
 	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	test_note("redis_0 created on first use and resolved in %" PRIu64 " ms",
+		  proc_now_ms() - t0);
 	n = docraft_result_ntablets(req.result);
 	CHECK_EQ_INT(n, 6);
 	for (size_t i = 0; i < n; i++) {
@@ -586,6 +592,7 @@ TEST(incr_once)
 	char tablet[80] = "";
 	pthread_t th;
 	int stepdowns = 0;
+	uint64_t t0;
 
 	up("redis-incr");
 	redis_tablets(0, &req);
@@ -597,6 +604,7 @@ TEST(incr_once)
 	}
 	docraft_result_free(req.result);
 	CHECK(tablet[0] != '\0');
+	t0 = proc_now_ms();
 	CHECK(pthread_create(&th, NULL, incr_thread, &st) == 0);
 	/* Step downs while INCRs run: some in flight at each. */
 	while (!__atomic_load_n(&st.stop, __ATOMIC_SEQ_CST) && stepdowns < 6) {
@@ -610,7 +618,8 @@ TEST(incr_once)
 	pthread_join(th, NULL);
 	CHECK_MSG(st.fail[0] == '\0', "%s (after %d step-downs)", st.fail, stepdowns);
 	CHECK_EQ_INT(st.done, INCRS);
-	test_note("%d INCRs, %d leader step-downs", INCRS, stepdowns);
+	test_note("%d INCRs one after the other in %" PRIu64 " ms, %d leader step-downs", INCRS,
+		  proc_now_ms() - t0, stepdowns);
 	CHECK_MSG(stepdowns >= 2, "only %d step-downs happened", stepdowns);
 	cluster_down();
 }
