@@ -49,6 +49,8 @@ struct redis_job {
 	bool tablets;        /* docraft_redis_tablets_async */
 	bool created;        /* the create-on-first-use was tried */
 	bool refreshed;      /* tablets: refreshed for unknown leaders */
+	int create_status;   /* the create's outcome, for a load that fails after it */
+	char create_msg[DOCRAFT_ERRMSG_SIZE];
 	uint16_t slot;
 	bool write;
 	struct mcall create;
@@ -83,6 +85,8 @@ static void create_done(struct mcall *m, int status, const char *errmsg, const u
 	}
 	/* Created, or another client did ("already exists"), or a failure
 	 * the second load will report: load again either way. */
+	j->create_status = status;
+	snprintf(j->create_msg, sizeof j->create_msg, "%s", errmsg);
 	metacache_forget(&j->tj.base.c->mc, j->tj.table);
 	load(j, true);
 }
@@ -136,6 +140,13 @@ static void load_done(struct tload *l, int status, const char *errmsg)
 
 	if (status == DOCRAFT_ETABLENOTFOUND && !j->created) {
 		create_table(j);
+		return;
+	}
+	if (status != 0 && j->created && j->create_status != 0 &&
+	    j->create_status != DOCRAFT_EINVAL /* "already exists" */) {
+		/* Still not there: the create's own failure says why. */
+		err_set(msg, 0, "creating table %s: %s", tj->table, j->create_msg);
+		job_finish(&tj->base, j->create_status, msg);
 		return;
 	}
 	if (status != 0) {

@@ -13,6 +13,9 @@
  *                      all succeed, and make one table
  *   bad_schemas        the master refuses a Redis table that is not exactly
  *                      k blob hash key, with a clear error
+ *   create_fails       a client asking for RF 5 of three tservers: the
+ *                      request fails with the master's reason for refusing
+ *                      the create, not "not found"
  *   not_redis          a CQL table named redis_3 is refused by the Redis
  *                      requests ("not a Redis database")
  *   bad_args           the synchronous errors of docraft_redis_async
@@ -372,6 +375,30 @@ TEST(bad_schemas)
 	cluster_down();
 }
 
+TEST(create_fails)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	docraft_client_options o;
+	docraft_client *c;
+	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+	docraft_req req;
+
+	up("redis-createfails");
+	docraft_client_options_init(&o);
+	o.replication_factor = 5;
+	o.timeout_ms = 3000;
+	CHECK_OK_MSG(docraft_client_open(C.maddr, &o, &c, err), err);
+	memset(&req, 0, sizeof req);
+	req.data = &w;
+	CHECK_OK_MSG(docraft_redis_tablets_async(c, &req, 1, req_done), docraft_errmsg());
+	wait_req(&w);
+	CHECK_MSG(req.status != 0 && strstr(req.errmsg, "creating table redis_1") != NULL &&
+			  strstr(req.errmsg, "replication factor 5") != NULL,
+		  "RF 5: %d %s", req.status, req.errmsg);
+	docraft_client_close(c);
+	cluster_down();
+}
+
 TEST(not_redis)
 {
 	docraft_req req;
@@ -699,6 +726,5 @@ TEST(cql_view_types)
 	cluster_down();
 }
 
-TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis), T(routing),
-	  T(incr_once), T(cql_view_types),
-	  T(cql_view))
+TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(create_fails),
+	  T(not_redis), T(routing), T(incr_once), T(cql_view_types), T(cql_view))
