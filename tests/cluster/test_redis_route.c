@@ -481,6 +481,17 @@ TEST(cql_view)
 					 "redis_0 is a Redis database: use a Redis client") != NULL,
 			  "%s exited %d:\n%s", writes[i], rv, cluster_cli_errors());
 	}
+	/* The row API refuses it too: its documents are Redis values. */
+	{
+		docraft_value key = {.type = DOCRAFT_TYPE_BLOB, .v.s = {"k", 1}};
+		docraft_result *r = NULL;
+		rv = docraft_get(C.client, "redis_0", &key, 1, 0, &r);
+		CHECK_MSG(rv == DOCRAFT_EINVAL &&
+				  strstr(docraft_errmsg(), "redis_0 is a Redis database: use a "
+							   "Redis client") != NULL,
+			  "docraft_get: %d %s", rv, docraft_errmsg());
+		CHECK(r == NULL);
+	}
 	rv = CLI(30000, "-e", "SELECT k FROM redis_0;");
 	CHECK_MSG(rv != 0 &&
 			  strstr(cluster_cli_errors(), "SELECT * FROM redis_0 [LIMIT n]") != NULL,
