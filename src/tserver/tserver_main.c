@@ -694,9 +694,29 @@ static int open_log(void)
 	return 0;
 }
 
+/* issue 17: the RESP address the heartbeats give the master (clients
+ * connect there): "" when the port is off; a wildcard IP becomes the IP of
+ * the RPC address rpc. */
+static void redis_advertised(const char *rpc, char *out, size_t cap)
+{
+	const char *ra, *port, *rport;
+	out[0] = '\0';
+	if (S.redis.srv == NULL)
+		return;
+	ra = redis_server_address(S.redis.srv);
+	port = strrchr(ra, ':');
+	rport = strrchr(rpc, ':');
+	if (port != NULL && rport != NULL &&
+	    (strncmp(ra, "0.0.0.0:", 8) == 0 || strncmp(ra, "[::]:", 5) == 0))
+		snprintf(out, cap, "%.*s%s", (int)(rport - rpc), rpc, port);
+	else
+		snprintf(out, cap, "%s", ra);
+}
+
 static int start(void)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char redis_adv[RPC_ADDRESS_MAX + 1];
 	struct manager_options mo;
 	struct service_options so;
 	const char *address;
@@ -792,6 +812,8 @@ static int start(void)
 		ho.n_masters = S.n_masters;
 		ho.interval_ms = S.cfg.heartbeat_ms;
 		ho.placement = S.cfg.placement;
+		redis_advertised(address, redis_adv, sizeof redis_adv);
+		ho.redis_address = redis_adv;
 		if (heartbeat_start(&S.hb, &S.proc.loop, &S.cl, &S.m, &S.svc, &ho, errmsg) != 0) {
 			LOG_ERROR(PROG ": %s", errmsg);
 			return -1;
