@@ -84,9 +84,7 @@ static struct fsm_redis *get(struct tablet_fsm *f)
 
 void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht)
 {
-	struct fsm_redis *r = f->redis;
-	if (r == NULL)
-		return;
+	struct fsm_redis *r = get(f);
 	if (r->txn != NULL)
 		yedis_txn_free(r->txn);
 	r->txn = NULL;
