@@ -53,7 +53,7 @@ static size_t usable(const docraft_redis_tablet *t)
 	return n;
 }
 
-static void slots_done(struct fan *f)
+static void slots_reply(struct fan *f)
 {
 	struct buf *out = redis_conn_out(f->c);
 	size_t n = docraft_result_ntablets(f->tablets);
@@ -154,7 +154,7 @@ static void free_nodes(struct node *v, size_t n)
 	free(v);
 }
 
-static void nodes_done(struct fan *f)
+static void nodes_reply(struct fan *f)
 {
 	size_t n, leaders;
 	struct node *v = nodes_of(f, &n, &leaders);
@@ -174,7 +174,7 @@ static void nodes_done(struct fan *f)
 	free_nodes(v, n);
 }
 
-static void info_done(struct fan *f)
+static void info_reply(struct fan *f)
 {
 	size_t n, leaders, nt = docraft_result_ntablets(f->tablets), covered = 0;
 	struct node *v = nodes_of(f, &n, &leaders);
@@ -194,6 +194,24 @@ static void info_done(struct fan *f)
 	resp_bulk(redis_conn_out(f->c), b.data, b.len);
 	buf_free(&b);
 	free_nodes(v, n);
+}
+
+static void slots_done(struct fan *f)
+{
+	slots_reply(f);
+	fan_end(f);
+}
+
+static void nodes_done(struct fan *f)
+{
+	nodes_reply(f);
+	fan_end(f);
+}
+
+static void info_done(struct fan *f)
+{
+	info_reply(f);
+	fan_end(f);
 }
 
 static int with_tablets(struct redis_conn *c, fan_fn next)
