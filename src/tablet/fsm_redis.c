@@ -173,6 +173,7 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 		r->lens[r->nlens++] = (uint32_t)(r->replies.len - before);
 		rep->n++;
 	}
+	entry_redis_iter_free(&r->it);
 	rep->len = r->replies.len - rep->off;
 	if (rv == 0)
 		add_record(r, q, rep);
