@@ -23,6 +23,8 @@
 static const struct ycmd_table *const fragments[] = {
 	&ycmd_strings,
 	&ycmd_keys,
+	&ycmd_hashes,
+	&ycmd_sets,
 };
 
 #define NFRAGMENTS (sizeof fragments / sizeof fragments[0])
