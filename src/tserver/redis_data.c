@@ -304,7 +304,8 @@ static int one_cmd(struct redis_conn *c, uint32_t argc, const struct resp_arg *a
 		return REDIS_DONE;
 	PRE(y != NULL);
 	f->write = (y->flags & YEDIS_WRITE) != 0;
-	fan_add(f, redis_key_slot(argv[1].p, argv[1].n), NULL, argc, argv);
+	/* a keyless engine command (arity 1): any tablet, slot 0's */
+	fan_add(f, argc > 1 ? redis_key_slot(argv[1].p, argv[1].n) : 0, NULL, argc, argv);
 	return fan_run(f, one_done);
 }
 
