@@ -105,6 +105,12 @@ assert rs[0].execute_command("CLUSTER", "KEYSLOT", "{acct}a") == \
 info = rs[0].execute_command("CLUSTER", "INFO")
 assert b"cluster_state:ok" in (info if isinstance(info, bytes) else str(info).encode())
 
+# one slot, more keys than one request takes: several requests, in order
+big = {"{big}k%d" % i: i for i in range(2500)}
+assert r.mset(big) is True
+assert rs[2].mget(list(big)) == [str(i).encode() for i in range(2500)]
+assert rs[1].delete(*big) == 2500
+
 # another database
 r2 = redis.Redis(host="127.0.0.3", port=port, db=2, socket_timeout=30)
 assert r2.set("s", "db2") is True and r2.get("s") == b"db2" and r.get("s") == b"42"
