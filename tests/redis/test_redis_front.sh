@@ -37,7 +37,7 @@ finish() {
 trap finish EXIT
 
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
+CLUSTER_TSERVER_ARGS=(--redis-address ":$pr" --redis-max-connections-per-ip 40)
 cluster_up redisfront 3 || { echo "Bail out! cluster did not start"; exit 1; }
 r() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
 lines() { printf '%s\n' "$@"; }
@@ -158,6 +158,25 @@ check "FLUSHALL" "$(lines OK 0 0)" \
 	"$(r 1 FLUSHALL; r 1 DBSIZE; printf 'SELECT 3\nDBSIZE\n' | r 1 | tail -1)"
 check "FLUSHDB: a bad option" "ERR syntax error" "$(r 1 FLUSHDB NOW)"
 check "COMMAND INFO of an engine command" "get" "$(r 1 COMMAND INFO get | head -1)"
+
+# ---- --redis-max-connections-per-ip 40: the 41st connection from 127.0.0.1 ----
+perip=$(python3 - "$pr" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+socks, refused = [], 0
+for i in range(45):
+    s = socket.create_connection(("127.0.0.3", port), timeout=20)
+    s.sendall(b"PING\r\n")
+    reply = s.recv(100)
+    if reply.startswith(b"-ERR max number of clients per IP reached"):
+        refused += 1
+    else:
+        assert reply == b"+PONG\r\n", reply
+    socks.append(s)
+print(refused)
+PY
+)
+check "--redis-max-connections-per-ip 40: 5 of 45 refused" "5" "$perip"
 
 # ---- python3-redis ----
 if /usr/bin/python3 -c "import redis" 2>/dev/null; then
