@@ -6,7 +6,8 @@
 # tablets (MGET MSET DEL EXISTS), KEYS / SCAN / DBSIZE over many keys on
 # every tablet (each key once), MULTI/EXEC on one hash tag and refused
 # across tablets, CLUSTER SLOTS covering 0..16383 with leaders first,
-# CLUSTER NODES/INFO/KEYSLOT/MYID, redis-cli -c (never a MOVED), FLUSHDB
+# CLUSTER NODES/INFO/KEYSLOT/MYID, redis-cli -c and redis-py RedisCluster
+# (never a MOVED), FLUSHDB
 # and FLUSHALL, COMMAND, WATCH refused.
 #
 # One master and three tservers on 127.0.0.1..3 (../lib/cluster.sh), the
