@@ -214,8 +214,8 @@ int fan_run(struct fan *f, fan_fn done)
 			cmds[j].argv = f->subs[g->subs[j]].argv;
 		}
 		g->req.data = g;
-		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n, f->write,
-					 group_done);
+		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n,
+					 f->write, group_done);
 		if (rv != 0) {
 			g->req.status = rv;
 			snprintf(g->req.errmsg, sizeof g->req.errmsg, "%s", sync_error(rv));
@@ -366,7 +366,8 @@ void redis_data_init(struct redis_data *d, const char *uuid)
 			continue;
 		t[n].name = y->name;
 		t[n].arity = y->arity;
-		t[n].flags = (y->flags & YEDIS_WRITE ? WR : 0) | (y->flags & YEDIS_READONLY ? RO : 0);
+		t[n].flags =
+			(y->flags & YEDIS_WRITE ? WR : 0) | (y->flags & YEDIS_READONLY ? RO : 0);
 		if (y->flags & YEDIS_TABLET) {
 			t[n].fn = tablet_unknown;
 		} else {

@@ -54,7 +54,9 @@ bool redis_split_multikey(struct fan *f, uint32_t argc, const struct resp_arg *a
 			fan_add(f, slot_of(&argv[i]), "SET", 3, a);
 		}
 	} else if (is(&argv[0], "mget") || is(&argv[0], "del") || is(&argv[0], "exists")) {
-		const char *name = is(&argv[0], "mget") ? "GET" : is(&argv[0], "del") ? "DEL" : "EXISTS";
+		const char *name = is(&argv[0], "mget")  ? "GET"
+				   : is(&argv[0], "del") ? "DEL"
+							 : "EXISTS";
 		f->write |= is(&argv[0], "del");
 		for (uint32_t i = 1; i < argc; i++) {
 			struct resp_arg a[2] = {argv[0], argv[i]};
@@ -196,7 +198,8 @@ static void dbsize_done(struct fan *f)
 		return;
 	for (size_t i = 0; i < f->n_subs; i++) {
 		if (!rr_int(f->subs[i].rep, f->subs[i].rep_n, &v)) {
-			resp_error(redis_conn_out(f->c), "ERR docraft: a tablet's reply is not an integer");
+			resp_error(redis_conn_out(f->c),
+				   "ERR docraft: a tablet's reply is not an integer");
 			return;
 		}
 		total += v;
@@ -239,7 +242,8 @@ static void randomkey_done(struct fan *f)
 		if (rr_bulk(p, len, &k, &kn, &kused))
 			resp_bulk(redis_conn_out(f->c), k, kn);
 		else
-			resp_error(redis_conn_out(f->c), "ERR docraft: a tablet's SCAN reply is not [cursor, keys]");
+			resp_error(redis_conn_out(f->c),
+				   "ERR docraft: a tablet's SCAN reply is not [cursor, keys]");
 	}
 }
 
@@ -272,8 +276,7 @@ static void randomkey_go(struct fan *f)
 	fan_run(f, randomkey_done);
 }
 
-static int tablet_wide(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv,
-		       fan_fn go)
+static int tablet_wide(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv, fan_fn go)
 {
 	struct fan *f = fan_new(c);
 

@@ -114,7 +114,7 @@ extern const size_t redis_cluster_n_subs;
 bool redis_split_multikey(struct fan *f, uint32_t argc, const struct resp_arg *argv);
 /* Writes the reply of a command split by redis_split_multikey from its
  * subs first..first+n. */
-void redis_join_multikey(struct buf *out, const struct resp_arg *name,
-			 const struct fan_sub *subs, size_t n);
+void redis_join_multikey(struct buf *out, const struct resp_arg *name, const struct fan_sub *subs,
+			 size_t n);
 
 #endif
