@@ -100,6 +100,9 @@ check "MULTI/EXEC on one hash tag" "$(lines OK QUEUED QUEUED QUEUED QUEUED QUEUE
 check "MULTI/EXEC across tablets: refused, nothing runs" \
 	"$(lines OK QUEUED QUEUED 'ERR docraft: MULTI/EXEC keys span several tablets (use a {hash tag})' '' '' '')" \
 	"$(printf 'MULTI\nSET foo 1\nSET bar 1\nEXEC\nGET foo\nGET bar\n' | r 1)"
+# a (slot 15495) and foo share the tablet of slots 10923..16383: one request
+check "MULTI/EXEC over two slots of one tablet" "$(lines OK QUEUED QUEUED QUEUED OK OK x)" \
+	"$(printf 'MULTI\nSET a x\nSET foo y\nGET a\nEXEC\n' | r 3)"
 check "EXECABORT after a queueing error" \
 	"$(lines OK 'ERR wrong number of arguments for '"'get'"' command' '' QUEUED \
 		'EXECABORT Transaction discarded because of previous errors.' '' '')" \
