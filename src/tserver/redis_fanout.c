@@ -2,11 +2,14 @@
  *
  * Design note. Multi-key commands are split into one engine command per
  * key (MGET -> GET k, MSET -> SET k v, DEL -> DEL k, EXISTS -> EXISTS k),
- * grouped per slot into one request each (fan), and their replies joined
- * in argument order: MGET an array (a key of another type is a nil, as in
- * Redis), MSET +OK, DEL and EXISTS the sum. So MSET is atomic per slot
- * only (one Raft entry per slot), not across slots: Redis Cluster refuses
- * such an MSET (CROSSSLOT); we run it, each slot's part atomically.
+ * grouped per tablet into one request each (fan: the database's tablets
+ * from the client's cache; a tablet refusing a key as not its own, the
+ * cache being stale, makes the fan send that group's commands again per
+ * slot), and their replies joined in argument order: MGET an array (a key
+ * of another type is a nil, as in Redis), MSET +OK, DEL and EXISTS the
+ * sum. So MSET is atomic per tablet only (one Raft entry per tablet), not
+ * across tablets: Redis Cluster refuses an MSET across slots (CROSSSLOT);
+ * we run it, each tablet's part atomically.
  *
  * Tablet-wide commands ask every tablet of the database (fan_tablets,
  * then one request per tablet routed by its first slot) and merge: KEYS
@@ -108,6 +111,13 @@ static void multikey_done(struct fan *f)
 	redis_join_multikey(redis_conn_out(f->c), f->arg, f->subs, f->n_subs);
 }
 
+static void multikey_go(struct fan *f)
+{
+	fan_run(f, multikey_done);
+}
+
+/* Keys of several slots: grouped per tablet (one request each), so the
+ * database's tablets first. */
 static int multikey(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 {
 	struct fan *f = fan_new(c);
@@ -116,6 +126,12 @@ static int multikey(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 		return REDIS_DONE;
 	f->arg = &argv[0];
 	redis_split_multikey(f, argc, argv);
+	for (size_t i = 1; i < f->n_subs; i++) {
+		if (f->subs[i].slot != f->subs[0].slot) {
+			f->regroup = true;
+			return fan_tablets(f, multikey_go);
+		}
+	}
 	return fan_run(f, multikey_done);
 }
 
