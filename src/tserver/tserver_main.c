@@ -105,6 +105,7 @@ static struct {
 	struct tserver_redis redis;
 	bool redis_on;
 	char redis_address[TSERVER_REDIS_ADDRESS_MAX];
+	unsigned redis_max_per_ip; /* --redis-max-connections-per-ip */
 
 	uv_timer_t drain_timer;
 	bool handles_on;
@@ -155,6 +156,9 @@ static const struct config_flag flags[] = {
 	 .dst = S.redis_address, .cap = sizeof S.redis_address,
 	 .help = "Redis protocol port (default: IP:6379 with the IP of --address, left off "
 		 "when taken; :PORT: that IP; off: none)"},
+	{.name = "redis-max-connections-per-ip", .arg = "N", .kind = CONFIG_UINT,
+	 .dst = &S.redis_max_per_ip, .min = 0, .max = 1000000, .what = "a count", .def = "1000",
+	 .help = "Redis connections from one IP address; 0: no limit (default 1000)"},
 	{.name = "heartbeat-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.heartbeat_ms,
 	 .min = 1, .help = "heartbeat period to the master (default 1000)"},
 	{.name = "election-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.election_ms,
@@ -730,6 +734,9 @@ static int start(void)
 	}
 	S.copy_on = true;
 	/* issue 17: the Redis protocol port */
+	S.redis.uuid = S.uuid;
+	S.redis.max_per_ip = S.redis_max_per_ip;
+	S.redis.max_per_ip_set = true;
 	if (tserver_redis_start(&S.redis, &S.proc.loop, S.redis_address, address,
 				(const char *const *)S.masters, S.n_masters, errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
