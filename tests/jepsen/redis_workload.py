@@ -25,7 +25,8 @@ a register op) but checked here: the values the acknowledged INCRs returned
 are distinct (an INCR retried after a lost reply must apply once), and the
 final value F of a counter satisfies max(acked) <= F and
 len(acked) <= F <= len(acked) + unknown (INCRs without a reply). A
-violation fails the run (exit 1, and a `# counter` comment line).
+violation fails the run (exit 1, and a `# counter` comment line), as does
+a run in which no INCR was acknowledged at all.
 
 Processes and connections. Client thread i is process i, then i + N, i + 2N
 after each `info` (the old process's op may still apply). Thread i talks to
@@ -351,6 +352,11 @@ def main():
         if why:
             print("redis_workload: counter jc:%d: %s" % (j, "; ".join(why)), file=sys.stderr)
             ok = False
+    if not any(cnt["acked"] for cnt in counters):
+        # Vacuous otherwise: the counters must have been exercised.
+        print("redis_workload: no INCR was acknowledged", file=sys.stderr)
+        h.comment("counters: no INCR acknowledged")
+        ok = False
     stop.set()
     wt.join()
     with lock:
