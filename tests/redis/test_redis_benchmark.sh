@@ -35,7 +35,7 @@ finish() {
 trap finish EXIT
 
 # The test names of a -q run, one a line ("SET: 1234.5 requests per second").
-names() { tr '\r' '\n' | sed -n 's/^\([^:]*\): [0-9.]* requests per second.*/\1/p'; }
+names() { tr '\r' '\n' | sed -n 's/^\([^:]*\): [^ ]* requests per second.*/\1/p'; }
 
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
 CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
