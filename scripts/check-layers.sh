@@ -32,6 +32,7 @@ declare -A allowed=(
 	[raft]="common net libraft libuv"
 	[raftlog]="common libraft libuv"
 	[redis]="common libuv"
+	[yedis]="common docdb redis libuv"
 	[tablet]="common net docdb rpc raft raftlog proto libraft libuv"
 	[cql]="common docdb"
 	[client]="common net docdb rpc cql proto api libuv"

@@ -28,7 +28,7 @@ werror=false
 # suite's history checkers), less their real-process tests (suite
 # 'process'): build just those programs (the servers, tools and benchmarks
 # are not run there).
-ASAN_SUITES=(lib common docdb cql net redis rpc http server raft raftlog tablet client master tools checker)
+ASAN_SUITES=(lib common docdb cql net redis yedis rpc http server raft raftlog tablet client master tools checker)
 docraft_build build -Dwerror=$werror
 docraft_configure build-asan -Db_sanitize=address,undefined -Dwerror=$werror
 # Regenerate first when a meson.build changed, so the targets below are current.

@@ -189,6 +189,12 @@ struct docraft_result {
 	uint64_t read_ht;
 	bool has_more;
 	struct scan_state *scan; /* when has_more */
+	/* redis.c (issue 17), in arena: docraft_redis_async's replies, or
+	 * docraft_redis_tablets_async's tablets. */
+	docraft_bytes *replies;
+	size_t nreplies;
+	docraft_redis_tablet *rtablets;
+	size_t nrtablets;
 };
 
 docraft_result *result_new(const struct schema *s);

@@ -52,7 +52,8 @@ static int check_read_time(struct store *s, uint64_t read_ht, char *errmsg)
 
 static int get_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
 		   size_t dockey_len, const struct pv *subkeys, size_t nsub, uint64_t read_ht,
-		   int64_t default_ttl_ms, struct arena *a, const struct docnode **out, char *errmsg)
+		   int64_t default_ttl_ms, bool top_only, struct arena *a,
+		   const struct docnode **out, char *errmsg)
 {
 	struct builder b;
 	struct buf path = BUF_INIT;
@@ -83,7 +84,7 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 	}
 	builder_init(&b, a, read_ht, default_ttl_ms, schema, errmsg);
 	/* A whole row may skip its older root versions (design note). */
-	b.root_skip_ok = nsub == 0 && schema != NULL;
+	b.root_skip_ok = nsub == 0 && schema != NULL && !top_only;
 	for (;;) {
 		path.len = dockey_len;
 		builder_start(&b, dockey, dockey_len);
@@ -91,7 +92,8 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 		for (size_t i = 0; i <= nsub; i++) {
 			bool last = i == nsub;
 			store_iter_seek(it, path.data, path.len);
-			if ((rv = builder_feed_prefix(&b, it, path.data, path.len, !last)) != 0)
+			if ((rv = builder_feed_prefix(&b, it, path.data, path.len,
+						      !last || top_only)) != 0)
 				goto out;
 			if (!last)
 				key_append_pv(&path, &subkeys[i]);
@@ -118,8 +120,16 @@ int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
 		   struct arena *a, const struct docnode **out, char *errmsg)
 {
-	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, a, out,
-		       errmsg);
+	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, false,
+		       a, out, errmsg);
+}
+
+int reader_get_node(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		    const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
+		    struct arena *a, const struct docnode **out, char *errmsg)
+{
+	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, true,
+		       a, out, errmsg);
 }
 
 int reader_get_table_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
@@ -128,7 +138,7 @@ int reader_get_table_doc(struct store *s, const struct schema *schema, const uin
 			 char *errmsg)
 {
 	return get_doc(s, schema, dockey, dockey_len, subkeys, nsub, read_ht,
-		       schema->default_ttl_ms, a, out, errmsg);
+		       schema->default_ttl_ms, false, a, out, errmsg);
 }
 
 const struct docnode *row_column(const struct row *r, const struct column *c)

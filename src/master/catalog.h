@@ -188,6 +188,8 @@ struct cat_tserver {
 	uint64_t hb_count;   /* heartbeats received (0: known from the catalog only) */
 	char placement[PLACEMENT_STR_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
 	uint64_t drain_seen_ms; /* loop ms this master first saw it draining (moves.c) */
+	/* Its latest heartbeat's RESP address (issue 17; "" none), in memory only. */
+	char redis_address[RPC_ADDRESS_MAX + 1];
 };
 
 /* A DDL request id recorded (see the "ddl" document above). */

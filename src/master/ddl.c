@@ -186,7 +186,10 @@ void ddl_maybe_purge(struct master *m, struct cat_tablet *tb)
 
 /* ---- building messages ----------------------------------------------------------------------- */
 
-static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
+/* The replicas of tb as Peers; with cat, each with its tserver's Redis
+ * address as its latest heartbeat gave it (issue 17; "" when unknown). */
+static Docraft__Peer **peers_pb(const struct catalog *cat, const struct cat_tablet *tb,
+				struct arena *a)
 {
 	Docraft__Peer **peers = master_zalloc(a, tb->n_replicas * sizeof *peers);
 	for (uint32_t k = 0; k < tb->n_replicas; k++) {
@@ -197,6 +200,11 @@ static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
 		p->address = (char *)r->address;
 		p->tserver_uuid = (char *)r->uuid;
 		p->voter = !r->joining;
+		if (cat != NULL) {
+			const struct cat_tserver *ts = catalog_find_tserver(cat, r->uuid);
+			if (ts != NULL)
+				p->redis_address = (char *)ts->redis_address;
+		}
 		peers[k] = p;
 	}
 	return peers;
@@ -212,7 +220,7 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 	req->schema = t->schema;
 	req->raft_id = raft_id;
 	req->n_peers = tb->n_replicas;
-	req->peers = peers_pb(tb, a);
+	req->peers = peers_pb(NULL, tb, a);
 	for (uint32_t k = 0; k < tb->n_replicas; k++)
 		if (tb->replicas[k].raft_id == raft_id)
 			req->join = tb->replicas[k].joining;
@@ -405,6 +413,23 @@ static void create_written(struct cwrite *w, int status)
 		create_finish(op);
 }
 
+/* A YEDIS table (TableSchema.redis, issue 17): exactly one column, k blob
+ * hash key, and none of the options of a CQL table. */
+static int check_redis_schema(const struct schema *s, char *errmsg)
+{
+	if (s->ncols != 1 || s->n_hash != 1 || strcmp(s->cols[0].name, "k") != 0 ||
+	    s->cols[0].type != CT_BLOB)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "schema: a Redis table (%s) has exactly one column, k blob hash key",
+			       s->table);
+	if (s->packed || s->default_ttl_ms != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "schema: a Redis table (%s) takes no packed rows or default TTL "
+			       "(TTLs are per Redis value)",
+			       s->table);
+	return 0;
+}
+
 /* The schema as the catalog stores it: columns as given, ids 0.. in order,
  * version 0; validated as every tserver will validate it. */
 static int canonical_schema(const Docraft__TableSchema *in, struct buf *packed, char *errmsg)
@@ -440,6 +465,8 @@ static int canonical_schema(const Docraft__TableSchema *in, struct buf *packed, 
 	else if (s.default_ttl_ms < 0)
 		rv = err_set(errmsg, DOCRAFT_EINVAL,
 			     "schema: default TTL %" PRId64 " ms is negative", s.default_ttl_ms);
+	else if (s.redis)
+		rv = check_redis_schema(&s, errmsg);
 	if (rv == 0) {
 		wire_schema_to_pb(&s, &canon, &a);
 		len = protobuf_c_message_get_packed_size(&canon.base);
@@ -746,7 +773,7 @@ enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *requ
 		loc->start = tb->start;
 		loc->end = tb->end;
 		loc->n_replicas = tb->n_replicas;
-		loc->replicas = peers_pb(tb, &a);
+		loc->replicas = peers_pb(&m->cat, tb, &a);
 		loc->leader_raft_id = leader != NULL ? leader->raft_id : 0;
 		loc->live_replicas = moves_live_replicas(m, tb, now);
 		loc->under_replicated = loc->live_replicas < t->rf;

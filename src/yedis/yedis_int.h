@@ -70,6 +70,15 @@ const char *ytype_name(int type);
 #define YERR_SYNTAX "ERR syntax error"
 #define YERR_OVERFLOW "ERR increment or decrement would overflow"
 
+/* Longest key, hash field, set member ... a command may store (bytes): a
+ * DocDB key must fit in 64 KiB (docdb/batch.h) with a key and one subkey,
+ * each escaped (0x00 doubles). yedis_exec checks argv[1] of keyed
+ * commands; a command checks the other arguments it stores as subkeys
+ * with yarg_sub_ok and replies YERR_TOO_LONG. */
+#define YEDIS_MAX_KEY 15000
+#define YERR_TOO_LONG "ERR docraft: key, field or member longer than 15000 bytes"
+bool yarg_sub_ok(const struct resp_arg *a);
+
 /* A key's root, expiry applied. */
 struct yroot {
 	int type;              /* enum ytype */
@@ -134,5 +143,16 @@ int yarg_double(const struct resp_arg *a, double *v);
 /* Redis's formatting of a double reply (INCRBYFLOAT: "%.17Lg" then
  * trailing zeros removed; scores: "%.17g"). Returns the length. */
 size_t yfmt_double(char *out, size_t cap, double d, bool humanfriendly);
+/* The long double forms Redis uses for INCRBYFLOAT and HINCRBYFLOAT
+ * (string2ld, ld2string: "%.17Lg", or humanfriendly "%.17Lf" without
+ * trailing zeros). yfmt_ldouble returns 0 when cap is too small (cap >= 8;
+ * YFMT_LDOUBLE_CAP always fits). */
+#define YFMT_LDOUBLE_CAP 5120
+int yarg_ldouble(const struct resp_arg *a, long double *v);
+size_t yfmt_ldouble(char *out, size_t cap, long double d, bool humanfriendly);
+
+/* Redis's glob match (util.c stringmatchlen): * ? [a-z] [^x] and \
+ * escapes; KEYS, SCAN MATCH, HSCAN-like filters. */
+bool ystringmatch(const char *pat, size_t plen, const char *s, size_t slen, bool nocase);
 
 #endif

@@ -701,7 +701,7 @@ static void chunk(struct buf *v, uint64_t w, const uint64_t *seqs, const uint8_t
 TEST(corrupt_records)
 {
 	static const uint64_t s12[] = {1, 2}, s21[] = {2, 1}, s5[] = {5};
-	static const uint8_t ok2[] = {0, 1}, bad2[] = {0, 2}, ok1[] = {0};
+	static const uint8_t ok2[] = {0, 1}, bad2[] = {0, 3}, ok1[] = {0};
 	struct side x;
 	struct buf v = BUF_INIT, v2 = BUF_INIT;
 	uint8_t k[RETRY_KEY_LEN], k2[RETRY_KEY_LEN];
@@ -722,7 +722,7 @@ TEST(corrupt_records)
 		 NULL, 0, "value of 27 bytes"},
 		{"a chunk without its tag", RETRY_CHUNK_HEAD_LEN + RETRY_CHUNK_ITEM_LEN, 0, NULL,
 		 NULL, 0, "value of 26 bytes"},
-		{"outcome 2", 0, 0, s12, bad2, 2, "outcome 2"},
+		{"outcome 3", 0, 0, s12, bad2, 2, "outcome 3"},
 		{"unsorted", 0, 0, s21, ok2, 2, "unsorted"},
 	};
 

@@ -1,0 +1,5 @@
+#include "yharness.h"
+
+TEST(placeholder) { CHECK(1); }
+
+TEST_MAIN(T(placeholder))
