@@ -634,6 +634,14 @@ void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *su
 	put_child(t, key, sub, nsub, &v);
 }
 
+void yw_put_ttl(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
+		size_t nsub, const struct pv *value, int64_t ttl_ms)
+{
+	struct docvalue v = docvalue_of(*value);
+	set_ttl(&v, ttl_ms);
+	put_child(t, key, sub, nsub, &v);
+}
+
 void yw_delete(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
 	       size_t nsub)
 {

@@ -23,6 +23,7 @@
 static const struct ycmd_table *const fragments[] = {
 	&ycmd_strings,
 	&ycmd_keys,
+	&ycmd_zsets, &ycmd_lists, &ycmd_ts,
 };
 
 #define NFRAGMENTS (sizeof fragments / sizeof fragments[0])

@@ -119,6 +119,11 @@ void yw_root(struct yedis_txn *t, const struct resp_arg *key, int type, const st
 /* A primitive child (PV_NULL for set members). */
 void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub,
 	    const struct pv *value);
+/* yw_put with a TTL of the child's own (added by ycoll2 for TSADD
+ * EXPIRE_IN / EXPIRE_AT): ttl_ms > 0 expires the child that long after
+ * the txn's hybrid time; YEDIS_NO_TTL is yw_put. */
+void yw_put_ttl(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
+		size_t nsub, const struct pv *value, int64_t ttl_ms);
 /* A tombstone at a child path. */
 void yw_delete(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
 	       size_t nsub);

@@ -1,0 +1,3 @@
+#include "yharness.h"
+TEST(placeholder) { }
+TEST_MAIN(T(placeholder))
