@@ -11,7 +11,9 @@
  * is answered with its first result) and loads it again. The outcome of
  * that create does not matter: "already exists" (another client won the
  * race) or an error both lead to the second load, whose answer is final;
- * "being created" (EBUSY) is retried by the master call itself. A table of
+ * "being created" (EBUSY) is retried by the master call itself. A request
+ * that finds the cached table gone (TABLE_NOT_FOUND after a refresh: the
+ * database was dropped) does the same, once, and is sent again. A table of
  * that name that is not a Redis table (CREATE TABLE redis_0 in CQL) is
  * refused: its rows are not Redis values.
  *
@@ -199,6 +201,13 @@ static void redis_done(struct tcall *tc, int status, const char *errmsg, const u
 
 	if (j->write)
 		client_seq_release(j->tj.base.c, &j->seq);
+	if (status == DOCRAFT_ETABLENOTFOUND && !j->created) {
+		/* The cached table was dropped (FLUSHALL, DROP TABLE): create it
+		 * again, once, as on first use, and send the request anew. */
+		metacache_forget(&j->tj.base.c->mc, j->tj.table);
+		create_table(j);
+		return;
+	}
 	resp = (Docraft__RedisResponse *)requests_reply(
 		&j->tj, &docraft__redis_response__descriptor, status, errmsg, reply, len);
 	if (resp == NULL)
@@ -309,27 +318,37 @@ static void redis_loaded(struct table_job *tj)
 
 /* ---- the public calls ---- */
 
-int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db, uint16_t slot,
-			const docraft_redis_cmd *cmds, size_t n, bool write, docraft_req_cb cb)
+/* The checks of a Redis request and its job (NULL and docraft_errmsg set
+ * when the arguments are wrong). */
+static struct redis_job *commands_job_new(unsigned db, uint16_t slot,
+					  const docraft_redis_cmd *cmds, size_t n, bool write)
 {
 	struct redis_job *j;
 	Docraft__RedisCommand **pcs;
 
-	if (c == NULL || req == NULL || cmds == NULL || cb == NULL)
-		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if (n == 0)
-		return client_error(DOCRAFT_EINVAL, "no Redis commands");
-	if (slot >= REDIS_SLOTS)
-		return client_error(DOCRAFT_EINVAL, "slot %u is not below %u", slot, REDIS_SLOTS);
+	if (cmds == NULL) {
+		client_error(DOCRAFT_EINVAL, "NULL argument");
+		return NULL;
+	}
+	if (n == 0) {
+		client_error(DOCRAFT_EINVAL, "no Redis commands");
+		return NULL;
+	}
+	if (slot >= REDIS_SLOTS) {
+		client_error(DOCRAFT_EINVAL, "slot %u is not below %u", slot, REDIS_SLOTS);
+		return NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (cmds[i].argc == 0 || cmds[i].argv == NULL)
-			return client_error(DOCRAFT_EINVAL, "Redis command %zu has no arguments",
-					    i + 1);
+		if (cmds[i].argc == 0 || cmds[i].argv == NULL) {
+			client_error(DOCRAFT_EINVAL, "Redis command %zu has no arguments", i + 1);
+			return NULL;
+		}
 		for (uint32_t a = 0; a < cmds[i].argc; a++)
-			if (cmds[i].argv[a].p == NULL && cmds[i].argv[a].n > 0)
-				return client_error(DOCRAFT_EINVAL,
-						    "Redis command %zu: argument %u is NULL", i + 1,
-						    a);
+			if (cmds[i].argv[a].p == NULL && cmds[i].argv[a].n > 0) {
+				client_error(DOCRAFT_EINVAL, "Redis command %zu: argument %u is NULL",
+					     i + 1, a);
+				return NULL;
+			}
 	}
 	j = redis_job_new(db, false);
 	j->slot = slot;
@@ -352,7 +371,32 @@ int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db, uint16
 		pcs[i] = pc;
 	}
 	j->req.commands = pcs;
+	return j;
+}
+
+int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db, uint16_t slot,
+			const docraft_redis_cmd *cmds, size_t n, bool write, docraft_req_cb cb)
+{
+	struct redis_job *j;
+	if (c == NULL || req == NULL || cb == NULL)
+		return client_error(DOCRAFT_EINVAL, "NULL argument");
+	if ((j = commands_job_new(db, slot, cmds, n, write)) == NULL)
+		return DOCRAFT_EINVAL; /* docraft_errmsg() says why */
 	return job_submit(c, &j->tj.base, req, cb);
+}
+
+int client_redis(docraft_client *c, unsigned db, uint16_t slot, const docraft_redis_cmd *cmds,
+		 size_t n, bool write, docraft_result **out)
+{
+	struct redis_job *j = commands_job_new(db, slot, cmds, n, write);
+	if (j == NULL)
+		return DOCRAFT_EINVAL;
+	return requests_wait_result(c, &j->tj.base, out);
+}
+
+int client_redis_tablets(docraft_client *c, unsigned db, docraft_result **out)
+{
+	return requests_wait_result(c, &redis_job_new(db, true)->tj.base, out);
 }
 
 int docraft_redis_tablets_async(docraft_client *c, docraft_req *req, unsigned db,
