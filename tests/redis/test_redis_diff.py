@@ -38,7 +38,7 @@ import redis
 
 def conn(addr):
     host, port = addr.rsplit(":", 1)
-    r = redis.Redis(host=host, port=int(port), socket_timeout=30, decode_responses=False)
+    r = redis.Redis(host=host, port=int(port), socket_timeout=20, decode_responses=False)
     # Raw replies: no per-command callbacks (SET -> True, HGETALL -> dict...).
     r.response_callbacks.clear()
     return r
@@ -74,6 +74,16 @@ def pairs(v):
     return sorted(zip(v[0::2], v[1::2]))
 
 
+def printable(a):
+    """One line: the mismatch list is one line per section."""
+    s = a.decode("latin-1") if isinstance(a, bytes) else str(a)
+    return s.encode("unicode_escape").decode("ascii").replace("\t", " ")
+
+
+class Dead(Exception):
+    """docraft stopped answering: the rest would only time out."""
+
+
 class Diff:
     def __init__(self, docraft_addrs, redis_addr, results):
         self.docs = [conn(a) for a in docraft_addrs]
@@ -85,6 +95,7 @@ class Diff:
         self.total_cmds = 0
         self.total_bad = 0
         self.sticky = False  # MULTI...EXEC: one connection
+        self.dead_in_a_row = 0
 
     @property
     def doc(self):
@@ -107,8 +118,9 @@ class Diff:
         self.section = None
 
     def bad(self, args, want, got, why=""):
-        cmd = " ".join(a.decode("latin-1") if isinstance(a, bytes) else str(a) for a in args)
-        line = "%s: redis %r, docraft %r%s" % (cmd, want, got, " (" + why + ")" if why else "")
+        cmd = " ".join(printable(a) for a in args)
+        line = "%s: redis %s, docraft %s%s" % (cmd, printable(repr(want)), printable(repr(got)),
+                                               " (" + why + ")" if why else "")
         print("MISMATCH [%s] %s" % (self.section, line), flush=True)
         self.mismatches.append(line)
         self.total_bad += 1
@@ -119,7 +131,16 @@ class Diff:
         d = self.doc
         want = norm(lambda: self.real.execute_command(*args))
         got = norm(lambda: d.execute_command(*args))
+        self.alive(got)
         return want, got
+
+    def alive(self, got):
+        if isinstance(got, tuple) and got[0] == "connection-error":
+            self.dead_in_a_row += 1
+            if self.dead_in_a_row >= 5:
+                raise Dead("5 commands in a row without a connection to docraft: %s" % got[1])
+        else:
+            self.dead_in_a_row = 0
 
     def c(self, *args, mode="exact", members=None):
         want, got = self.both(*args)
@@ -163,6 +184,7 @@ class Diff:
         self.n += 1
         self.total_cmds += 1
         got = norm(lambda: self.doc.execute_command(*args))
+        self.alive(got)
         if mode == "prefix":
             ok = isinstance(got, tuple) and got[0] == "error" and got[1].startswith(want)
         else:
@@ -831,8 +853,13 @@ def ts_checks(d):
 def main():
     docraft = sys.argv[1].split(",")
     d = Diff(docraft, sys.argv[2], sys.argv[3])
-    run(d)
-    ts_checks(d)
+    try:
+        run(d)
+        ts_checks(d)
+    except Dead as e:
+        d.end()
+        print("stopped: %s" % e)
+        return 1
     print("%d commands compared, %d mismatches" % (d.total_cmds, d.total_bad))
     return 0
 

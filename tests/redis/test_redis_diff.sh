@@ -46,8 +46,8 @@ redis-server --bind 127.0.0.1 --port "$prr" --save "" --appendonly no \
 REAL_PID=$!
 wait_for 10000 redis-cli -p "$prr" PING || { echo "Bail out! redis-server did not start"; exit 1; }
 echo "# redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$prr; docraft on 127.0.0.1..3:$pr"
-d() { local k=$1; shift; redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
-real() { redis-cli -h 127.0.0.1 -p "$prr" "$@"; }
+d() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
+real() { timeout 60 redis-cli -h 127.0.0.1 -p "$prr" "$@"; }
 
 # ---- the differential script: one TAP line per section ----
 res=$CLUSTER_BASE/diff-results
@@ -162,5 +162,16 @@ print("ok" if not bad else "\n".join(bad))
 PY
 )
 check "redis-py pipelines, transaction False and True: the same replies as redis-server" "ok" "$py"
+
+# Every tserver still up, none stopped on an assertion.
+for k in 1 2 3; do
+	if grep -q PANIC "$CLUSTER_BASE/ts$k.log"; then
+		not_ok "ts$k: no PANIC" "$(grep -m1 PANIC "$CLUSTER_BASE/ts$k.log")"
+	elif ! kill -0 "${CLUSTER_PIDS[$k]}" 2>/dev/null; then
+		not_ok "ts$k still running" "$(tail -n 3 "$CLUSTER_BASE/ts$k.log")"
+	else
+		ok "ts$k still running, no PANIC"
+	fi
+done
 
 echo "1..$TAP_N"
