@@ -148,7 +148,8 @@ int entry_redis_validate(const void *data, size_t len, uint32_t *n, char *errmsg
 /* Walks validated commands. */
 struct entry_redis_iter {
 	const uint8_t *p, *end;
-	struct resp_arg *argv; /* grown as needed; free with entry_redis_iter_free */
+	struct resp_arg *argv; /* grown as needed; free with entry_redis_iter_free
+				  before the next init */
 	size_t cap;
 };
 void entry_redis_iter_init(struct entry_redis_iter *it, const void *data, size_t len);

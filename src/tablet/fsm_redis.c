@@ -84,9 +84,7 @@ static struct fsm_redis *get(struct tablet_fsm *f)
 
 void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht)
 {
-	struct fsm_redis *r = f->redis;
-	if (r == NULL)
-		return;
+	struct fsm_redis *r = get(f);
 	if (r->txn != NULL)
 		yedis_txn_free(r->txn);
 	r->txn = NULL;
@@ -175,6 +173,7 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 		r->lens[r->nlens++] = (uint32_t)(r->replies.len - before);
 		rep->n++;
 	}
+	entry_redis_iter_free(&r->it);
 	rep->len = r->replies.len - rep->off;
 	if (rv == 0)
 		add_record(r, q, rep);

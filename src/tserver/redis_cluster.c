@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/mem.h"
 #include "common/redis_slot.h"
@@ -53,7 +54,7 @@ static size_t usable(const docraft_redis_tablet *t)
 	return n;
 }
 
-static void slots_done(struct fan *f)
+static void slots_reply(struct fan *f)
 {
 	struct buf *out = redis_conn_out(f->c);
 	size_t n = docraft_result_ntablets(f->tablets);
@@ -154,7 +155,7 @@ static void free_nodes(struct node *v, size_t n)
 	free(v);
 }
 
-static void nodes_done(struct fan *f)
+static void nodes_reply(struct fan *f)
 {
 	size_t n, leaders;
 	struct node *v = nodes_of(f, &n, &leaders);
@@ -174,7 +175,7 @@ static void nodes_done(struct fan *f)
 	free_nodes(v, n);
 }
 
-static void info_done(struct fan *f)
+static void info_reply(struct fan *f)
 {
 	size_t n, leaders, nt = docraft_result_ntablets(f->tablets), covered = 0;
 	struct node *v = nodes_of(f, &n, &leaders);
@@ -196,33 +197,29 @@ static void info_done(struct fan *f)
 	free_nodes(v, n);
 }
 
-static int with_tablets(struct redis_conn *c, fan_fn next)
+/* SLOTS, NODES, INFO: the tablets, then the reply. */
+static void tablets_reply(struct fan *f)
+{
+	const struct resp_arg *sub = f->arg;
+
+	if (sub->n == 5 && strncasecmp(sub->p, "slots", 5) == 0)
+		slots_reply(f);
+	else if (sub->n == 5 && strncasecmp(sub->p, "nodes", 5) == 0)
+		nodes_reply(f);
+	else
+		info_reply(f);
+	fan_end(f);
+}
+
+static int cmd_tablets(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 {
 	struct fan *f = fan_new(c);
+
+	(void)argc;
 	if (f == NULL)
 		return REDIS_DONE;
-	return fan_tablets(f, next);
-}
-
-static int cmd_slots(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	(void)argc;
-	(void)argv;
-	return with_tablets(c, slots_done);
-}
-
-static int cmd_nodes(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	(void)argc;
-	(void)argv;
-	return with_tablets(c, nodes_done);
-}
-
-static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	(void)argc;
-	(void)argv;
-	return with_tablets(c, info_done);
+	f->arg = &argv[1];
+	return fan_tablets(f, tablets_reply);
 }
 
 static int cmd_keyslot(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
@@ -264,10 +261,10 @@ static int cmd_help(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 
 const struct redis_command redis_cluster_subs[] = {
 	{"help", 2, LOCAL, 0, 0, 0, cmd_help, NULL, 0},
-	{"info", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_info, NULL, 0},
+	{"info", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_tablets, NULL, 0},
 	{"keyslot", 3, LOCAL, 0, 0, 0, cmd_keyslot, NULL, 0},
 	{"myid", 2, LOCAL, 0, 0, 0, cmd_myid, NULL, 0},
-	{"nodes", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_nodes, NULL, 0},
-	{"slots", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_slots, NULL, 0},
+	{"nodes", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_tablets, NULL, 0},
+	{"slots", 2, REDIS_CMD_STALE, 0, 0, 0, cmd_tablets, NULL, 0},
 };
 const size_t redis_cluster_n_subs = sizeof redis_cluster_subs / sizeof redis_cluster_subs[0];

@@ -15,7 +15,8 @@
  * Grouping is per slot (every key of a slot is on one tablet whatever the
  * splits, so a group never spans tablets), per tablet when the fan knows
  * the tablets (fan_tablets, for the tablet-wide commands), or all in one
- * request (EXEC, once it checked that one tablet owns every key).
+ * request (EXEC, once it checked that one tablet owns every key); a group
+ * past GROUP_MAX commands starts another.
  *
  * Errors: a failure of the cluster (no leader in time, the client closed)
  * is "-ERR docraft: <reason>"; the tablets' replies (Redis's own errors
@@ -32,6 +33,10 @@
 #include "common/redis_slot.h"
 #include "tserver/redis_int.h"
 #include "yedis/yedis.h"
+
+/* Commands of one request but EXEC's (a tablet takes up to 10,000): an
+ * MGET of more keys of one slot takes several requests. */
+#define GROUP_MAX 1000
 
 struct fan_group {
 	docraft_req req;
@@ -134,7 +139,7 @@ static struct fan_group *group_for(struct fan *f, uint16_t slot)
 	else if (f->tablets != NULL && (key = fan_tablet_of(f, slot)) == SIZE_MAX)
 		key = (size_t)1 << 20 | slot;
 	for (size_t i = 0; i < f->n_groups; i++)
-		if (f->groups[i].key == key)
+		if (f->groups[i].key == key && (f->single || f->groups[i].n < GROUP_MAX))
 			return &f->groups[i];
 	g = &f->groups[f->n_groups++];
 	g->f = f;
@@ -304,7 +309,8 @@ static int one_cmd(struct redis_conn *c, uint32_t argc, const struct resp_arg *a
 		return REDIS_DONE;
 	PRE(y != NULL);
 	f->write = (y->flags & YEDIS_WRITE) != 0;
-	fan_add(f, redis_key_slot(argv[1].p, argv[1].n), NULL, argc, argv);
+	/* a keyless engine command (arity 1): any tablet, slot 0's */
+	fan_add(f, argc > 1 ? redis_key_slot(argv[1].p, argv[1].n) : 0, NULL, argc, argv);
 	return fan_run(f, one_done);
 }
 

@@ -360,18 +360,16 @@ static void scan_go(struct fan *f)
 int redis_cmd_scan(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 {
 	uint64_t cur = 0;
+	bool bad = argv[1].n == 0;
 	struct fan *f;
 
 	/* Redis's cursor rule: an unsigned decimal number */
-	for (size_t i = 0; i < argv[1].n; i++) {
+	for (size_t i = 0; i < argv[1].n && !bad; i++) {
 		unsigned d = (unsigned)(argv[1].p[i] - '0');
-		if (argv[1].p[i] < '0' || argv[1].p[i] > '9' || cur > (UINT64_MAX - d) / 10) {
-			cur = UINT64_MAX;
-			break;
-		}
+		bad = argv[1].p[i] < '0' || argv[1].p[i] > '9' || cur > (UINT64_MAX - d) / 10;
 		cur = cur * 10 + d;
 	}
-	if (argv[1].n == 0 || cur == UINT64_MAX) {
+	if (bad) {
 		resp_error(redis_conn_out(c), "ERR invalid cursor");
 		return REDIS_DONE;
 	}

@@ -67,8 +67,9 @@ void fan_add(struct fan *f, uint16_t slot, const char *name, uint32_t argc,
 /* Sends the subs (n_subs > 0) and returns REDIS_ASYNC; done(f) runs once
  * all answered (or the error is replied). */
 int fan_run(struct fan *f, fan_fn done);
-/* Fetches the database's tablets into f->tablets, then calls next(f) (on
- * failure the error is replied and the fan ends). Returns REDIS_ASYNC. */
+/* Fetches the database's tablets into f->tablets, then calls next(f),
+ * which goes on with fan_run, or replies and calls fan_end (on failure
+ * the error is replied and the fan ends here). Returns REDIS_ASYNC. */
 int fan_tablets(struct fan *f, fan_fn next);
 /* The tablet of f->tablets owning slot (index), or SIZE_MAX. */
 size_t fan_tablet_of(const struct fan *f, uint16_t slot);

@@ -118,8 +118,8 @@ int redis_data_exec(struct redis_conn *c, size_t n, const struct redis_queued *q
 			y = yedis_command_find(q[i].argv[0].p, q[i].argv[0].n);
 			p->kind = P_ENGINE;
 			f->write |= (y->flags & YEDIS_WRITE) != 0;
-			fan_add(f, redis_key_slot(q[i].argv[1].p, q[i].argv[1].n), NULL, q[i].argc,
-				q[i].argv);
+			fan_add(f, q[i].argc > 1 ? redis_key_slot(q[i].argv[1].p, q[i].argv[1].n) : 0,
+				NULL, q[i].argc, q[i].argv);
 		}
 		p->n = f->n_subs - p->first;
 	}

@@ -218,22 +218,29 @@ enum rpc_dispatch_req svc_write(void *ctx, struct rpc_call *call, void *req, voi
 		svc_op_end(op, rv, errmsg, NULL);
 		return RPC_DISPATCH_FREE;
 	}
-	memcpy(op->w.client_id, rq->client_id.data, ENTRY_CLIENT_ID_LEN);
-	op->w.seq = rq->seq;
-	op->w.min_running = rq->min_running;
 	op->w.batch = op->batch.data.data;
 	op->w.batch_len = op->batch.data.len;
 	op->w.cond = op->cond.len > 0 ? op->cond.data : NULL;
 	op->w.cond_len = op->cond.len;
-	op->w.cb = write_done;
+	svc_write_submit(op, rq->client_id.data, rq->seq, rq->min_running, write_done);
+	return RPC_DISPATCH_FREE;
+}
+
+void svc_write_submit(struct svc_op *op, const uint8_t *client_id, uint64_t seq,
+		      uint64_t min_running, tablet_write_cb cb)
+{
+	int rv;
+	memcpy(op->w.client_id, client_id, ENTRY_CLIENT_ID_LEN);
+	op->w.seq = seq;
+	op->w.min_running = min_running;
+	op->w.cb = cb;
 	op->w.data = op;
-	if ((rv = tablet_write(r->t, &op->w)) != 0) {
+	if ((rv = tablet_write(op->r->t, &op->w)) != 0) {
 		svc_op_end(op, rv, rv == DOCRAFT_ETOOBIG ? "larger than a Raft entry may be" : NULL,
 			   NULL);
-		return RPC_DISPATCH_FREE;
+		return;
 	}
-	r->pending++;
-	return RPC_DISPATCH_FREE;
+	op->r->pending++;
 }
 
 /* ---- reads and scans --------------------------------------------------------------- */

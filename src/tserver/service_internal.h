@@ -144,6 +144,12 @@ enum rpc_dispatch_req svc_write(void *ctx, struct rpc_call *call, void *req, voi
 /* Schema version, client id and operations of a write, before the leader
  * check. */
 bool svc_write_check(void *ctx, struct rpc_call *call, const void *req, void *obj);
+/* Fills op->w's id (client_id: ENTRY_CLIENT_ID_LEN bytes) and callback
+ * (data: op) and queues it on op->r's tablet, counted in op->r->pending;
+ * a synchronous failure ends op. The payload (batch, conditions or Redis
+ * commands) is set by the caller. */
+void svc_write_submit(struct svc_op *op, const uint8_t *client_id, uint64_t seq,
+		      uint64_t min_running, tablet_write_cb cb);
 enum rpc_dispatch_req svc_read(void *ctx, struct rpc_call *call, void *req, void *obj);
 /* The number of key values of a read, before the leader check. */
 bool svc_read_check(void *ctx, struct rpc_call *call, const void *req, void *obj);

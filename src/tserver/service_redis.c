@@ -168,19 +168,9 @@ static enum rpc_dispatch_req redis_write(struct service *s, struct rpc_call *cal
 	op = svc_op_new(s, OP_REDIS, call, r->id);
 	op->r = r;
 	encode_commands(&op->cmds, rq);
-	memcpy(op->w.client_id, rq->client_id.data, ENTRY_CLIENT_ID_LEN);
-	op->w.seq = rq->seq;
-	op->w.min_running = rq->min_running;
 	op->w.redis = op->cmds.data;
 	op->w.redis_len = op->cmds.len;
-	op->w.cb = redis_write_done;
-	op->w.data = op;
-	if ((rv = tablet_write(r->t, &op->w)) != 0) {
-		svc_op_end(op, rv, rv == DOCRAFT_ETOOBIG ? "larger than a Raft entry may be" : NULL,
-			   NULL);
-		return RPC_DISPATCH_FREE;
-	}
-	r->pending++;
+	svc_write_submit(op, rq->client_id.data, rq->seq, rq->min_running, redis_write_done);
 	return RPC_DISPATCH_FREE;
 }
 

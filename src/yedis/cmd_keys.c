@@ -12,10 +12,13 @@
  * slot), read each key's root through the txn (expired and deleted keys
  * are skipped) and seek past the key's entries to the next DocKey. KEYS
  * and DBSIZE also count the keys the txn itself created that the store
- * does not hold yet. SCAN's cursor is yedis.h's: whole slots are returned
+ * does not hold yet (SCAN does not: its cursor walks the store). SCAN's
+ * cursor is yedis.h's: whole slots are returned
  * until COUNT keys were examined, and a slot is split (the cursor then
  * holds the live keys of the slot already returned) only when one call
  * met more than SCAN_SPLIT keys of it. */
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -603,21 +606,23 @@ static int scan_one(void *arg, const struct resp_arg *key, int type, uint16_t sl
 	return 0;
 }
 
-/* Redis's parseScanCursorOrReply: a decimal unsigned 64-bit number. */
+/* Redis's parseScanCursorOrReply: strtoul over the whole argument (a
+ * sign is accepted, "-1" wraps around; no leading blank, no overflow). */
 static bool parse_cursor(const struct resp_arg *a, uint64_t *out)
 {
-	uint64_t v = 0;
-	if (a->n == 0 || a->n > 20)
+	char buf[32];
+	char *end;
+	unsigned long long v;
+	if (a->n >= sizeof buf)
 		return false;
-	for (size_t i = 0; i < a->n; i++) {
-		unsigned d;
-		if (a->p[i] < '0' || a->p[i] > '9')
-			return false;
-		d = (unsigned)(a->p[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
+	memcpy(buf, a->p, a->n);
+	buf[a->n] = '\0';
+	if (memchr(a->p, '\0', a->n) != NULL || isspace((unsigned char)buf[0]))
+		return false;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (*end != '\0' || errno == ERANGE)
+		return false;
 	*out = v;
 	return true;
 }

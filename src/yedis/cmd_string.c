@@ -7,7 +7,7 @@
  * with the TTL they give (none: no expiry); the commands that modify a
  * string (APPEND, SETRANGE, INCR...) write a new root too, with the TTL
  * that remains, so the key keeps its expiry as Redis keeps it. Redis's
- * 512 MB limit (proto_max_bulk_len) is DocDB's largest value here,
+ * 512 MB limit (proto-max-bulk-len) is DocDB's largest value here,
  * DOCWRITE_MAX_VALUE (4 MiB), with Redis's error text. */
 #include <limits.h>
 #include <math.h>
@@ -20,7 +20,7 @@
 #include "docdb/docwrite.h"
 #include "yedis/yedis_int.h"
 
-#define YERR_TOO_BIG "ERR string exceeds maximum allowed size (proto_max_bulk_len)"
+#define YERR_TOO_BIG "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 
 static bool arg_is(const struct resp_arg *a, const char *s)
 {
@@ -126,17 +126,18 @@ static int set_generic(struct yedis_txn *t, unsigned flags, const struct resp_ar
 		       struct buf *reply, char *errmsg)
 {
 	struct yroot r;
-	bool wrong, found;
+	bool read = flags & (SET_NX | SET_XX | SET_GET | SET_KEEPTTL), found = false;
 	int64_t ttl = YEDIS_NO_TTL;
 	int rv;
 
-	if ((rv = yv_root(t, key, &r, errmsg)) != 0)
+	/* A plain SET replaces whatever is there: it reads nothing. */
+	memset(&r, 0, sizeof r);
+	if (read && (rv = yv_root(t, key, &r, errmsg)) != 0)
 		return rv;
 	if ((flags & SET_GET) && r.type != YT_NONE && r.type != YT_STRING) {
 		resp_error(reply, YERR_WRONGTYPE);
 		return 0;
 	}
-	wrong = false;
 	found = r.type != YT_NONE;
 	if (flags & SET_GET) {
 		if (found)
@@ -157,15 +158,14 @@ static int set_generic(struct yedis_txn *t, unsigned flags, const struct resp_ar
 		long long left = when - yv_now_ms(t);
 		if (left <= 0) {
 			/* Already expired: Redis sets, then the key is gone. */
-			if (found)
+			if (found || !read)
 				yw_delete_key(t, key);
 			goto done;
 		}
 		ttl = left;
-	} else if ((flags & SET_KEEPTTL) && r.type == YT_STRING) {
+	} else if ((flags & SET_KEEPTTL) && r.type != YT_NONE) {
 		ttl = kept_ttl(t, &r);
 	}
-	(void)wrong;
 	put_string(t, key, val->p, val->n, ttl);
 done:
 	if (!(flags & SET_GET)) {

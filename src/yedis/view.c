@@ -19,10 +19,10 @@
  * Everything the txn writes counts from its hybrid time, which is also
  * "now", so nothing it writes is expired within it.
  *
- * yv_children merges the stored children (read as one subtree with
- * reader_get_doc and flattened to their primitive leaves) with the
- * overlay's children under the same prefix, both in encoded key order,
- * forward or reverse. */
+ * yv_children merges the stored children (reader_children: one child
+ * subtree at a time, so a command that stops early, a pop or an LINDEX,
+ * reads only what it visits) with the overlay's children under the same
+ * prefix, both in encoded key order, forward or reverse. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,6 +271,7 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 	const struct docnode *n;
 	struct okey *k;
 	size_t dl = key_dockey(t, key);
+	uint64_t written = t->o.ht; /* the root value's write time */
 	int rv;
 
 	memset(out, 0, sizeof *out);
@@ -299,6 +300,7 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 				       "redis key '%.*s': its root is no Redis value", (int)key->n > 64 ? 64 : (int)key->n,
 				       key->p);
 		out->str = n->value;
+		written = n->write_time.ht;
 		if (n->has_ttl && n->ttl_ms > 0) {
 			out->has_expiry = true;
 			out->expire_at_ms = at_ms(n->ttl_from, n->ttl_ms);
@@ -308,10 +310,12 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 		}
 	}
 	if (k != NULL && k->merged) {
-		out->has_expiry = k->merge_has_ttl;
-		out->expire_at_ms = k->merge_has_ttl ? at_ms(t->o.ht, k->merge_ttl_ms) : 0;
-		/* PERSIST on a stored root: the table default, from its write
-		 * time, is not known here; Redis tables have none. */
+		/* As the reader folds the merge record: its TTL from the txn's
+		 * time; PERSIST leaves the table default from the write time. */
+		out->has_expiry = k->merge_has_ttl || t->o.default_ttl_ms > 0;
+		out->expire_at_ms = k->merge_has_ttl ? at_ms(t->o.ht, k->merge_ttl_ms)
+				    : out->has_expiry ? at_ms(written, t->o.default_ttl_ms)
+						      : 0;
 	}
 	return 0;
 }
@@ -394,31 +398,6 @@ static void childv_push(struct childv *cv, const struct child *c)
 	cv->v[cv->n++] = *c;
 }
 
-/* Flattens the primitive leaves below n (path: the subkeys so far). */
-static void flatten(struct yedis_txn *t, const struct docnode *n, struct pv *path, size_t depth,
-		    struct childv *out)
-{
-	for (const struct docnode *c = n->children; c != NULL; c = c->next) {
-		if (depth >= DOCDB_MAX_SUBKEYS)
-			return;
-		path[depth] = c->key;
-		if (c->kind == VAL_PRIMITIVE) {
-			struct child ch;
-			memset(&ch, 0, sizeof ch);
-			ch.nsub = depth + 1;
-			ch.sub = arena_dup(&t->arena, path, ch.nsub * sizeof *path);
-			buf_reset(&t->vbuf);
-			encode_subs(&t->vbuf, ch.sub, ch.nsub);
-			ch.enc = arena_dup(&t->arena, t->vbuf.data, t->vbuf.len);
-			ch.elen = t->vbuf.len;
-			ch.value = c->value;
-			childv_push(out, &ch);
-		} else {
-			flatten(t, c, path, depth + 1, out);
-		}
-	}
-}
-
 /* The overlay's children below the encoded prefix (pre[0..plen) after the
  * DocKey), in path order. */
 static int overlay_children(struct yedis_txn *t, struct okey *k, const uint8_t *pre,
@@ -467,16 +446,88 @@ static bool from_start(const struct child *c, const uint8_t *st, size_t sl, bool
 	return cmp <= 0 || (c->elen > sl && memcmp(c->enc, st, sl) == 0);
 }
 
+/* The merge of reader_children's stored leaves with the overlay's. */
+struct merge {
+	struct childv ov; /* the overlay's children below the prefix, in path order */
+	size_t j;         /* the next one due (forward: from the front; reverse:
+			     j counts down, ov.v[j - 1] next) */
+	bool reverse;
+	const uint8_t *st;
+	size_t sl;
+	yv_child_fn fn;
+	void *arg;
+	bool stopped;
+};
+
+static int emit(struct merge *m, const struct child *c)
+{
+	if (c->dead || !from_start(c, m->st, m->sl, m->reverse))
+		return 0;
+	if (m->fn(m->arg, c->sub, c->nsub, &c->value) != 0) {
+		m->stopped = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Emits the overlay's children before path (NULL: all that are left);
+ * *same: the overlay has path itself (emitted in its place). */
+static int emit_overlay_before(struct merge *m, const uint8_t *path, size_t plen, bool *same)
+{
+	*same = false;
+	for (;;) {
+		const struct child *c;
+		int cmp;
+		if (m->reverse ? m->j == 0 : m->j == m->ov.n)
+			return 0;
+		c = &m->ov.v[m->reverse ? m->j - 1 : m->j];
+		cmp = path == NULL ? -1 : cmp_bytes(c->enc, c->elen, path, plen);
+		if (m->reverse && path != NULL)
+			cmp = -cmp;
+		if (cmp > 0)
+			return 0;
+		if (m->reverse)
+			m->j--;
+		else
+			m->j++;
+		if (cmp == 0)
+			*same = true;
+		if (emit(m, c) != 0)
+			return 1;
+		if (cmp == 0)
+			return 0;
+	}
+}
+
+static int stored_leaf(void *arg, const uint8_t *path, size_t plen, const struct pv *sub,
+		       size_t nsub, const struct pv *value)
+{
+	struct merge *m = arg;
+	struct child c;
+	bool same;
+	if (emit_overlay_before(m, path, plen, &same) != 0)
+		return 1;
+	if (same)
+		return 0;
+	memset(&c, 0, sizeof c);
+	c.sub = sub;
+	c.nsub = nsub;
+	c.enc = path;
+	c.elen = plen;
+	c.value = *value;
+	return emit(m, &c);
+}
+
 int yv_children(struct yedis_txn *t, const struct resp_arg *key, const struct pv *prefix,
 		size_t nprefix, bool reverse, const struct pv *start, size_t nstart, yv_child_fn fn,
 		void *arg, char *errmsg)
 {
-	struct childv st = {0}, ov = {0};
-	struct pv path[DOCDB_MAX_SUBKEYS];
-	const uint8_t *pre, *stb = NULL;
-	size_t dl = key_dockey(t, key), plen, sl = 0, i, j;
+	struct merge m = {.reverse = reverse, .fn = fn, .arg = arg};
+	const uint8_t *pre;
+	size_t dl = key_dockey(t, key), plen;
 	struct okey *k = okey_find(t, t->kbuf.data, dl, false);
 	const uint8_t *dk = arena_dup(&t->arena, t->kbuf.data, dl);
+	bool same;
 	int rv = 0;
 
 	buf_reset(&t->vbuf);
@@ -486,61 +537,22 @@ int yv_children(struct yedis_txn *t, const struct resp_arg *key, const struct pv
 	if (start != NULL) {
 		buf_reset(&t->vbuf);
 		encode_subs(&t->vbuf, start, nstart);
-		sl = t->vbuf.len;
-		stb = arena_dup(&t->arena, t->vbuf.data, sl);
+		m.sl = t->vbuf.len;
+		m.st = arena_dup(&t->arena, t->vbuf.data, m.sl);
 	}
-	if (k == NULL || !k->root_written) {
-		const struct docnode *n;
-		if ((rv = reader_get_doc(t->o.store, dk, dl, prefix, nprefix, t->o.ht,
-					 t->o.default_ttl_ms, &t->arena, &n, errmsg)) != 0)
-			goto out;
-		if (n != NULL && n->kind != VAL_PRIMITIVE)
-			flatten(t, n, path, 0, &st);
-	}
-	if (k != NULL && (rv = overlay_children(t, k, pre, plen, &ov, errmsg)) != 0)
+	if (k != NULL && (rv = overlay_children(t, k, pre, plen, &m.ov, errmsg)) != 0)
 		goto out;
-
-	/* Merge the two sorted lists; the overlay wins on equal paths. */
-	if (!reverse) {
-		for (i = 0, j = 0; i < st.n || j < ov.n;) {
-			const struct child *c;
-			int cmp = i == st.n ? 1 : j == ov.n ? -1
-						      : cmp_bytes(st.v[i].enc, st.v[i].elen,
-								  ov.v[j].enc, ov.v[j].elen);
-			if (cmp < 0) {
-				c = &st.v[i++];
-			} else {
-				if (cmp == 0)
-					i++;
-				c = &ov.v[j++];
-			}
-			if (c->dead || !from_start(c, stb, sl, false))
-				continue;
-			if (fn(arg, c->sub, c->nsub, &c->value) != 0)
-				break;
-		}
-	} else {
-		for (i = st.n, j = ov.n; i > 0 || j > 0;) {
-			const struct child *c;
-			int cmp = i == 0 ? -1 : j == 0 ? 1
-						   : cmp_bytes(st.v[i - 1].enc, st.v[i - 1].elen,
-							       ov.v[j - 1].enc, ov.v[j - 1].elen);
-			if (cmp > 0) {
-				c = &st.v[--i];
-			} else {
-				if (cmp == 0)
-					i--;
-				c = &ov.v[--j];
-			}
-			if (c->dead || !from_start(c, stb, sl, true))
-				continue;
-			if (fn(arg, c->sub, c->nsub, &c->value) != 0)
-				break;
-		}
+	m.j = reverse ? m.ov.n : 0;
+	if (k == NULL || !k->root_written) {
+		if ((rv = reader_children(t->o.store, dk, dl, prefix, nprefix, t->o.ht,
+					  t->o.default_ttl_ms, reverse, m.st, m.sl, &t->arena,
+					  stored_leaf, &m, errmsg)) != 0)
+			goto out;
 	}
+	if (!m.stopped)
+		emit_overlay_before(&m, NULL, 0, &same);
 out:
-	free(st.v);
-	free(ov.v);
+	free(m.ov.v);
 	return rv;
 }
 

@@ -24,6 +24,8 @@ static const struct ycmd_table *const fragments[] = {
 	&ycmd_strings,
 	&ycmd_keys,
 	&ycmd_zsets, &ycmd_lists, &ycmd_ts,
+	&ycmd_hashes,
+	&ycmd_sets,
 };
 
 #define NFRAGMENTS (sizeof fragments / sizeof fragments[0])

@@ -100,7 +100,15 @@ int yv_get(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub
  * after the prefix (sub[0..nsub)) and its value; start: begin at this
  * child path (inclusive; NULL: the first / last). fn returns nonzero to
  * stop. Used for HGETALL, SMEMBERS, ZRANGE (the '&' map), LRANGE, TSRANGE
- * and the pops. */
+ * and the pops.
+ * Precisely (view.c, docdb/reader.h reader_children): start compares as
+ * encoded subkeys; forward gives the children at or after it, reverse
+ * those at or before it and those below it (a start [D 5] of the zset
+ * '&' map includes every [D 5, S member]). The stored children are read
+ * one child subtree (one first subkey below the prefix) at a time, so a
+ * walk that stops after k children costs about k, whatever the size of
+ * the collection; the txn's own writes are merged in (a child written
+ * replaces the stored one at its exact path; a tombstone hides it). */
 typedef int (*yv_child_fn)(void *arg, const struct pv *sub, size_t nsub, const struct pv *value);
 int yv_children(struct yedis_txn *t, const struct resp_arg *key, const struct pv *prefix,
 		size_t nprefix, bool reverse, const struct pv *start, size_t nstart, yv_child_fn fn,

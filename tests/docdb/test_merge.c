@@ -19,14 +19,7 @@ static struct buf DK;
 
 static void put(const struct pv *sub, size_t nsub, const struct docvalue *v)
 {
-	struct buf k = BUF_INIT, val = BUF_INIT;
-	buf_append(&k, DK.data, DK.len);
-	for (size_t i = 0; i < nsub; i++)
-		key_append_pv(&k, &sub[i]);
-	value_append(&val, v);
-	batch_put(&B, k.data, k.len, val.data, val.len);
-	buf_free(&k);
-	buf_free(&val);
+	fx_put_path(&B, &DK, sub, nsub, v);
 }
 
 static struct docvalue str_ttl(const char *s, int64_t ttl)

@@ -451,6 +451,7 @@ TEST(redis_round_trip)
 	entry_redis_iter_init(&it, q.redis, q.redis_len);
 	check_command(&it, 3, "SET", "k", 1);
 	CHECK(!entry_redis_iter_next(&it, &argc, &argv));
+	entry_redis_iter_free(&it);
 	CHECK_EQ_INT(entry_next(&r, &q, err), 1);
 	CHECK_EQ_INT(q.client_id[0], 2);
 	CHECK_EQ_INT(q.redis_n, 2);
@@ -478,6 +479,7 @@ TEST(redis_round_trip)
 		CHECK_EQ_INT(entry_next(&r, &q, err), 0);
 		/* A version-2 writer's entry decodes as before. */
 		buf_reset(&e2);
+		batch_free(&b1);
 		make(&e2, &b1, &b2);
 		CHECK_EQ_INT(e2.data[0], 2);
 		CHECK_OK(entry_open(&r, e2.data, e2.len, err));

@@ -118,20 +118,6 @@ TEST(expire_errors_and_flags)
 	yh_close(&h);
 }
 
-/* A hash as cmd_hash.c writes it (HSET h f v). */
-static void make_hash(uint64_t ht, const char *key, const char *field)
-{
-	struct resp_arg k = {key, strlen(key)};
-	struct pv f = pv_str(field), v = pv_str("v");
-	struct yroot r;
-	yh_begin(&h, ht, true);
-	CHECK_OK(yv_root(h.t, &k, &r, h.errmsg));
-	if (r.type == YT_NONE)
-		yw_root(h.t, &k, YT_HASH, NULL, YEDIS_NO_TTL);
-	yw_put(h.t, &k, &f, 1, &v);
-	yh_commit(&h);
-}
-
 static bool has_field(uint64_t ht, const char *key, const char *field)
 {
 	struct resp_arg k = {key, strlen(key)};
@@ -146,8 +132,8 @@ static bool has_field(uint64_t ht, const char *key, const char *field)
 TEST(expire_collection)
 {
 	yh_open(&h, "ykeys");
-	make_hash(yh_ht(1), "h", "f1");
-	make_hash(yh_ht(2), "h", "f2");
+	yh_hset(&h, yh_ht(1), "h", "f1", "v");
+	yh_hset(&h, yh_ht(2), "h", "f2", "v");
 	EQ(yh_cmd(&h, yh_ht(3), "EXPIRE h 10"), "1");
 	EQ(yh_read(&h, yh_ht(3), "TYPE h"), "hash");
 	EQ(yh_read(&h, yh_ht(3), "TTL h"), "10");
@@ -157,7 +143,7 @@ TEST(expire_collection)
 	CHECK(!has_field(yh_ht(14), "h", "f2"));
 	EQ(yh_read(&h, yh_ht(14), "EXISTS h"), "0");
 	/* A new hash after expiry starts empty. */
-	make_hash(yh_ht(20), "h", "f3");
+	yh_hset(&h, yh_ht(20), "h", "f3", "v");
 	CHECK(!has_field(yh_ht(21), "h", "f1"));
 	CHECK(has_field(yh_ht(21), "h", "f3"));
 	EQ(yh_read(&h, yh_ht(21), "TTL h"), "-1");
@@ -181,7 +167,7 @@ TEST(merge_records_compacted)
 	EQ(yh_cmd(&h, yh_ht(7), "PEXPIRE b 200500"), "1");
 	EQ(yh_cmd(&h, yh_ht(1), "SET c v EX 50"), "OK");
 	EQ(yh_cmd(&h, yh_ht(8), "PERSIST c"), "1");
-	make_hash(yh_ht(2), "h", "f");
+	yh_hset(&h, yh_ht(2), "h", "f", "v");
 	EQ(yh_cmd(&h, yh_ht(9), "EXPIRE h 1500"), "1");
 	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
 		for (size_t j = 0; j < sizeof reads / sizeof reads[0]; j++)
@@ -202,6 +188,27 @@ TEST(merge_records_compacted)
 	yh_close(&h);
 }
 
+/* A table default TTL (none for Redis tables today, but the engine takes
+ * one): it applies to values without their own, from their write time;
+ * PERSIST falls back to it, in the txn as after it. */
+TEST(table_default_ttl)
+{
+	yh_open(&h, "ykeys");
+	h.default_ttl_ms = 100000;
+	EQ(yh_cmd(&h, yh_ht(1), "SET a v"), "OK");
+	EQ(yh_read(&h, yh_ht(1), "TTL a"), "100");
+	EQ(yh_cmd(&h, yh_ht(2), "EXPIRE a 10"), "1");
+	EQ(yh_read(&h, yh_ht(2), "TTL a"), "10");
+	yh_begin(&h, yh_ht(5), true);
+	EQ(yh_run(&h, "PERSIST a"), "1");
+	EQ(yh_run(&h, "TTL a"), "96");
+	yh_commit(&h);
+	EQ(yh_read(&h, yh_ht(5), "TTL a"), "96");
+	EQ(yh_read(&h, yh_ht(101), "GET a"), "\"v\"");
+	EQ(yh_read(&h, yh_ht(102), "GET a"), "nil");
+	yh_close(&h);
+}
+
 TEST(keys_dbsize)
 {
 	yh_open(&h, "ykeys");
@@ -214,7 +221,7 @@ TEST(keys_dbsize)
 	EQ(yh_cmd(&h, yh_ht(1), "SET heeeello 1 EX 5"), "OK");
 	EQ(yh_cmd(&h, yh_ht(1), "SET gone 1"), "OK");
 	EQ(yh_cmd(&h, yh_ht(2), "DEL gone"), "1");
-	make_hash(yh_ht(2), "h*llo", "f");
+	yh_hset(&h, yh_ht(2), "h*llo", "f", "v");
 	EQ(yh_read(&h, yh_ht(3), "DBSIZE"), "6");
 	EQ(yh_read(&h, yh_ht(10), "DBSIZE"), "5");
 	{
@@ -376,4 +383,4 @@ TEST(scan_split_slot)
 }
 
 TEST_MAIN(T(del_exists_type), T(expire_and_ttl), T(expire_errors_and_flags), T(expire_collection),
-	  T(merge_records_compacted), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))
+	  T(merge_records_compacted), T(table_default_ttl), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))

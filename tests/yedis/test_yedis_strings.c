@@ -156,11 +156,11 @@ TEST(append_strlen_ranges)
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 100 \"\""), "11");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a -1 x"), "(error) ERR offset is out of range");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 4194304 x"),
-	   "(error) ERR string exceeds maximum allowed size (proto_max_bulk_len)");
+	   "(error) ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	EQ(yh_cmd(&h, yh_ht(6), "SETRANGE a 4194303 x"), "4194304");
 	EQ(yh_read(&h, yh_ht(7), "STRLEN a"), "4194304");
 	EQ(yh_cmd(&h, yh_ht(8), "APPEND a y"),
-	   "(error) ERR string exceeds maximum allowed size (proto_max_bulk_len)");
+	   "(error) ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	/* APPEND and SETRANGE keep the TTL. */
 	EQ(yh_cmd(&h, yh_ht(10), "SETEX t 100 ab"), "OK");
 	EQ(yh_cmd(&h, yh_ht(20), "APPEND t cd"), "4");
@@ -217,17 +217,6 @@ TEST(incrbyfloat)
 	yh_close(&h);
 }
 
-/* A hash as cmd_hash.c writes it (HSET h f v): its root marker, a field. */
-static void make_hash(uint64_t ht, const char *key)
-{
-	struct resp_arg k = {key, strlen(key)};
-	struct pv f = pv_str("f"), v = pv_str("v");
-	yh_begin(&h, ht, true);
-	yw_root(h.t, &k, YT_HASH, NULL, YEDIS_NO_TTL);
-	yw_put(h.t, &k, &f, 1, &v);
-	yh_commit(&h);
-}
-
 TEST(wrongtype)
 {
 	static const char *const cmds[] = {
@@ -236,7 +225,7 @@ TEST(wrongtype)
 		"DECRBY h 1", "INCRBYFLOAT h 1",
 	};
 	yh_open(&h, "ystr");
-	make_hash(yh_ht(1), "h");
+	yh_hset(&h, yh_ht(1), "h", "f", "v");
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		CHECK_EQ_STR(yh_cmd(&h, yh_ht(2), cmds[i]),
 			     "(error) WRONGTYPE Operation against a key holding the wrong kind of value");

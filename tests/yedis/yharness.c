@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "docdb/dump.h"
+#include "redis/slot.h"
+#include "yedis/yedis_int.h"
 
 void yh_open(struct yh *h, const char *tag)
 {
@@ -200,12 +202,42 @@ const char *yh_read(struct yh *h, uint64_t ht, const char *line)
 	return buf_cstr(&h->out);
 }
 
+void yh_hset(struct yh *h, uint64_t ht, const char *key, const char *field, const char *value)
+{
+	struct resp_arg k = {key, strlen(key)};
+	struct pv f = pv_str(field), v = pv_str(value);
+	struct yroot r;
+	yh_begin(h, ht, true);
+	CHECK_OK_MSG(yv_root(h->t, &k, &r, h->errmsg), h->errmsg);
+	if (r.type == YT_NONE)
+		yw_root(h->t, &k, YT_HASH, NULL, YEDIS_NO_TTL);
+	yw_put(h->t, &k, &f, 1, &v);
+	yh_commit(h);
+}
+
 void yh_label_ht(struct yh *h, uint64_t ht, const char *label)
 {
 	CHECK(h->nhts < 64);
 	h->hts[h->nhts].ht = ht;
 	snprintf(h->hts[h->nhts].label, sizeof h->hts[0].label, "%s", label);
 	h->nhts++;
+}
+
+void yh_label_key(struct yh *h, const char *key, const char *label)
+{
+	CHECK(h->nhashes < 16);
+	h->hashes[h->nhashes].hash = redis_slot_partition(redis_key_slot(key, strlen(key)));
+	snprintf(h->hashes[h->nhashes].label, sizeof h->hashes[0].label, "%s", label);
+	h->nhashes++;
+}
+
+static const char *hash_label(void *ctx, uint16_t hash)
+{
+	struct yh *h = ctx;
+	for (size_t i = 0; i < h->nhashes; i++)
+		if (h->hashes[i].hash == hash)
+			return h->hashes[i].label;
+	return NULL;
 }
 
 static const char *ht_label(void *ctx, uint64_t ht)
@@ -219,7 +251,7 @@ static const char *ht_label(void *ctx, uint64_t ht)
 
 const char *yh_dump(struct yh *h)
 {
-	struct dump_opts o = {NULL, ht_label, NULL, h, true, false};
+	struct dump_opts o = {NULL, ht_label, hash_label, h, true, false};
 	buf_reset(&h->dump);
 	CHECK_OK_MSG(dump_store(h->s, &o, &h->dump, h->errmsg), h->errmsg);
 	return buf_cstr(&h->dump);

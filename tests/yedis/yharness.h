@@ -53,6 +53,11 @@ struct yh {
 		char label[16];
 	} hts[64];
 	size_t nhts;
+	struct {
+		uint16_t hash;
+		char label[16];
+	} hashes[16];
+	size_t nhashes;
 };
 
 void yh_open(struct yh *h, const char *tag);
@@ -73,9 +78,16 @@ const char *yh_cmd(struct yh *h, uint64_t ht, const char *line);
 /* One command in a read-only txn at ht. */
 const char *yh_read(struct yh *h, uint64_t ht, const char *line);
 
+/* Writes field = value into the hash at key as HSET does (a new hash
+ * root first when the key holds none), in a txn of its own at ht: for
+ * the tests of the other commands on hashes (WRONGTYPE, EXPIRE...). */
+void yh_hset(struct yh *h, uint64_t ht, const char *key, const char *field, const char *value);
+
 /* The store in the seed's Redis notation (docdb/dump.h), hybrid times
  * named by yh_label_ht. Valid until the next yh_dump. */
 void yh_label_ht(struct yh *h, uint64_t ht, const char *label);
+/* Names the 16-bit hash of a Redis key (its slot's partition value). */
+void yh_label_key(struct yh *h, const char *key, const char *label);
 const char *yh_dump(struct yh *h);
 
 /* RESP reply bytes in the readable form above (appended to out). */
