@@ -134,6 +134,9 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 	int rv = 0;
 
 	PRE(q->kind == ENTRY_KIND_REDIS);
+	if (r->ht == 0) /* from the network: never the engine's assertion */
+		return err_set(errmsg, DOCRAFT_ECORRUPT,
+			       "a Redis request in an entry without a hybrid time");
 	if (r->txn == NULL) {
 		const struct schema *schema = store_schema_acquire(f->store);
 		struct yedis_txn_options o = {
@@ -160,12 +163,8 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 	while (rv == 0 && entry_redis_iter_next(&r->it, &argc, &argv)) {
 		size_t before = r->replies.len;
 		/* The leader checked the names; a replica of another build
-		 * may not know one: a reply, like Redis's, never a failure. */
-		if (yedis_command_find(argv[0].p, argv[0].n) == NULL)
-			resp_errorf(&r->replies, "ERR unknown command '%.*s'",
-				    (int)(argv[0].n > 128 ? 128 : argv[0].n), argv[0].p);
-		else
-			rv = yedis_exec(r->txn, argc, argv, &r->replies, errmsg);
+		 * may not know one: yedis_exec replies an error, like Redis. */
+		rv = yedis_exec(r->txn, argc, argv, &r->replies, errmsg);
 		if (r->nlens == r->lenscap) {
 			r->lenscap = r->lenscap ? r->lenscap * 2 : 64;
 			r->lens = xrealloc(r->lens, r->lenscap * sizeof *r->lens);

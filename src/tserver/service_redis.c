@@ -27,6 +27,10 @@
  * KEYS, SCAN and DBSIZE are such reads of one tablet (the front end merges
  * the tablets' replies).
  *
+ * Replies larger together than max_reply_bytes (KEYS * on a large tablet)
+ * cannot travel: the answer is then TOO_BIG naming their size (a write has
+ * applied all the same; its retry gets the same answer).
+ *
  * Threading: the loop thread, like everything of the service. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -126,6 +130,24 @@ static void fill_response(Docraft__RedisResponse *resp, struct arena *a, const u
 	resp->ht = ht;
 }
 
+/* Whether n replies of lens[i] bytes fit in one answer of op; else op is
+ * answered TOO_BIG. */
+static bool replies_fit(struct svc_op *op, const uint32_t *lens, uint32_t n)
+{
+	uint64_t total = 0;
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	for (uint32_t i = 0; i < n; i++)
+		total += lens[i] + 8; /* the field's tag and length */
+	if (total <= op->s->o.max_reply_bytes)
+		return true;
+	snprintf(msg, sizeof msg,
+		 "tablet %s: %u Redis replies of %" PRIu64 " bytes exceed the largest answer "
+		 "(%u bytes): ask for less (SCAN with COUNT instead of KEYS)",
+		 op->tablet_id, n, total, op->s->o.max_reply_bytes);
+	svc_op_fail(op, DOCRAFT_ETOOBIG, msg);
+	return false;
+}
+
 /* ---- writes ---- */
 
 static void redis_write_done(struct tablet_write *w, int status, uint64_t ht)
@@ -133,6 +155,10 @@ static void redis_write_done(struct tablet_write *w, int status, uint64_t ht)
 	struct svc_op *op = w->data;
 	Docraft__RedisResponse resp = DOCRAFT__REDIS_RESPONSE__INIT;
 	op->r->pending--;
+	if (status == 0 && !replies_fit(op, w->reply_len, w->nreplies)) {
+		svc_op_free(op);
+		return;
+	}
 	if (status == 0)
 		fill_response(&resp, &op->arena, w->replies, w->reply_len, w->nreplies, ht);
 	svc_op_end(op, status,
@@ -222,7 +248,7 @@ static bool do_redis_read(struct svc_op *op, uint64_t at)
 	}
 	if (rv != 0) {
 		svc_op_fail(op, rv, errmsg);
-	} else {
+	} else if (replies_fit(op, lens, (uint32_t)rq->n_commands)) {
 		fill_response(&resp, &op->arena, replies.data, lens, (uint32_t)rq->n_commands, at);
 		svc_op_ok(op, &resp.base);
 	}

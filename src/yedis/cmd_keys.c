@@ -101,6 +101,18 @@ static int cmd_type(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 
 enum { EXP_NX = 1, EXP_XX = 2, EXP_GT = 4, EXP_LT = 8 };
 
+/* "invalid expire time in 'expire' command": Redis names the command in
+ * lower case (its fullname). */
+static void bad_expire_time(const struct resp_arg *argv, struct buf *reply)
+{
+	char name[16];
+	size_t n = argv[0].n < sizeof name - 1 ? argv[0].n : sizeof name - 1;
+	for (size_t i = 0; i < n; i++)
+		name[i] = lower(argv[0].p[i], true);
+	name[n] = '\0';
+	resp_errorf(reply, "ERR invalid expire time in '%s' command", name);
+}
+
 /* expireGenericCommand: basetime 0 (..AT) or now, unit 1000 (seconds) or 1. */
 static int expire_generic(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 			  bool at, long long unit, struct buf *reply, char *errmsg)
@@ -166,15 +178,8 @@ static int expire_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 		yw_expire(t, &argv[1], r.type, when - now);
 	resp_int(reply, 1);
 	return 0;
-bad_time: {
-	/* Redis names the command in lower case (its fullname). */
-	char name[16];
-	size_t n = argv[0].n < sizeof name - 1 ? argv[0].n : sizeof name - 1;
-	for (size_t i = 0; i < n; i++)
-		name[i] = lower(argv[0].p[i], true);
-	name[n] = '\0';
-	resp_errorf(reply, "ERR invalid expire time in '%s' command", name);
-}
+bad_time:
+	bad_expire_time(argv, reply);
 	return 0;
 }
 
@@ -288,11 +293,11 @@ static bool match(const char *p, size_t pl, const char *s, size_t sl, bool nocas
 			sl--;
 			break;
 		case '[': {
-			bool not, ok = false;
+			bool negate, ok = false;
 			p++;
 			pl--;
-			not = pl > 0 && p[0] == '^';
-			if (not) {
+			negate = pl > 0 && p[0] == '^';
+			if (negate) {
 				p++;
 				pl--;
 			}
@@ -327,7 +332,7 @@ static bool match(const char *p, size_t pl, const char *s, size_t sl, bool nocas
 				p--;
 				pl++;
 			}
-			if (not)
+			if (negate)
 				ok = !ok;
 			if (!ok)
 				return false;

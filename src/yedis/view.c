@@ -297,8 +297,8 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 			return 0;
 		if (type_of_kind(n->kind, n->value.type, &out->type) != 0)
 			return err_set(errmsg, DOCRAFT_ECORRUPT,
-				       "redis key '%.*s': its root is no Redis value", (int)key->n > 64 ? 64 : (int)key->n,
-				       key->p);
+				       "redis key '%.*s': its root is no Redis value",
+				       (int)key->n > 64 ? 64 : (int)key->n, key->p);
 		out->str = n->value;
 		written = n->write_time.ht;
 		if (n->has_ttl && n->ttl_ms > 0) {

@@ -1487,6 +1487,40 @@ TEST(redis_writes)
 		CHECK_EQ_INT(reply_records(i), NR + 3);
 	}
 
+	/* 2000 INCRs over 10 keys from 20 clients in one loop turn: on each
+	 * key the replies are exactly 1..200 (a measurement, noted). */
+	{
+		enum { NC = 20, NS_ = 100, NK = 10 };
+		static struct rw many[NC * NS_];
+		static struct rw *ml[NC * NS_ + 1];
+		static bool got[NK][NC * NS_ / NK + 1];
+		uint64_t t0 = uv_hrtime();
+		tablet_get_status(C.n[l].t, &st0);
+		for (int c = 0; c < NC; c++)
+			for (int q = 0; q < NS_; q++) {
+				char cmd[32];
+				int i = c * NS_ + q;
+				snprintf(cmd, sizeof cmd, "incr m%d", q % NK);
+				rw_init(&many[i], (uint8_t)(100 + c), (uint64_t)q + 1, cmd);
+				CHECK_OK(tablet_write(C.n[l].t, &many[i].req));
+				ml[i] = &many[i];
+			}
+		ml[NC * NS_] = NULL;
+		CHECK(run_until(rws_done, ml, 30000));
+		tablet_get_status(C.n[l].t, &st);
+		test_note("%d INCRs from %d clients in %" PRIu64 " entries, %.1f ms", NC * NS_, NC,
+			  st.entries - st0.entries, (double)(uv_hrtime() - t0) / 1e6);
+		for (int i = 0; i < NC * NS_; i++) {
+			int v = 0;
+			CHECK_EQ_INT(many[i].status, 0);
+			CHECK(sscanf((const char *)many[i].replies.data, ":%d\r\n", &v) == 1);
+			CHECK(v >= 1 && v <= NC * NS_ / NK && !got[(i % NS_) % NK][v]);
+			got[(i % NS_) % NK][v] = true;
+			rw_free(&many[i]);
+		}
+		redis_read_expect(l, "get m0;get m9", "$3\r\n200\r\n$3\r\n200\r\n");
+	}
+
 	/* Malformed commands, or commands with a batch: refused at once. */
 	rw_init(&bad, 4, 1, "get k");
 	bad.req.redis_len = 3;

@@ -39,7 +39,8 @@
  *                           its first reply, a read request (GET, DBSIZE),
  *                           NOT_LEADER from a follower, and the refusals
  *                           (unknown command, arity, a write in a read, too
- *                           many commands, client id, not a Redis table)
+ *                           many commands, client id, not a Redis table,
+ *                           replies larger than an answer may be)
  *   corrupt_raft_log_stops_the_server  a gap in the shared Raft log's
  *                           segments: the server does not start and says
  *                           which file
@@ -1844,13 +1845,14 @@ TEST(corrupt_raft_log_stops_the_server)
 
 #define RTABLET "redis_0-0-0000abcd"
 
-/* Creates the YEDIS tablet RTABLET (table redis_0: k blob hash key) on k. */
-static void create_redis_on(int k)
+/* Creates the YEDIS tablet id (table redis_0: k blob hash key) on k, its
+ * partition [0, part_end). */
+static void create_redis_on(int k, const char *id, uint32_t part_end)
 {
 	char err[DOCRAFT_ERRMSG_SIZE];
 	struct schema sc;
 	struct res r = {0};
-	Docraft__CreateTabletRequest *req = create_req(RTABLET, (uint64_t)k + 1, false);
+	Docraft__CreateTabletRequest *req = create_req(id, (uint64_t)k + 1, false);
 	Docraft__TableSchema *pb = anew(sizeof *pb);
 	CHECK_OK(schema_init(&sc, "redis_0", err));
 	CHECK_OK(schema_add(&sc, "k", COL_HASH, CT_BLOB, err));
@@ -1860,6 +1862,7 @@ static void create_redis_on(int k)
 	pb->columns[0]->name = arena_dup(&C.a, "k", 2);
 	schema_free(&sc);
 	req->schema = pb;
+	req->partition_end = part_end;
 	CHECK_MSG(call(k, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &req->base, &r) == 0,
 		  "create on node %d: %s", k + 1, r.message);
 	res_free(&r);
@@ -1952,7 +1955,7 @@ TEST(redis_through_rpc)
 
 	cluster_up("tserver-redis", true);
 	for (int k = 0; k < NN; k++) {
-		create_redis_on(k);
+		create_redis_on(k, RTABLET, 65536);
 		create_on(k, TABLET, (uint64_t)k + 1, false);
 	}
 	/* The first write finds the leader: retried with the same seq, it
@@ -1971,6 +1974,20 @@ TEST(redis_through_rpc)
 	redis_ok(l, true, 3, "incr n;incr n;get n", ":2\r\n:3\r\n$1\r\n3\r\n");
 	redis_ok(l, false, 0, "get n;get k;get none;dbsize", "$1\r\n3\r\n$1\r\nv\r\n$-1\r\n:2\r\n");
 
+	/* Replies beyond the largest answer: TOO_BIG, not a cut frame. */
+	{
+		size_t big = 2u << 20;
+		char *line = malloc(big + 16);
+		memcpy(line, "set big ", 8);
+		memset(line + 8, 'x', big);
+		line[8 + big] = '\0';
+		redis_ok(l, true, 4, line, "+OK\r\n");
+		free(line);
+		redis_refused(l, RTABLET, false,
+			      "get big;get big;get big;get big;get big;get big;get big;get big;get big",
+			      DOCRAFT_ETOOBIG, "exceed the largest answer");
+	}
+
 	int f = (l + 1) % NN;
 	CHECK_EQ_INT(redis_call(f, RTABLET, false, 0, "get n", &r, &out), DOCRAFT_ENOTLEADER);
 	CHECK_EQ_STR(r.leader, C.n[l].addr);
@@ -1981,6 +1998,10 @@ TEST(redis_through_rpc)
 	redis_refused(l, RTABLET, false, "get n;incr n", DOCRAFT_EINVAL,
 		      "'incr' writes: send it in a write request");
 	redis_refused(l, TABLET, true, "set k v", DOCRAFT_EINVAL, "is not a Redis table");
+	/* A tablet of slot 0 only (partition [0, 4)): "k" is slot 7629. */
+	create_redis_on(l, "redis_0-1-0000abcd", 4);
+	redis_refused(l, "redis_0-1-0000abcd", false, "get k", DOCRAFT_EWRONGTABLET,
+		      "key slot 7629 (partition 0x7734) is outside its partition");
 	{
 		Docraft__RedisRequest req = DOCRAFT__REDIS_REQUEST__INIT;
 		Docraft__RedisCommand c = DOCRAFT__REDIS_COMMAND__INIT;

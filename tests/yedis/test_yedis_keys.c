@@ -188,6 +188,105 @@ TEST(merge_records_compacted)
 	yh_close(&h);
 }
 
+/* Random SET / EXPIRE / PEXPIRE / PERSIST / DEL / HSET histories of a few
+ * keys at millisecond times, then a full compaction at a random cutoff:
+ * every read at or after the cutoff is what it was before (TTL merge
+ * records folded into the values, expired and hidden versions gone). */
+TEST(random_expiry_compaction)
+{
+	static const char *const keys[] = {"k0", "k1", "k2", "{k}3", "k4"};
+	static const char *const reads[] = {"PTTL %s", "GET %s", "TYPE %s", "EXISTS %s"};
+	const char *e = getenv("TEST_SEED");
+	uint64_t seed = e ? strtoull(e, NULL, 10) : 4242, rng;
+	static char before[5][4][64][100];
+	size_t merges_before = 0, merges_after = 0, live = 0;
+	test_note("TEST_SEED=%llu", (unsigned long long)seed);
+	for (int round = 0; round < 8; round++) {
+		int64_t now = 1000, cutoff;
+		rng = seed * 1000003 + (uint64_t)round;
+		yh_open(&h, "yrand");
+		for (int step = 0; step < 120; step++) {
+			char cmd[128];
+			const char *k;
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			k = keys[(rng >> 33) % 5];
+			switch ((rng >> 40) % 8) {
+			case 0:
+				snprintf(cmd, sizeof cmd, "SET %s v%d", k, step);
+				break;
+			case 1:
+				snprintf(cmd, sizeof cmd, "SET %s v%d PX %llu", k, step,
+					 (unsigned long long)(1 + (rng >> 20) % 20000));
+				break;
+			case 2:
+				snprintf(cmd, sizeof cmd, "PEXPIRE %s %llu", k,
+					 (unsigned long long)(1 + (rng >> 20) % 30000));
+				break;
+			case 3:
+				snprintf(cmd, sizeof cmd, "EXPIRE %s %llu", k,
+					 (unsigned long long)((rng >> 20) % 40));
+				break;
+			case 4:
+				snprintf(cmd, sizeof cmd, "PERSIST %s", k);
+				break;
+			case 5:
+				snprintf(cmd, sizeof cmd, "DEL %s", k);
+				break;
+			default:
+				snprintf(cmd, sizeof cmd, "TYPE %s", k);
+				if (strcmp(yh_read(&h, yh_ht_ms(now), cmd), "string") == 0)
+					snprintf(cmd, sizeof cmd, "APPEND %s x", k);
+				else {
+					char f[8];
+					snprintf(f, sizeof f, "f%d", (int)((rng >> 24) % 4));
+					yh_hset(&h, yh_ht_ms(now), k, f, "v");
+					snprintf(cmd, sizeof cmd, "TYPE %s", k);
+				}
+				break;
+			}
+			yh_cmd(&h, yh_ht_ms(now), cmd);
+			now += 1 + (int64_t)((rng >> 45) % 700);
+		}
+		cutoff = 1000 + (int64_t)((rng >> 13) % (uint64_t)(now - 1000));
+		for (int k = 0; k < 5; k++)
+			for (int r = 0; r < 4; r++)
+				for (int i = 0; i < 64; i++) {
+					char cmd[64];
+					snprintf(cmd, sizeof cmd, reads[r], keys[k]);
+					snprintf(before[k][r][i], sizeof before[0][0][0], "%s",
+						 yh_read(&h, yh_ht_ms(cutoff + i * 997), cmd));
+				}
+		for (const char *p = yh_dump(&h); (p = strstr(p, "MERGE")) != NULL; p++)
+			merges_before++;
+		CHECK_OK_MSG(store_flush(h.s, h.errmsg), h.errmsg);
+		CHECK_OK_MSG(store_compact(h.s, yh_ht_ms(cutoff), h.errmsg), h.errmsg);
+		for (const char *p = yh_dump(&h); (p = strstr(p, "MERGE")) != NULL; p++)
+			merges_after++;
+		for (int k = 0; k < 5; k++)
+			for (int i = 0; i < 64; i++)
+				live += strcmp(before[k][3][i], "1") == 0;
+		for (int k = 0; k < 5; k++)
+			for (int r = 0; r < 4; r++)
+				for (int i = 0; i < 64; i++) {
+					char cmd[64];
+					const char *got;
+					snprintf(cmd, sizeof cmd, reads[r], keys[k]);
+					got = yh_read(&h, yh_ht_ms(cutoff + i * 997), cmd);
+					CHECK_MSG(strcmp(got, before[k][r][i]) == 0,
+						  "round %d: %s at %lld ms: %s before the compaction at %lld, %s after",
+						  round, cmd, (long long)(cutoff + i * 997), before[k][r][i],
+						  (long long)cutoff, got);
+				}
+		yh_close(&h);
+	}
+	/* Not vacuous: merge records were folded, keys were live after the
+	 * cutoff. */
+	test_note("merge records: %zu before, %zu after; %zu live reads", merges_before,
+		  merges_after, live);
+	CHECK(merges_after < merges_before);
+	CHECK(live > 100);
+}
+
 /* A table default TTL (none for Redis tables today, but the engine takes
  * one): it applies to values without their own, from their write time;
  * PERSIST falls back to it, in the txn as after it. */
@@ -383,4 +482,4 @@ TEST(scan_split_slot)
 }
 
 TEST_MAIN(T(del_exists_type), T(expire_and_ttl), T(expire_errors_and_flags), T(expire_collection),
-	  T(merge_records_compacted), T(table_default_ttl), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))
+	  T(merge_records_compacted), T(random_expiry_compaction), T(table_default_ttl), T(keys_dbsize), T(keys_bounded), T(scan), T(scan_split_slot))
