@@ -142,6 +142,13 @@ int client_redis_tablets(docraft_client *c, unsigned db, docraft_result **out);
  * (buf_free each, then free *out). Blocking, as client_wait. */
 int redis_view_rows(docraft_client *c, unsigned db, uint64_t limit, struct buf **out,
 		    size_t *nrows);
+/* The value cell of a key of type (TYPE's answer) from the RESP2 reply of
+ * the command that read it (GET, HGETALL, SMEMBERS, ZRANGE .. WITHSCORES,
+ * LRANGE, TSRANGEBYTIME), appended to out. DOCRAFT_ENOTFOUND for a nil
+ * (the key is gone), DOCRAFT_EINVAL for a Redis error reply,
+ * DOCRAFT_ECORRUPT for a reply that does not decode or fit the type;
+ * docraft_errmsg() says why. Pure (any thread). */
+int redis_view_value(const char *type, const void *reply, size_t len, struct buf *out);
 
 /* Generic master call, blocking: method with msg; on success the reply
  * bytes are appended to reply. */

@@ -224,11 +224,13 @@ static int render(struct buf *b, const struct rvalue *v, char open, char close, 
 
 /* The value of key (of type) rendered into b. */
 static int value_of(docraft_client *c, unsigned db, uint16_t slot, const struct rvalue *key,
-		    const char *type, struct arena *a, struct buf *b)
+		    const char *type, struct buf *b)
 {
 	docraft_bytes argv[6];
 	docraft_redis_cmd cmd = {0, argv};
-	struct rvalue v;
+	docraft_result *r = NULL;
+	const void *p;
+	size_t len;
 	int rv;
 
 	argv[1] = (docraft_bytes){key->s, key->len};
@@ -258,23 +260,42 @@ static int value_of(docraft_client *c, unsigned db, uint16_t slot, const struct 
 		argv[3] = BYTES("9223372036854775807");
 		cmd.argc = 4;
 	}
-	if ((rv = run(c, db, slot, &cmd, 1, a, &v)) != 0)
+	if ((rv = client_redis(c, db, slot, &cmd, 1, false, &r)) != 0)
 		return rv;
-	if (v.kind == '_') /* gone meanwhile */
-		return DOCRAFT_ENOTFOUND;
-	if (strcmp(type, "string") == 0) {
-		put(b, &v);
-		return 0;
-	}
-	if (strcmp(type, "hash") == 0)
-		return render(b, &v, '{', '}', true, false);
-	if (strcmp(type, "set") == 0)
-		return render(b, &v, '{', '}', false, false);
-	if (strcmp(type, "zset") == 0)
-		return render(b, &v, '[', ']', true, true);
-	if (strcmp(type, "list") == 0)
-		return render(b, &v, '[', ']', false, false);
-	return render(b, &v, '{', '}', true, false);
+	p = docraft_result_reply(r, 0, &len);
+	rv = redis_view_value(type, p, len, b);
+	docraft_result_free(r);
+	return rv;
+}
+
+int redis_view_value(const char *type, const void *reply, size_t len, struct buf *out)
+{
+	const uint8_t *p = reply, *end = p + len;
+	struct arena a = ARENA_INIT;
+	struct rvalue v;
+	int rv;
+
+	if (p == NULL || rdecode(&p, end, 0, &a, &v) != 0 || p != end)
+		rv = client_error(DOCRAFT_ECORRUPT, "a Redis reply does not decode");
+	else if (v.kind == '-')
+		rv = client_error(DOCRAFT_EINVAL, "Redis error: %.*s", (int)v.len, v.s);
+	else if (v.kind == '_') /* gone meanwhile */
+		rv = DOCRAFT_ENOTFOUND;
+	else if (strcmp(type, "string") == 0)
+		rv = v.kind == '$' ? (put(out, &v), 0)
+				   : client_error(DOCRAFT_ECORRUPT, "GET: not a bulk string");
+	else if (strcmp(type, "hash") == 0)
+		rv = render(out, &v, '{', '}', true, false);
+	else if (strcmp(type, "set") == 0)
+		rv = render(out, &v, '{', '}', false, false);
+	else if (strcmp(type, "zset") == 0)
+		rv = render(out, &v, '[', ']', true, true);
+	else if (strcmp(type, "list") == 0)
+		rv = render(out, &v, '[', ']', false, false);
+	else
+		rv = render(out, &v, '{', '}', true, false);
+	arena_free(&a);
+	return rv;
 }
 
 /* One key's row: cells[0..4) = key, type, ttl, value. 0, DOCRAFT_ENOTFOUND
@@ -304,7 +325,7 @@ static int key_row(docraft_client *c, unsigned db, const struct rvalue *key, str
 		buf_printf(&cells[2], "%" PRId64, r[1].i);
 	else
 		buf_printf(&cells[2], "null");
-	return value_of(c, db, slot, key, type, a, &cells[3]);
+	return value_of(c, db, slot, key, type, &cells[3]);
 }
 
 int redis_view_rows(docraft_client *c, unsigned db, uint64_t limit, struct buf **out,

@@ -16,6 +16,19 @@
  *   not_redis          a CQL table named redis_3 is refused by the Redis
  *                      requests ("not a Redis database")
  *   bad_args           the synchronous errors of docraft_redis_async
+ *   routing            SET / GET through docraft_redis_async for keys of known
+ *                      slots: each key is in the dump of the tablet whose
+ *                      slot range holds its slot, in no other; a write's
+ *                      reply, a read's; SELECT * FROM redis_0 shows the
+ *                      strings with their TTLs
+ *   incr_once          INCRs of one key from a thread while the leader of its
+ *                      tablet is asked to step down again and again: every
+ *                      reply is the previous one + 1 (a retried write keeps
+ *                      its seq, so no INCR applies twice or is lost)
+ *   cql_view_types     SELECT * FROM redis_0 shows a hash, a set, a sorted set,
+ *                      a list and a time series as {f: v}, {m}, [(score, m)],
+ *                      [..], {ts: v} (skipped, with a note, in a build whose
+ *                      engine lacks the collection commands)
  *   cql_view           the docraft CLI: DESCRIBE TABLES and DESCRIBE TABLE
  *                      say redis_0 is a Redis database, `docraft tables` too;
  *                      INSERT, UPDATE, DELETE on it are refused ("use a Redis
@@ -23,6 +36,7 @@
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +84,45 @@ static void redis_tablets(unsigned db, docraft_req *req)
 	req->data = &w;
 	CHECK_OK_MSG(docraft_redis_tablets_async(C.client, req, db, req_done), docraft_errmsg());
 	wait_req(&w);
+}
+
+/* docraft_redis_async of one command, waited for; *reply gets the reply
+ * (malloc'd, NUL-terminated). */
+static int redis1(unsigned db, bool write, char **reply, int argc, ...)
+{
+	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+	docraft_bytes argv[8];
+	docraft_redis_cmd cmd = {(uint32_t)argc, argv};
+	docraft_req req;
+	const void *p;
+	size_t len;
+	va_list ap;
+
+	va_start(ap, argc);
+	for (int i = 0; i < argc && i < 8; i++) {
+		const char *a = va_arg(ap, const char *);
+		argv[i] = (docraft_bytes){a, strlen(a)};
+	}
+	va_end(ap);
+	memset(&req, 0, sizeof req);
+	req.data = &w;
+	CHECK_OK_MSG(docraft_redis_async(C.client, &req, db,
+					 redis_key_slot(argv[1].p, argv[1].n), &cmd, 1, write,
+					 req_done),
+		     docraft_errmsg());
+	wait_req(&w);
+	*reply = NULL;
+	if (req.status != 0) {
+		test_note("%s %s: %s", (const char *)argv[0].p, (const char *)argv[1].p,
+			  req.errmsg);
+		return req.status;
+	}
+	CHECK_EQ_INT(docraft_result_nreplies(req.result), 1);
+	p = docraft_result_reply(req.result, 0, &len);
+	*reply = calloc(1, len + 1);
+	memcpy(*reply, p, len);
+	docraft_result_free(req.result);
+	return 0;
 }
 
 /* ---- the cluster ---- */
@@ -402,5 +455,241 @@ TEST(cql_view)
 	cluster_down();
 }
 
-TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis),
+struct dump_check {
+	const char *const *keys;
+	int n;
+	char why[128];
+	docraft_redis_tablet t;
+};
+
+/* For wait_for: `docraft dump` of d->t holds the keys of its slots, and
+ * only those. */
+static bool dump_holds(void *arg)
+{
+	struct dump_check *d = arg;
+	if (CLI(30000, "dump", d->t.tablet_id) != 0) {
+		snprintf(d->why, sizeof d->why, "dump failed");
+		return false;
+	}
+	for (int k = 0; k < d->n; k++) {
+		char needle[64];
+		uint16_t slot = redis_key_slot(d->keys[k], strlen(d->keys[k]));
+		bool owner = slot >= d->t.first_slot && slot <= d->t.last_slot;
+		snprintf(needle, sizeof needle, "0x%04x, %s)", redis_slot_partition(slot),
+			 d->keys[k]);
+		if ((strstr(C.out, needle) != NULL) != owner) {
+			snprintf(d->why, sizeof d->why, "key %s (slot %u) %s", d->keys[k], slot,
+				 owner ? "missing" : "found");
+			return false;
+		}
+	}
+	return true;
+}
+
+TEST(routing)
+{
+	static const char *const keys[] = {"key1", "key2", "key3", "{user1}.name", "{user1}.mail",
+					   "a", "zz"};
+	enum { NKEYS = sizeof keys / sizeof keys[0] };
+	docraft_req req;
+	char *reply;
+	size_t nt;
+
+	up("redis-routing");
+	for (int i = 0; i < NKEYS; i++) {
+		char value[32];
+		snprintf(value, sizeof value, "v-%s", keys[i]);
+		CHECK_OK_MSG(redis1(0, true, &reply, 5, "SET", keys[i], value, "EX", "1000"),
+			     "SET");
+		CHECK_MSG(strcmp(reply, "+OK\r\n") == 0, "SET %s: %s", keys[i], reply);
+		free(reply);
+	}
+	for (int i = 0; i < NKEYS; i++) {
+		char want[64];
+		CHECK_OK_MSG(redis1(0, false, &reply, 2, "GET", keys[i]), "GET");
+		snprintf(want, sizeof want, "$%zu\r\nv-%s\r\n", strlen(keys[i]) + 2, keys[i]);
+		CHECK_MSG(strcmp(reply, want) == 0, "GET %s: %s", keys[i], reply);
+		free(reply);
+	}
+	CHECK_OK_MSG(redis1(0, false, &reply, 2, "GET", "nosuchkey"), "GET");
+	CHECK_MSG(strcmp(reply, "$-1\r\n") == 0, "GET nosuchkey: %s", reply);
+	free(reply);
+
+	/* Each key is in the dump of its slot's tablet only. The dump is served
+	 * by the replica the CLI finds first, maybe a follower a little behind
+	 * the leader: wait for the keys to be there. */
+	redis_tablets(0, &req);
+	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	nt = docraft_result_ntablets(req.result);
+	for (size_t i = 0; i < nt; i++) {
+		struct dump_check d = {keys, NKEYS, {0}};
+		docraft_result_redis_tablet(req.result, i, &d.t);
+		CHECK_MSG(wait_for(dump_holds, &d, 10000),
+			  "the dump of tablet %s (slots %u..%u) is not its keys: %s\n%s",
+			  d.t.tablet_id, d.t.first_slot, d.t.last_slot, d.why, C.out);
+	}
+	docraft_result_free(req.result);
+
+	/* The CQL view: the strings with their TTLs, in key order. */
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0;") == 0, "SELECT:\n%s",
+		  cluster_cli_errors());
+	CHECK_MSG(strstr(C.out, "(7 rows)") != NULL && strstr(C.out, "| string |") != NULL &&
+			  strstr(C.out, "v-{user1}.mail") != NULL,
+		  "SELECT * FROM redis_0:\n%s", C.out);
+	{
+		const char *row = strstr(C.out, " key1 | string | ");
+		const char *eol = row != NULL ? strchr(row, '\n') : NULL;
+		CHECK_MSG(row != NULL && eol != NULL &&
+				  (strncmp(row + 17, "1000 |", 6) == 0 ||
+				   strncmp(row + 17, " 999 |", 6) == 0) &&
+				  strncmp(eol - 7, " v-key1", 7) == 0,
+			  "SELECT * FROM redis_0 (key1's row):\n%s", C.out);
+	}
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0 LIMIT 2;") == 0 &&
+			  strstr(C.out, "(2 rows)") != NULL,
+		  "SELECT LIMIT 2:\n%s%s", C.out, cluster_cli_errors());
+	cluster_down();
+}
+
+#define INCRS 300
+
+struct incr_state {
+	int done;        /* INCRs answered in order */
+	char fail[256];  /* the first wrong answer */
+	bool stop;
+};
+
+static void *incr_thread(void *arg)
+{
+	struct incr_state *st = arg;
+	for (int i = 1; i <= INCRS && st->fail[0] == '\0'; i++) {
+		char *reply = NULL, want[32];
+		int rv = redis1(0, true, &reply, 2, "INCR", "counter");
+		snprintf(want, sizeof want, ":%d\r\n", i);
+		if (rv != 0 || strcmp(reply, want) != 0)
+			snprintf(st->fail, sizeof st->fail, "INCR %d: status %d, reply %s", i, rv,
+				 reply != NULL ? reply : "(none)");
+		else
+			__atomic_store_n(&st->done, i, __ATOMIC_SEQ_CST);
+		free(reply);
+	}
+	__atomic_store_n(&st->stop, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+TEST(incr_once)
+{
+	struct incr_state st = {0, {0}, false};
+	uint16_t slot = redis_key_slot("counter", 7);
+	docraft_redis_tablet t;
+	docraft_req req;
+	char tablet[80] = "";
+	pthread_t th;
+	int stepdowns = 0;
+
+	up("redis-incr");
+	redis_tablets(0, &req);
+	CHECK_MSG(req.status == 0, "redis_tablets: %s", req.errmsg);
+	for (size_t i = 0; i < docraft_result_ntablets(req.result); i++) {
+		docraft_result_redis_tablet(req.result, i, &t);
+		if (slot >= t.first_slot && slot <= t.last_slot)
+			snprintf(tablet, sizeof tablet, "%s", t.tablet_id);
+	}
+	docraft_result_free(req.result);
+	CHECK(tablet[0] != '\0');
+	CHECK(pthread_create(&th, NULL, incr_thread, &st) == 0);
+	/* Step downs while INCRs run: some in flight at each. */
+	while (!__atomic_load_n(&st.stop, __ATOMIC_SEQ_CST) && stepdowns < 6) {
+		int at = __atomic_load_n(&st.done, __ATOMIC_SEQ_CST);
+		while (!__atomic_load_n(&st.stop, __ATOMIC_SEQ_CST) &&
+		       __atomic_load_n(&st.done, __ATOMIC_SEQ_CST) < at + 20)
+			sleep_ms(5);
+		if (CLI(30000, "step-down", tablet) == 0)
+			stepdowns++;
+	}
+	pthread_join(th, NULL);
+	CHECK_MSG(st.fail[0] == '\0', "%s (after %d step-downs)", st.fail, stepdowns);
+	CHECK_EQ_INT(st.done, INCRS);
+	test_note("%d INCRs, %d leader step-downs", INCRS, stepdowns);
+	CHECK_MSG(stepdowns >= 2, "only %d step-downs happened", stepdowns);
+	cluster_down();
+}
+
+/* The row of key in the last SELECT's output (cells right-aligned): of
+ * type, its ttl cell ttl (NULL: a number), its value cell value. */
+static void check_row(const char *key, const char *type, const char *ttl, const char *value)
+{
+	char needle[64], cell[64];
+	const char *row, *eol, *p;
+	snprintf(needle, sizeof needle, " %s | ", key);
+	row = strstr(C.out, needle);
+	eol = row != NULL ? strchr(row, '\n') : NULL;
+	CHECK_MSG(row != NULL && eol != NULL, "no row of %s:\n%s", key, C.out);
+	p = row + strlen(needle);
+	snprintf(cell, sizeof cell, "%s | ", type);
+	while (*p == ' ')
+		p++;
+	CHECK_MSG(strncmp(p, cell, strlen(cell)) == 0, "%s: not of type %s:\n%s", key, type,
+		  C.out);
+	p += strlen(cell);
+	while (*p == ' ')
+		p++;
+	if (ttl != NULL)
+		CHECK_MSG(strncmp(p, ttl, strlen(ttl)) == 0, "%s: ttl not %s:\n%s", key, ttl,
+			  C.out);
+	else
+		CHECK_MSG(*p >= '1' && *p <= '9', "%s: no ttl:\n%s", key, C.out);
+	CHECK_MSG((size_t)(eol - row) > strlen(value) + 1 &&
+			  strncmp(eol - strlen(value) - 1, " ", 1) == 0 &&
+			  strncmp(eol - strlen(value), value, strlen(value)) == 0,
+		  "%s: value not <%s>:\n%s", key, value, C.out);
+}
+
+TEST(cql_view_types)
+{
+	static const char *const cmds[][9] = {
+		{"HSET", "h", "f1", "v1", "f2", "v2", NULL},
+		{"SADD", "s", "m1", "m2", NULL},
+		{"ZADD", "z", "1.5", "a", "2", "b", NULL},
+		{"RPUSH", "l", "x", "y", NULL},
+		{"TSADD", "t", "10", "v1", "20", "v2", NULL},
+		{"EXPIRE", "h", "500", NULL},
+	};
+	up("redis-view-types");
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+		docraft_bytes argv[8];
+		docraft_redis_cmd cmd = {0, argv};
+		docraft_req req;
+		while (cmds[i][cmd.argc] != NULL) {
+			argv[cmd.argc] = (docraft_bytes){cmds[i][cmd.argc], strlen(cmds[i][cmd.argc])};
+			cmd.argc++;
+		}
+		memset(&req, 0, sizeof req);
+		req.data = &w;
+		CHECK_OK_MSG(docraft_redis_async(C.client, &req, 0, redis_key_slot(cmds[i][1], 1),
+						 &cmd, 1, true, req_done),
+			     docraft_errmsg());
+		wait_req(&w);
+		if (req.status == DOCRAFT_EINVAL && strstr(req.errmsg, "unknown command") != NULL) {
+			test_note("skipped: %s", req.errmsg);
+			cluster_down();
+			return;
+		}
+		CHECK_MSG(req.status == 0, "%s: %s", cmds[i][0], req.errmsg);
+		docraft_result_free(req.result);
+	}
+	CHECK_MSG(CLI(30000, "-e", "SELECT * FROM redis_0;") == 0, "SELECT:\n%s",
+		  cluster_cli_errors());
+	CHECK_MSG(strstr(C.out, "(5 rows)") != NULL, "SELECT * FROM redis_0:\n%s", C.out);
+	check_row("h", "hash", NULL, "{f1: v1, f2: v2}");
+	check_row("s", "set", "null", "{m1, m2}");
+	check_row("z", "zset", "null", "[(1.5, a), (2, b)]");
+	check_row("l", "list", "null", "[x, y]");
+	check_row("t", "tsdb", "null", "{10: v1, 20: v2}");
+	cluster_down();
+}
+
+TEST_MAIN(T(bad_args), T(tablets_cover), T(created_once), T(bad_schemas), T(not_redis), T(routing),
+	  T(incr_once), T(cql_view_types),
 	  T(cql_view))
