@@ -3,6 +3,7 @@
 #
 #   scripts/bench-redis.sh [--requests N] [--clients C] [--tests LIST]
 #                          [--build DIR] [--out DIR] [--keyspace R]
+#                          [--test-timeout SEC]
 #
 # Starts, on this machine, loopback only:
 #   docraft        1 master + 3 tservers, RF 3, on 127.0.0.1-3 (deploy/
@@ -13,7 +14,9 @@
 #   redis-none     redis-server without persistence (save "", appendonly no)
 # and runs `redis-benchmark -c C -n N -r R -q -t LIST` (default: -c 64
 # -n 200000 -r 100000, set,get,incr,hset,sadd,zadd,lpush) against each in
-# turn, then prints one markdown table: requests/s of each system and
+# turn, one redis-benchmark per test, each bounded by --test-timeout (default
+# 600 s: a test that does not finish in time shows as "timeout"), then
+# prints one markdown table: requests/s of each system and
 # docraft's ratio to each redis, with issue 17's targets (SET >= 0.4x and
 # GET >= 0.5x redis-always). Raw outputs and the table go to --out
 # (default ./bench-results/redis-<timestamp>/).
@@ -29,7 +32,7 @@ REPO=$PWD
 # shellcheck disable=SC1091 # the repo root is the working directory
 . scripts/lib/deps.sh
 
-N=200000 C=64 R=100000 TESTS=set,get,incr,hset,sadd,zadd,lpush BUILD=build-release OUT=""
+N=200000 C=64 R=100000 TESTS=set,get,incr,hset,sadd,zadd,lpush BUILD=build-release OUT="" TT=600
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 die() {
 	echo "bench-redis: $*" >&2
@@ -44,10 +47,11 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=${2:?}; shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
 	--keyspace) R=${2:?}; shift 2 ;;
+	--test-timeout) TT=${2:?}; shift 2 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-for v in N C R; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v}: a positive integer"; done
+for v in N C R TT; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v}: a positive integer"; done
 
 docraft_ensure_packages redis-server redis-tools
 if [ ! -x "$BUILD/src/tserver/docraft-tserver" ]; then
@@ -109,9 +113,13 @@ NONE=$PORT
 declare -A RPS
 run() { # NAME HOST PORT
 	local name=$1 host=$2 port=$3 line t v
-	echo "bench-redis: $name: redis-benchmark -c $C -n $N -r $R -t $TESTS" >&2
-	redis-benchmark -h "$host" -p "$port" -c "$C" -n "$N" -r "$R" -t "$TESTS" -q 2>&1 |
-		tr '\r' '\n' | grep 'requests per second' >"$OUT/$name.txt" || true
+	: >"$OUT/$name.txt"
+	for t in ${TESTS//,/ }; do
+		echo "bench-redis: $name: redis-benchmark -c $C -n $N -r $R -t $t" >&2
+		timeout "$TT" redis-benchmark -h "$host" -p "$port" -c "$C" -n "$N" -r "$R" -t "$t" -q 2>&1 |
+			tr '\r' '\n' | grep 'requests per second' >>"$OUT/$name.txt" ||
+			echo "${t^^}: timeout or error after $TT s" | tee -a "$OUT/$name.errors" >&2
+	done
 	while read -r line; do
 		t=${line%%:*}
 		v=$(sed -n 's/^[^:]*: \([0-9.]*\) requests per second.*/\1/p' <<<"$line")

@@ -22,14 +22,12 @@ if ! command -v redis-benchmark >/dev/null; then
 fi
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-REAL_PID=""
+# shellcheck source=real_redis.sh
+. "$here/real_redis.sh"
 finish() {
 	local rc=$?
 	[ "$FAILED" -ne 0 ] && rc=1
-	if [ -n "$REAL_PID" ]; then
-		kill -TERM "$REAL_PID" 2>/dev/null
-		wait "$REAL_PID" 2>/dev/null
-	fi
+	real_redis_stop
 	cluster_down "$rc"
 }
 trap finish EXIT
@@ -47,17 +45,11 @@ want+=" LPUSH (needed to benchmark LRANGE) LRANGE_100 (first 100 elements)"
 want+=" LRANGE_300 (first 300 elements) LRANGE_500 (first 500 elements)"
 want+=" LRANGE_600 (first 600 elements) MSET (10 keys)"
 if command -v redis-server >/dev/null; then
-	prr=$(cluster_free_port 1 "$pr") || { echo "Bail out! no free port"; exit 1; }
-	redis-server --bind 127.0.0.1 --port "$prr" --save "" --appendonly no \
-		--dir "$CLUSTER_BASE" --logfile "$CLUSTER_BASE/redis-server.log" &
-	REAL_PID=$!
-	if wait_for 10000 redis-cli -p "$prr" PING; then
-		want=$(timeout 120 redis-benchmark -h 127.0.0.1 -p "$prr" -q -n 10 -c 1 2>&1 | names | tr '\n' ' ')
+	if real_redis_start "$pr"; then
+		want=$(timeout 120 redis-benchmark -h 127.0.0.1 -p "$REAL_PORT" -q -n 10 -c 1 2>&1 | names | tr '\n' ' ')
 		want=${want% }
 	fi
-	kill -TERM "$REAL_PID" 2>/dev/null
-	wait "$REAL_PID" 2>/dev/null
-	REAL_PID=""
+	real_redis_stop
 fi
 echo "# the default list: $want"
 

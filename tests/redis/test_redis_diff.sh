@@ -25,14 +25,12 @@ fi
 
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-REAL_PID=""
+# shellcheck source=real_redis.sh
+. "$here/real_redis.sh"
 finish() {
 	local rc=$?
 	[ "$FAILED" -ne 0 ] && rc=1
-	if [ -n "$REAL_PID" ]; then
-		kill -TERM "$REAL_PID" 2>/dev/null
-		wait "$REAL_PID" 2>/dev/null
-	fi
+	real_redis_stop
 	cluster_down "$rc"
 }
 trap finish EXIT
@@ -40,11 +38,8 @@ trap finish EXIT
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
 CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
 cluster_up redisdiff 3 || { echo "Bail out! cluster did not start"; exit 1; }
-prr=$(cluster_free_port 1 "$pr") || { echo "Bail out! no free port"; exit 1; }
-redis-server --bind 127.0.0.1 --port "$prr" --save "" --appendonly no \
-	--dir "$CLUSTER_BASE" --logfile "$CLUSTER_BASE/redis-server.log" &
-REAL_PID=$!
-wait_for 10000 redis-cli -p "$prr" PING || { echo "Bail out! redis-server did not start"; exit 1; }
+real_redis_start "$pr" || { echo "Bail out! redis-server did not start"; exit 1; }
+prr=$REAL_PORT
 echo "# redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$prr; docraft on 127.0.0.1..3:$pr"
 d() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
 real() { timeout 60 redis-cli -h 127.0.0.1 -p "$prr" "$@"; }
