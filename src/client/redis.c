@@ -49,6 +49,8 @@ struct redis_job {
 	bool tablets;        /* docraft_redis_tablets_async */
 	bool created;        /* the create-on-first-use was tried */
 	bool refreshed;      /* tablets: refreshed for unknown leaders */
+	int create_status;   /* the create's outcome, for a load that fails after it */
+	char create_msg[DOCRAFT_ERRMSG_SIZE];
 	uint16_t slot;
 	bool write;
 	struct mcall create;
@@ -83,6 +85,8 @@ static void create_done(struct mcall *m, int status, const char *errmsg, const u
 	}
 	/* Created, or another client did ("already exists"), or a failure
 	 * the second load will report: load again either way. */
+	j->create_status = status;
+	snprintf(j->create_msg, sizeof j->create_msg, "%s", errmsg);
 	metacache_forget(&j->tj.base.c->mc, j->tj.table);
 	load(j, true);
 }
@@ -136,6 +140,13 @@ static void load_done(struct tload *l, int status, const char *errmsg)
 
 	if (status == DOCRAFT_ETABLENOTFOUND && !j->created) {
 		create_table(j);
+		return;
+	}
+	if (status != 0 && j->created && j->create_status != 0 &&
+	    j->create_status != DOCRAFT_EINVAL /* "already exists" */) {
+		/* Still not there: the create's own failure says why. */
+		err_set(msg, 0, "creating table %s: %s", tj->table, j->create_msg);
+		job_finish(&tj->base, j->create_status, msg);
 		return;
 	}
 	if (status != 0) {
@@ -286,7 +297,8 @@ static void tablets_loaded(struct redis_job *j)
 		addrs = requests_zalloc(&r->arena, tb->n_replicas * sizeof *addrs);
 		uuids = requests_zalloc(&r->arena, tb->n_replicas * sizeof *uuids);
 		for (size_t k = 0; k < tb->n_replicas; k++)
-			if (tb->leader[0] != '\0' && strcmp(tb->replicas[k].address, tb->leader) == 0)
+			if (tb->leader[0] != '\0' &&
+			    strcmp(tb->replicas[k].address, tb->leader) == 0)
 				lead = k;
 		if (lead < tb->n_replicas) {
 			addrs[n] = dup_str(&r->arena, tb->replicas[lead].redis_address);
@@ -320,8 +332,8 @@ static void redis_loaded(struct table_job *tj)
 
 /* The checks of a Redis request and its job (NULL and docraft_errmsg set
  * when the arguments are wrong). */
-static struct redis_job *commands_job_new(unsigned db, uint16_t slot,
-					  const docraft_redis_cmd *cmds, size_t n, bool write)
+static struct redis_job *commands_job_new(unsigned db, uint16_t slot, const docraft_redis_cmd *cmds,
+					  size_t n, bool write)
 {
 	struct redis_job *j;
 	Docraft__RedisCommand **pcs;
@@ -345,8 +357,8 @@ static struct redis_job *commands_job_new(unsigned db, uint16_t slot,
 		}
 		for (uint32_t a = 0; a < cmds[i].argc; a++)
 			if (cmds[i].argv[a].p == NULL && cmds[i].argv[a].n > 0) {
-				client_error(DOCRAFT_EINVAL, "Redis command %zu: argument %u is NULL",
-					     i + 1, a);
+				client_error(DOCRAFT_EINVAL,
+					     "Redis command %zu: argument %u is NULL", i + 1, a);
 				return NULL;
 			}
 	}
@@ -365,8 +377,8 @@ static struct redis_job *commands_job_new(unsigned db, uint16_t slot,
 		for (uint32_t a = 0; a < cmds[i].argc; a++) {
 			size_t len = cmds[i].argv[a].n;
 			pc->args[a].len = len;
-			pc->args[a].data = len > 0 ? arena_dup(&j->tj.arena, cmds[i].argv[a].p, len)
-						   : NULL;
+			pc->args[a].data =
+				len > 0 ? arena_dup(&j->tj.arena, cmds[i].argv[a].p, len) : NULL;
 		}
 		pcs[i] = pc;
 	}
@@ -399,8 +411,7 @@ int client_redis_tablets(docraft_client *c, unsigned db, docraft_result **out)
 	return requests_wait_result(c, &redis_job_new(db, true)->tj.base, out);
 }
 
-int docraft_redis_tablets_async(docraft_client *c, docraft_req *req, unsigned db,
-				docraft_req_cb cb)
+int docraft_redis_tablets_async(docraft_client *c, docraft_req *req, unsigned db, docraft_req_cb cb)
 {
 	if (c == NULL || req == NULL || cb == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");

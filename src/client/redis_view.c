@@ -161,9 +161,9 @@ static int run(docraft_client *c, unsigned db, uint16_t slot, const docraft_redi
 				v->s = arena_dup(a, v->s, v->len ? v->len : 1);
 			for (size_t k = 0; k < v->n; k++)
 				if (v->elems[k].s != NULL)
-					v->elems[k].s = arena_dup(a, v->elems[k].s,
-								  v->elems[k].len ? v->elems[k].len
-										  : 1);
+					v->elems[k].s =
+						arena_dup(a, v->elems[k].s,
+							  v->elems[k].len ? v->elems[k].len : 1);
 		}
 	docraft_result_free(r);
 	return rv;
@@ -328,8 +328,7 @@ static int key_row(docraft_client *c, unsigned db, const struct rvalue *key, str
 	return value_of(c, db, slot, key, type, &cells[3]);
 }
 
-int redis_view_rows(docraft_client *c, unsigned db, uint64_t limit, struct buf **out,
-		    size_t *nrows)
+int redis_view_rows(docraft_client *c, unsigned db, uint64_t limit, struct buf **out, size_t *nrows)
 {
 	docraft_result *tablets = NULL;
 	struct rvalue *keys = NULL;

@@ -308,10 +308,12 @@ static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 	(void)argc;
 	(void)argv;
 	buf_printf(&b,
-		   "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+		   "# Server\r\nredis_version:7.0.0\r\nredis_mode:%s\r\n"
 		   "docraft:1\r\ntcp_port:%s\r\n\r\n"
-		   "# Clients\r\nconnected_clients:%" PRIu32 "\r\nmaxclients:%" PRIu32 "\r\n",
-		   port != NULL ? port + 1 : "", c->s->n_conns, c->s->o.max_clients);
+		   "# Clients\r\nconnected_clients:%" PRIu32 "\r\nmaxclients:%" PRIu32 "\r\n\r\n"
+		   "# Cluster\r\ncluster_enabled:%d\r\n",
+		   c->s->o.cluster ? "cluster" : "standalone", port != NULL ? port + 1 : "",
+		   c->s->n_conns, c->s->o.max_clients, c->s->o.cluster ? 1 : 0);
 	resp_bulk(&c->out, b.data, b.len);
 	buf_free(&b);
 	return REDIS_DONE;

@@ -28,6 +28,7 @@
 #define DOCRAFT_REDIS_SERVER_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -118,6 +119,9 @@ struct redis_server_options {
 	/* Connections from one IP address; past it: "-ERR max number of
 	 * clients per IP reached", close. 0: no limit. */
 	uint32_t max_per_ip;
+	/* The layer above answers CLUSTER: INFO says redis_mode:cluster and
+	 * cluster_enabled:1 (cluster clients check it). */
+	bool cluster;
 };
 
 void redis_server_options_default(struct redis_server_options *o);

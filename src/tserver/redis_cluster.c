@@ -28,7 +28,8 @@ void redis_node_id(char out[41], const char *uuid)
 	memset(out, '0', 40);
 	out[40] = '\0';
 	for (const char *p = uuid != NULL ? uuid : ""; *p != '\0' && j < 40; p++)
-		if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F'))
+		if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+		    (*p >= 'A' && *p <= 'F'))
 			out[j++] = (char)(*p | 0x20);
 }
 
@@ -93,7 +94,7 @@ struct node {
 	char id[41];
 	const char *address;
 	struct buf slots; /* " a-b c-d" */
-	size_t last_at; /* where the last range starts in slots */
+	size_t last_at;   /* where the last range starts in slots */
 	int last_first, last_end;
 	bool leads;
 };
@@ -140,7 +141,8 @@ static struct node *nodes_of(struct fan *f, size_t *count, size_t *n_leaders)
 				if (v[k].last_first == v[k].last_end)
 					buf_printf(&v[k].slots, " %d", v[k].last_end);
 				else
-					buf_printf(&v[k].slots, " %d-%d", v[k].last_first, v[k].last_end);
+					buf_printf(&v[k].slots, " %d-%d", v[k].last_first,
+						   v[k].last_end);
 			}
 		}
 	}
@@ -166,9 +168,9 @@ static void nodes_reply(struct fan *f)
 		long port = 0;
 		if (!split_address(v[i].address, ip, sizeof ip, &port))
 			snprintf(ip, sizeof ip, "%s", v[i].address);
-		buf_printf(&b, "%s %s:%ld@%ld %smaster - 0 0 %zu connected%.*s\n", v[i].id, ip, port,
-			   port + 10000, strcmp(v[i].id, f->d->node_id) == 0 ? "myself," : "", i + 1,
-			   (int)v[i].slots.len, (const char *)v[i].slots.data);
+		buf_printf(&b, "%s %s:%ld@%ld %smaster - 0 0 %zu connected%.*s\n", v[i].id, ip,
+			   port, port + 10000, strcmp(v[i].id, f->d->node_id) == 0 ? "myself," : "",
+			   i + 1, (int)v[i].slots.len, (const char *)v[i].slots.data);
 	}
 	resp_bulk(redis_conn_out(f->c), b.data, b.len);
 	buf_free(&b);
@@ -242,12 +244,18 @@ static int cmd_help(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 {
 	static const char *const lines[] = {
 		"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"INFO", "    Return information about the cluster.",
-		"KEYSLOT <key>", "    Return the hash slot for <key>.",
-		"MYID", "    Return the node id.",
-		"NODES", "    Return cluster configuration seen by node.",
-		"SLOTS", "    Return information about slots range mappings.",
-		"HELP", "    Print this help.",
+		"INFO",
+		"    Return information about the cluster.",
+		"KEYSLOT <key>",
+		"    Return the hash slot for <key>.",
+		"MYID",
+		"    Return the node id.",
+		"NODES",
+		"    Return cluster configuration seen by node.",
+		"SLOTS",
+		"    Return information about slots range mappings.",
+		"HELP",
+		"    Print this help.",
 	};
 	(void)argc;
 	(void)argv;

@@ -14,9 +14,13 @@
  * requests, all sent at once, the reply written when the last answers.
  * Grouping is per slot (every key of a slot is on one tablet whatever the
  * splits, so a group never spans tablets), per tablet when the fan knows
- * the tablets (fan_tablets, for the tablet-wide commands), or all in one
- * request (EXEC, once it checked that one tablet owns every key); a group
- * past GROUP_MAX commands starts another.
+ * the tablets (fan_tablets: multi-key commands, the tablet-wide ones), or
+ * all in one request (EXEC, once it checked that one tablet owns every
+ * key); a group past GROUP_MAX commands starts another. Grouped per tablet
+ * from a stale cache, a request may hold a key its tablet no longer owns:
+ * the tablet refuses it whole (EWRONGTABLET, after the client's own
+ * refreshes), and a fan with regroup set sends its commands again per
+ * slot.
  *
  * Errors: a failure of the cluster (no leader in time, the client closed)
  * is "-ERR docraft: <reason>"; the tablets' replies (Redis's own errors
@@ -136,9 +140,9 @@ static struct fan_group *group_for(struct fan *f, uint16_t slot)
 
 	if (f->single)
 		key = 0;
-	else if (f->tablets != NULL && (key = fan_tablet_of(f, slot)) == SIZE_MAX)
+	else if (f->tablets != NULL && !f->by_slot && (key = fan_tablet_of(f, slot)) == SIZE_MAX)
 		key = (size_t)1 << 20 | slot;
-	for (size_t i = 0; i < f->n_groups; i++)
+	for (size_t i = f->round; i < f->n_groups; i++)
 		if (f->groups[i].key == key && (f->single || f->groups[i].n < GROUP_MAX))
 			return &f->groups[i];
 	g = &f->groups[f->n_groups++];
@@ -148,11 +152,24 @@ static struct fan_group *group_for(struct fan *f, uint16_t slot)
 	return g;
 }
 
-/* One group less to wait for; the last writes the reply and ends the fan. */
+static void send_groups(struct fan *f);
+
+/* One group less to wait for; the last writes the reply and ends the fan.
+ * A request grouped per tablet that a tablet refused as spanning other
+ * tablets (the cache is stale) is sent again per slot, its subs only: the
+ * other groups' replies stand (a retry of theirs could change a DEL's
+ * count). */
 static void release(struct fan *f)
 {
 	if (--f->pending > 0)
 		return;
+	if (f->status == DOCRAFT_EWRONGTABLET && f->regroup && !f->by_slot) {
+		f->by_slot = true;
+		f->status = DOCRAFT_OK;
+		f->errmsg[0] = '\0';
+		send_groups(f);
+		return;
+	}
 	if (f->status != DOCRAFT_OK) {
 		fan_fail(f, f->errmsg);
 		return;
@@ -191,21 +208,24 @@ static const char *sync_error(int rv)
 	return rv == DOCRAFT_ECLOSED ? "the tserver is stopping" : "a request the client refused";
 }
 
-int fan_run(struct fan *f, fan_fn done)
+/* Groups the subs not answered yet and sends a request per group. */
+static void send_groups(struct fan *f)
 {
-	PRE(f->n_subs > 0);
-	f->done = done;
-	f->groups = xcalloc(f->n_subs, sizeof *f->groups);
+	f->round = f->n_groups;
 	for (size_t i = 0; i < f->n_subs; i++) {
-		struct fan_group *g = group_for(f, f->subs[i].slot);
+		struct fan_group *g;
+		if (f->subs[i].rep != NULL)
+			continue;
+		g = group_for(f, f->subs[i].slot);
 		if (g->n == g->cap) {
 			g->cap = g->cap == 0 ? 4 : 2 * g->cap;
 			g->subs = xrealloc(g->subs, g->cap * sizeof *g->subs);
 		}
 		g->subs[g->n++] = i;
 	}
-	f->pending = f->n_groups + 1; /* +1: no answer ends the fan before all are sent */
-	for (size_t i = 0; i < f->n_groups; i++) {
+	f->pending =
+		f->n_groups - f->round + 1; /* +1: no answer ends the fan before all are sent */
+	for (size_t i = f->round; i < f->n_groups; i++) {
 		struct fan_group *g = &f->groups[i];
 		docraft_redis_cmd *cmds = arena_alloc(&f->mem, g->n * sizeof *cmds);
 		int rv;
@@ -214,8 +234,8 @@ int fan_run(struct fan *f, fan_fn done)
 			cmds[j].argv = f->subs[g->subs[j]].argv;
 		}
 		g->req.data = g;
-		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n, f->write,
-					 group_done);
+		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n,
+					 f->write, group_done);
 		if (rv != 0) {
 			g->req.status = rv;
 			snprintf(g->req.errmsg, sizeof g->req.errmsg, "%s", sync_error(rv));
@@ -224,6 +244,15 @@ int fan_run(struct fan *f, fan_fn done)
 		}
 	}
 	release(f);
+}
+
+int fan_run(struct fan *f, fan_fn done)
+{
+	PRE(f->n_subs > 0);
+	f->done = done;
+	/* n_subs groups at the most, twice with a regroup */
+	f->groups = xcalloc(2 * f->n_subs, sizeof *f->groups);
+	send_groups(f);
 	return REDIS_ASYNC;
 }
 
@@ -366,7 +395,8 @@ void redis_data_init(struct redis_data *d, const char *uuid)
 			continue;
 		t[n].name = y->name;
 		t[n].arity = y->arity;
-		t[n].flags = (y->flags & YEDIS_WRITE ? WR : 0) | (y->flags & YEDIS_READONLY ? RO : 0);
+		t[n].flags =
+			(y->flags & YEDIS_WRITE ? WR : 0) | (y->flags & YEDIS_READONLY ? RO : 0);
 		if (y->flags & YEDIS_TABLET) {
 			t[n].fn = tablet_unknown;
 		} else {

@@ -2,11 +2,14 @@
  *
  * Design note. Multi-key commands are split into one engine command per
  * key (MGET -> GET k, MSET -> SET k v, DEL -> DEL k, EXISTS -> EXISTS k),
- * grouped per slot into one request each (fan), and their replies joined
- * in argument order: MGET an array (a key of another type is a nil, as in
- * Redis), MSET +OK, DEL and EXISTS the sum. So MSET is atomic per slot
- * only (one Raft entry per slot), not across slots: Redis Cluster refuses
- * such an MSET (CROSSSLOT); we run it, each slot's part atomically.
+ * grouped per tablet into one request each (fan: the database's tablets
+ * from the client's cache; a tablet refusing a key as not its own, the
+ * cache being stale, makes the fan send that group's commands again per
+ * slot), and their replies joined in argument order: MGET an array (a key
+ * of another type is a nil, as in Redis), MSET +OK, DEL and EXISTS the
+ * sum. So MSET is atomic per tablet only (one Raft entry per tablet), not
+ * across tablets: Redis Cluster refuses an MSET across slots (CROSSSLOT);
+ * we run it, each tablet's part atomically.
  *
  * Tablet-wide commands ask every tablet of the database (fan_tablets,
  * then one request per tablet routed by its first slot) and merge: KEYS
@@ -54,7 +57,9 @@ bool redis_split_multikey(struct fan *f, uint32_t argc, const struct resp_arg *a
 			fan_add(f, slot_of(&argv[i]), "SET", 3, a);
 		}
 	} else if (is(&argv[0], "mget") || is(&argv[0], "del") || is(&argv[0], "exists")) {
-		const char *name = is(&argv[0], "mget") ? "GET" : is(&argv[0], "del") ? "DEL" : "EXISTS";
+		const char *name = is(&argv[0], "mget")  ? "GET"
+				   : is(&argv[0], "del") ? "DEL"
+							 : "EXISTS";
 		f->write |= is(&argv[0], "del");
 		for (uint32_t i = 1; i < argc; i++) {
 			struct resp_arg a[2] = {argv[0], argv[i]};
@@ -106,6 +111,13 @@ static void multikey_done(struct fan *f)
 	redis_join_multikey(redis_conn_out(f->c), f->arg, f->subs, f->n_subs);
 }
 
+static void multikey_go(struct fan *f)
+{
+	fan_run(f, multikey_done);
+}
+
+/* Keys of several slots: grouped per tablet (one request each), so the
+ * database's tablets first. */
 static int multikey(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 {
 	struct fan *f = fan_new(c);
@@ -114,6 +126,12 @@ static int multikey(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 		return REDIS_DONE;
 	f->arg = &argv[0];
 	redis_split_multikey(f, argc, argv);
+	for (size_t i = 1; i < f->n_subs; i++) {
+		if (f->subs[i].slot != f->subs[0].slot) {
+			f->regroup = true;
+			return fan_tablets(f, multikey_go);
+		}
+	}
 	return fan_run(f, multikey_done);
 }
 
@@ -196,7 +214,8 @@ static void dbsize_done(struct fan *f)
 		return;
 	for (size_t i = 0; i < f->n_subs; i++) {
 		if (!rr_int(f->subs[i].rep, f->subs[i].rep_n, &v)) {
-			resp_error(redis_conn_out(f->c), "ERR docraft: a tablet's reply is not an integer");
+			resp_error(redis_conn_out(f->c),
+				   "ERR docraft: a tablet's reply is not an integer");
 			return;
 		}
 		total += v;
@@ -239,7 +258,8 @@ static void randomkey_done(struct fan *f)
 		if (rr_bulk(p, len, &k, &kn, &kused))
 			resp_bulk(redis_conn_out(f->c), k, kn);
 		else
-			resp_error(redis_conn_out(f->c), "ERR docraft: a tablet's SCAN reply is not [cursor, keys]");
+			resp_error(redis_conn_out(f->c),
+				   "ERR docraft: a tablet's SCAN reply is not [cursor, keys]");
 	}
 }
 
@@ -272,8 +292,7 @@ static void randomkey_go(struct fan *f)
 	fan_run(f, randomkey_done);
 }
 
-static int tablet_wide(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv,
-		       fan_fn go)
+static int tablet_wide(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv, fan_fn go)
 {
 	struct fan *f = fan_new(c);
 

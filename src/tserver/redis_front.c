@@ -68,6 +68,7 @@ int tserver_redis_start(struct tserver_redis *r, uv_loop_t *loop, const char *fl
 	o.n_commands = r->data.n_commands;
 	o.data = &r->data;
 	o.exec = redis_data_exec;
+	o.cluster = true; /* CLUSTER SLOTS & co. (redis_cluster.c) */
 	if (r->max_per_ip_set)
 		o.max_per_ip = r->max_per_ip;
 	rv = redis_server_start(loop, &sa, &o, &r->srv, errmsg);

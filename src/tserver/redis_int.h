@@ -44,6 +44,9 @@ struct fan {
 	size_t n_subs, cap_subs;
 	bool write;  /* some sub writes */
 	bool single; /* every sub into one request (EXEC) */
+	/* grouped per tablet (f->tablets), regrouped per slot when a tablet
+	 * refuses a request as spanning others (a stale cache) */
+	bool regroup, by_slot;
 	fan_fn done; /* every group answered: write the reply */
 	/* the command's own state (EXEC's queue, SCAN's cursor...) */
 	const void *arg;
@@ -52,6 +55,7 @@ struct fan {
 	docraft_result *tablets; /* fan_tablets' answer; NULL before */
 	struct fan_group *groups;
 	size_t n_groups, pending;
+	size_t round; /* the first group of the requests in flight */
 	int status;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	docraft_req treq; /* fan_tablets' request */
@@ -114,7 +118,7 @@ extern const size_t redis_cluster_n_subs;
 bool redis_split_multikey(struct fan *f, uint32_t argc, const struct resp_arg *argv);
 /* Writes the reply of a command split by redis_split_multikey from its
  * subs first..first+n. */
-void redis_join_multikey(struct buf *out, const struct resp_arg *name,
-			 const struct fan_sub *subs, size_t n);
+void redis_join_multikey(struct buf *out, const struct resp_arg *name, const struct fan_sub *subs,
+			 size_t n);
 
 #endif

@@ -92,8 +92,8 @@ int redis_data_exec(struct redis_conn *c, size_t n, const struct redis_queued *q
 		if (q[i].cmd->flags & REDIS_CMD_LOCAL || split ||
 		    (y != NULL && !(y->flags & YEDIS_TABLET)))
 			continue;
-		resp_errorf(redis_conn_out(c), "ERR docraft: '%s' cannot run inside MULTI/EXEC here",
-			    name);
+		resp_errorf(redis_conn_out(c),
+			    "ERR docraft: '%s' cannot run inside MULTI/EXEC here", name);
 		return REDIS_DONE;
 	}
 	if ((f = fan_new(c)) == NULL)
@@ -118,7 +118,8 @@ int redis_data_exec(struct redis_conn *c, size_t n, const struct redis_queued *q
 			y = yedis_command_find(q[i].argv[0].p, q[i].argv[0].n);
 			p->kind = P_ENGINE;
 			f->write |= (y->flags & YEDIS_WRITE) != 0;
-			fan_add(f, q[i].argc > 1 ? redis_key_slot(q[i].argv[1].p, q[i].argv[1].n) : 0,
+			fan_add(f,
+				q[i].argc > 1 ? redis_key_slot(q[i].argv[1].p, q[i].argv[1].n) : 0,
 				NULL, q[i].argc, q[i].argv);
 		}
 		p->n = f->n_subs - p->first;

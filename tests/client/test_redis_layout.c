@@ -193,8 +193,8 @@ static char *docs(void)
 
 static void check_in_docs(struct buf *b)
 {
-	CHECK_MSG(strstr(docs(), buf_cstr(b)) != NULL,
-		  "docs/redis.md does not hold, verbatim:\n%s", buf_cstr(b));
+	CHECK_MSG(strstr(docs(), buf_cstr(b)) != NULL, "docs/redis.md does not hold, verbatim:\n%s",
+		  buf_cstr(b));
 }
 
 TEST(slots)

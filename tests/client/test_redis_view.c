@@ -15,8 +15,7 @@ static void ok(const char *type, const char *reply, const char *want)
 	struct buf b = BUF_INIT;
 	int rv = redis_view_value(type, reply, strlen(reply), &b);
 	CHECK_MSG(rv == 0, "%s: %d %s", type, rv, docraft_errmsg());
-	CHECK_MSG(strcmp(buf_cstr(&b), want) == 0, "%s: <%s>, want <%s>", type, buf_cstr(&b),
-		  want);
+	CHECK_MSG(strcmp(buf_cstr(&b), want) == 0, "%s: <%s>, want <%s>", type, buf_cstr(&b), want);
 	buf_free(&b);
 }
 

@@ -111,6 +111,19 @@ assert r.mset(big) is True
 assert rs[2].mget(list(big)) == [str(i).encode() for i in range(2500)]
 assert rs[1].delete(*big) == 2500
 
+# redis-py's cluster client: INFO's cluster_enabled, CLUSTER SLOTS covering
+# every slot, then commands straight to the leaders (never a MOVED)
+from redis.cluster import RedisCluster
+rc = RedisCluster(host="127.0.0.2", port=port, socket_timeout=30)
+assert len(rc.get_nodes()) == 3, rc.get_nodes()
+assert rc.set("rc-a", 1) is True and rc.get("rc-a") == b"1"
+rc.mset_nonatomic({"rc-%d" % i: i for i in range(20)})
+assert rc.mget_nonatomic(["rc-%d" % i for i in range(20)]) == [str(i).encode() for i in range(20)]
+p = rc.pipeline()
+p.set("{rc}x", 5).incr("{rc}x").get("{rc}x")
+assert p.execute() == [True, 6, b"6"]
+rc.close()
+
 # another database
 r2 = redis.Redis(host="127.0.0.3", port=port, db=2, socket_timeout=30)
 assert r2.set("s", "db2") is True and r2.get("s") == b"db2" and r.get("s") == b"42"

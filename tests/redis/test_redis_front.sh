@@ -6,7 +6,8 @@
 # tablets (MGET MSET DEL EXISTS), KEYS / SCAN / DBSIZE over many keys on
 # every tablet (each key once), MULTI/EXEC on one hash tag and refused
 # across tablets, CLUSTER SLOTS covering 0..16383 with leaders first,
-# CLUSTER NODES/INFO/KEYSLOT/MYID, redis-cli -c (never a MOVED), FLUSHDB
+# CLUSTER NODES/INFO/KEYSLOT/MYID, redis-cli -c and redis-py RedisCluster
+# (never a MOVED), FLUSHDB
 # and FLUSHALL, COMMAND, WATCH refused.
 #
 # One master and three tservers on 127.0.0.1..3 (../lib/cluster.sh), the
@@ -37,7 +38,7 @@ finish() {
 trap finish EXIT
 
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
+CLUSTER_TSERVER_ARGS=(--redis-address ":$pr" --redis-max-connections-per-ip 40)
 cluster_up redisfront 3 || { echo "Bail out! cluster did not start"; exit 1; }
 r() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
 lines() { printf '%s\n' "$@"; }
@@ -99,6 +100,9 @@ check "MULTI/EXEC on one hash tag" "$(lines OK QUEUED QUEUED QUEUED QUEUED QUEUE
 check "MULTI/EXEC across tablets: refused, nothing runs" \
 	"$(lines OK QUEUED QUEUED 'ERR docraft: MULTI/EXEC keys span several tablets (use a {hash tag})' '' '' '')" \
 	"$(printf 'MULTI\nSET foo 1\nSET bar 1\nEXEC\nGET foo\nGET bar\n' | r 1)"
+# a (slot 15495) and foo share the tablet of slots 10923..16383: one request
+check "MULTI/EXEC over two slots of one tablet" "$(lines OK QUEUED QUEUED QUEUED OK OK x)" \
+	"$(printf 'MULTI\nSET a x\nSET foo y\nGET a\nEXEC\n' | r 3)"
 check "EXECABORT after a queueing error" \
 	"$(lines OK 'ERR wrong number of arguments for '"'get'"' command' '' QUEUED \
 		'EXECABORT Transaction discarded because of previous errors.' '' '')" \
@@ -158,6 +162,25 @@ check "FLUSHALL" "$(lines OK 0 0)" \
 	"$(r 1 FLUSHALL; r 1 DBSIZE; printf 'SELECT 3\nDBSIZE\n' | r 1 | tail -1)"
 check "FLUSHDB: a bad option" "ERR syntax error" "$(r 1 FLUSHDB NOW)"
 check "COMMAND INFO of an engine command" "get" "$(r 1 COMMAND INFO get | head -1)"
+
+# ---- --redis-max-connections-per-ip 40: the 41st connection from 127.0.0.1 ----
+perip=$(python3 - "$pr" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+socks, refused = [], 0
+for i in range(45):
+    s = socket.create_connection(("127.0.0.3", port), timeout=20)
+    s.sendall(b"PING\r\n")
+    reply = s.recv(100)
+    if reply.startswith(b"-ERR max number of clients per IP reached"):
+        refused += 1
+    else:
+        assert reply == b"+PONG\r\n", reply
+    socks.append(s)
+print(refused)
+PY
+)
+check "--redis-max-connections-per-ip 40: 5 of 45 refused" "5" "$perip"
 
 # ---- python3-redis ----
 if /usr/bin/python3 -c "import redis" 2>/dev/null; then
