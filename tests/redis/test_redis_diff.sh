@@ -4,7 +4,8 @@
 # cases and errors, reply by reply through python3-redis), then redis-cli:
 # inline commands byte for byte, `redis-cli --pipe` of 10,000 SETs read back
 # with `--scan`, error strings; TTL expiry for real; redis-py pipelines
-# with and without a transaction (hash tag); WRONGTYPE through redis-cli.
+# with and without a transaction (hash tag); WRONGTYPE through redis-cli;
+# MULTI/EXEC over two tablets: an error, nothing applied.
 #
 # A redis-server (--save "" --appendonly no) on a free port of 127.0.0.1
 # and a 3-tserver cluster (RF 3, ../lib/cluster.sh) with the Redis port :PR
@@ -157,6 +158,40 @@ print("ok" if not bad else "\n".join(bad))
 PY
 )
 check "redis-py pipelines, transaction False and True: the same replies as redis-server" "ok" "$py"
+
+# MULTI/EXEC over keys of two tablets (CLUSTER SLOTS' first and last
+# ranges): a clear error, and neither write applied (redis-server, one
+# process, would run it: a documented difference, issue 17).
+py=$(/usr/bin/python3 - "$pr" 2>&1 <<'PY'
+import sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=30)
+ranges = r.execute_command("CLUSTER", "SLOTS")
+if len(ranges) < 2:
+    print("skip: one tablet")
+    sys.exit(0)
+lo, hi = ranges[0][:2], ranges[-1][:2]
+def key_in(rng):
+    for i in range(100000):
+        k = "x%d" % i
+        if rng[0] <= r.execute_command("CLUSTER", "KEYSLOT", k) <= rng[1]:
+            return k
+a, b = key_in(lo), key_in(hi)
+p = r.pipeline(transaction=True)
+p.set(a, "1").set(b, "2")
+try:
+    res = p.execute(raise_on_error=False)
+    err = any(isinstance(x, Exception) for x in res)
+    why = repr(res)
+except redis.ResponseError as e:
+    err, why = True, str(e)
+left = r.exists(a, b)
+print("ok" if err and left == 0 else "MULTI over %s and %s: %s, keys written: %d" % (a, b, why, left))
+PY
+)
+case $py in
+"skip: "*) ok "MULTI/EXEC over two tablets # SKIP ${py#skip: }" ;;
+*) check "MULTI/EXEC over two tablets: an error, nothing applied" "ok" "$py" ;;
+esac
 
 # Every tserver still up, none stopped on an assertion.
 for k in 1 2 3; do
