@@ -24,20 +24,12 @@ fi
 . "$here/tap.sh"
 # shellcheck source=real_redis.sh
 . "$here/real_redis.sh"
-finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	real_redis_stop
-	cluster_down "$rc"
-}
-trap finish EXIT
 
 # The test names of a -q run, one a line ("SET: 1234.5 requests per second").
 names() { tr '\r' '\n' | sed -n 's/^\([^:]*\): [^ ]* requests per second.*/\1/p'; }
 
-pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
-cluster_up redisbench 3 || { echo "Bail out! cluster did not start"; exit 1; }
+redis_cluster_up redisbench
+pr=$PR
 
 # The default list, from the tool (a real redis-server answers every test).
 want="PING_INLINE PING_MBULK SET GET INCR LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN"

@@ -28,17 +28,9 @@ fi
 . "$here/tap.sh"
 # shellcheck source=real_redis.sh
 . "$here/real_redis.sh"
-finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	real_redis_stop
-	cluster_down "$rc"
-}
-trap finish EXIT
 
-pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
-cluster_up redisdiff 3 || { echo "Bail out! cluster did not start"; exit 1; }
+redis_cluster_up redisdiff
+pr=$PR
 real_redis_start "$pr" || { echo "Bail out! redis-server did not start"; exit 1; }
 prr=$REAL_PORT
 echo "# redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$prr; docraft on 127.0.0.1..3:$pr"
