@@ -17,7 +17,7 @@ if [ "${1:-}" = "--long" ]; then
 fi
 . scripts/lib/deps.sh
 
-docraft_ensure_packages libclang-rt-14-dev clang prometheus chromium
+docraft_ensure_packages libclang-rt-14-dev clang prometheus chromium redis-server redis-tools python3-redis
 # No arrow points up (docs/style.md "Layers"): fails before anything builds.
 scripts/check-layers.sh
 werror=false
