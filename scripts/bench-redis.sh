@@ -46,12 +46,15 @@ while [ $# -gt 0 ]; do
 	--tests) TESTS=${2:?}; shift 2 ;;
 	--build) BUILD=${2:?}; shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
-	--keyspace) R=${2:?}; shift 2 ;;
+	--keyspace) R=${2:?}; shift 2 ;; # 0: no -r (every test on one key, as issue 17's command)
 	--test-timeout) TT=${2:?}; shift 2 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-for v in N C R TT; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v}: a positive integer"; done
+for v in N C TT; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v}: a positive integer"; done
+[[ $R =~ ^[0-9]+$ ]] || die "--keyspace: a non-negative integer"
+RARG=()
+[ "$R" = 0 ] || RARG=(-r "$R")
 
 docraft_ensure_packages redis-server redis-tools
 if [ ! -x "$BUILD/src/tserver/docraft-tserver" ]; then
@@ -115,8 +118,8 @@ run() { # NAME HOST PORT
 	local name=$1 host=$2 port=$3 line t v
 	: >"$OUT/$name.txt"
 	for t in ${TESTS//,/ }; do
-		echo "bench-redis: $name: redis-benchmark -c $C -n $N -r $R -t $t" >&2
-		timeout "$TT" redis-benchmark -h "$host" -p "$port" -c "$C" -n "$N" -r "$R" -t "$t" -q 2>&1 |
+		echo "bench-redis: $name: redis-benchmark -c $C -n $N ${RARG[*]} -t $t" >&2
+		timeout "$TT" redis-benchmark -h "$host" -p "$port" -c "$C" -n "$N" ${RARG[@]+"${RARG[@]}"} -t "$t" -q 2>&1 |
 			tr '\r' '\n' | grep 'requests per second' >>"$OUT/$name.txt" ||
 			echo "${t^^}: timeout or error after $TT s" | tee -a "$OUT/$name.errors" >&2
 	done
@@ -139,7 +142,7 @@ ratio() { # A B: A/B with two decimals, or - when either is missing
 	fi
 }
 {
-	echo "redis-benchmark -c $C -n $N -r $R -q -t $TESTS; $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), $(redis-server --version | sed 's/.*v=\([^ ]*\).*/redis-server \1/')"
+	echo "redis-benchmark -c $C -n $N ${RARG[*]} -q -t $TESTS; $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), $(redis-server --version | sed 's/.*v=\([^ ]*\).*/redis-server \1/')"
 	echo
 	echo "| test | docraft RF 3 req/s (p50 ms) | redis appendfsync always | redis no persistence | docraft / always | docraft / none |"
 	echo "|---|---|---|---|---|---|"
