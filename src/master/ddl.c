@@ -47,8 +47,11 @@
  *   lists it (heartbeats instruct the delete too: the fallback for a
  *   tserver that was down), and DropTable answers OK once every tablet is
  *   gone on a majority of its replicas: none can commit a write any more.
- *   Past --drop-timeout-ms it answers EUNAVAILABLE naming the tablets
- *   still alive (the drop itself is committed); leadership lost meanwhile:
+ *   Past --drop-timeout-ms (counted from the first DropTable that waited
+ *   for the tablet: a retry past it waits only for the answers to the
+ *   deletes it sent again) it answers
+ *   EUNAVAILABLE naming the tablets still alive (the drop itself is
+ *   committed); leadership lost meanwhile:
  *   ELEADERLOST. The client retries both with the same request id, and a
  *   retry of a committed drop waits the same way before its OK; a drop
  *   of a name already dropped by another request whose tablets are alive
@@ -752,8 +755,9 @@ static void drop_answer(struct drop_wait *dw, int status, const char *fmt, ...)
 }
 
 /* Answers dw if it is settled: every tablet deleted on a majority (its
- * status), leadership lost (ELEADERLOST), or the deadline passed
- * (EUNAVAILABLE, the tablets named). Returns whether it answered. */
+ * status), leadership lost (ELEADERLOST), or the deadline passed and every
+ * delete it sent answered (EUNAVAILABLE, the tablets named). Returns
+ * whether it answered. */
 static bool drop_check(struct drop_wait *dw)
 {
 	struct master *m = dw->m;
@@ -780,7 +784,7 @@ static bool drop_check(struct drop_wait *dw)
 		drop_answer(dw, dw->status, "table '%s' not found", dw->name);
 		return true;
 	}
-	if (master_now_ms(m) >= dw->deadline_ms) {
+	if (master_now_ms(m) >= dw->deadline_ms && dw->outstanding == 0) {
 		LOG_WARN("master %s: drop table %s: tablets %s not deleted on a majority within "
 			 "%" PRIu64 " ms", m->address, dw->name, alive, m->drop_timeout_ms);
 		drop_answer(dw, DOCRAFT_EUNAVAILABLE,
@@ -862,6 +866,24 @@ static void send_deletes(struct drop_wait *dw)
 	}
 }
 
+/* The deadline of dw: its tablets' first DropTable's (a client retrying
+ * on the error gets it again once the deletes it sent again are answered,
+ * not after another --drop-timeout-ms). */
+static uint64_t drop_deadline(struct master *m, const struct drop_wait *dw)
+{
+	uint64_t now = master_now_ms(m), d = now;
+	for (size_t i = 0; i < dw->n_ids; i++) {
+		struct cat_tablet *tb = catalog_find_tablet(&m->cat, dw->ids[i]);
+		if (tb == NULL)
+			continue;
+		if (tb->drop_deadline_ms == 0)
+			tb->drop_deadline_ms = now + m->drop_timeout_ms;
+		if (tb->drop_deadline_ms > d)
+			d = tb->drop_deadline_ms;
+	}
+	return d;
+}
+
 /* Answers call (a DropTable of name) once the dropped tablets of name are
  * deleted on a majority of their replicas, with status then (0 or
  * DOCRAFT_ETABLENOTFOUND), or with an error (drop_check). */
@@ -875,7 +897,6 @@ static void drop_wait_start(struct master *m, struct rpc_call *call, const char 
 	dw->call = call;
 	dw->gen = m->gen;
 	dw->status = status;
-	dw->deadline_ms = master_now_ms(m) + m->drop_timeout_ms;
 	snprintf(dw->name, sizeof dw->name, "%s", name);
 	for (size_t i = 0; i < m->cat.n_tablets; i++)
 		n += m->cat.tablets[i]->state == CAT_DELETED &&
@@ -886,6 +907,7 @@ static void drop_wait_start(struct master *m, struct rpc_call *call, const char 
 		if (tb->state == CAT_DELETED && strcmp(tb->table, name) == 0)
 			snprintf(dw->ids[dw->n_ids++], sizeof dw->ids[0], "%s", tb->id);
 	}
+	dw->deadline_ms = drop_deadline(m, dw);
 	m->ops++;
 	if (!m->closing)
 		send_deletes(dw);
