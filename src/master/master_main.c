@@ -74,7 +74,7 @@ static const struct config_flag flags[] = {
 	{.name = "drop-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
 	 .dst = &S.st.drop_timeout_ms, .max = UINT_MAX,
 	 .help = "DropTable answers once each tablet of the table is deleted on a majority of its "
-		 "replicas, or UNAVAILABLE after this (default 20000)"},
+		 "replicas, or UNAVAILABLE after this (default 1500)"},
 };
 
 static const struct server_help help = {

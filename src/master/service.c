@@ -262,7 +262,7 @@ void master_options_default(struct master_options *o)
 	o->max_concurrent_moves = MASTER_DEFAULT_MAX_MOVES;
 	o->default_rf = MASTER_DEFAULT_RF;
 	o->leader_balance = true;
-	o->drop_timeout_ms = 20000;
+	o->drop_timeout_ms = 1500; /* below the client's 2 s attempt (service.h) */
 }
 
 const char *master_address(const struct master *m)
