@@ -155,6 +155,16 @@ static struct cat_table *written_table(struct cwrite *w, const char *name,
 	return t;
 }
 
+/* Whether a majority of tb's replicas is known deleted (gone): then tb
+ * can commit no write any more. */
+static bool deleted_on_majority(const struct cat_tablet *tb)
+{
+	uint32_t gone = 0;
+	for (uint32_t k = 0; k < tb->n_replicas; k++)
+		gone += tb->replicas[k].gone;
+	return gone > tb->n_replicas / 2;
+}
+
 /* ---- purging dropped tablets ----------------------------------------------------------------- */
 
 struct purge_op {
@@ -508,12 +518,8 @@ static const struct cat_tablet *dropped_alive(const struct master *m, const char
 {
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		const struct cat_tablet *tb = m->cat.tablets[i];
-		uint32_t gone = 0;
-		if (tb->state != CAT_DELETED || strcmp(tb->table, name) != 0)
-			continue;
-		for (uint32_t k = 0; k < tb->n_replicas; k++)
-			gone += tb->replicas[k].gone;
-		if (gone <= tb->n_replicas / 2)
+		if (tb->state == CAT_DELETED && strcmp(tb->table, name) == 0 &&
+		    !deleted_on_majority(tb))
 			return tb;
 	}
 	return NULL;
@@ -717,12 +723,7 @@ static size_t drop_alive_tablets(const struct drop_wait *dw, char *out, size_t s
 		out[0] = '\0';
 	for (size_t i = 0; i < dw->n_ids; i++) {
 		const struct cat_tablet *tb = catalog_find_tablet(&dw->m->cat, dw->ids[i]);
-		uint32_t gone = 0;
-		if (tb == NULL || tb->state != CAT_DELETED)
-			continue;
-		for (uint32_t k = 0; k < tb->n_replicas; k++)
-			gone += tb->replicas[k].gone;
-		if (gone > tb->n_replicas / 2)
+		if (tb == NULL || tb->state != CAT_DELETED || deleted_on_majority(tb))
 			continue;
 		if (len < size) {
 			int w = snprintf(out + len, size - len, "%s%s", n > 0 ? ", " : "", tb->id);

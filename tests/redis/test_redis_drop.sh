@@ -29,17 +29,7 @@ fi
 
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	if grep -q PANIC "$CLUSTER_BASE"/*.log 2>/dev/null; then
-		grep -h -B3 PANIC "$CLUSTER_BASE"/*.log
-		rc=1
-	fi
-	cluster_down "$rc"
-	exit "$rc"
-}
-trap finish EXIT
+trap tap_cluster_finish EXIT
 
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
 CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
