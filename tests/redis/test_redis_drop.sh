@@ -46,7 +46,9 @@ N=300
 r 1 SET warm1 a >/dev/null; r 3 SET warm3 b >/dev/null
 check "caches of ts1 and ts3 warm on db 0" "b a" "$(r 1 GET warm3) $(r 3 GET warm1)"
 base=$(grep -c 'dropped tablet .* purged' "$CLUSTER_BASE/master.log")
+t0=$(date +%s%3N)
 flush=$(r 1 FLUSHDB)
+echo "# FLUSHDB (DropTable waiting for the deletes) took $(($(date +%s%3N) - t0)) ms"
 # right after FLUSHDB returned: ts3 (stale) and ts1 in parallel
 for i in $(seq 1 $N); do echo "SET s3:$i v$i"; done | r 3 >"$CLUSTER_BASE/a3.out" 2>&1 &
 p3=$!
