@@ -159,6 +159,9 @@ struct cat_tablet {
 	struct cat_config config; /* volatile: its leader's last report */
 	uint64_t said_ms;         /* volatile: last "below a majority" warning (moves.c) */
 	bool purging; /* the deletion of its row is being written */
+	/* Volatile, a deleted tablet: when DropTable gives up waiting for its
+	 * deletion on a majority (loop ms; 0: no DropTable waited yet). */
+	uint64_t drop_deadline_ms;
 	/* Volatile: the last leader move instructed (leader balancing). */
 	uint64_t move_sent_ms; /* loop ms; 0: none */
 	uint64_t move_to;      /* the raft id of its target */

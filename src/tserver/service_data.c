@@ -165,11 +165,26 @@ static void write_done(struct tablet_write *w, int status, uint64_t ht)
 		   &resp.base);
 }
 
+/* Issue 17: a Redis tablet (schema.redis) holds YEDIS documents that only
+ * the YEDIS engine reads and writes (TSERVER_REDIS); WRITE, READ and SCAN
+ * are refused with STATUS_INVALID, whatever the client. */
+static bool refuse_redis(struct rpc_call *call, const struct replica *r)
+{
+	if (!r->schema.redis)
+		return false;
+	rpc_reply_errorf(call, DOCRAFT_EINVAL,
+			 "tablet %s: table %s is a Redis database: use a Redis client", r->id,
+			 r->schema.table);
+	return true;
+}
+
 bool svc_write_check(void *ctx, struct rpc_call *call, const void *req, void *obj)
 {
 	const Docraft__WriteRequest *rq = req;
 	const struct replica *r = obj;
 	(void)ctx;
+	if (refuse_redis(call, r))
+		return false;
 	if (rq->schema_version != r->schema.version) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: schema version %u does not "
 				 "match the table's version %u: refresh the schema", r->id,
@@ -480,6 +495,8 @@ bool svc_read_check(void *ctx, struct rpc_call *call, const void *req, void *obj
 	const struct replica *r = obj;
 	size_t nk = schema_nkeys(&r->schema);
 	(void)ctx;
+	if (refuse_redis(call, r))
+		return false;
 	if (rq->n_key == nk)
 		return true;
 	rpc_reply_errorf(call, DOCRAFT_EINVAL, "table %s: expected %zu key values, got %zu",
@@ -590,9 +607,12 @@ enum rpc_dispatch_req svc_scan(void *ctx, struct rpc_call *call, void *req, void
 	Docraft__ScanRequest *rq = req;
 	struct replica *r = obj;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	struct svc_op *op = svc_op_new(s, OP_SCAN, call, r->id);
+	struct svc_op *op;
 	int rv;
 
+	if (refuse_redis(call, r))
+		return RPC_DISPATCH_FREE;
+	op = svc_op_new(s, OP_SCAN, call, r->id);
 	op->r = r;
 	op->scan = rq;
 	op->limit = rq->limit == 0 ? SERVICE_SCAN_DEFAULT_LIMIT

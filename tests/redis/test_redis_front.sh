@@ -25,17 +25,7 @@ fi
 
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	if grep -q PANIC "$CLUSTER_BASE"/*.log 2>/dev/null; then
-		grep -h -B3 PANIC "$CLUSTER_BASE"/*.log
-		rc=1
-	fi
-	cluster_down "$rc"
-	exit "$rc"
-}
-trap finish EXIT
+trap tap_cluster_finish EXIT
 
 pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
 CLUSTER_TSERVER_ARGS=(--redis-address ":$pr" --redis-max-connections-per-ip 40)
@@ -153,8 +143,7 @@ check "redis-cli -c: no redirection needed" "$(lines OK bar)" \
 # ---- databases, FLUSHDB, FLUSHALL, COMMAND ----
 check "SELECT 3 has its own keys" "$(lines OK '' OK 1)" \
 	"$(printf 'SELECT 3\nGET foo\nSET foo three\nDBSIZE\n' | r 1)"
-# (through one tserver: another's cache may still name the dropped table
-# for a moment, docs/redis.md)
+# (test_redis_drop: FLUSHDB with stale caches on other tservers)
 check "FLUSHDB empties database 0 only" "$(lines OK 0 three)" \
 	"$(r 2 FLUSHDB; r 2 DBSIZE; printf 'SELECT 3\nGET foo\n' | r 2 | tail -1)"
 check "a write after FLUSHDB" "$(lines OK again)" "$(r 2 SET foo again; r 2 GET foo)"

@@ -40,7 +40,8 @@
  *                           NOT_LEADER from a follower, and the refusals
  *                           (unknown command, arity, a write in a read, too
  *                           many commands, client id, not a Redis table,
- *                           replies larger than an answer may be)
+ *                           replies larger than an answer may be); WRITE,
+ *                           READ and SCAN on the Redis tablet refused
  *   corrupt_raft_log_stops_the_server  a gap in the shared Raft log's
  *                           segments: the server does not start and says
  *                           which file
@@ -2024,6 +2025,26 @@ TEST(redis_through_rpc)
 		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_REDIS, &req.base, &r), DOCRAFT_EINVAL);
 		CHECK(strstr(r.message, "client_id must be 16 bytes") != NULL);
 		free(many);
+	}
+	{
+		/* The tablet server itself refuses the data methods on a Redis
+		 * tablet, whatever the client (ydrop). */
+		Docraft__WriteRequest wr = DOCRAFT__WRITE_REQUEST__INIT;
+		Docraft__ReadRequest rd = DOCRAFT__READ_REQUEST__INIT;
+		Docraft__ScanRequest sc = DOCRAFT__SCAN_REQUEST__INIT;
+		const ProtobufCMessage *msgs[3] = {&wr.base, &rd.base, &sc.base};
+		const uint16_t methods[3] = {DOCRAFT__METHOD__TSERVER_WRITE,
+					     DOCRAFT__METHOD__TSERVER_READ,
+					     DOCRAFT__METHOD__TSERVER_SCAN};
+		wr.tablet_id = rd.tablet_id = sc.tablet_id = (char *)RTABLET;
+		wr.client_id.data = (uint8_t *)"test-tserver-001";
+		wr.client_id.len = 16;
+		for (int i = 0; i < 3; i++) {
+			CHECK_EQ_INT(call(l, methods[i], msgs[i], &r), DOCRAFT_EINVAL);
+			CHECK_MSG(strstr(r.message, "is a Redis database: use a Redis client") !=
+					  NULL,
+				  "method %u: %s", methods[i], r.message);
+		}
 	}
 	res_free(&r);
 	buf_free(&out);
