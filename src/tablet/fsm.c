@@ -158,7 +158,8 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 			goto out;
 		}
 		if (q.kind == ENTRY_KIND_REDIS) {
-			if ((rv = fsm_redis_run(f, &q, errmsg)) != 0) {
+			bool recorded;
+			if ((rv = fsm_redis_run(f, &q, &recorded, errmsg)) != 0) {
 				char why[DOCRAFT_ERRMSG_SIZE + 64];
 				snprintf(why, sizeof why, "apply of index %" PRIu64 ": redis: %s",
 					 idx, errmsg);
@@ -168,8 +169,12 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 			}
 			/* Its writes are in the entry's txn batch (one part,
 			 * below); a retry is answered with its replies. */
-			retry_record_replies(&f->retry, q.client_id, q.seq, q.min_running, er.ht,
-					     &f->changes);
+			if (recorded)
+				retry_record_replies(&f->retry, q.client_id, q.seq, q.min_running,
+						     er.ht, &f->changes);
+			else
+				retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht,
+					     0, &f->changes);
 			continue;
 		}
 		/* Decided either way: a retry is answered from the table. */

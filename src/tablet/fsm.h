@@ -93,9 +93,13 @@ struct store_part;
 /* Starts entry idx at hybrid time ht: forgets the last entry's replies. */
 void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht);
 /* Runs q's commands (q->kind ENTRY_KIND_REDIS, validated) in the entry's
- * txn; its replies and reply record are kept. Nonzero: a storage failure
- * (errmsg), the entry cannot be applied. */
-int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *errmsg);
+ * txn; its replies are kept in memory, and in a reply record unless every
+ * one is "+OK" (*recorded false: the caller records the request as plainly
+ * applied, and a retry is answered "+OK" per command; SET, MSET, HMSET
+ * ... then cost no reply record). Nonzero: a storage failure (errmsg),
+ * the entry cannot be applied. */
+int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, bool *recorded,
+		  char *errmsg);
 /* After the entry's last request: its Redis writes as one store part
  * (len 0: none) and the reply records to write with them; valid until the
  * next fsm_redis_reset. */

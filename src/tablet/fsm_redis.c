@@ -17,7 +17,10 @@
  * Replies. Every replica evaluates the same commands on the same store at
  * the same time and gets the same replies; they are part of the replicated
  * state: each request's replies go under its reply record (retry.h,
- * RETRY_OUTCOME_REPLIES) in the same write, so a retry of a decided request
+ * RETRY_OUTCOME_REPLIES) in the same write — except when every reply is
+ * "+OK" (SET, MSET, ...): the request is then recorded as plainly applied
+ * and a retry answered "+OK" per command, which saves the record's put and
+ * its later delete on the hottest write path — so a retry of a decided request
  * is answered with its first replies (INCR's value, never a second
  * increment) by this leader, a later one, or a replica that restarted. The
  * record's value:
@@ -125,7 +128,20 @@ static void add_record(struct fsm_redis *r, const struct entry_request *q, const
 	raw->vlen = r->vals.len - (uintptr_t)raw->val;
 }
 
-int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *errmsg)
+/* Whether every reply of rep is "+OK" (constant: a retry can say it again
+ * without a record). */
+static bool all_ok(const struct fsm_redis *r, const struct fsm_reply *rep)
+{
+	static const char ok[] = "+OK\r\n";
+	const uint8_t *p = r->replies.data + rep->off;
+	for (uint32_t i = 0; i < rep->n; i++, p += sizeof ok - 1)
+		if (r->lens[rep->first + i] != sizeof ok - 1 || memcmp(p, ok, sizeof ok - 1) != 0)
+			return false;
+	return true;
+}
+
+int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, bool *recorded,
+		  char *errmsg)
 {
 	struct fsm_redis *r = get(f);
 	struct fsm_reply *rep;
@@ -174,7 +190,8 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, char *err
 	}
 	entry_redis_iter_free(&r->it);
 	rep->len = r->replies.len - rep->off;
-	if (rv == 0)
+	*recorded = rv == 0 && !all_ok(r, rep);
+	if (*recorded)
 		add_record(r, q, rep);
 	return rv;
 }

@@ -75,9 +75,21 @@ static void answer_stored(struct tablet *t, struct tablet_write *w, uint64_t ht)
 	buf_reset(&t->replies);
 	buf_reset(&t->reply_lens);
 	if (!retry_has_replies(&t->fsm.retry, w->client_id, w->seq)) {
-		/* The (client, seq) of a batch write, reused for Redis. */
-		TLOG(LOG_LVL_WARN, t, "a Redis write reuses the seq of a batch write");
-		tablet_write_answer(w, DOCRAFT_EINVAL, 0);
+		/* Applied without a reply record: every reply was "+OK"
+		 * (fsm_redis_run). */
+		struct entry_redis_iter it;
+		const struct resp_arg *argv;
+		uint32_t argc;
+		entry_redis_iter_init(&it, w->redis, w->redis_len);
+		while (entry_redis_iter_next(&it, &argc, &argv)) {
+			uint32_t len = 5;
+			buf_append(&t->replies, "+OK\r\n", 5);
+			buf_append(&t->reply_lens, &len, sizeof len);
+			n++;
+		}
+		entry_redis_iter_free(&it);
+		answer_replies(w, 0, ht, t->replies.data,
+			       (const uint32_t *)(void *)t->reply_lens.data, n);
 		return;
 	}
 	rv = t->store != NULL ? tablet_fsm_stored_replies(t->store, w->client_id, w->seq,
