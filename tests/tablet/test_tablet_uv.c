@@ -1489,6 +1489,7 @@ TEST(redis_writes)
 	}
 	/* A retry of the SET (client 1, seq 1) is answered "+OK" without a
 	 * record and applies nothing again. */
+	rw_free(&set);
 	rw_init(&set, 1, 1, "set k v");
 	rw_expect(&set, l, "+OK\r\n");
 	redis_read_expect(l, "get k", "$1\r\nv\r\n");
