@@ -32,10 +32,11 @@ declare -A allowed=(
 	[raft]="common net libraft libuv"
 	[raftlog]="common libraft libuv"
 	[redis]="common libuv"
-	[tablet]="common net docdb rpc raft raftlog proto libraft libuv"
+	[yedis]="common docdb redis"
+	[tablet]="common net docdb rpc raft raftlog redis yedis proto libraft libuv"
 	[cql]="common docdb"
 	[client]="common net docdb rpc cql proto api libuv"
-	[tserver]="common net docdb rpc raft raftlog tablet server http redis client api proto libraft libuv"
+	[tserver]="common net docdb rpc raft raftlog tablet server http redis yedis client api proto libraft libuv"
 	[master]="common net docdb rpc raft tablet server http proto libraft libuv"
 	[tools]="common net docdb rpc raft raftlog tablet cql client proto libraft libuv rocksdb api"
 )

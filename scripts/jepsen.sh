@@ -6,7 +6,7 @@
 # writes DIR/report.md (docs/reliability.md).
 #
 #   ./scripts/jepsen.sh [--time SEC] [--nemesis LIST|all] [--clients N]
-#                       [--workload registers|set|both] [--netns auto|yes|no]
+#                       [--workload registers|set|both|redis] [--netns auto|yes|no]
 #                       [--masters 1|3] [--out DIR] [--buggy]
 #                       [-- more tests/jepsen/run.sh options]
 #
@@ -18,7 +18,8 @@
 #                     kill-permanently drain-and-stop add-node-and-rebalance
 #                     (the last three: 4 tservers, tests/jepsen/nemesis.sh)
 #   --clients N       client threads (default 10)
-#   --workload W      default both
+#   --workload W      default both; redis: registers and INCR counters
+#                     through the tservers' Redis ports (issue 17)
 #   --netns MODE      network namespaces (needed by the partition nemeses):
 #                     auto (default) = when root and `ip netns` works
 #   --masters 1|3     default 1
@@ -44,7 +45,7 @@ out=""
 buggy=0
 extra=()
 
-usage() { sed -n '8,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '8,32p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -17,7 +17,7 @@ if [ "${1:-}" = "--long" ]; then
 fi
 . scripts/lib/deps.sh
 
-docraft_ensure_packages libclang-rt-14-dev clang prometheus chromium
+docraft_ensure_packages libclang-rt-14-dev clang prometheus chromium redis-server redis-tools python3-redis
 # No arrow points up (docs/style.md "Layers"): fails before anything builds.
 scripts/check-layers.sh
 werror=false
@@ -28,7 +28,7 @@ werror=false
 # suite's history checkers), less their real-process tests (suite
 # 'process'): build just those programs (the servers, tools and benchmarks
 # are not run there).
-ASAN_SUITES=(lib common docdb cql net redis rpc http server raft raftlog tablet client master tools checker)
+ASAN_SUITES=(lib common docdb cql net redis yedis rpc http server raft raftlog tablet client master tools checker)
 docraft_build build -Dwerror=$werror
 docraft_configure build-asan -Db_sanitize=address,undefined -Dwerror=$werror
 # Regenerate first when a meson.build changed, so the targets below are current.

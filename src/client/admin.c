@@ -157,11 +157,20 @@ static const char *type_text(const Docraft__ColumnSchema *c, char *buf, size_t s
 	return buf;
 }
 
-/* The table as the CREATE TABLE that makes it. */
-static void schema_cql(const Docraft__TableSchema *s, struct buf *b)
+void admin_format_table(const Docraft__TableSchema *s, struct buf *b)
 {
 	char tb[64];
 	size_t nh = 0, nr = 0, ndesc = 0;
+	unsigned db;
+	if (s->redis) {
+		buf_printf(b, "-- %s: a Redis database", s->name);
+		if (sscanf(s->name, "redis_%u", &db) == 1)
+			buf_printf(b, " (Redis SELECT %u)", db);
+		buf_printf(b, ": key -> typed value (string, hash, set, sorted set, list or time "
+			      "series, each with its TTL), written with a Redis client; SELECT * "
+			      "lists it as (key, type, ttl, value)");
+		return;
+	}
 	buf_printf(b, "CREATE TABLE %s (", s->name);
 	for (size_t i = 0; i < s->n_columns; i++)
 		buf_printf(b, "%s%s %s", i ? ", " : "", s->columns[i]->name,
@@ -194,7 +203,7 @@ static void schema_cql(const Docraft__TableSchema *s, struct buf *b)
 	(void)nr;
 }
 
-static int list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
+int admin_list_tables(docraft_client *c, Docraft__ListTablesResponse **out)
 {
 	Docraft__ListTablesRequest req = DOCRAFT__LIST_TABLES_REQUEST__INIT;
 	struct buf reply = BUF_INIT;
@@ -214,10 +223,10 @@ int docraft_admin_tables(docraft_client *c, const docraft_printer *p)
 	int rv;
 	if (c == NULL)
 		return client_error(DOCRAFT_EINVAL, "NULL argument");
-	if ((rv = list_tables(c, &resp)) != 0)
+	if ((rv = admin_list_tables(c, &resp)) != 0)
 		return rv;
 	for (size_t i = 0; i < resp->n_tables; i++) {
-		schema_cql(resp->tables[i], &b);
+		admin_format_table(resp->tables[i], &b);
 		buf_printf(&b, "\n");
 	}
 	if (resp->n_tables == 0)
@@ -335,7 +344,7 @@ static int find_tablet(docraft_client *c, const char *tablet_id, const char *rep
 	*out = NULL;
 	if (raft_id != NULL)
 		*raft_id = 0;
-	if ((rv = list_tables(c, &tables)) != 0)
+	if ((rv = admin_list_tables(c, &tables)) != 0)
 		return rv;
 	/* Ids are <table>-<i>-<suffix>: a table whose name prefixes the id
 	 * goes first. */

@@ -45,7 +45,15 @@ void admin_table_format(struct admin_table *t, struct buf *out);
 ProtobufCMessage *admin_answer(int *rv, struct buf *reply, const ProtobufCMessageDescriptor *desc,
 			       const char *method);
 
+/* Every table (ListTables); the caller frees *out. */
+int admin_list_tables(docraft_client *c, Docraft__ListTablesResponse **out);
+
 /* ---- formatters (pure) ---- */
+
+/* A table as `docraft tables` and DESCRIBE TABLE show it: the CREATE TABLE
+ * that makes it, or for a Redis database (TableSchema.redis) a line saying
+ * so ("-- redis_0: a Redis database (Redis SELECT 0): ..."). */
+void admin_format_table(const Docraft__TableSchema *s, struct buf *out);
 
 /* `docraft tservers`: one row per tserver,
  *   UUID ADDRESS LIVE HEARTBEAT REPLICAS LEADERS STATE PLACEMENT DRAIN MOVES

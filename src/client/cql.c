@@ -38,11 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/admin.h"
 #include "client/internal.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "cql/bind.h"
 #include "cql/parser.h"
+#include "rpc.pb-c.h"
 
 #define SELECT_PAGE 1000
 
@@ -486,23 +488,17 @@ static void format_cell(struct buf *b, const docraft_result *r, size_t row, size
 	buf_push(b, t == CT_LIST ? ']' : '}');
 }
 
-static void print_table(const docraft_printer *p, const size_t *cols, size_t ncols,
-			const char *const *names, const struct picked *rows, size_t nrows)
+/* Prints cells[(nrows + 1) * ncols] (the names first, then each row) as
+ * cqlsh does: right-aligned, then "(N rows)". */
+static void print_grid(const docraft_printer *p, struct buf *cells, size_t ncols, size_t nrows)
 {
-	struct buf *cells = xcalloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
 	size_t *width = xcalloc(ncols ? ncols : 1, sizeof *width);
 	struct buf out = BUF_INIT;
 
-	for (size_t j = 0; j < ncols; j++) {
-		buf_printf(&cells[j], "%s", names[j]);
-		width[j] = text_width(names[j], strlen(names[j]));
-	}
-	for (size_t i = 0; i < nrows; i++)
+	for (size_t i = 0; i <= nrows; i++)
 		for (size_t j = 0; j < ncols; j++) {
-			struct buf *b = &cells[(i + 1) * ncols + j];
-			size_t w;
-			format_cell(b, rows[i].r, rows[i].row, cols[j]);
-			w = text_width((const char *)b->data, b->len);
+			struct buf *b = &cells[i * ncols + j];
+			size_t w = text_width((const char *)b->data, b->len);
 			if (w > width[j])
 				width[j] = w;
 		}
@@ -528,10 +524,23 @@ static void print_table(const docraft_printer *p, const size_t *cols, size_t nco
 	buf_printf(&out, "\n(%zu rows)\n", nrows);
 	print_out(p, (const char *)out.data, out.len);
 	buf_free(&out);
+	free(width);
+}
+
+static void print_table(const docraft_printer *p, const size_t *cols, size_t ncols,
+			const char *const *names, const struct picked *rows, size_t nrows)
+{
+	struct buf *cells = xcalloc((nrows + 1) * (ncols ? ncols : 1), sizeof *cells);
+
+	for (size_t j = 0; j < ncols; j++)
+		buf_printf(&cells[j], "%s", names[j]);
+	for (size_t i = 0; i < nrows; i++)
+		for (size_t j = 0; j < ncols; j++)
+			format_cell(&cells[(i + 1) * ncols + j], rows[i].r, rows[i].row, cols[j]);
+	print_grid(p, cells, ncols, nrows);
 	for (size_t i = 0; i < (nrows + 1) * ncols; i++)
 		buf_free(&cells[i]);
 	free(cells);
-	free(width);
 }
 
 static int exec_select(docraft_client *c, const char *text, const struct cql_select *sel,
@@ -727,6 +736,93 @@ out:
 	return rv;
 }
 
+/* ---- Redis databases (issue 17) ---- */
+
+/* A statement on a Redis database (schema s): SELECT * [LIMIT n] lists
+ * its keys through the YEDIS engine (redis_view.c); writes are refused. */
+static int exec_redis(docraft_client *c, const char *text, const struct cql_stmt *st,
+		      const struct cql_ident *table, const docraft_printer *p)
+{
+	static const char *const names[4] = {"key", "type", "ttl", "value"};
+	const struct cql_select *sel = &st->u.select;
+	struct buf *rows = NULL, *cells;
+	struct cql_error err;
+	size_t n = 0;
+	unsigned db;
+	int rv;
+
+	if (st->kind != CQL_STMT_SELECT) {
+		cql_error_set(&err, text, &table->pos,
+			      "%s is a Redis database: use a Redis client", table->name);
+		return report(p, text, &err, DOCRAFT_EINVAL);
+	}
+	if (!sel->star || sel->nwhere > 0 || sel->norder_by > 0 || sel->has_as_of) {
+		cql_error_set(&err, text, &table->pos,
+			      "%s is a Redis database: SELECT * FROM %s [LIMIT n] lists its keys "
+			      "(key, type, ttl, value); no columns, WHERE, ORDER BY or AS OF",
+			      table->name, table->name);
+		return report(p, text, &err, DOCRAFT_EINVAL);
+	}
+	if (sscanf(table->name, "redis_%u", &db) != 1) {
+		cql_error_set(&err, text, &table->pos, "%s: not a redis_<n> name", table->name);
+		return report(p, text, &err, DOCRAFT_EINVAL);
+	}
+	rv = redis_view_rows(c, db, sel->has_limit ? (uint64_t)sel->limit : UINT64_MAX, &rows, &n);
+	if (rv != 0)
+		return report_at(p, text, table, rv);
+	cells = xcalloc((n + 1) * 4, sizeof *cells);
+	for (size_t j = 0; j < 4; j++)
+		buf_printf(&cells[j], "%s", names[j]);
+	memcpy(cells + 4, rows, n * 4 * sizeof *cells);
+	print_grid(p, cells, 4, n);
+	for (size_t i = 0; i < (n + 1) * 4; i++)
+		buf_free(&cells[i]);
+	free(cells);
+	free(rows);
+	return 0;
+}
+
+/* DESCRIBE TABLES: one line per table ("name", or "name  (Redis
+ * database)"); DESCRIBE TABLE t: admin_format_table's text. */
+static int exec_describe(docraft_client *c, const char *text, const struct cql_describe *d,
+			 const docraft_printer *p)
+{
+	struct buf out = BUF_INIT;
+	int rv;
+
+	if ((rv = no_keyspace(p, text, &d->keyspace)) != 0)
+		return rv;
+	if (d->tables) {
+		Docraft__ListTablesResponse *resp;
+		if ((rv = admin_list_tables(c, &resp)) != 0)
+			return rv;
+		buf_printf(&out, "\n");
+		for (size_t i = 0; i < resp->n_tables; i++)
+			buf_printf(&out, "%s%s\n", resp->tables[i]->name,
+				   resp->tables[i]->redis ? "  (Redis database)" : "");
+		if (resp->n_tables == 0)
+			buf_printf(&out, "(no tables)\n");
+		docraft__list_tables_response__free_unpacked(resp, NULL);
+	} else {
+		Docraft__GetTableRequest req = DOCRAFT__GET_TABLE_REQUEST__INIT;
+		Docraft__GetTableResponse *resp;
+		struct buf reply = BUF_INIT;
+		req.name = (char *)d->table.name;
+		rv = client_master_call(c, DOCRAFT__METHOD__MASTER_GET_TABLE, &req.base, &reply);
+		resp = (Docraft__GetTableResponse *)admin_answer(
+			&rv, &reply, &docraft__get_table_response__descriptor, "GetTable");
+		if (resp == NULL)
+			return report_at(p, text, &d->table, rv);
+		if (resp->schema != NULL)
+			admin_format_table(resp->schema, &out);
+		buf_printf(&out, "\n");
+		docraft__get_table_response__free_unpacked(resp, NULL);
+	}
+	print_out(p, (const char *)out.data, out.len);
+	buf_free(&out);
+	return 0;
+}
+
 /* ---- statements ---- */
 
 static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt *st,
@@ -775,6 +871,8 @@ static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt 
 		table = &st->u.select.table;
 		ks = &st->u.select.keyspace;
 		break;
+	case CQL_STMT_DESCRIBE:
+		return exec_describe(c, text, &st->u.describe, p);
 	default:
 		return client_error(DOCRAFT_EINVAL, "unknown statement");
 	}
@@ -782,6 +880,10 @@ static int exec_stmt(docraft_client *c, const char *text, const struct cql_stmt 
 		return rv;
 	if ((rv = client_table_schema(c, table->name, &s)) != 0)
 		return report_at(p, text, table, rv);
+	if (s.redis) {
+		rv = exec_redis(c, text, st, table, p);
+		goto out;
+	}
 	if ((rv = cql_check_stmt(st, &s, &err)) != 0) {
 		rv = report(p, text, &err, rv);
 		goto out;

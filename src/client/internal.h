@@ -131,6 +131,25 @@ int client_error(int code, const char *fmt, ...) __attribute__((format(printf, 2
  * out (schema_free it). Blocking. */
 int client_table_schema(docraft_client *c, const char *table, struct schema *out);
 
+/* redis.c (issue 17), blocking (as client_wait): docraft_redis_async and
+ * docraft_redis_tablets_async of database db; on success *out is the
+ * result (the caller frees it). */
+int client_redis(docraft_client *c, unsigned db, uint16_t slot, const docraft_redis_cmd *cmds,
+		 size_t n, bool write, docraft_result **out);
+int client_redis_tablets(docraft_client *c, unsigned db, docraft_result **out);
+/* redis_view.c: the rows of Redis database db as the CQL view shows them
+ * (at most limit), *nrows rows of 4 cells (key, type, ttl, value) in *out
+ * (buf_free each, then free *out). Blocking, as client_wait. */
+int redis_view_rows(docraft_client *c, unsigned db, uint64_t limit, struct buf **out,
+		    size_t *nrows);
+/* The value cell of a key of type (TYPE's answer) from the RESP2 reply of
+ * the command that read it (GET, HGETALL, SMEMBERS, ZRANGE .. WITHSCORES,
+ * LRANGE, TSRANGEBYTIME), appended to out. DOCRAFT_ENOTFOUND for a nil
+ * (the key is gone), DOCRAFT_EINVAL for a Redis error reply,
+ * DOCRAFT_ECORRUPT for a reply that does not decode or fit the type;
+ * docraft_errmsg() says why. Pure (any thread). */
+int redis_view_value(const char *type, const void *reply, size_t len, struct buf *out);
+
 /* Generic master call, blocking: method with msg; on success the reply
  * bytes are appended to reply. */
 int client_master_call(docraft_client *c, uint16_t method, const ProtobufCMessage *msg,
@@ -189,6 +208,12 @@ struct docraft_result {
 	uint64_t read_ht;
 	bool has_more;
 	struct scan_state *scan; /* when has_more */
+	/* redis.c (issue 17), in arena: docraft_redis_async's replies, or
+	 * docraft_redis_tablets_async's tablets. */
+	docraft_bytes *replies;
+	size_t nreplies;
+	docraft_redis_tablet *rtablets;
+	size_t nrtablets;
 };
 
 docraft_result *result_new(const struct schema *s);

@@ -87,8 +87,10 @@ void metacache_init(struct metacache *mc, docraft_client *c)
 static void tablets_free(struct mc_tablet *tablets, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < tablets[i].n_replicas; j++)
+		for (size_t j = 0; j < tablets[i].n_replicas; j++) {
 			free(tablets[i].replicas[j].uuid);
+			free(tablets[i].replicas[j].redis_address);
+		}
 		free(tablets[i].replicas);
 		free(tablets[i].id);
 	}
@@ -209,6 +211,8 @@ int metacache_install(struct mc_table *t, const Docraft__GetTableResponse *resp,
 			tb->replicas[j].raft_id = p->raft_id;
 			strcpy(tb->replicas[j].address, addr);
 			tb->replicas[j].uuid = xstrdup(p->tserver_uuid);
+			tb->replicas[j].redis_address =
+				xstrdup(p->redis_address != NULL ? p->redis_address : "");
 			tb->replicas[j].voter = p->voter;
 		}
 		if (loc->n_replicas == 0) {

@@ -48,6 +48,7 @@ struct mc_replica {
 	uint64_t raft_id;
 	char address[RPC_ADDRESS_MAX + 1];
 	char *uuid;
+	char *redis_address; /* its tserver's RESP address, "" none (issue 17) */
 	bool voter;
 };
 

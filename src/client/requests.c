@@ -28,8 +28,15 @@
 static void table_loaded(struct tload *l, int status, const char *errmsg)
 {
 	struct table_job *tj = l->data;
+	char msg[DOCRAFT_ERRMSG_SIZE];
 	if (status != 0) {
 		job_finish(&tj->base, status, errmsg);
+		return;
+	}
+	if (tj->t->schema.redis && !tj->redis_ok) {
+		err_set(msg, 0, "%s is a Redis database: use a Redis client (docraft_redis_async)",
+			tj->table);
+		job_finish(&tj->base, DOCRAFT_EINVAL, msg);
 		return;
 	}
 	tj->loaded(tj);
@@ -268,6 +275,7 @@ int client_tablet_call(docraft_client *c, const char *table, const char *tablet_
 	docraft_req req;
 	struct tablet_job *j = xcalloc(1, sizeof *j);
 	requests_job_init(&j->tj, &tablet_ops, table, tablet_loaded);
+	j->tj.redis_ok = true; /* admin: dump, checksums, step-down of any tablet */
 	j->tablet_id = arena_dup(&j->tj.arena, tablet_id, strlen(tablet_id) + 1);
 	j->replica = replica != NULL ? arena_dup(&j->tj.arena, replica, strlen(replica) + 1) : NULL;
 	j->method = method;
@@ -282,6 +290,7 @@ int client_table_schema(docraft_client *c, const char *table, struct schema *out
 	docraft_req req;
 	struct tablet_job *j = xcalloc(1, sizeof *j);
 	requests_job_init(&j->tj, &tablet_ops, table, tablet_loaded);
+	j->tj.redis_ok = true;
 	j->schema_out = out;
 	return client_wait(c, &j->tj.base, &req);
 }

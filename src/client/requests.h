@@ -36,6 +36,10 @@ struct table_job {
 	struct tload load;
 	struct arena arena;   /* the job's messages, copies and arrays */
 	table_loaded_fn loaded;
+	/* May run on a Redis database (issue 17): the admin tablet calls and
+	 * the schema fetch. Rows (get, write, scan) may not: a YEDIS table's
+	 * documents are Redis values, so those fail with "use a Redis client". */
+	bool redis_ok;
 };
 
 /* Sets up tj (zeroed by the caller, malloc'd: the job's memory) for a job

@@ -244,6 +244,14 @@ enum cql_stmt_kind {
 	CQL_STMT_UPDATE,
 	CQL_STMT_DELETE,
 	CQL_STMT_SELECT,
+	CQL_STMT_DESCRIBE, /* issue 17: DESCRIBE TABLES / DESCRIBE TABLE t */
+};
+
+/* DESCRIBE TABLES (every table) or DESCRIBE TABLE qname. */
+struct cql_describe {
+	bool tables;
+	struct cql_ident keyspace;
+	struct cql_ident table; /* DESCRIBE TABLE */
 };
 
 struct cql_stmt {
@@ -258,6 +266,7 @@ struct cql_stmt {
 		struct cql_update update;
 		struct cql_delete del;
 		struct cql_select select;
+		struct cql_describe describe;
 	} u;
 };
 

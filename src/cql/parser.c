@@ -36,7 +36,7 @@
  *   input      = { ";" } { statement { ";" } } EOF
  *                (`;` is optional: a statement also ends where the next
  *                 one's first keyword starts)
- *   statement  = create | drop | insert | update | delete | select
+ *   statement  = create | drop | insert | update | delete | select | describe
  *   create     = CREATE TABLE [ IF NOT EXISTS ] qname
  *                "(" element { "," element } ")"
  *                [ WITH option { AND option } ]
@@ -50,6 +50,7 @@
  *                                       { "," ident [ ASC | DESC ] } ")"
  *              | ident "=" term           (default_time_to_live = integer)
  *   drop       = DROP TABLE [ IF EXISTS ] qname
+ *   describe   = DESCRIBE ( TABLES | TABLE qname )
  *   insert     = INSERT INTO qname "(" ident { "," ident } ")"
  *                VALUES "(" term { "," term } ")" [ using ]
  *   using      = USING TTL integer
@@ -758,6 +759,21 @@ static int parse_drop(struct parser *p, struct cql_stmt *st)
 	return parse_qname(p, &d->keyspace, &d->table);
 }
 
+static int parse_describe(struct parser *p, struct cql_stmt *st)
+{
+	struct cql_describe *d = &st->u.describe;
+	bool got;
+	TRY(accept_kw(p, "tables", &got));
+	if (got) {
+		d->tables = true;
+		return 0;
+	}
+	if (!is_kw(p, "table"))
+		return fail(p, "expected TABLES or TABLE");
+	TRY(next(p));
+	return parse_qname(p, &d->keyspace, &d->table);
+}
+
 /* ---- INSERT / UPDATE / DELETE ---- */
 
 static int parse_using(struct parser *p, bool *has_ttl, int64_t *ttl_s, struct cql_pos *ttl_pos)
@@ -1133,6 +1149,7 @@ static const struct stmt_rule {
 	[CQL_STMT_UPDATE] = {"update", "UPDATE", parse_update},
 	[CQL_STMT_DELETE] = {"delete", "DELETE", parse_delete},
 	[CQL_STMT_SELECT] = {"select", "SELECT", parse_select},
+	[CQL_STMT_DESCRIBE] = {"describe", "DESCRIBE", parse_describe},
 };
 #define N_STMT_RULES (sizeof stmt_rules / sizeof stmt_rules[0])
 
@@ -1153,7 +1170,8 @@ static int parse_stmt(struct parser *p, struct cql_stmt *st)
 	p->depth = 0;
 	if ((rule = stmt_rule(&p->tok)) == NULL)
 		return fail(p,
-			    "expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT");
+			    "expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE, SELECT or "
+			    "DESCRIBE");
 	st->kind = (enum cql_stmt_kind)(rule - stmt_rules);
 	TRY(next(p)); /* the keyword: each rule starts after it */
 	TRY(rule->parse(p, st));

@@ -57,7 +57,17 @@
  *     of the root's versions are skipped with one seek. Whether the row
  *     really holds nothing but the liveness column and scalar columns is
  *     checked as its subkeys are fed; a row that holds anything else is
- *     read again without the shortcut (reread). */
+ *     read again without the shortcut (reread).
+ *
+ * TTL merge records (§5.1; Redis EXPIRE, PERSIST). A root version whose
+ * merge flags are set ('k' 01 ['t' ttl] <type byte>) is not a value: it
+ * sets the TTL of the next older full version of the root, counted from
+ * the merge record's own hybrid time (no 't': the value loses its own TTL,
+ * the table default applies from its write time). Of several merge
+ * records the newest wins; the older ones are ignored. The value keeps its
+ * own DocHT for hiding (a merge record overwrites nothing); a tombstone or
+ * packed row met first makes the pending merge record void. Only root
+ * versions are folded (YEDIS writes merge records nowhere else). */
 #include "docdb/builder.h"
 
 #include <stdlib.h>
@@ -122,6 +132,8 @@ void builder_start(struct builder *b, const uint8_t *root, size_t root_len)
 	b->skip_root = false;
 	b->root_skipped = false;
 	b->reread = false;
+	b->merge_pending = false;
+	b->ttl_from = 0;
 }
 
 void builder_free(struct builder *b)
@@ -226,7 +238,8 @@ static int decide(struct builder *b, const uint8_t *key, size_t plen, const size
 		return builder_corrupt(b, "bad value");
 
 	f->overwrite = d;
-	f->exp = ttl_scope_below(par->exp, v.has_ttl, v.ttl_ms, d.ht);
+	f->exp = ttl_scope_below(par->exp, v.has_ttl, v.ttl_ms,
+				 nd == 0 && b->ttl_from != 0 ? b->ttl_from : d.ht);
 	if (v.kind == VAL_TOMBSTONE || expired(b, &f->exp, d.ht))
 		return 0;
 	if (v.kind == VAL_PACKED_ROW)
@@ -458,6 +471,27 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 		 * rows and walk on to older root versions. */
 		if (value_decode(val, vlen, &v) != 0)
 			return builder_corrupt(b, "bad value");
+		if (v.merge_flags != 0) {
+			/* A TTL merge record: the newest one waits for the
+			 * value it applies to (design note). */
+			if (!b->merge_pending) {
+				b->merge_pending = true;
+				b->merge_has_ttl = v.has_ttl;
+				b->merge_ttl_ms = v.ttl_ms;
+				b->merge_ht = d.ht;
+			}
+			return 0;
+		}
+		if (b->merge_pending) {
+			b->merge_pending = false;
+			if (v.kind != VAL_TOMBSTONE && v.kind != VAL_PACKED_ROW) {
+				v.has_ttl = b->merge_has_ttl;
+				v.ttl_ms = b->merge_ttl_ms;
+				b->ttl_from = b->merge_ht;
+				if (!v.has_ttl)
+					b->ttl_from = 0;
+			}
+		}
 		if (v.kind == VAL_PACKED_ROW) {
 			if (b->nprows > 0 && b->newest_full)
 				return 0; /* adds no cell: see the design note */
@@ -467,7 +501,9 @@ static int feed(struct builder *b, const uint8_t *key, size_t klen, const uint8_
 			return 0;
 		}
 		bounds[0] = b->root_len;
-		return decide(b, key, plen, bounds, 0, d, &v, NULL, 0);
+		rv = decide(b, key, plen, bounds, 0, d, &v, NULL, 0);
+		b->ttl_from = 0;
+		return rv;
 	}
 
 	bounds[0] = b->root_len;

@@ -78,6 +78,13 @@ struct builder {
 	bool root_skipped; /* ... and it did: subkeys must be scalar columns */
 	bool reread;       /* they were not: read again without the shortcut */
 	struct buf seek;   /* scratch: a seek target */
+	/* TTL merge records (builder.c's design note): the newest one met
+	 * among the root's versions, waiting for the next older full value. */
+	bool merge_pending;
+	bool merge_has_ttl;
+	int64_t merge_ttl_ms;
+	uint64_t merge_ht;
+	uint64_t ttl_from; /* decide: the root's TTL counts from here (0: its DocHT) */
 };
 
 /* Sets up b for reads at read_ht (scans may set b->read_ht later, before

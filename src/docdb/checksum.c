@@ -53,7 +53,8 @@ static const uint8_t val_tag[PV_TYPE_COUNT] = {
 	[PV_UINT32] = 'O',	 [PV_UINT64] = 'U',   [PV_FLOAT] = 'C',
 	[PV_DOUBLE] = 'D',	 [PV_STRING] = 'S',   [PV_TIMESTAMP] = 's',
 	[PV_UUID] = '_',	 [PV_COLUMN_ID] = 'K', [PV_SYSTEM_COLUMN_ID] = 'J',
-	[PV_ARRAY_INDEX] = '[',
+	[PV_ARRAY_INDEX] = '[',	 [PV_REDIS_COUNTER] = '%', [PV_SS_FORWARD] = '&',
+	[PV_SS_REVERSE] = '\'',
 };
 
 /* The tag, then the payload: integers of every width as BE64 (int32
@@ -94,6 +95,10 @@ static void hash_val(uint64_t *h, const struct pv *v)
 	case PV_UUID:
 		fnv_bytes(h, v->v.uuid, sizeof v->v.uuid);
 		break;
+	case PV_REDIS_COUNTER:
+	case PV_SS_FORWARD:
+	case PV_SS_REVERSE:
+		break; /* the tag is the whole value */
 	default: /* PV_INT64, PV_TIMESTAMP, the column ids, PV_ARRAY_INDEX */
 		fnv_be64(h, (uint64_t)v->v.i64);
 		break;

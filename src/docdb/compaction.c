@@ -60,6 +60,23 @@
  * at the latest version hides every older packed row of its document
  * (each column they could supply it has, newer), which then go.
  *
+ * TTL merge records (§5.1, §7.2; Redis EXPIRE and PERSIST; the reader's
+ * rule is in builder.c). A root version with merge flags sets the TTL of
+ * the next older full root value, counted from its own hybrid time; the
+ * newest one wins. It is no version that decides the root (it hides
+ * nothing), so the decider notes the newest one at or below the cutoff
+ * and lets the next older root version decide as before, judging its
+ * expiry (and its children's) with the merge record's TTL. A full job
+ * folds them: the merge records go, and the value they apply to is
+ * rewritten with the TTL re-encoded from its own write time (the
+ * difference of the two physical times added, rounded up to the next ms;
+ * PERSIST: no TTL field), which gives the same expiry to within that
+ * millisecond. A full job holds every older version of the document (as
+ * for dropping tombstones), so the value is in it whenever it exists; a
+ * partial job keeps both, since the value may live in a file outside it.
+ * A tombstone or packed row met first voids the merge records, as for
+ * the reader.
+ *
  * Files. This one decides each entry (compaction_gc_*); compaction_repack.c
  * rewrites a document's newest packed row for a full job (§8.6);
  * compaction_filter.c is the RocksDB glue that runs a decider per job;
@@ -109,6 +126,7 @@ void compaction_gc_free(struct compaction_gc *g)
 	buf_free(&g->ra);
 	buf_free(&g->payload);
 	buf_free(&g->out);
+	buf_free(&g->folded);
 	free(g->fold);
 	free(g->rows);
 	free(g->cols);
@@ -182,6 +200,7 @@ static void start_document(struct compaction_gc *g, const uint8_t *key, size_t d
 	g->has_packed = false;
 	g->cover = false;
 	g->nfold = 0;
+	g->mpending = false;
 	memset(&g->st[0], 0, sizeof g->st[0]);
 	g->st[0].path_len = dl;
 	g->depth = 1;
@@ -259,6 +278,41 @@ static enum compaction_verdict packed_root(struct compaction_gc *g, const uint8_
 	return keep(g);
 }
 
+/* The root value v (at d, at or below the cutoff) under the pending TTL
+ * merge record: judged with the merge record's TTL; a full job rewrites it
+ * with that TTL folded in (the merge records were dropped). */
+static enum compaction_verdict merged_root(struct compaction_gc *g, struct path_frame *f,
+					   struct docht d, struct docvalue *v,
+					   const uint8_t **new_val, size_t *new_len)
+{
+	static const struct ttl_scope none;
+	bool rewritten = false;
+	if (g->full) {
+		v->has_ttl = g->m_has_ttl;
+		if (g->m_has_ttl) {
+			uint64_t gap = ht_physical(g->m_ht) - ht_physical(d.ht);
+			v->ttl_ms = g->m_ttl_ms + (int64_t)((gap + 999) / 1000);
+		}
+		f->exp = ttl_scope_below(none, v->has_ttl, v->ttl_ms, d.ht);
+		buf_reset(&g->folded);
+		value_append(&g->folded, v);
+		rewritten = true;
+	} else {
+		f->exp = ttl_scope_below(none, g->m_has_ttl, g->m_ttl_ms, g->m_ht);
+	}
+	/* As below: an expired container with a TTL stays (descendants
+	 * newer than the cutoff may inherit it); any other expired value goes
+	 * (a full job) or becomes a tombstone. */
+	if (expired(g, &f->exp, d.ht) && !(v->kind != VAL_PRIMITIVE && f->exp.set))
+		return g->full ? drop(g) : rewrite(g, new_val, new_len);
+	if (!rewritten)
+		return keep(g);
+	g->stats.rewritten++;
+	*new_val = g->folded.data;
+	*new_len = g->folded.len;
+	return COMPACTION_REWRITE;
+}
+
 enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint8_t *key,
 					     size_t klen, const uint8_t *val, size_t vlen,
 					     const uint8_t **new_val, size_t *new_len)
@@ -304,6 +358,17 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 		bounds[++nd] = (size_t)(p - key);
 	}
 
+	/* A TTL merge record at the root: noted, never deciding (design note). */
+	if (nd == 0 && vlen > 0 && value_decode(val, vlen, &v) == 0 && v.merge_flags != 0) {
+		if (g->mpending)
+			return g->full ? drop(g) : keep(g); /* an older one: void */
+		g->mpending = true;
+		g->m_has_ttl = v.has_ttl;
+		g->m_ttl_ms = v.ttl_ms;
+		g->m_ht = d.ht;
+		return g->full ? drop(g) : keep(g);
+	}
+
 	/* A packed row at the root: decoded first, as the reader does. */
 	if (nd == 0 && vlen > 0 && value_decode(val, vlen, &v) == 0 &&
 	    v.kind == VAL_PACKED_ROW)
@@ -333,6 +398,11 @@ enum compaction_verdict compaction_gc_decide(struct compaction_gc *g, const uint
 	}
 
 	f->overwrite = d;
+	if (nd == 0 && g->mpending) {
+		g->mpending = false;
+		if (v.kind != VAL_TOMBSTONE && v.kind != VAL_PACKED_ROW)
+			return merged_root(g, f, d, &v, new_val, new_len);
+	}
 	f->exp = ttl_scope_below(par->exp, v.has_ttl, v.ttl_ms, d.ht);
 	if (fold) {
 		/* The newest version <= cutoff of a column the repacked row

@@ -60,6 +60,14 @@ struct compaction_gc {
 	const struct docvalue **slots;
 	size_t cols_cap;
 	struct buf payload, out; /* the repacked row */
+	/* TTL merge records (compaction.c's design note), for the current
+	 * document: the newest one at or below the cutoff met among the
+	 * root's versions, waiting for the next older full value. */
+	bool mpending;
+	bool m_has_ttl;
+	int64_t m_ttl_ms;
+	uint64_t m_ht;
+	struct buf folded; /* the value rewritten with its TTL */
 };
 
 /* A packed row older than the one being repacked and newer than the root's

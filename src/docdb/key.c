@@ -36,6 +36,9 @@ enum {
 	KT_COLUMN_ID = 'K',
 	KT_SYSTEM_COLUMN_ID = 'J',
 	KT_ARRAY_INDEX = '[',
+	KT_REDIS_COUNTER = '%',
+	KT_SS_FORWARD = '&',
+	KT_SS_REVERSE = '\'',
 };
 
 #define SIGN32 UINT32_C(0x80000000)
@@ -306,6 +309,14 @@ void key_append_pv(struct buf *out, const struct pv *v)
 		buf_push(out, v->type == PV_COLUMN_ID ? KT_COLUMN_ID : KT_SYSTEM_COLUMN_ID);
 		svarint_append(out, v->v.i64);
 		return;
+	case PV_REDIS_COUNTER:
+	case PV_SS_FORWARD:
+	case PV_SS_REVERSE:
+		PRE(!desc);
+		buf_push(out, v->type == PV_REDIS_COUNTER ? KT_REDIS_COUNTER
+			      : v->type == PV_SS_FORWARD  ? KT_SS_FORWARD
+							  : KT_SS_REVERSE);
+		return;
 	}
 	PANIC("bad pv type %u", v->type);
 }
@@ -418,6 +429,15 @@ static int decode_pv(const uint8_t **pp, const uint8_t *end, struct pv *out, str
 		out->type = t == KT_COLUMN_ID ? PV_COLUMN_ID : PV_SYSTEM_COLUMN_ID;
 		break;
 	}
+	case KT_REDIS_COUNTER:
+		out->type = PV_REDIS_COUNTER;
+		break;
+	case KT_SS_FORWARD:
+		out->type = PV_SS_FORWARD;
+		break;
+	case KT_SS_REVERSE:
+		out->type = PV_SS_REVERSE;
+		break;
 	default:
 		return DOCRAFT_ECORRUPT;
 	}
@@ -461,6 +481,9 @@ uint16_t key_hash_components(const struct pv *hashed, size_t n)
 		case PV_COLUMN_ID:
 		case PV_SYSTEM_COLUMN_ID:
 		case PV_ARRAY_INDEX:
+		case PV_REDIS_COUNTER:
+		case PV_SS_FORWARD:
+		case PV_SS_REVERSE:
 			PRE(!"a key-only pv type cannot be a hash column");
 			/* fall through: hashed as its int64 */
 		case PV_INT64:

@@ -74,6 +74,12 @@ static uint8_t asc_type_byte(const struct pv *v)
 		return 'J';
 	case PV_ARRAY_INDEX:
 		return '[';
+	case PV_REDIS_COUNTER:
+		return '%';
+	case PV_SS_FORWARD:
+		return '&';
+	case PV_SS_REVERSE:
+		return '\'';
 	}
 	PANIC("bad pv type %u", v->type);
 }
@@ -101,6 +107,9 @@ int pv_compare(const struct pv *a, const struct pv *b)
 	switch (a->type) {
 	case PV_NULL:
 	case PV_BOOL:
+	case PV_REDIS_COUNTER:
+	case PV_SS_FORWARD:
+	case PV_SS_REVERSE:
 		return 0; /* the type byte is the whole value */
 	case PV_INT32:
 		return CMP(a->v.i32, b->v.i32);
@@ -246,6 +255,15 @@ void pv_format(struct buf *out, const struct pv *v)
 		return;
 	case PV_ARRAY_INDEX:
 		buf_printf(out, "idx(%" PRId64 ")", v->v.i64);
+		return;
+	case PV_REDIS_COUNTER:
+		buf_append(out, "Counter", 7);
+		return;
+	case PV_SS_FORWARD:
+		buf_append(out, "SSForward", 9);
+		return;
+	case PV_SS_REVERSE:
+		buf_append(out, "SSReverse", 9);
 		return;
 	}
 	PANIC("bad pv type %u", v->type);

@@ -30,6 +30,11 @@ enum pv_type {
 	PV_COLUMN_ID,        /* 'K' + svarint; key side only, ascending only */
 	PV_SYSTEM_COLUMN_ID, /* 'J' + svarint; key side only; 0 = liveness */
 	PV_ARRAY_INDEX,      /* '[' + int64; key side only (list element) */
+	/* The YEDIS marker components (docdb-format.md §1.1, §11): key side
+	 * only, ascending only, the type byte alone (no payload). */
+	PV_REDIS_COUNTER,    /* '%' kCounter: a collection's cardinality subkey */
+	PV_SS_FORWARD,       /* '&' kSSForward: a sorted set's score -> member map */
+	PV_SS_REVERSE,       /* '\'' kSSReverse: a sorted set's member -> score map */
 	PV_TYPE_COUNT
 };
 
@@ -71,6 +76,11 @@ static inline struct pv pv_column(int64_t id) { struct pv v = pv_null(); v.type 
 static inline struct pv pv_system_column(int64_t id) { struct pv v = pv_null(); v.type = PV_SYSTEM_COLUMN_ID; v.v.i64 = id; return v; }
 static inline struct pv pv_liveness(void) { return pv_system_column(LIVENESS_COLUMN_ID); }
 static inline struct pv pv_array_index(int64_t i) { struct pv v = pv_null(); v.type = PV_ARRAY_INDEX; v.v.i64 = i; return v; }
+static inline struct pv pv_redis_counter(void) { struct pv v = pv_null(); v.type = PV_REDIS_COUNTER; return v; }
+static inline struct pv pv_ss_forward(void) { struct pv v = pv_null(); v.type = PV_SS_FORWARD; return v; }
+static inline struct pv pv_ss_reverse(void) { struct pv v = pv_null(); v.type = PV_SS_REVERSE; return v; }
+/* True for the payload-less marker types (PV_REDIS_COUNTER .. PV_SS_REVERSE). */
+static inline bool pv_is_marker(const struct pv *v) { return v->type >= PV_REDIS_COUNTER && v->type <= PV_SS_REVERSE; }
 static inline struct pv pv_desc(struct pv v) { v.desc = 1; return v; }
 
 /* Logical order of two values of the same type (NaN == NaN, -0.0 < +0.0, as
@@ -85,7 +95,8 @@ bool pv_equal(const struct pv *a, const struct pv *b);
 
 /* Human-readable form used by the dump and the shell: 'text' (quotes
  * escaped, non-printable bytes as \xNN), 10, 1.5, true, NULL,
- * 123e4567-e89b-12d3-a456-426614174000, ts(…µs), col(3), syscol(0), idx(5).
+ * 123e4567-e89b-12d3-a456-426614174000, ts(…µs), col(3), syscol(0), idx(5),
+ * and the YEDIS markers as Counter, SSForward, SSReverse.
  * Precisely: in strings ' and \ are backslash-escaped and bytes outside
  * 0x20..0x7E are \xNN (lowercase hex); floats and doubles use the shortest
  * %g form that reads back exactly (1, 1.5, 0.1, -0, 1e+300), NaN, Infinity,

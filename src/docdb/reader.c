@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/err.h"
 #include "common/hlc.h"
 #include "common/mem.h"
@@ -52,7 +53,8 @@ static int check_read_time(struct store *s, uint64_t read_ht, char *errmsg)
 
 static int get_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
 		   size_t dockey_len, const struct pv *subkeys, size_t nsub, uint64_t read_ht,
-		   int64_t default_ttl_ms, struct arena *a, const struct docnode **out, char *errmsg)
+		   int64_t default_ttl_ms, bool top_only, struct arena *a,
+		   const struct docnode **out, char *errmsg)
 {
 	struct builder b;
 	struct buf path = BUF_INIT;
@@ -83,7 +85,7 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 	}
 	builder_init(&b, a, read_ht, default_ttl_ms, schema, errmsg);
 	/* A whole row may skip its older root versions (design note). */
-	b.root_skip_ok = nsub == 0 && schema != NULL;
+	b.root_skip_ok = nsub == 0 && schema != NULL && !top_only;
 	for (;;) {
 		path.len = dockey_len;
 		builder_start(&b, dockey, dockey_len);
@@ -91,7 +93,8 @@ static int get_doc(struct store *s, const struct schema *schema, const uint8_t *
 		for (size_t i = 0; i <= nsub; i++) {
 			bool last = i == nsub;
 			store_iter_seek(it, path.data, path.len);
-			if ((rv = builder_feed_prefix(&b, it, path.data, path.len, !last)) != 0)
+			if ((rv = builder_feed_prefix(&b, it, path.data, path.len,
+						      !last || top_only)) != 0)
 				goto out;
 			if (!last)
 				key_append_pv(&path, &subkeys[i]);
@@ -118,8 +121,16 @@ int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
 		   struct arena *a, const struct docnode **out, char *errmsg)
 {
-	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, a, out,
-		       errmsg);
+	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, false,
+		       a, out, errmsg);
+}
+
+int reader_get_node(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		    const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
+		    struct arena *a, const struct docnode **out, char *errmsg)
+{
+	return get_doc(s, NULL, dockey, dockey_len, subkeys, nsub, read_ht, default_ttl_ms, true,
+		       a, out, errmsg);
 }
 
 int reader_get_table_doc(struct store *s, const struct schema *schema, const uint8_t *dockey,
@@ -128,7 +139,233 @@ int reader_get_table_doc(struct store *s, const struct schema *schema, const uin
 			 char *errmsg)
 {
 	return get_doc(s, schema, dockey, dockey_len, subkeys, nsub, read_ht,
-		       schema->default_ttl_ms, a, out, errmsg);
+		       schema->default_ttl_ms, false, a, out, errmsg);
+}
+
+/* ---- children one subtree at a time (reader_children) ----------------
+ *
+ * The builder is fed the versions of the prefix's ancestors and of the
+ * prefix itself (as get_doc does), which leaves in its frames what they
+ * pass down (overwrite time, TTL). Then each child subtree ("unit": one
+ * first subkey below the prefix) is fed on its own, forward; the leaves it
+ * adds under the prefix's node are reported and detached. Reverse walks
+ * find the last key before the current bound, take its unit, feed that
+ * unit forward and report its leaves backwards. */
+
+struct leaf {
+	const struct pv *sub;
+	size_t nsub;
+	const uint8_t *path;
+	size_t plen;
+	const struct pv *value;
+};
+
+struct leaves {
+	struct leaf *v;
+	size_t n, cap;
+	struct pv stack[MAX_DEPTH];
+	struct buf enc;
+};
+
+static void collect_leaves(struct arena *a, const struct docnode *n, size_t depth,
+			   struct leaves *out)
+{
+	for (const struct docnode *c = n->children; c != NULL; c = c->next) {
+		if (depth >= MAX_DEPTH)
+			return;
+		out->stack[depth] = c->key;
+		if (c->kind != VAL_PRIMITIVE) {
+			collect_leaves(a, c, depth + 1, out);
+			continue;
+		}
+		out->v = xgrow(out->v, &out->cap, out->n + 1, sizeof *out->v, 16);
+		struct leaf *l = &out->v[out->n++];
+		l->nsub = depth + 1;
+		l->sub = arena_dup(a, out->stack, l->nsub * sizeof *out->stack);
+		buf_reset(&out->enc);
+		for (size_t i = 0; i < l->nsub; i++)
+			key_append_pv(&out->enc, &l->sub[i]);
+		l->path = arena_dup(a, out->enc.data, out->enc.len);
+		l->plen = out->enc.len;
+		l->value = &c->value;
+	}
+}
+
+static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	if (c != 0)
+		return c;
+	return an < bn ? -1 : an > bn;
+}
+
+/* Whether leaf l is due given start (reader.h's rule). */
+static bool leaf_due(const struct leaf *l, const uint8_t *start, size_t sl, bool reverse)
+{
+	int c;
+	if (start == NULL)
+		return true;
+	c = cmp_bytes(l->path, l->plen, start, sl);
+	if (!reverse)
+		return c >= 0;
+	return c <= 0 || (l->plen > sl && memcmp(l->path, start, sl) == 0);
+}
+
+/* Feeds the unit whose path is unit[0..ulen) and reports its leaves.
+ * *stop when fn asked to. */
+static int feed_unit(struct builder *b, struct store_iter *it, size_t nprefix, const uint8_t *unit,
+		     size_t ulen, bool reverse, const uint8_t *start, size_t sl,
+		     struct leaves *lv, reader_leaf_fn fn, void *arg, bool *stop)
+{
+	struct docnode *n;
+	int rv;
+	store_iter_seek(it, unit, ulen);
+	if ((rv = builder_feed_prefix(b, it, unit, ulen, false)) != 0)
+		return rv;
+	n = b->nodes[nprefix];
+	if (n == NULL || n->children == NULL)
+		return 0;
+	lv->n = 0;
+	collect_leaves(b->a, n, 0, lv);
+	n->children = n->last_ = NULL;
+	n->n_children = 0;
+	for (size_t i = 0; i < lv->n; i++) {
+		const struct leaf *l = &lv->v[reverse ? lv->n - 1 - i : i];
+		if (!leaf_due(l, start, sl, reverse))
+			continue;
+		if (fn(arg, l->path, l->plen, l->sub, l->nsub, l->value) != 0) {
+			*stop = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* unit = the path of the child subtree (one subkey below the prefix,
+ * which ends at pl) that stored key k belongs to. */
+static int unit_of(struct builder *b, const uint8_t *k, size_t klen, size_t pl, struct buf *unit)
+{
+	const uint8_t *p = k + pl;
+	size_t plen;
+	struct docht d;
+	if (key_split_ht(k, klen, &plen, &d) != 0 || plen <= pl)
+		return builder_corrupt(b, "bad hybrid time suffix");
+	if (key_skip_pv(&p, k + plen) != 0)
+		return builder_corrupt(b, "bad subkey");
+	buf_reset(unit);
+	buf_append(unit, k, (size_t)(p - k));
+	return 0;
+}
+
+int reader_children(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		    const struct pv *prefix, size_t nprefix, uint64_t read_ht,
+		    int64_t default_ttl_ms, bool reverse, const uint8_t *start, size_t start_len,
+		    struct arena *a, reader_leaf_fn fn, void *arg, char *errmsg)
+{
+	struct builder b;
+	struct buf path = BUF_INIT, hi = BUF_INIT, unit = BUF_INIT;
+	struct leaves lv = {0};
+	struct store_iter *it;
+	size_t pl, su = 0;
+	bool stop = false;
+	int rv;
+
+	if ((rv = check_read_time(s, read_ht, errmsg)) != 0)
+		return rv;
+	if (nprefix >= MAX_DEPTH)
+		return err_set(errmsg, DOCRAFT_EINVAL, "path deeper than %d levels", MAX_DEPTH);
+	if (dockey_len == 0 || dockey_prefix_len(dockey, dockey_len) != dockey_len)
+		return err_set(errmsg, DOCRAFT_EINVAL, "not a well-formed DocKey");
+	buf_init(&lv.enc);
+	buf_append(&path, dockey, dockey_len);
+	for (size_t i = 0; i < nprefix; i++)
+		key_append_pv(&path, &prefix[i]);
+	pl = path.len;
+	buf_append(&hi, path.data, pl);
+	buf_push(&hi, KT_MAX_BYTE);
+	it = store_iter_new(s, dockey, dockey_len, hi.data, hi.len);
+	if ((rv = check_read_time(s, read_ht, errmsg)) != 0)
+		goto out;
+	builder_init(&b, a, read_ht, default_ttl_ms, NULL, errmsg);
+	builder_start(&b, dockey, dockey_len);
+	/* The versions of each ancestor path and of the prefix itself. */
+	for (size_t i = 0, len = dockey_len;; i++) {
+		store_iter_seek(it, path.data, len);
+		if ((rv = builder_feed_prefix(&b, it, path.data, len, true)) != 0)
+			goto free_builder;
+		if (i == nprefix)
+			break;
+		{
+			const uint8_t *p = path.data + len;
+			if (key_skip_pv(&p, path.data + pl) != 0)
+				PANIC("reader_children: a prefix that does not re-decode");
+			len = (size_t)(p - path.data);
+		}
+	}
+	if (start != NULL && start_len > 0) {
+		const uint8_t *p = start;
+		if (key_skip_pv(&p, start + start_len) != 0) {
+			rv = err_set(errmsg, DOCRAFT_EINVAL, "a start that is no encoded subkey");
+			goto free_builder;
+		}
+		su = (size_t)(p - start); /* the start's unit */
+	}
+
+	if (!reverse) {
+		/* From the start's unit (or the first) on. */
+		buf_reset(&unit);
+		buf_append(&unit, path.data, pl);
+		if (su > 0)
+			buf_append(&unit, start, su);
+		store_iter_seek(it, unit.data, unit.len);
+		while (!stop && store_iter_valid(it)) {
+			size_t klen;
+			const uint8_t *k = store_iter_key(it, &klen);
+			if (klen <= pl || memcmp(k, path.data, pl) != 0)
+				break;
+			if (k[pl] == KT_HYBRID_TIME) { /* the prefix's own versions */
+				store_iter_next(it);
+				continue;
+			}
+			if ((rv = unit_of(&b, k, klen, pl, &unit)) != 0)
+				goto free_builder;
+			if ((rv = feed_unit(&b, it, nprefix, unit.data, unit.len, false, start,
+					    start_len, &lv, fn, arg, &stop)) != 0)
+				goto free_builder;
+			/* feed_unit left the iterator past the unit. */
+		}
+	} else {
+		/* From the last key of the start's unit (or of all) backwards. */
+		buf_reset(&unit);
+		buf_append(&unit, path.data, pl);
+		if (su > 0)
+			buf_append(&unit, start, su);
+		buf_push(&unit, KT_MAX_BYTE);
+		store_iter_seek_for_prev(it, unit.data, unit.len);
+		while (!stop && store_iter_valid(it)) {
+			size_t klen;
+			const uint8_t *k = store_iter_key(it, &klen);
+			if (klen <= pl || memcmp(k, path.data, pl) != 0 || k[pl] == KT_HYBRID_TIME)
+				break; /* reached the prefix's own versions, or before */
+			if ((rv = unit_of(&b, k, klen, pl, &unit)) != 0)
+				goto free_builder;
+			if ((rv = feed_unit(&b, it, nprefix, unit.data, unit.len, true, start,
+					    start_len, &lv, fn, arg, &stop)) != 0)
+				goto free_builder;
+			store_iter_seek_for_prev(it, unit.data, unit.len);
+		}
+	}
+	rv = store_iter_status(it, errmsg);
+free_builder:
+	builder_free(&b);
+out:
+	store_iter_free(it);
+	buf_free(&path);
+	buf_free(&hi);
+	buf_free(&unit);
+	buf_free(&lv.enc);
+	free(lv.v);
+	return rv;
 }
 
 const struct docnode *row_column(const struct row *r, const struct column *c)

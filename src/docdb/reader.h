@@ -19,6 +19,11 @@
  * DOCRAFT_EINVAL. With a schema, cells and slots of dropped columns are not
  * returned.
  *
+ * A root version with merge flags (a TTL merge record, §5.1: Redis EXPIRE,
+ * PERSIST) is folded into the next older full root value: the newest one
+ * sets that value's TTL, counted from the merge record's hybrid time (no
+ * 't': the value has no TTL of its own any more).
+ *
  * Results live in the caller's arena (valid until it is reset or freed).
  * Reads below the store's history cutoff fail with DOCRAFT_ETOOOLD.
  * Threading: any thread; concurrent with store_apply. */
@@ -63,6 +68,34 @@ const struct docnode *docnode_child(const struct docnode *n, const struct pv *ke
 int reader_get_doc(struct store *s, const uint8_t *dockey, size_t dockey_len,
 		   const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
 		   struct arena *a, const struct docnode **out, char *errmsg);
+
+/* reader_get_doc without the descendants: the node at the path alone (its
+ * value, or a container written with an init marker, with no children),
+ * as the path's own versions and its ancestors' decide it; *out NULL when
+ * the path holds no live value or marker of its own. What a Redis
+ * command reads to learn a key's type and expiry without its members. */
+int reader_get_node(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		    const struct pv *subkeys, size_t nsub, uint64_t read_ht, int64_t default_ttl_ms,
+		    struct arena *a, const struct docnode **out, char *errmsg);
+
+/* The live primitive leaves below DocKey + prefix[0..nprefix), in key
+ * order (reverse: descending), as reader_get_doc would build them (the
+ * prefix's ancestors hide and expire them the same way), but one child
+ * subtree (one first subkey below the prefix) at a time, so that the cost
+ * is that of the children visited, not of the whole collection. Each leaf
+ * goes to fn once with its subkeys after the prefix (sub[0..nsub), and
+ * their encoding path[0..plen)) and its value, all in arena a; fn returns
+ * nonzero to stop (reader_children then returns 0). start (encoded
+ * subkeys after the prefix, NULL: from the first / last leaf): forward,
+ * the leaves at or after it; reverse, those at or before it or below it.
+ * A primitive with descendants newer than it reads as a container (its
+ * leaves are reported). Errors as reader_get_doc. */
+typedef int (*reader_leaf_fn)(void *arg, const uint8_t *path, size_t plen, const struct pv *sub,
+			      size_t nsub, const struct pv *value);
+int reader_children(struct store *s, const uint8_t *dockey, size_t dockey_len,
+		    const struct pv *prefix, size_t nprefix, uint64_t read_ht,
+		    int64_t default_ttl_ms, bool reverse, const uint8_t *start, size_t start_len,
+		    struct arena *a, reader_leaf_fn fn, void *arg, char *errmsg);
 
 /* reader_get_doc for a document of a table: the schema decodes packed rows
  * (their columns appear as 'K' <id> children and 'J' 0, as if unpacked)

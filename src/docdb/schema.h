@@ -82,6 +82,9 @@ struct schema {
 	/* Table option: an INSERT that gives every packable column writes one
 	 * packed row (docwrite.h). Off by default. */
 	bool packed;
+	/* A YEDIS table (issue 17, TableSchema.redis): one hash column k blob;
+	 * its documents are seed 002's typed Redis values (src/yedis/yedis.h). */
+	bool redis;
 	/* Every version so far, oldest first; the last one is `version`. Empty
 	 * until the first column is added. */
 	struct schema_version *versions;

@@ -56,6 +56,12 @@ void value_append_pv(struct buf *out, const struct pv *v)
 		buf_push(out, fixed_byte[v->type]);
 		buf_append_be32(out, v->type == PV_FLOAT ? pv_float_bits(v->v.f) : v->v.u32);
 		return;
+	case PV_REDIS_COUNTER:
+	case PV_SS_FORWARD:
+	case PV_SS_REVERSE:
+		PRE(!"a key-only pv type has no value encoding");
+		buf_push(out, VT_NULL); /* (release builds) */
+		return;
 	case PV_COLUMN_ID:
 	case PV_SYSTEM_COLUMN_ID:
 	case PV_ARRAY_INDEX:

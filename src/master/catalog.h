@@ -159,6 +159,9 @@ struct cat_tablet {
 	struct cat_config config; /* volatile: its leader's last report */
 	uint64_t said_ms;         /* volatile: last "below a majority" warning (moves.c) */
 	bool purging; /* the deletion of its row is being written */
+	/* Volatile, a deleted tablet: when DropTable gives up waiting for its
+	 * deletion on a majority (loop ms; 0: no DropTable waited yet). */
+	uint64_t drop_deadline_ms;
 	/* Volatile: the last leader move instructed (leader balancing). */
 	uint64_t move_sent_ms; /* loop ms; 0: none */
 	uint64_t move_to;      /* the raft id of its target */
@@ -188,6 +191,8 @@ struct cat_tserver {
 	uint64_t hb_count;   /* heartbeats received (0: known from the catalog only) */
 	char placement[PLACEMENT_STR_MAX + 1]; /* its latest heartbeat's "cloud.region.zone" */
 	uint64_t drain_seen_ms; /* loop ms this master first saw it draining (moves.c) */
+	/* Its latest heartbeat's RESP address (issue 17; "" none), in memory only. */
+	char redis_address[RPC_ADDRESS_MAX + 1];
 };
 
 /* A DDL request id recorded (see the "ddl" document above). */

@@ -39,20 +39,37 @@
  *   tablets has a catalog write in flight: it could land after the
  *   drop's), one write deletes its document and its tablets' move
  *   documents and marks its tablets deleted; once committed the tablets
- *   are CAT_DELETED in memory and the table is gone. A deleted tablet that none of its replicas'
- *   tservers lists any more (heartbeats tell) is purged from the catalog
- *   (one more write, ddl_maybe_purge).
+ *   are CAT_DELETED in memory and the table is gone. The answer waits
+ *   (issue 17: a client with a stale cache must not get a write
+ *   acknowledged by a tablet about to vanish): TSERVER_DELETE_TABLET goes
+ *   to every replica at once (drop_wait), a replica is gone when its
+ *   tserver answers OK or "tablet not found" or when a heartbeat no longer
+ *   lists it (heartbeats instruct the delete too: the fallback for a
+ *   tserver that was down), and DropTable answers OK once every tablet is
+ *   gone on a majority of its replicas: none can commit a write any more.
+ *   Past --drop-timeout-ms (counted from the first DropTable that waited
+ *   for the tablet: a retry past it waits only for the answers to the
+ *   deletes it sent again) it answers
+ *   EUNAVAILABLE naming the tablets still alive (the drop itself is
+ *   committed); leadership lost meanwhile:
+ *   ELEADERLOST. The client retries both with the same request id, and a
+ *   retry of a committed drop waits the same way before its OK; a drop
+ *   of a name already dropped by another request whose tablets are alive
+ *   waits too before its "not found". A deleted tablet gone on all its
+ *   replicas is purged from the catalog (one more write, ddl_maybe_purge).
  *
  * DDL request ids: a CreateTable / DropTable with a client id and seq
  *   writes a "ddl" record (catalog.h) in the same batch as its change (and
  *   purges stale ones); once committed it is in memory, and a new leader
  *   loads it. A request whose id is recorded for the same op and table is
- *   answered OK at once (its first result: the change took effect), so a
+ *   answered OK (its first result: the change took effect; a drop once its
+ *   tablets are deleted, as above), so a
  *   client retrying after a timeout (CreateTable of many tablets waits for
  *   every replica) or a lost answer never gets "already exists" / "not
  *   found" for its own change. While its write is in flight a retry gets
  *   EBUSY (retried). Not enough live tservers is UNAVAILABLE (retried). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -78,6 +95,8 @@
 #include "tablet/tablet.h"
 
 #define CREATE_TIMEOUT_MS 5000
+/* One TSERVER_DELETE_TABLET of DropTable (capped by --drop-timeout-ms). */
+#define DELETE_TIMEOUT_MS 5000
 
 static uint64_t next_rand(struct master *m)
 {
@@ -136,6 +155,16 @@ static struct cat_table *written_table(struct cwrite *w, const char *name,
 	return t;
 }
 
+/* Whether a majority of tb's replicas is known deleted (gone): then tb
+ * can commit no write any more. */
+static bool deleted_on_majority(const struct cat_tablet *tb)
+{
+	uint32_t gone = 0;
+	for (uint32_t k = 0; k < tb->n_replicas; k++)
+		gone += tb->replicas[k].gone;
+	return gone > tb->n_replicas / 2;
+}
+
 /* ---- purging dropped tablets ----------------------------------------------------------------- */
 
 struct purge_op {
@@ -186,7 +215,10 @@ void ddl_maybe_purge(struct master *m, struct cat_tablet *tb)
 
 /* ---- building messages ----------------------------------------------------------------------- */
 
-static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
+/* The replicas of tb as Peers; with cat, each with its tserver's Redis
+ * address as its latest heartbeat gave it (issue 17; "" when unknown). */
+static Docraft__Peer **peers_pb(const struct catalog *cat, const struct cat_tablet *tb,
+				struct arena *a)
 {
 	Docraft__Peer **peers = master_zalloc(a, tb->n_replicas * sizeof *peers);
 	for (uint32_t k = 0; k < tb->n_replicas; k++) {
@@ -197,6 +229,11 @@ static Docraft__Peer **peers_pb(const struct cat_tablet *tb, struct arena *a)
 		p->address = (char *)r->address;
 		p->tserver_uuid = (char *)r->uuid;
 		p->voter = !r->joining;
+		if (cat != NULL) {
+			const struct cat_tserver *ts = catalog_find_tserver(cat, r->uuid);
+			if (ts != NULL)
+				p->redis_address = (char *)ts->redis_address;
+		}
 		peers[k] = p;
 	}
 	return peers;
@@ -212,7 +249,7 @@ Docraft__CreateTabletRequest *ddl_create_tablet_pb(const struct cat_table *t,
 	req->schema = t->schema;
 	req->raft_id = raft_id;
 	req->n_peers = tb->n_replicas;
-	req->peers = peers_pb(tb, a);
+	req->peers = peers_pb(NULL, tb, a);
 	for (uint32_t k = 0; k < tb->n_replicas; k++)
 		if (tb->replicas[k].raft_id == raft_id)
 			req->join = tb->replicas[k].joining;
@@ -405,6 +442,23 @@ static void create_written(struct cwrite *w, int status)
 		create_finish(op);
 }
 
+/* A YEDIS table (TableSchema.redis, issue 17): exactly one column, k blob
+ * hash key, and none of the options of a CQL table. */
+static int check_redis_schema(const struct schema *s, char *errmsg)
+{
+	if (s->ncols != 1 || s->n_hash != 1 || strcmp(s->cols[0].name, "k") != 0 ||
+	    s->cols[0].type != CT_BLOB)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "schema: a Redis table (%s) has exactly one column, k blob hash key",
+			       s->table);
+	if (s->packed || s->default_ttl_ms != 0)
+		return err_set(errmsg, DOCRAFT_EINVAL,
+			       "schema: a Redis table (%s) takes no packed rows or default TTL "
+			       "(TTLs are per Redis value)",
+			       s->table);
+	return 0;
+}
+
 /* The schema as the catalog stores it: columns as given, ids 0.. in order,
  * version 0; validated as every tserver will validate it. */
 static int canonical_schema(const Docraft__TableSchema *in, struct buf *packed, char *errmsg)
@@ -440,6 +494,8 @@ static int canonical_schema(const Docraft__TableSchema *in, struct buf *packed, 
 	else if (s.default_ttl_ms < 0)
 		rv = err_set(errmsg, DOCRAFT_EINVAL,
 			     "schema: default TTL %" PRId64 " ms is negative", s.default_ttl_ms);
+	else if (s.redis)
+		rv = check_redis_schema(&s, errmsg);
 	if (rv == 0) {
 		wire_schema_to_pb(&s, &canon, &a);
 		len = protobuf_c_message_get_packed_size(&canon.base);
@@ -462,12 +518,8 @@ static const struct cat_tablet *dropped_alive(const struct master *m, const char
 {
 	for (size_t i = 0; i < m->cat.n_tablets; i++) {
 		const struct cat_tablet *tb = m->cat.tablets[i];
-		uint32_t gone = 0;
-		if (tb->state != CAT_DELETED || strcmp(tb->table, name) != 0)
-			continue;
-		for (uint32_t k = 0; k < tb->n_replicas; k++)
-			gone += tb->replicas[k].gone;
-		if (gone <= tb->n_replicas / 2)
+		if (tb->state == CAT_DELETED && strcmp(tb->table, name) == 0 &&
+		    !deleted_on_majority(tb))
 			return tb;
 	}
 	return NULL;
@@ -611,6 +663,273 @@ enum rpc_dispatch_req ddl_create_table(void *ctx, struct rpc_call *call, void *r
 
 /* ---- DropTable ------------------------------------------------------------------------------- */
 
+/* Waiting for a dropped table's tablets to be deleted (see the design
+ * note): one drop_wait per DropTable answer still owed, on m->drops from
+ * the first check that is not settled until answered; alive (m->ops) until
+ * answered and every TSERVER_DELETE_TABLET it sent has called back. */
+struct drop_wait;
+
+struct delete_call {
+	struct rpc_call_req req; /* first */
+	struct drop_wait *dw;
+	char tablet_id[CATALOG_MAX_TABLET_ID + 1];
+	char uuid[CATALOG_MAX_UUID + 1];
+	char address[RPC_ADDRESS_MAX + 1];
+};
+
+struct drop_wait {
+	struct drop_wait *next; /* m->drops */
+	struct master *m;
+	struct rpc_call *call;  /* NULL once answered */
+	bool listed;            /* on m->drops */
+	uint64_t gen;
+	uint64_t deadline_ms;
+	int status;             /* the answer once settled: 0 or ETABLENOTFOUND */
+	char name[CATALOG_MAX_TABLE_NAME + 1];
+	char (*ids)[CATALOG_MAX_TABLET_ID + 1];
+	size_t n_ids;
+	struct delete_call *calls;
+	size_t outstanding;
+};
+
+static void drop_wait_free_if_done(struct drop_wait *dw)
+{
+	if (dw->call != NULL || dw->outstanding > 0 || dw->listed)
+		return;
+	dw->m->ops--;
+	free(dw->ids);
+	free(dw->calls);
+	free(dw);
+}
+
+static void drop_wait_unlist(struct drop_wait *dw)
+{
+	struct drop_wait **p = &dw->m->drops;
+	if (!dw->listed)
+		return;
+	while (*p != dw)
+		p = &(*p)->next;
+	*p = dw->next;
+	dw->listed = false;
+}
+
+/* The tablets of dw not yet deleted on a majority of their replicas, as
+ * a list in out (at most size bytes); their number. A tablet purged from
+ * the catalog is deleted everywhere. */
+static size_t drop_alive_tablets(const struct drop_wait *dw, char *out, size_t size)
+{
+	size_t n = 0, len = 0;
+	if (size > 0)
+		out[0] = '\0';
+	for (size_t i = 0; i < dw->n_ids; i++) {
+		const struct cat_tablet *tb = catalog_find_tablet(&dw->m->cat, dw->ids[i]);
+		if (tb == NULL || tb->state != CAT_DELETED || deleted_on_majority(tb))
+			continue;
+		if (len < size) {
+			int w = snprintf(out + len, size - len, "%s%s", n > 0 ? ", " : "", tb->id);
+			len += w > 0 ? (size_t)w : 0;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void drop_answer(struct drop_wait *dw, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void drop_answer(struct drop_wait *dw, int status, const char *fmt, ...)
+{
+	char msg[DOCRAFT_ERRMSG_SIZE];
+	va_list ap;
+
+	if (status == 0) {
+		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
+		rpc_reply_message(dw->call, &resp.base);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+		rpc_reply_error(dw->call, status, msg, NULL, 0);
+	}
+	dw->call = NULL;
+	drop_wait_unlist(dw);
+}
+
+/* Answers dw if it is settled: every tablet deleted on a majority (its
+ * status), leadership lost (ELEADERLOST), or the deadline passed and every
+ * delete it sent answered (EUNAVAILABLE, the tablets named). Returns
+ * whether it answered. */
+static bool drop_check(struct drop_wait *dw)
+{
+	struct master *m = dw->m;
+	char alive[512];
+	size_t n;
+
+	if (dw->call == NULL)
+		return false;
+	if (m->closing) {
+		drop_answer(dw, DOCRAFT_ECLOSED, "master shutting down");
+		return true;
+	}
+	if (dw->gen != m->gen) {
+		drop_answer(dw, DOCRAFT_ELEADERLOST,
+			    "drop table '%s': leadership lost while its tablets were being "
+			    "deleted (the drop is committed); retry", dw->name);
+		return true;
+	}
+	n = drop_alive_tablets(dw, alive, sizeof alive);
+	if (n == 0) {
+		if (dw->status == 0)
+			LOG_INFO("master %s: table %s dropped, its tablets deleted on a majority",
+				 m->address, dw->name);
+		drop_answer(dw, dw->status, "table '%s' not found", dw->name);
+		return true;
+	}
+	if (master_now_ms(m) >= dw->deadline_ms && dw->outstanding == 0) {
+		LOG_WARN("master %s: drop table %s: tablets %s not deleted on a majority within "
+			 "%" PRIu64 " ms", m->address, dw->name, alive, m->drop_timeout_ms);
+		drop_answer(dw, DOCRAFT_EUNAVAILABLE,
+			    "table '%s' is dropped but %zu of its tablets (%s) are not yet deleted "
+			    "on a majority of their replicas; retry",
+			    dw->name, n, alive);
+		return true;
+	}
+	return false;
+}
+
+static void delete_rpc_done(struct rpc_call_req *req, const struct rpc_result *res)
+{
+	struct delete_call *dc = (struct delete_call *)req;
+	struct drop_wait *dw = dc->dw;
+	struct master *m = dw->m;
+	bool deleted = res->status == 0 || res->status == DOCRAFT_ETABLETNOTFOUND;
+
+	dw->outstanding--;
+	if (!deleted)
+		LOG_WARN("master %s: delete tablet %s on %s: %s: %s (heartbeats will retry)",
+			 m->address, dc->tablet_id, dc->address, docraft_strerror(res->status),
+			 res->message);
+	if (deleted && dw->gen == m->gen && !m->closing) {
+		struct cat_tablet *tb = catalog_find_tablet(&m->cat, dc->tablet_id);
+		struct cat_replica *r = NULL;
+		for (uint32_t k = 0; tb != NULL && tb->state == CAT_DELETED && k < tb->n_replicas;
+		     k++)
+			if (strcmp(tb->replicas[k].uuid, dc->uuid) == 0)
+				r = &tb->replicas[k];
+		if (r != NULL) {
+			r->gone = true;
+			ddl_maybe_purge(m, tb);
+		}
+	}
+	drop_check(dw);
+	drop_wait_free_if_done(dw);
+}
+
+/* Sends TSERVER_DELETE_TABLET to every replica of dw's tablets not known
+ * deleted, in parallel. */
+static void send_deletes(struct drop_wait *dw)
+{
+	struct master *m = dw->m;
+	size_t n = 0, max = 0;
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint64_t timeout = m->drop_timeout_ms < DELETE_TIMEOUT_MS ? m->drop_timeout_ms
+								    : DELETE_TIMEOUT_MS;
+
+	for (size_t i = 0; i < dw->n_ids; i++) {
+		const struct cat_tablet *tb = catalog_find_tablet(&m->cat, dw->ids[i]);
+		max += tb != NULL ? tb->n_replicas : 0;
+	}
+	dw->calls = xcalloc(max > 0 ? max : 1, sizeof *dw->calls);
+	for (size_t i = 0; i < dw->n_ids; i++) {
+		const struct cat_tablet *tb = catalog_find_tablet(&m->cat, dw->ids[i]);
+		for (uint32_t k = 0; tb != NULL && k < tb->n_replicas; k++) {
+			const struct cat_replica *r = &tb->replicas[k];
+			Docraft__DeleteTabletRequest del = DOCRAFT__DELETE_TABLET_REQUEST__INIT;
+			struct delete_call *dc = &dw->calls[n];
+			if (r->gone)
+				continue;
+			dc->dw = dw;
+			snprintf(dc->tablet_id, sizeof dc->tablet_id, "%s", tb->id);
+			snprintf(dc->uuid, sizeof dc->uuid, "%s", r->uuid);
+			snprintf(dc->address, sizeof dc->address, "%s", r->address);
+			del.tablet_id = dc->tablet_id;
+			if (rpc_call_message(&m->cl, r->address, DOCRAFT__METHOD__TSERVER_DELETE_TABLET,
+					     &del.base, timeout, &dc->req, delete_rpc_done,
+					     errmsg) != 0) {
+				/* No callback: heartbeats are the fallback. */
+				LOG_WARN("master %s: delete tablet %s on %s: %s", m->address,
+					 tb->id, r->address, errmsg);
+				continue;
+			}
+			n++;
+			dw->outstanding++;
+		}
+	}
+}
+
+/* The deadline of dw: its tablets' first DropTable's (a client retrying
+ * on the error gets it again once the deletes it sent again are answered,
+ * not after another --drop-timeout-ms). */
+static uint64_t drop_deadline(struct master *m, const struct drop_wait *dw)
+{
+	uint64_t now = master_now_ms(m), d = now;
+	for (size_t i = 0; i < dw->n_ids; i++) {
+		struct cat_tablet *tb = catalog_find_tablet(&m->cat, dw->ids[i]);
+		if (tb == NULL)
+			continue;
+		if (tb->drop_deadline_ms == 0)
+			tb->drop_deadline_ms = now + m->drop_timeout_ms;
+		if (tb->drop_deadline_ms > d)
+			d = tb->drop_deadline_ms;
+	}
+	return d;
+}
+
+/* Answers call (a DropTable of name) once the dropped tablets of name are
+ * deleted on a majority of their replicas, with status then (0 or
+ * DOCRAFT_ETABLENOTFOUND), or with an error (drop_check). */
+static void drop_wait_start(struct master *m, struct rpc_call *call, const char *name,
+			    int status)
+{
+	struct drop_wait *dw = xcalloc(1, sizeof *dw);
+	size_t n = 0;
+
+	dw->m = m;
+	dw->call = call;
+	dw->gen = m->gen;
+	dw->status = status;
+	snprintf(dw->name, sizeof dw->name, "%s", name);
+	for (size_t i = 0; i < m->cat.n_tablets; i++)
+		n += m->cat.tablets[i]->state == CAT_DELETED &&
+		     strcmp(m->cat.tablets[i]->table, name) == 0;
+	dw->ids = xcalloc(n > 0 ? n : 1, sizeof *dw->ids);
+	for (size_t i = 0; i < m->cat.n_tablets; i++) {
+		const struct cat_tablet *tb = m->cat.tablets[i];
+		if (tb->state == CAT_DELETED && strcmp(tb->table, name) == 0)
+			snprintf(dw->ids[dw->n_ids++], sizeof dw->ids[0], "%s", tb->id);
+	}
+	dw->deadline_ms = drop_deadline(m, dw);
+	m->ops++;
+	if (!m->closing)
+		send_deletes(dw);
+	if (!drop_check(dw)) {
+		dw->next = m->drops;
+		m->drops = dw;
+		dw->listed = true;
+	}
+	drop_wait_free_if_done(dw);
+}
+
+void ddl_drops_poll(struct master *m)
+{
+	struct drop_wait *dw = m->drops, *next;
+	for (; dw != NULL; dw = next) {
+		next = dw->next;
+		if (drop_check(dw))
+			drop_wait_free_if_done(dw);
+	}
+}
+
 static void drop_written(struct cwrite *w, int status)
 {
 	struct table_op *op = (struct table_op *)w;
@@ -621,14 +940,20 @@ static void drop_written(struct cwrite *w, int status)
 		if (t != NULL)
 			t->state = CAT_RUNNING;
 		reply_write_error(m, op->call, status, "drop table");
+	} else if (t == NULL) {
+		/* Committed, but the tablets are not known deleted: the client
+		 * retries (its request id makes the next leader wait for them). */
+		rpc_reply_errorf(op->call, m->closing ? DOCRAFT_ECLOSED : DOCRAFT_ELEADERLOST,
+				 "drop table '%s': committed, but %s before its tablets were "
+				 "deleted; retry", op->name,
+				 m->closing ? "the master is shutting down" : "leadership was lost");
 	} else {
-		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
-		LOG_INFO("master %s: table %s dropped", m->address, op->name);
-		if (t != NULL)
-			catalog_drop_table(&m->cat, t);
-		if (w->gen == m->gen && op->has_ddl)
+		LOG_INFO("master %s: table %s dropped: deleting its tablets", m->address,
+			 op->name);
+		catalog_drop_table(&m->cat, t);
+		if (op->has_ddl)
 			catalog_put_ddl(&m->cat, &op->ddl);
-		rpc_reply_message(op->call, &resp.base);
+		drop_wait_start(m, op->call, op->name, 0);
 	}
 	ddl_cwrite_free(w);
 }
@@ -648,8 +973,8 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 	rv = check_request_id(m, &req->client_id, req->seq, CAT_DDL_DROP, req->name, &ddl,
 			      &has_ddl, &done, errmsg);
 	if (rv == 0 && done) {
-		Docraft__DropTableResponse resp = DOCRAFT__DROP_TABLE_RESPONSE__INIT;
-		rpc_reply_message(call, &resp.base);
+		/* Its first result, once its tablets are deleted. */
+		drop_wait_start(m, call, req->name, 0);
 		return RPC_DISPATCH_FREE;
 	}
 	if (rv != 0) {
@@ -657,6 +982,13 @@ enum rpc_dispatch_req ddl_drop_table(void *ctx, struct rpc_call *call, void *req
 		return RPC_DISPATCH_FREE;
 	}
 	t = catalog_find_table(&m->cat, req->name);
+	if (t == NULL && dropped_alive(m, req->name) != NULL) {
+		/* Dropped by another request, its tablets not deleted yet: a
+		 * concurrent dropper (two FLUSHDBs) answered "not found" now
+		 * could write to them through a stale cache. */
+		drop_wait_start(m, call, req->name, DOCRAFT_ETABLENOTFOUND);
+		return RPC_DISPATCH_FREE;
+	}
 	if (t == NULL) {
 		rpc_reply_errorf(call, DOCRAFT_ETABLENOTFOUND, "table '%s' not found", req->name);
 		return RPC_DISPATCH_FREE;
@@ -746,7 +1078,7 @@ enum rpc_dispatch_req ddl_get_table(void *ctx, struct rpc_call *call, void *requ
 		loc->start = tb->start;
 		loc->end = tb->end;
 		loc->n_replicas = tb->n_replicas;
-		loc->replicas = peers_pb(tb, &a);
+		loc->replicas = peers_pb(&m->cat, tb, &a);
 		loc->leader_raft_id = leader != NULL ? leader->raft_id : 0;
 		loc->live_replicas = moves_live_replicas(m, tb, now);
 		loc->under_replicated = loc->live_replicas < t->rf;

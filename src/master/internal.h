@@ -56,6 +56,7 @@ struct master {
 	uint32_t max_moves;         /* --max-concurrent-moves */
 	uint32_t max_moves_per_server;
 	uint32_t default_rf;
+	uint64_t drop_timeout_ms;   /* --drop-timeout-ms: DropTable waits this long at most */
 	bool leader_balance;
 	unsigned raft_heartbeat_ms, election_ms; /* the catalog tablet's; 0: default */
 	void (*fatal_cb)(void *arg, const char *why);
@@ -94,6 +95,7 @@ struct master {
 	void *close_arg;
 
 	struct members *mem; /* members.c: master membership (issue 15) */
+	struct drop_wait *drops; /* ddl.c: DropTables waiting for their tablets' deletion */
 };
 
 /* The loop's time in ms. */
@@ -159,6 +161,12 @@ void ddl_cwrite_free(struct cwrite *w);
  * once no replica's tserver lists it any more; nothing if it is not
  * CAT_DELETED or its purge is in flight. */
 void ddl_maybe_purge(struct master *m, struct cat_tablet *tb);
+
+/* Answers every DropTable waiting for its tablets' deletion that is
+ * settled: deleted on a majority, deadline passed, leadership lost, or the
+ * master closing (ECLOSED). service.c calls it every POLL_MS and once from
+ * master_close. */
+void ddl_drops_poll(struct master *m);
 
 /* The TSERVER_CREATE_TABLET request of the replica raft_id of tb (of table
  * t), built in a; it points into t and tb, which must outlive its use. */

@@ -3,7 +3,7 @@
  *   docraft-master --address IP:PORT --data DIR [--masters A,B,C | --join A,B]
  *                  [--tserver-timeout-ms MS] [--tserver-failed-after-s S]
  *                  [--max-concurrent-moves N] [--replication-factor N]
- *                  [--leader-balance on|off] [--config FILE]
+ *                  [--leader-balance on|off] [--drop-timeout-ms MS] [--config FILE]
  *                  [--log-level LEVEL] [--help]
  *
  * Flags take their value as the next argument or after '='. --config FILE
@@ -38,6 +38,7 @@ static struct {
 		unsigned max_concurrent_moves;
 		unsigned replication_factor;
 		bool leader_balance;
+		unsigned drop_timeout_ms;
 		char join[2048];
 	} st;
 	struct master *m;
@@ -70,6 +71,10 @@ static const struct config_flag flags[] = {
 	 .dst = &S.st.leader_balance,
 	 .help = "even out tablet leaders per live tserver by asking leaders to step down in "
 		 "heartbeat replies (default on)"},
+	{.name = "drop-timeout-ms", .arg = "MS", .kind = CONFIG_MS,
+	 .dst = &S.st.drop_timeout_ms, .max = UINT_MAX,
+	 .help = "DropTable answers once each tablet of the table is deleted on a majority of its "
+		 "replicas, or UNAVAILABLE after this (default 1500)"},
 };
 
 static const struct server_help help = {
@@ -140,6 +145,7 @@ int main(int argc, char **argv)
 	S.st.max_concurrent_moves = o.max_concurrent_moves;
 	S.st.replication_factor = o.default_rf;
 	S.st.leader_balance = o.leader_balance;
+	S.st.drop_timeout_ms = (unsigned)o.drop_timeout_ms;
 	server_parse(&S.proc, &help, &spec, argc, argv);
 	o.address = S.proc.address;
 	o.data_dir = S.proc.data;
@@ -152,6 +158,7 @@ int main(int argc, char **argv)
 	o.max_concurrent_moves = S.st.max_concurrent_moves;
 	o.default_rf = S.st.replication_factor;
 	o.leader_balance = S.st.leader_balance;
+	o.drop_timeout_ms = S.st.drop_timeout_ms;
 	o.fatal_cb = on_fatal;
 
 	if (server_open(&S.proc, close_steps, sizeof close_steps / sizeof close_steps[0]) != 0)

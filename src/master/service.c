@@ -164,6 +164,7 @@ static void refresh(struct master *m)
 static void poll_cb(uv_timer_t *t)
 {
 	refresh(t->data);
+	ddl_drops_poll(t->data);
 }
 
 void master_reply_not_leader(struct master *m, struct rpc_call *call)
@@ -261,6 +262,7 @@ void master_options_default(struct master_options *o)
 	o->max_concurrent_moves = MASTER_DEFAULT_MAX_MOVES;
 	o->default_rf = MASTER_DEFAULT_RF;
 	o->leader_balance = true;
+	o->drop_timeout_ms = 1500; /* below the client's 2 s attempt (service.h) */
 }
 
 const char *master_address(const struct master *m)
@@ -370,6 +372,8 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 			       o->tserver_failed_after_s, o->tserver_timeout_ms);
 	if (placement_check_rf(o->default_rf, errmsg) != 0)
 		return err_wrap(errmsg, DOCRAFT_EINVAL, "default");
+	if (o->drop_timeout_ms == 0)
+		return err_set(errmsg, DOCRAFT_EINVAL, "drop timeout must be > 0");
 
 	m = xcalloc(1, sizeof *m);
 	m->loop = loop;
@@ -381,6 +385,7 @@ int master_open(uv_loop_t *loop, const struct master_options *o, struct master *
 	m->max_moves_per_server = MASTER_MOVES_PER_SERVER;
 	m->default_rf = o->default_rf;
 	m->leader_balance = o->leader_balance;
+	m->drop_timeout_ms = o->drop_timeout_ms;
 	m->fatal_cb = o->fatal_cb;
 	m->fatal_arg = o->fatal_arg;
 	catalog_init(&m->cat);
@@ -499,6 +504,7 @@ void master_close(struct master *m, master_close_cb cb, void *arg)
 	m->close_cb = cb;
 	m->close_arg = arg;
 	uv_timer_stop(&m->poll);
+	ddl_drops_poll(m); /* closing: every waiting DropTable answers ECLOSED */
 	if (m->moves_open)
 		uv_timer_stop(&m->moves_timer);
 	close_next(m);

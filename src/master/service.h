@@ -66,6 +66,10 @@ struct master_options {
 	unsigned max_concurrent_moves;   /* replica moves in flight at most (4; 0: none) */
 	uint32_t default_rf;         /* CreateTable with replication factor 0 (default 3) */
 	bool leader_balance;         /* even out tablet leaders per tserver (default on) */
+	uint64_t drop_timeout_ms;    /* DropTable answers once its tablets are deleted on a
+				      * majority, or EUNAVAILABLE after this (default 1500:
+				      * below the routing client's 2 s attempt, so the
+				      * client sees the reason and retries) */
 	unsigned raft_heartbeat_ms;  /* catalog tablet; 0: the tablet default */
 	unsigned election_ms;        /* catalog tablet; 0: the tablet default */
 	/* The process's port and its RPC server, opened and configured by the

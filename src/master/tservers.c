@@ -160,6 +160,7 @@ static void tserver_info(struct master *m, const struct cat_tserver *ts, uint64_
 			info->leaders++;
 	}
 	info->placement = (char *)ts->placement;
+	info->redis_address = (char *)ts->redis_address;
 	info->state = (char *)moves_tserver_state(m, ts, now);
 	info->draining = catalog_draining(&m->cat, ts->uuid);
 	info->drained = info->draining && info->tablets == 0;
@@ -483,6 +484,13 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 	ts = catalog_find_tserver(&m->cat, req->uuid);
 	if (ts == NULL || strcmp(ts->address, req->address) != 0)
 		LOG_INFO("master %s: tserver %s at %s", m->address, req->uuid, req->address);
+	if (req->redis_address[0] != '\0' &&
+	    (strlen(req->redis_address) > RPC_ADDRESS_MAX ||
+	     listener_parse_address(req->redis_address, &sa, errmsg) != 0)) {
+		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: bad Redis address '%.32s'",
+				 req->redis_address);
+		return RPC_DISPATCH_FREE;
+	}
 	if (!placement_str_valid(req->placement, errmsg)) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "heartbeat: %s", errmsg);
 		return RPC_DISPATCH_FREE;
@@ -492,6 +500,11 @@ enum rpc_dispatch_req tservers_heartbeat(void *ctx, struct rpc_call *call, void 
 		LOG_INFO("master %s: tserver %s placement '%s'", m->address, req->uuid,
 			 req->placement);
 		snprintf(ts->placement, sizeof ts->placement, "%s", req->placement);
+	}
+	if (strcmp(ts->redis_address, req->redis_address) != 0) {
+		LOG_INFO("master %s: tserver %s Redis address '%s'", m->address, req->uuid,
+			 req->redis_address);
+		snprintf(ts->redis_address, sizeof ts->redis_address, "%s", req->redis_address);
 	}
 	ts->hb_count++;
 	ts->last_hb_ms = now;

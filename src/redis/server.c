@@ -21,6 +21,13 @@
  * frees it). The server is freed once its listener and every connection
  * are. The idle timeout is one server timer sweeping the connections.
  *
+ * MULTI: after MULTI a connection queues every command (copied: argv
+ * points into the input buffer, which moves on) but the REDIS_CMD_NOQUEUE
+ * ones, replying +QUEUED; an unknown command or a wrong arity while
+ * queueing replies its error and marks the queue dirty, so EXEC replies
+ * EXECABORT (Redis 7's multi.c). EXEC hands a clean queue to the exec hook
+ * and frees it when the EXEC completes.
+ *
  * Errors are Redis 7's texts (server.c commandCheckExistence,
  * commandCheckArity; networking.c; db.c selectCommand). */
 #include "redis/server.h"
@@ -59,6 +66,11 @@ struct redis_conn {
 	char *name; /* CLIENT SETNAME; NULL: none */
 	bool writing, reading, pending, eof, close_after, closing, closed;
 	bool in_run; /* inside a command's function: a completion there returns to pump */
+	bool multi, multi_dirty; /* after MULTI; an error while queueing */
+	bool in_exec;            /* an EXEC in progress owns mq */
+	struct redis_queued *mq; /* the queue: each argv one block with its bytes */
+	size_t mq_n, mq_cap;
+	struct in_addr peer;
 };
 
 struct redis_server {
@@ -181,6 +193,111 @@ static int cmd_config_get(struct redis_conn *c, uint32_t argc, const struct resp
 	return REDIS_DONE;
 }
 
+/* ---- MULTI ---- */
+
+static void multi_clear(struct redis_conn *c)
+{
+	for (size_t i = 0; i < c->mq_n; i++)
+		free((void *)c->mq[i].argv);
+	c->mq_n = 0;
+	c->multi = c->multi_dirty = false;
+}
+
+static void multi_queue(struct redis_conn *c, const struct redis_command *cmd, uint32_t argc,
+			const struct resp_arg *argv)
+{
+	size_t bytes = argc * sizeof(struct resp_arg);
+	struct resp_arg *copy;
+	char *p;
+
+	for (uint32_t i = 0; i < argc; i++)
+		bytes += argv[i].n + 1;
+	copy = xmalloc(bytes);
+	p = (char *)(copy + argc);
+	for (uint32_t i = 0; i < argc; i++) {
+		memcpy(p, argv[i].p, argv[i].n);
+		p[argv[i].n] = '\0';
+		copy[i].p = p;
+		copy[i].n = argv[i].n;
+		p += argv[i].n + 1;
+	}
+	if (c->mq_n == c->mq_cap) {
+		c->mq_cap = c->mq_cap == 0 ? 8 : 2 * c->mq_cap;
+		c->mq = xrealloc(c->mq, c->mq_cap * sizeof *c->mq);
+	}
+	c->mq[c->mq_n++] = (struct redis_queued){.cmd = cmd, .argc = argc, .argv = copy};
+}
+
+static int cmd_multi(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	(void)argc;
+	(void)argv;
+	if (c->multi) {
+		resp_error(&c->out, "ERR MULTI calls can not be nested");
+	} else {
+		c->multi = true;
+		resp_simple(&c->out, "OK");
+	}
+	return REDIS_DONE;
+}
+
+static int cmd_discard(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	(void)argc;
+	(void)argv;
+	if (!c->multi) {
+		resp_error(&c->out, "ERR DISCARD without MULTI");
+	} else {
+		multi_clear(c);
+		resp_simple(&c->out, "OK");
+	}
+	return REDIS_DONE;
+}
+
+static int cmd_exec(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	(void)argc;
+	(void)argv;
+	if (!c->multi) {
+		resp_error(&c->out, "ERR EXEC without MULTI");
+		return REDIS_DONE;
+	}
+	if (c->multi_dirty) {
+		multi_clear(c);
+		resp_error(&c->out,
+			   "EXECABORT Transaction discarded because of previous errors.");
+		return REDIS_DONE;
+	}
+	c->multi = false;
+	if (c->mq_n == 0) {
+		resp_array(&c->out, 0);
+		return REDIS_DONE;
+	}
+	if (c->s->o.exec == NULL) {
+		multi_clear(c);
+		resp_error(&c->out, "ERR docraft: no EXEC here");
+		return REDIS_DONE;
+	}
+	c->in_exec = true;
+	if (c->s->o.exec(c, c->mq_n, c->mq) == REDIS_DONE) {
+		c->in_exec = false;
+		multi_clear(c);
+		return REDIS_DONE;
+	}
+	return REDIS_ASYNC; /* redis_conn_complete clears the queue */
+}
+
+static int cmd_watch(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	(void)argc;
+	(void)argv;
+	if (c->multi)
+		resp_error(&c->out, "ERR WATCH inside MULTI is not allowed");
+	else
+		resp_error(&c->out, "ERR docraft: WATCH is not supported");
+	return REDIS_DONE;
+}
+
 /* INFO [section...]: the sections clients look at, whatever is asked.
  * redis_version says which Redis the protocol and errors follow. */
 static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
@@ -191,10 +308,12 @@ static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 	(void)argc;
 	(void)argv;
 	buf_printf(&b,
-		   "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+		   "# Server\r\nredis_version:7.0.0\r\nredis_mode:%s\r\n"
 		   "docraft:1\r\ntcp_port:%s\r\n\r\n"
-		   "# Clients\r\nconnected_clients:%" PRIu32 "\r\nmaxclients:%" PRIu32 "\r\n",
-		   port != NULL ? port + 1 : "", c->s->n_conns, c->s->o.max_clients);
+		   "# Clients\r\nconnected_clients:%" PRIu32 "\r\nmaxclients:%" PRIu32 "\r\n\r\n"
+		   "# Cluster\r\ncluster_enabled:%d\r\n",
+		   c->s->o.cluster ? "cluster" : "standalone", port != NULL ? port + 1 : "",
+		   c->s->n_conns, c->s->o.max_clients, c->s->o.cluster ? 1 : 0);
 	resp_bulk(&c->out, b.data, b.len);
 	buf_free(&b);
 	return REDIS_DONE;
@@ -206,7 +325,9 @@ static int cmd_command_info(struct redis_conn *c, uint32_t argc, const struct re
 static int cmd_command_docs(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
 static int cmd_help(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
 
-#define FLAGS_CONN (REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST)
+#define FLAGS_CONN (REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST | REDIS_CMD_LOCAL)
+#define FLAGS_TX (REDIS_CMD_NOSCRIPT | REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST | \
+		  REDIS_CMD_NOQUEUE)
 
 static const struct redis_command client_subs[] = {
 	{"getname", 2, FLAGS_CONN, 0, 0, 0, cmd_client_getname, NULL, 0},
@@ -223,8 +344,10 @@ static const struct redis_command command_subs[] = {
 };
 
 static const struct redis_command config_subs[] = {
-	{"get", -3, REDIS_CMD_ADMIN | REDIS_CMD_NOSCRIPT | REDIS_CMD_LOADING | REDIS_CMD_STALE, 0,
-	 0, 0, cmd_config_get, NULL, 0},
+	{"get", -3,
+	 REDIS_CMD_ADMIN | REDIS_CMD_NOSCRIPT | REDIS_CMD_LOADING | REDIS_CMD_STALE |
+		 REDIS_CMD_LOCAL,
+	 0, 0, 0, cmd_config_get, NULL, 0},
 	{"help", 2, FLAGS_CONN, 0, 0, 0, cmd_help, NULL, 0},
 };
 
@@ -232,14 +355,20 @@ static const struct redis_command config_subs[] = {
 
 static const struct redis_command builtins[] = {
 	{"client", -2, 0, 0, 0, 0, NULL, client_subs, N(client_subs)},
-	{"command", -1, REDIS_CMD_LOADING | REDIS_CMD_STALE, 0, 0, 0, cmd_command, command_subs,
-	 N(command_subs)},
+	{"command", -1, REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_LOCAL, 0, 0, 0, cmd_command,
+	 command_subs, N(command_subs)},
+	{"discard", 1, FLAGS_TX, 0, 0, 0, cmd_discard, NULL, 0},
 	{"config", -2, 0, 0, 0, 0, NULL, config_subs, N(config_subs)},
 	{"echo", 2, FLAGS_CONN, 0, 0, 0, cmd_echo, NULL, 0},
-	{"info", -1, REDIS_CMD_LOADING | REDIS_CMD_STALE, 0, 0, 0, cmd_info, NULL, 0},
-	{"ping", -1, REDIS_CMD_FAST, 0, 0, 0, cmd_ping, NULL, 0},
-	{"quit", -1, FLAGS_CONN, 0, 0, 0, cmd_quit, NULL, 0},
+	{"exec", 1, FLAGS_TX & ~REDIS_CMD_FAST, 0, 0, 0, cmd_exec, NULL, 0},
+	{"info", -1, REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_LOCAL, 0, 0, 0, cmd_info, NULL,
+	 0},
+	{"multi", 1, FLAGS_TX, 0, 0, 0, cmd_multi, NULL, 0},
+	{"ping", -1, REDIS_CMD_FAST | REDIS_CMD_LOCAL, 0, 0, 0, cmd_ping, NULL, 0},
+	{"quit", -1, FLAGS_CONN | REDIS_CMD_NOQUEUE, 0, 0, 0, cmd_quit, NULL, 0},
 	{"select", 2, FLAGS_CONN, 0, 0, 0, cmd_select, NULL, 0},
+	{"unwatch", 1, FLAGS_TX, 0, 0, 0, cmd_watch, NULL, 0},
+	{"watch", -2, FLAGS_TX, 0, 0, 0, cmd_watch, NULL, 0},
 };
 
 /* ---- the table ---- */
@@ -450,6 +579,7 @@ static int run(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 
 	if (cmd == NULL) {
 		unknown_command(c, argc, argv);
+		c->multi_dirty = c->multi;
 		return REDIS_DONE;
 	}
 	if (cmd->n_subs > 0 && argc >= 2) {
@@ -462,6 +592,7 @@ static int run(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 			upper[i] = '\0';
 			resp_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
 				    printable(&argv[1], 128), argv[1].p, upper);
+			c->multi_dirty = c->multi;
 			return REDIS_DONE;
 		}
 		parent = cmd->name;
@@ -475,9 +606,15 @@ static int run(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
 		else
 			resp_errorf(&c->out, "ERR wrong number of arguments for '%s' command",
 				    cmd->name);
+		c->multi_dirty = c->multi;
 		return REDIS_DONE;
 	}
 	PRE(cmd->fn != NULL); /* a container without fn has arity -2 */
+	if (c->multi && !(cmd->flags & REDIS_CMD_NOQUEUE)) {
+		multi_queue(c, cmd, argc, argv);
+		resp_simple(&c->out, "QUEUED");
+		return REDIS_DONE;
+	}
 	return cmd->fn(c, argc, argv);
 }
 
@@ -487,6 +624,9 @@ static void conn_free(struct redis_conn *c)
 {
 	struct redis_server *s = c->s;
 
+	c->in_exec = false;
+	multi_clear(c);
+	free(c->mq);
 	resp_parser_free(&c->parser);
 	buf_free(&c->in);
 	buf_free(&c->out);
@@ -671,6 +811,10 @@ void redis_conn_complete(struct redis_conn *c)
 {
 	PRE(c->pending);
 	c->pending = false;
+	if (c->in_exec) {
+		c->in_exec = false;
+		multi_clear(c);
+	}
 	if (c->in_run)
 		return; /* completed inside its function: pump carries on */
 	c->last_active = uv_now(c->s->loop);
@@ -694,6 +838,29 @@ unsigned redis_conn_db(const struct redis_conn *c)
 void *redis_conn_data(const struct redis_conn *c)
 {
 	return c->s->o.data;
+}
+
+void redis_conn_run_local(struct redis_conn *c, const struct redis_queued *q, struct buf *out)
+{
+	struct buf t = c->out;
+	int rv;
+
+	PRE(q->cmd->flags & REDIS_CMD_LOCAL);
+	if (out == &c->out) {
+		rv = q->cmd->fn(c, q->argc, q->argv);
+		PRE(rv == REDIS_DONE);
+		return;
+	}
+	c->out = *out;
+	rv = q->cmd->fn(c, q->argc, q->argv);
+	*out = c->out;
+	c->out = t;
+	PRE(rv == REDIS_DONE);
+}
+
+const char *redis_conn_server_address(const struct redis_conn *c)
+{
+	return c->s->address;
 }
 
 /* ---- the listener ---- */
@@ -744,6 +911,15 @@ static void free_handle(uv_handle_t *h)
 	free(h->data);
 }
 
+/* Open connections from ip (a walk: accepts are rare next to requests). */
+static uint32_t same_ip(const struct redis_server *s, struct in_addr ip)
+{
+	uint32_t n = 0;
+	for (const struct redis_conn *c = s->conns; c != NULL; c = c->next)
+		n += !c->closing && c->peer.s_addr == ip.s_addr;
+	return n;
+}
+
 static void accept_cb(uv_stream_t *ls, int status)
 {
 	struct redis_server *s = ls->data;
@@ -764,16 +940,32 @@ static void accept_cb(uv_stream_t *ls, int status)
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
+	{
+		struct sockaddr_in peer;
+		int plen = sizeof peer;
+		if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0 &&
+		    peer.sin_family == AF_INET)
+			c->peer = peer.sin_addr;
+	}
 	c->id = ++s->next_id;
 	resp_parser_init(&c->parser, &s->o.limits);
 	buf_init(&c->in);
 	buf_init(&c->out);
 	buf_init(&c->wr);
 	c->last_active = uv_now(s->loop);
+	if (s->o.max_per_ip > 0 && c->peer.s_addr != 0 &&
+	    same_ip(s, c->peer) >= s->o.max_per_ip) {
+		/* replied like any reply, then closed (QUIT's path) */
+		resp_error(&c->out, "ERR max number of clients per IP reached");
+		c->close_after = true;
+	}
 	DLIST_PUSH(s->conns, c);
 	s->n_conns++;
 	s->live++;
-	want_read(c);
+	if (c->close_after)
+		pump(c);
+	else
+		want_read(c);
 }
 
 static void sweep_cb(uv_timer_t *t)
@@ -802,6 +994,7 @@ void redis_server_options_default(struct redis_server_options *o)
 	o->idle_timeout_ms = REDIS_DEFAULT_IDLE_TIMEOUT_MS;
 	o->max_queued_bytes = REDIS_DEFAULT_MAX_QUEUED_BYTES;
 	o->max_query_bytes = REDIS_DEFAULT_MAX_QUERY_BYTES;
+	o->max_per_ip = REDIS_DEFAULT_MAX_PER_IP;
 }
 
 static void handle_closed(uv_handle_t *h)

@@ -15,8 +15,10 @@
  * with Redis's arity rule (n > 0: exactly n words, the name included;
  * n < 0: at least -n) and Redis's error texts for an unknown command, an
  * unknown subcommand and a wrong arity. The server has the commands that
- * need no storage (PING ECHO QUIT SELECT INFO COMMAND CLIENT CONFIG); the layer
- * above adds its own (the data commands) through the options.
+ * need no storage (PING ECHO QUIT SELECT INFO COMMAND CLIENT CONFIG) and
+ * MULTI's queueing (MULTI EXEC DISCARD, WATCH and UNWATCH refused); the
+ * layer above adds its own (the data commands) through the options, and
+ * EXEC's work through the exec hook.
  *
  * Threading: everything runs on the loop's thread; no function may be
  * called from another thread. Ownership: the server owns its connections;
@@ -26,6 +28,7 @@
 #define DOCRAFT_REDIS_SERVER_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -36,6 +39,7 @@
 #define REDIS_DEFAULT_PORT 6379
 #define REDIS_DBS 16 /* SELECT 0..15, Redis's default "databases" */
 #define REDIS_DEFAULT_MAX_CLIENTS 10000u /* Redis's maxclients */
+#define REDIS_DEFAULT_MAX_PER_IP 1000u
 #define REDIS_DEFAULT_IDLE_TIMEOUT_MS (300u * 1000) /* as the RPC server's */
 #define REDIS_DEFAULT_MAX_QUEUED_BYTES (32u << 20)
 /* Input held for one request in progress (Redis: client-query-buffer-limit
@@ -67,6 +71,11 @@ enum {
 	REDIS_CMD_LOADING = 1u << 5,  /* "loading" */
 	REDIS_CMD_STALE = 1u << 6,    /* "stale" */
 	REDIS_CMD_FAST = 1u << 7,     /* "fast" */
+	/* Not reported by COMMAND: */
+	REDIS_CMD_NOQUEUE = 1u << 8, /* runs at once inside MULTI (EXEC, DISCARD, MULTI,
+					WATCH, UNWATCH, QUIT): never queued */
+	REDIS_CMD_LOCAL = 1u << 9,   /* always replies at once (REDIS_DONE) and touches
+					only the connection: redis_conn_run_local may run it */
 };
 
 struct redis_command {
@@ -79,6 +88,20 @@ struct redis_command {
 	size_t n_subs;
 };
 
+/* A command queued by MULTI, handed to the exec hook: cmd is the entry it
+ * resolved to (the subcommand's for a subcommand), argv[0] its name. The
+ * server owns it (argv and its bytes too) until the EXEC completes. */
+struct redis_queued {
+	const struct redis_command *cmd;
+	uint32_t argc;
+	const struct resp_arg *argv;
+};
+
+/* EXEC of a MULTI whose queue q[0..n) (n > 0) had no error while queueing:
+ * writes the reply (an array of n replies, or one error when nothing ran)
+ * like a command (REDIS_DONE, or REDIS_ASYNC then redis_conn_complete). */
+typedef int (*redis_exec_fn)(struct redis_conn *c, size_t n, const struct redis_queued *q);
+
 struct redis_server_options {
 	struct resp_limits limits;
 	uint32_t max_clients;     /* past it: "-ERR max number of clients reached", close */
@@ -90,6 +113,15 @@ struct redis_server_options {
 	const struct redis_command *commands;
 	size_t n_commands;
 	void *data; /* for those commands: redis_conn_data */
+	/* MULTI / EXEC (Redis's queueing and errors are the server's): EXEC's
+	 * work; NULL: EXEC of a non-empty queue replies an error. */
+	redis_exec_fn exec;
+	/* Connections from one IP address; past it: "-ERR max number of
+	 * clients per IP reached", close. 0: no limit. */
+	uint32_t max_per_ip;
+	/* The layer above answers CLUSTER: INFO says redis_mode:cluster and
+	 * cluster_enabled:1 (cluster clients check it). */
+	bool cluster;
 };
 
 void redis_server_options_default(struct redis_server_options *o);
@@ -128,5 +160,11 @@ void *redis_conn_data(const struct redis_conn *c);
  * (it then returns REDIS_ASYNC all the same): the next request runs once
  * the function has returned. */
 void redis_conn_complete(struct redis_conn *c);
+/* Runs q (whose cmd has REDIS_CMD_LOCAL) now, its reply appended to out
+ * instead of redis_conn_out (an exec hook running a queue's PING, ECHO,
+ * SELECT...). */
+void redis_conn_run_local(struct redis_conn *c, const struct redis_queued *q, struct buf *out);
+/* The server's address, "IP:PORT" (CLUSTER NODES' "myself"). */
+const char *redis_conn_server_address(const struct redis_conn *c);
 
 #endif

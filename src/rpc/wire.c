@@ -51,6 +51,7 @@ int wire_schema_from_pb(const Docraft__TableSchema *pb, struct schema *out, char
 	out->default_ttl_ms = pb->default_ttl_ms;
 	out->version = pb->version;
 	out->packed = pb->packed;
+	out->redis = pb->redis;
 	return 0;
 }
 
@@ -75,6 +76,7 @@ void wire_schema_to_pb(const struct schema *s, Docraft__TableSchema *pb, struct 
 	pb->default_ttl_ms = s->default_ttl_ms;
 	pb->version = s->version;
 	pb->packed = s->packed;
+	pb->redis = s->redis;
 }
 
 /* ---- values ------------------------------------------------------------------ */

@@ -81,6 +81,25 @@ bool tablet_fsm_refused(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LE
 	return false;
 }
 
+/* Appends (batch, len) to the parts pp (parts, the caller's array, until
+ * it is full); returns pp, grown if needed. */
+static struct store_part *add_part(struct store_part *pp, struct store_part *parts, size_t *np,
+				   size_t *cap, const void *batch, size_t len)
+{
+	if (*np == *cap) {
+		struct store_part *grown = xmalloc(*cap * 2 * sizeof *grown);
+		memcpy(grown, pp, *np * sizeof *pp);
+		if (pp != parts)
+			free(pp);
+		pp = grown;
+		*cap *= 2;
+	}
+	pp[*np].batch = batch;
+	pp[*np].len = len;
+	(*np)++;
+	return pp;
+}
+
 static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
 	struct tablet_fsm *f = fsm->data;
@@ -89,8 +108,11 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	struct entry_reader er;
 	struct entry_request q;
 	struct store_part parts[64];
-	struct store_part *pp = parts;
+	struct store_part *pp = parts, redis_part;
 	size_t np = 0, cap = sizeof parts / sizeof parts[0];
+	const struct store_raw *raw, *redis_raw;
+	struct store_raw *all_raw = NULL;
+	size_t nraw, nredis_raw;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
 
@@ -116,6 +138,7 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	}
 	retry_changes_reset(&f->changes, idx);
 	retry_expire(&f->retry, er.ht, &f->changes);
+	fsm_redis_reset(f, idx, er.ht);
 	f->nrefused = 0;
 	while ((rv = entry_next(&er, &q, errmsg)) == 1) {
 		int status = 0;
@@ -134,22 +157,32 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 			rv = rv == DOCRAFT_ECORRUPT ? RAFT_MALFORMED : RAFT_IOERR;
 			goto out;
 		}
+		if (q.kind == ENTRY_KIND_REDIS) {
+			bool recorded;
+			if ((rv = fsm_redis_run(f, &q, &recorded, errmsg)) != 0) {
+				char why[DOCRAFT_ERRMSG_SIZE + 64];
+				snprintf(why, sizeof why, "apply of index %" PRIu64 ": redis: %s",
+					 idx, errmsg);
+				failed(f, why);
+				rv = rv == DOCRAFT_ECORRUPT ? RAFT_MALFORMED : RAFT_IOERR;
+				goto out;
+			}
+			/* Its writes are in the entry's txn batch (one part,
+			 * below); a retry is answered with its replies. */
+			if (recorded)
+				retry_record_replies(&f->retry, q.client_id, q.seq, q.min_running,
+						     er.ht, &f->changes);
+			else
+				retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht,
+					     0, &f->changes);
+			continue;
+		}
 		/* Decided either way: a retry is answered from the table. */
 		retry_record(&f->retry, q.client_id, q.seq, q.min_running, er.ht, status,
 			     &f->changes);
 		if (status != 0)
 			continue; /* a condition was false: nothing of it applies */
-		if (np == cap) {
-			struct store_part *grown = xmalloc(cap * 2 * sizeof *grown);
-			memcpy(grown, pp, np * sizeof *pp);
-			if (pp != parts)
-				free(pp);
-			pp = grown;
-			cap *= 2;
-		}
-		pp[np].batch = q.batch;
-		pp[np].len = q.batch_len;
-		np++;
+		pp = add_part(pp, parts, &np, &cap, q.batch, q.batch_len);
 	}
 	if (rv < 0) {
 		failed(f, errmsg);
@@ -158,7 +191,20 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	}
 	/* The deletes retry_record queued, then one chunk put per client. */
 	retry_changes_finish(&f->changes);
-	rv = store_apply_parts(f->store, pp, np, f->changes.raw, f->changes.n, er.ht, idx, errmsg);
+	fsm_redis_finish(f, &redis_part, &redis_raw, &nredis_raw);
+	raw = f->changes.raw;
+	nraw = f->changes.n;
+	if (nredis_raw > 0) {
+		/* The retry changes first: they may delete an expired
+		 * client's reply records, never one put here. */
+		raw = all_raw = xmalloc((nraw + nredis_raw) * sizeof *raw);
+		memcpy(all_raw, f->changes.raw, nraw * sizeof *raw);
+		memcpy(all_raw + nraw, redis_raw, nredis_raw * sizeof *raw);
+		nraw += nredis_raw;
+	}
+	if (redis_part.len > 0)
+		pp = add_part(pp, parts, &np, &cap, redis_part.batch, redis_part.len);
+	rv = store_apply_parts(f->store, pp, np, raw, nraw, er.ht, idx, errmsg);
 	if (rv != 0) {
 		char why[DOCRAFT_ERRMSG_SIZE + 64];
 		snprintf(why, sizeof why, "apply of index %" PRIu64 ": %s", idx, errmsg);
@@ -170,12 +216,13 @@ static int apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **res
 	observe_ht(f, er.ht);
 	if (idx <= f->log_last_at_start)
 		f->replayed++;
-	if (f->nrefused > 0)
+	if (f->nrefused > 0 || tablet_fsm_has_replies(f))
 		*result = f; /* not allocated: nothing leaks on a follower */
 	rv = 0;
 out:
 	if (pp != parts)
 		free(pp);
+	free(all_raw);
 	return rv;
 }
 
@@ -313,6 +360,7 @@ void tablet_fsm_close(struct tablet_fsm *f)
 {
 	free(f->refused);
 	f->refused = NULL;
+	fsm_redis_free(f);
 	retry_free(&f->retry);
 	retry_changes_free(&f->changes);
 }

@@ -23,6 +23,10 @@
  *           the owner has
  *           installed a checkpoint of a healthy replica and restarted raft.
  *
+ * Redis requests (entry.h) run at apply in one yedis txn per entry
+ * (fsm_redis.c); their replies are kept in the store with their retry
+ * records (retry.h, RETRY_OUTCOME_REPLIES).
+ *
  * An apply that cannot complete (corrupt entry, disk full) sets failed and
  * errmsg, and every later apply fails too, so raft never moves past it; the
  * owner must then close the raft instance from a later loop callback (never
@@ -75,7 +79,48 @@ struct tablet_fsm {
 		uint64_t seq;
 	} *refused; /* requests of the last applied entry refused as expired */
 	size_t nrefused, refused_cap;
+	struct fsm_redis *redis; /* fsm_redis.c: the entry's txn and replies */
 };
+
+/* A retried request whose replies were larger than this is answered, per
+ * command, with FSM_REDIS_TOO_LARGE (fsm_redis.c). */
+#define FSM_REDIS_REPLY_KEEP_MAX (64u << 10)
+#define FSM_REDIS_TOO_LARGE "ERR docraft: reply of a retried command is too large to keep"
+
+/* ---- fsm_redis.c (apply's Redis part; the loop thread) ---- */
+
+struct store_part;
+/* Starts entry idx at hybrid time ht: forgets the last entry's replies. */
+void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht);
+/* Runs q's commands (q->kind ENTRY_KIND_REDIS, validated) in the entry's
+ * txn; its replies are kept in memory, and in a reply record unless every
+ * one is "+OK" (*recorded false: the caller records the request as plainly
+ * applied, and a retry is answered "+OK" per command; SET, MSET, HMSET
+ * ... then cost no reply record). Nonzero: a storage failure (errmsg),
+ * the entry cannot be applied. */
+int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, bool *recorded,
+		  char *errmsg);
+/* After the entry's last request: its Redis writes as one store part
+ * (len 0: none) and the reply records to write with them; valid until the
+ * next fsm_redis_reset. */
+void fsm_redis_finish(struct tablet_fsm *f, struct store_part *part, const struct store_raw **raw,
+		      size_t *nraw);
+void fsm_redis_free(struct tablet_fsm *f);
+
+/* Whether the entry whose apply gave result (the leader's raft_apply
+ * callback) ran Redis requests; then tablet_fsm_replies finds (cid, seq)'s
+ * replies: n RESP replies concatenated in p, their lengths in lens[0..n),
+ * borrowed until the next apply. False: not one of that entry's Redis requests. */
+bool tablet_fsm_has_replies(const void *result);
+bool tablet_fsm_replies(const void *result, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
+			const uint8_t **p, const uint32_t **lens, uint32_t *n);
+/* The replies kept for a decided Redis request (retry_has_replies) from the
+ * store s: appended to out, their lengths (uint32_t) to lens, their number
+ * in *n. DOCRAFT_ECORRUPT when the
+ * record is missing or malformed, or a read error. Loop thread. */
+int tablet_fsm_stored_replies(struct store *s, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+			      uint64_t seq, struct buf *out, struct buf *lens, uint32_t *n,
+			      char *errmsg);
 
 /* Whether (cid, seq) was refused as expired by the entry whose apply gave
  * result (the `result` of the leader's raft_apply callback: the fsm when the

@@ -436,8 +436,8 @@ void retry_changes_free(struct retry_changes *ch)
 /* Appends the raw record of key 0x02 | id | BE64 key; a put's value is
  * appended to ch->keys by the caller, from the offset in r->val. Offsets
  * become pointers in retry_changes_finish, once the buffer stops moving. */
-static struct store_raw *change(struct retry_changes *ch, const uint8_t id[ENTRY_CLIENT_ID_LEN],
-				uint64_t key, bool del)
+static struct store_raw *change_at(struct retry_changes *ch, uint8_t prefix,
+				   const uint8_t id[ENTRY_CLIENT_ID_LEN], uint64_t key, bool del)
 {
 	struct store_raw *r;
 	if (ch->n == ch->cap) {
@@ -448,13 +448,36 @@ static struct store_raw *change(struct retry_changes *ch, const uint8_t id[ENTRY
 	memset(r, 0, sizeof *r);
 	r->key = (const void *)(uintptr_t)ch->keys.len;
 	r->klen = RETRY_KEY_LEN;
-	buf_push(&ch->keys, RETRY_PREFIX);
+	buf_push(&ch->keys, prefix);
 	buf_append(&ch->keys, id, ENTRY_CLIENT_ID_LEN);
 	buf_append_be64(&ch->keys, key);
 	r->del = del;
 	if (!del)
 		r->val = (const void *)(uintptr_t)ch->keys.len;
 	return r;
+}
+
+static struct store_raw *change(struct retry_changes *ch, const uint8_t id[ENTRY_CLIENT_ID_LEN],
+				uint64_t key, bool del)
+{
+	return change_at(ch, RETRY_PREFIX, id, key, del);
+}
+
+/* A forgotten seq whose replies are stored: their record goes too. */
+static void forget_replies(struct retry_changes *ch, const struct retry_client *c,
+			   const struct record *r)
+{
+	if (r->outcome == RETRY_OUTCOME_REPLIES)
+		change_at(ch, RETRY_REPLY_PREFIX, c->id, r->n.key, true);
+}
+
+static void forget_all_replies(struct retry_changes *ch, const struct retry_client *c,
+			       const struct tnode *n)
+{
+	for (; n != NULL; n = n->r) {
+		forget_all_replies(ch, c, n->l);
+		forget_replies(ch, c, (const struct record *)n);
+	}
 }
 
 /* One seq less in chunk key; a stored chunk left empty is deleted. */
@@ -490,6 +513,7 @@ void retry_expire(struct retry_table *t, uint64_t ht, struct retry_changes *ch)
 		/* Nothing of it was recorded by this entry yet (retry.h). */
 		ASSERT(c->entry != ch->index);
 		delete_chunks(c, c->chunks, ch);
+		forget_all_replies(ch, c, c->seqs);
 		unlink_client(t, c);
 		remove_slot(t, find_slot(t, c->id));
 		t->nclients--;
@@ -499,8 +523,9 @@ void retry_expire(struct retry_table *t, uint64_t ht, struct retry_changes *ch)
 	}
 }
 
-void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
-		  uint64_t min_running, uint64_t ht, int status, struct retry_changes *ch)
+static void record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
+		   uint64_t min_running, uint64_t ht, int status, uint8_t outcome,
+		   struct retry_changes *ch)
 {
 	/* Never forget the request being applied. */
 	uint64_t below = min_running < seq ? min_running : seq;
@@ -531,12 +556,12 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	while ((r = (struct record *)tmin(c->seqs)) != NULL && r->n.key < below) {
 		tremove(&c->seqs, r->n.key);
 		release(t, c, r->chunk, ch);
+		forget_replies(ch, c, r);
 		free(r);
 		c->n--;
 		t->nrecords--;
 	}
-	add_seq(t, c, seq, ht, status == DOCRAFT_ECONDITION ? RETRY_OUTCOME_CONDITION : 0,
-		ch->index, false);
+	add_seq(t, c, seq, ht, outcome, ch->index, false);
 	queue_push(c, ht, seq);
 	queue_trim(t, c, ht);
 	if (c->npending == c->pcap) {
@@ -546,6 +571,37 @@ void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
 	c->pending[c->npending++] = seq;
 	unlink_client(t, c);
 	link_newest(t, c);
+}
+
+void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
+		  uint64_t min_running, uint64_t ht, int status, struct retry_changes *ch)
+{
+	record(t, cid, seq, min_running, ht, status,
+	       status == DOCRAFT_ECONDITION ? RETRY_OUTCOME_CONDITION : 0, ch);
+}
+
+void retry_record_replies(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+			  uint64_t seq, uint64_t min_running, uint64_t ht,
+			  struct retry_changes *ch)
+{
+	record(t, cid, seq, min_running, ht, 0, RETRY_OUTCOME_REPLIES, ch);
+}
+
+bool retry_has_replies(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		       uint64_t seq)
+{
+	const struct retry_client *c = find(t, cid);
+	const struct record *r = c != NULL ? held(c, seq) : NULL;
+	return r != NULL && r->outcome == RETRY_OUTCOME_REPLIES;
+}
+
+void retry_reply_key(uint8_t key[RETRY_KEY_LEN], const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		     uint64_t seq)
+{
+	key[0] = RETRY_REPLY_PREFIX;
+	memcpy(key + 1, cid, ENTRY_CLIENT_ID_LEN);
+	for (int i = 0; i < 8; i++)
+		key[1 + ENTRY_CLIENT_ID_LEN + i] = (uint8_t)(seq >> (56 - 8 * i));
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -645,7 +701,8 @@ static int queue(struct loader *l, const uint8_t *k, const uint8_t *v, size_t vl
 				       (unsigned long long)key, vl);
 		for (size_t o = RETRY_CHUNK_HEAD_LEN; o < vl; o += RETRY_CHUNK_ITEM_LEN) {
 			uint8_t outcome = v[o + 16];
-			if (outcome != 0 && outcome != RETRY_OUTCOME_CONDITION)
+			if (outcome != 0 && outcome != RETRY_OUTCOME_CONDITION &&
+			    outcome != RETRY_OUTCOME_REPLIES)
 				return err_set(errmsg, DOCRAFT_ECORRUPT,
 					       "retry chunk %llu with an outcome %u",
 					       (unsigned long long)key, outcome);

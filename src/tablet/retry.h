@@ -114,6 +114,14 @@
 #define RETRY_CHUNK_ITEM_LEN 17
 /* An outcome byte (absent in a legacy record: applied). */
 #define RETRY_OUTCOME_CONDITION 1
+/* Applied, and its replies are kept (a Redis request, issue 17): under
+ *   0x03 | client id | BE64 seq -> the replies (fsm_redis.c)
+ * written by the apply that decides the seq, in the same RocksDB write, and
+ * deleted by the apply that forgets it (retry_record's drop point, or
+ * retry_expire), so the store holds a reply record exactly for each held
+ * seq with this outcome, on every replica and after a load. */
+#define RETRY_OUTCOME_REPLIES 2
+#define RETRY_REPLY_PREFIX 0x03
 
 /* YugabyteDB's retryable_request_timeout_secs default: 660 s. */
 #define RETRY_DEFAULT_TTL_US (UINT64_C(660) * 1000000)
@@ -180,6 +188,20 @@ void retry_expire(struct retry_table *t, uint64_t ht, struct retry_changes *ch);
  * retry_changes_finish. t must not be loaded or freed until then. */
 void retry_record(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN], uint64_t seq,
 		  uint64_t min_running, uint64_t ht, int status, struct retry_changes *ch);
+
+/* retry_record of an applied request whose replies are kept (outcome
+ * RETRY_OUTCOME_REPLIES; retry_lookup reports status 0): the caller puts
+ * its reply record (retry_reply_key) in the entry's write; forgetting the
+ * seq later appends the record's delete to that entry's changes. */
+void retry_record_replies(struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+			  uint64_t seq, uint64_t min_running, uint64_t ht,
+			  struct retry_changes *ch);
+/* Whether (cid, seq) is held with its replies kept. */
+bool retry_has_replies(const struct retry_table *t, const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		       uint64_t seq);
+/* The store key of (cid, seq)'s reply record. */
+void retry_reply_key(uint8_t key[RETRY_KEY_LEN], const uint8_t cid[ENTRY_CLIENT_ID_LEN],
+		     uint64_t seq);
 
 void retry_changes_init(struct retry_changes *ch);
 /* Empties ch for the entry at raft index idx (> 0, and above the index of

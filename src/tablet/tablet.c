@@ -242,6 +242,8 @@ static void poll_cb(uv_prepare_t *h);
 static void free_paths(struct tablet *t)
 {
 	buf_free(&t->entry);
+	buf_free(&t->replies);
+	buf_free(&t->reply_lens);
 	free(t->dir);
 	free(t->address);
 	free(t->raft_dir);
@@ -291,6 +293,8 @@ int tablet_open(uv_loop_t *loop, const struct tablet_options *o, struct tablet *
 		t->lease_ns = ms * 1000000u;
 	}
 	buf_init(&t->entry);
+	buf_init(&t->replies);
+	buf_init(&t->reply_lens);
 
 	t->o.opened_store = NULL;
 	if (o->opened_store != NULL)

@@ -31,6 +31,14 @@
  * is answered with the original. DOCRAFT_ELEADERLOST means the outcome is
  * unknown: the entry may still commit; retry with the same id.
  *
+ * Redis writes (issue 17) carry Redis commands instead of a batch
+ * (entry.h's encoding); every replica runs them where their entry applies
+ * (one yedis txn per entry, fsm_redis.c), and the leader answers each with
+ * its replies. They group with each other into entries, never with batch
+ * writes (the group ends where the kind changes). A retry of a decided one
+ * is answered with its first replies, kept in the replicated state with
+ * its retry record (also after a restart or a leader change).
+ *
  * Conditional writes carry conditions (docdb/condition.h). Such a write goes
  * into a Raft entry of its own (the group before it is proposed first), and
  * every replica evaluates its conditions when it applies that entry, at the
@@ -268,6 +276,18 @@ struct tablet_write {
 	const void *cond;  /* condition blob (docdb/condition.h), borrowed until
 			      cb; NULL / 0: an unconditional write */
 	size_t cond_len;
+	/* A Redis write: its commands (entry_redis_begin ..., 1 to
+	 * ENTRY_REDIS_MAX_COMMANDS), borrowed until cb; batch and cond are then
+	 * NULL / 0. NULL: a batch write. */
+	const void *redis;
+	size_t redis_len;
+	/* A Redis write answered with status 0: its nreplies RESP replies
+	 * (one per command, Redis's own errors included) concatenated in
+	 * replies, reply_len[i] bytes each; set by the tablet just before cb,
+	 * borrowed during cb only. */
+	const uint8_t *replies;
+	const uint32_t *reply_len;
+	uint32_t nreplies;
 	tablet_write_cb cb;
 	/* private */
 	struct tablet_write *next_;
@@ -282,7 +302,8 @@ struct tablet_write {
  * DOCRAFT_EBUSY (the process's memtables are far over their budget,
  * store_env_busy: retry after a backoff),
  * DOCRAFT_ETOOBIG (batch and conditions larger than an entry may be),
- * DOCRAFT_EINVAL (no callback, or a malformed condition blob). */
+ * DOCRAFT_EINVAL (no callback, a malformed condition blob or Redis
+ * commands, a Redis write with a batch or conditions). */
 int tablet_write(struct tablet *t, struct tablet_write *req);
 
 /* ---- reads -------------------------------------------------------------- */

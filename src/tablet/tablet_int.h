@@ -121,6 +121,8 @@ struct tablet {
 
 	struct hlc hlc;
 	struct buf entry;   /* scratch */
+	struct buf replies; /* scratch: the kept replies of a retried Redis write */
+	struct buf reply_lens; /* ... their lengths (uint32_t) */
 
 	uv_prepare_t poll;
 	enum tablet_role role;

@@ -14,6 +14,14 @@
  * queue up and go into the next entry together, up to max_entry_bytes. A
  * conditional write goes into an entry of its own: it ends the group
  * before it (fsm.c evaluates its conditions on every replica at apply).
+ * Redis writes group with each other, not with batch writes: a change of
+ * kind ends the group (an entry mixing them is malformed, entry.h).
+ *
+ * A Redis write is answered with its replies: those the apply of its entry
+ * just made (tablet_fsm_replies, valid during the apply callback), or, for
+ * a retry of one decided before (found in the retry table when proposing,
+ * or a duplicate in the log), those kept in the store
+ * (tablet_fsm_stored_replies) read into t->replies just before answering.
  *
  * An entry whose raft_apply call fails answers its writes at once with the
  * raft code (never proposed). One whose callback reports an error was in
@@ -34,17 +42,67 @@
 #include "docdb/store_env.h"
 #include "tablet/tablet_int.h"
 
-void tablet_write_answer(struct tablet_write *w, int status, uint64_t ht)
+/* Answers w and its duplicates; a Redis write with status 0 gets the
+ * n replies in p, lens[i] bytes each. */
+static void answer_replies(struct tablet_write *w, int status, uint64_t ht, const uint8_t *p,
+			   const uint32_t *lens, uint32_t n)
 {
 	struct tablet_write *d = w->dups_;
 	w->dups_ = NULL;
-	w->cb(w, status, ht);
-	while (d != NULL) {
-		struct tablet_write *next = d->dups_;
-		d->dups_ = NULL;
-		d->cb(d, status, ht);
-		d = next;
+	for (struct tablet_write *x = w; x != NULL;) {
+		struct tablet_write *next = x == w ? d : x->dups_;
+		x->dups_ = NULL;
+		x->replies = status == 0 ? p : NULL;
+		x->reply_len = status == 0 ? lens : NULL;
+		x->nreplies = status == 0 ? n : 0;
+		x->cb(x, status, ht);
+		x = next;
 	}
+}
+
+void tablet_write_answer(struct tablet_write *w, int status, uint64_t ht)
+{
+	answer_replies(w, status, ht, NULL, NULL, 0);
+}
+
+/* Answers a Redis write decided before (status 0) with its kept replies:
+ * a read of the store, so a failure answers the error instead. */
+static void answer_stored(struct tablet *t, struct tablet_write *w, uint64_t ht)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint32_t n = 0;
+	int rv;
+	buf_reset(&t->replies);
+	buf_reset(&t->reply_lens);
+	if (!retry_has_replies(&t->fsm.retry, w->client_id, w->seq)) {
+		/* Applied without a reply record: every reply was "+OK"
+		 * (fsm_redis_run). */
+		struct entry_redis_iter it;
+		const struct resp_arg *argv;
+		uint32_t argc;
+		entry_redis_iter_init(&it, w->redis, w->redis_len);
+		while (entry_redis_iter_next(&it, &argc, &argv)) {
+			uint32_t len = 5;
+			buf_append(&t->replies, "+OK\r\n", 5);
+			buf_append(&t->reply_lens, &len, sizeof len);
+			n++;
+		}
+		entry_redis_iter_free(&it);
+		answer_replies(w, 0, ht, t->replies.data,
+			       (const uint32_t *)(void *)t->reply_lens.data, n);
+		return;
+	}
+	rv = t->store != NULL ? tablet_fsm_stored_replies(t->store, w->client_id, w->seq,
+							   &t->replies, &t->reply_lens, &n,
+							   errmsg)
+			      : DOCRAFT_EUNAVAILABLE;
+	if (rv != 0) {
+		if (t->store != NULL)
+			TLOG(LOG_LVL_ERROR, t, "kept replies: %s", errmsg);
+		tablet_write_answer(w, rv, 0);
+		return;
+	}
+	answer_replies(w, 0, ht, t->replies.data, (const uint32_t *)(void *)t->reply_lens.data, n);
 }
 
 void tablet_write_answer_done(struct tablet *t)
@@ -54,7 +112,10 @@ void tablet_write_answer_done(struct tablet *t)
 		t->done = w->next_;
 		if (w->status_ == 0)
 			lathist_record(&t->st.write_latency, (uv_hrtime() - w->start_ns_) / 1000);
-		tablet_write_answer(w, w->status_, w->ht_);
+		if (w->status_ == 0 && w->redis != NULL)
+			answer_stored(t, w, w->ht_);
+		else
+			tablet_write_answer(w, w->status_, w->ht_);
 	}
 }
 
@@ -85,6 +146,9 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		struct tablet_write *next = w->next_;
 		uint64_t ht = 0;
 		int st = code;
+		const uint8_t *rp;
+		const uint32_t *rlens;
+		uint32_t rn;
 		/* The apply decided each request (retry.h): its outcome, and the
 		 * time of the entry that decided it (an earlier one for a
 		 * duplicate in the log). Not found: its record is already
@@ -98,7 +162,12 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		}
 		if (st == 0)
 			lathist_record(&t->st.write_latency, (uv_hrtime() - w->start_ns_) / 1000);
-		tablet_write_answer(w, st, st == 0 ? ht : 0);
+		if (st != 0 || w->redis == NULL)
+			tablet_write_answer(w, st, st == 0 ? ht : 0);
+		else if (tablet_fsm_replies(result, w->client_id, w->seq, &rp, &rlens, &rn))
+			answer_replies(w, 0, ht, rp, rlens, rn);
+		else
+			answer_stored(t, w, ht); /* decided by an earlier entry */
 		w = next;
 	}
 	free(f);
@@ -128,12 +197,13 @@ static uint32_t take_group(struct tablet *t, struct tablet_write **take)
 	struct tablet_write **tail = take, *w;
 	size_t bytes = ENTRY_HEADER_SIZE;
 	uint32_t n = 0;
-	bool alone = false;
+	bool alone = false, redis = false;
 
 	*take = NULL;
 	while (!alone && (w = t->wq_head) != NULL) {
-		size_t need = entry_request_size(w->cond_len, w->batch_len);
-		if (n > 0 && (bytes + need > t->o.max_entry_bytes || w->cond_len > 0))
+		size_t need = entry_request_size(w->cond_len, w->batch_len + w->redis_len);
+		if (n > 0 && (bytes + need > t->o.max_entry_bytes || w->cond_len > 0 ||
+			      redis != (w->redis != NULL)))
 			break;
 		t->wq_head = w->next_;
 		if (t->wq_head == NULL)
@@ -153,6 +223,7 @@ static uint32_t take_group(struct tablet *t, struct tablet_write **take)
 		bytes += need;
 		n++;
 		alone = w->cond_len > 0;
+		redis = w->redis != NULL;
 	}
 	return n;
 }
@@ -170,10 +241,15 @@ static bool propose_entry(struct tablet *t, struct tablet_write *take, uint32_t 
 	f->ht = hlc_now(&t->hlc);
 	f->writes = take;
 	buf_reset(&t->entry);
-	entry_begin(&t->entry, f->ht, n);
+	/* Version 2 unless Redis: older builds follow the entry (entry.h). */
+	entry_begin_v(&t->entry, f->ht, n, take->redis != NULL ? ENTRY_VERSION : 2);
 	for (w = take; w != NULL; w = w->next_)
-		entry_add_request_if(&t->entry, w->client_id, w->seq, w->min_running, w->cond,
-				     w->cond_len, w->batch, w->batch_len);
+		if (w->redis != NULL)
+			entry_add_redis(&t->entry, w->client_id, w->seq, w->min_running, w->redis,
+					w->redis_len);
+		else
+			entry_add_request_if(&t->entry, w->client_id, w->seq, w->min_running,
+					     w->cond, w->cond_len, w->batch, w->batch_len);
 	entry_finish(&t->entry);
 	rb.len = t->entry.len;
 	rb.base = raft_malloc(rb.len);
@@ -232,12 +308,20 @@ int tablet_write(struct tablet *t, struct tablet_write *req)
 	if (store_env_busy(t->o.store.env))
 		return DOCRAFT_EBUSY;
 	if (req->cb == NULL || (req->batch == NULL && req->batch_len != 0) ||
-	    (req->cond == NULL && req->cond_len != 0))
+	    (req->cond == NULL && req->cond_len != 0) ||
+	    (req->redis != NULL && (req->batch_len != 0 || req->cond_len != 0)))
 		return DOCRAFT_EINVAL;
-	if (req->cond_len > t->o.max_entry_bytes ||
-	    entry_request_size(req->cond_len, req->batch_len) + ENTRY_HEADER_SIZE >
-		    t->o.max_entry_bytes)
+	if (req->cond_len > t->o.max_entry_bytes || req->redis_len > t->o.max_entry_bytes ||
+	    entry_request_size(req->cond_len, req->batch_len + req->redis_len) +
+			    ENTRY_HEADER_SIZE > t->o.max_entry_bytes)
 		return DOCRAFT_ETOOBIG;
+	/* Malformed commands in the log would fail every replica's apply. */
+	if (req->redis != NULL) {
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		uint32_t n;
+		if (entry_redis_validate(req->redis, req->redis_len, &n, errmsg) != 0)
+			return DOCRAFT_EINVAL;
+	}
 	/* A malformed blob in the log would fail every replica's apply. */
 	if (req->cond_len > 0) {
 		char errmsg[DOCRAFT_ERRMSG_SIZE];

@@ -61,6 +61,7 @@ static void maybe_closed(struct heartbeat *hb)
 	free(hb->uuid);
 	free(hb->address);
 	free(hb->placement);
+	free(hb->redis_address);
 	hb->n_masters = 0;
 	hb->close_cb(hb);
 }
@@ -186,6 +187,7 @@ static void send_heartbeat(struct heartbeat *hb)
 	msg.uuid = hb->uuid;
 	msg.address = hb->address;
 	msg.placement = hb->placement;
+	msg.redis_address = hb->redis_address;
 	msg.n_tablets = manager_reports(hb->m, &a, &msg.tablets);
 	hb->req.data = hb;
 	rv = rpc_call_message(hb->cl, to, DOCRAFT__METHOD__MASTER_HEARTBEAT, &msg.base,
@@ -230,6 +232,7 @@ int heartbeat_start(struct heartbeat *hb, uv_loop_t *loop, struct rpc_client *cl
 	hb->uuid = xstrdup(o->uuid != NULL ? o->uuid : "");
 	hb->address = xstrdup(o->address != NULL ? o->address : "");
 	hb->placement = xstrdup(o->placement != NULL ? o->placement : "");
+	hb->redis_address = xstrdup(o->redis_address != NULL ? o->redis_address : "");
 	for (size_t i = 0; i < o->n_masters; i++) {
 		hb->masters[i] = xstrdup(o->masters[i]);
 		hb->flag_masters[i] = xstrdup(o->masters[i]);

@@ -38,6 +38,7 @@ struct heartbeat_options {
 	const char *uuid;          /* this tablet server's uuid */
 	const char *address;       /* its RPC address */
 	const char *placement;     /* "cloud.region.zone", checked by the caller; NULL: "" */
+	const char *redis_address; /* its RESP server "IP:PORT" (issue 17); NULL: "" (off) */
 	const char *const *masters; /* master addresses "ip:port", 1..HEARTBEAT_MAX_MASTERS */
 	size_t n_masters;
 	unsigned interval_ms;      /* 0 = HEARTBEAT_DEFAULT_INTERVAL_MS */
@@ -60,7 +61,7 @@ struct heartbeat {
 	struct rpc_client *cl;
 	struct manager *m;
 	struct service *svc;
-	char *uuid, *address, *placement;
+	char *uuid, *address, *placement, *redis_address;
 	char *masters[HEARTBEAT_MAX_MASTERS];
 	size_t n_masters;
 	char *flag_masters[HEARTBEAT_MAX_MASTERS]; /* o->masters, the fallback */

@@ -1,23 +1,30 @@
-/* GET and SET over the routing client (redis_data.h).
+/* The Redis front end's dispatch (redis_data.h) and its fan (redis_int.h).
  *
- * Design note. Each command is one struct cmd, alive from the command's
- * start to its reply; it holds the docraft request and the op. A command
- * runs as a small chain of client calls, each callback deciding the next:
- *   GET: get -> reply (a missing table is a missing key).
- *   SET: write -> reply; a missing table: create it (if not exists), then
- *        write again, once.
- *   SET ... XX: get (absent: null reply) -> write if v is still what was
- *        read -> reply; another writer in between (ECONDITION): again,
- *        at most XX_ATTEMPTS times. The client's conditions only say
- *        "equals" or "has no value", so "exists" is this read and compare.
- *   SET ... NX: one write with "v has no value" (ECONDITION: null reply).
- *   EXISTS k...: a get per key, one after the other, counting.
- *   DEL k...: per key, a get, then (present) a delete on condition that v
- *        is still what was read (changed: read again, as XX), counting
- *        the deletes that applied: Redis's count of keys removed.
- * Arguments (argv) stay valid until redis_conn_complete (server.h); the
- * op copies what it needs anyway. Errors of the cluster are replied as
- * "-ERR docraft: <reason>"; the command's own errors are Redis's texts. */
+ * Design note. The command table is built at start: every command of the
+ * engine's table (yedis_command_at) with one generic function, one_cmd:
+ * the key argv[1] -> its slot -> docraft_redis_async of that one command
+ * to the tablet owning the slot (a write when the engine says YEDIS_WRITE)
+ * -> the tablet's reply bytes copied to the client. Beside them the front
+ * end's own commands, which shadow the engine's of the same name:
+ * multi-key ones split per key (redis_fanout.c), tablet-wide ones
+ * (redis_fanout.c), CLUSTER (redis_cluster.c); EXEC's work is
+ * redis_multi.c.
+ *
+ * Every command that goes to tablets is a fan: its subs grouped into
+ * requests, all sent at once, the reply written when the last answers.
+ * Grouping is per slot (every key of a slot is on one tablet whatever the
+ * splits, so a group never spans tablets), per tablet when the fan knows
+ * the tablets (fan_tablets: multi-key commands, the tablet-wide ones), or
+ * all in one request (EXEC, once it checked that one tablet owns every
+ * key); a group past GROUP_MAX commands starts another. Grouped per tablet
+ * from a stale cache, a request may hold a key its tablet no longer owns:
+ * the tablet refuses it whole (EWRONGTABLET, after the client's own
+ * refreshes), and a fan with regroup set sends its commands again per
+ * slot.
+ *
+ * Errors: a failure of the cluster (no leader in time, the client closed)
+ * is "-ERR docraft: <reason>"; the tablets' replies (Redis's own errors
+ * among them) pass through byte for byte. */
 #include "tserver/redis_data.h"
 
 #include <stdio.h>
@@ -25,420 +32,387 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/check.h"
 #include "common/mem.h"
+#include "common/redis_slot.h"
+#include "tserver/redis_int.h"
+#include "yedis/yedis.h"
 
-#define XX_ATTEMPTS 8
+/* Commands of one request but EXEC's (a tablet takes up to 10,000): an
+ * MGET of more keys of one slot takes several requests. */
+#define GROUP_MAX 1000
 
-/* what a struct cmd does beyond its name: SET's condition, or which of
- * EXISTS and DEL it is */
-enum { SET_ANY, SET_NX, SET_XX, MULTI_EXISTS, MULTI_DEL };
-
-struct cmd {
+struct fan_group {
 	docraft_req req;
-	struct redis_conn *c;
-	struct redis_data *d;
-	char table[16];
-	docraft_value key;
-	docraft_value val;
-	docraft_op *op;
-	docraft_schema *schema;
-	int64_t ttl_ms; /* 0: no expiry */
-	int cond;
-	int attempts;
-	/* EXISTS, DEL: the keys argv[1..argc), the one at idx, the count */
-	uint32_t argc, idx;
-	const struct resp_arg *argv;
-	long long count;
-	bool created; /* the table was created once already */
+	struct fan *f;
+	uint16_t slot; /* the route: its first sub's slot */
+	size_t key;    /* what group_for groups by */
+	size_t n, cap;
+	size_t *subs; /* indexes into f->subs, in order */
 };
 
-static void set_write(struct cmd *x);
+/* ---- the fan ---- */
 
-static struct cmd *cmd_new(struct redis_conn *c, const struct resp_arg *key)
+struct fan *fan_new(struct redis_conn *c)
 {
-	struct cmd *x = xcalloc(1, sizeof *x);
+	struct redis_data *d = redis_conn_data(c);
+	struct fan *f;
 
-	x->c = c;
-	x->d = redis_conn_data(c);
-	x->req.data = x;
-	snprintf(x->table, sizeof x->table, "redis_%u", redis_conn_db(c));
-	x->key = docraft_value_blob(key->p, key->n);
-	return x;
+	if (d->client == NULL) {
+		resp_error(redis_conn_out(c), "ERR this tserver has no masters: no data commands");
+		return NULL;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->c = c;
+	f->d = d;
+	f->db = redis_conn_db(c);
+	arena_init(&f->mem);
+	return f;
 }
 
-/* Replies and ends the command. */
-static void finish(struct cmd *x)
+void fan_add(struct fan *f, uint16_t slot, const char *name, uint32_t argc,
+	     const struct resp_arg *argv)
 {
-	struct redis_conn *c = x->c;
+	docraft_bytes *a = arena_alloc(&f->mem, argc * sizeof *a);
+	struct fan_sub *s;
 
-	docraft_op_free(x->op);
-	docraft_schema_free(x->schema);
-	free(x);
+	for (uint32_t i = 0; i < argc; i++) {
+		a[i].p = argv[i].p; /* valid until the command completes */
+		a[i].n = argv[i].n;
+	}
+	if (name != NULL) {
+		a[0].p = name;
+		a[0].n = strlen(name);
+	}
+	if (f->n_subs == f->cap_subs) {
+		f->cap_subs = f->cap_subs == 0 ? 4 : 2 * f->cap_subs;
+		f->subs = xrealloc(f->subs, f->cap_subs * sizeof *f->subs);
+	}
+	s = &f->subs[f->n_subs++];
+	memset(s, 0, sizeof *s);
+	s->slot = slot;
+	s->argc = argc;
+	s->argv = a;
+}
+
+void fan_end(struct fan *f)
+{
+	struct redis_conn *c = f->c;
+
+	for (size_t i = 0; i < f->n_groups; i++) {
+		docraft_result_free(f->groups[i].req.result);
+		free(f->groups[i].subs);
+	}
+	free(f->groups);
+	free(f->subs);
+	docraft_result_free(f->tablets);
+	arena_free(&f->mem);
+	free(f);
 	redis_conn_complete(c);
 }
 
-static void fail(struct cmd *x, int status, const char *errmsg)
+void fan_fail(struct fan *f, const char *msg)
 {
-	resp_errorf(redis_conn_out(x->c), "ERR docraft: %s",
-		    errmsg != NULL && errmsg[0] != '\0' ? errmsg : docraft_strerror(status));
-	finish(x);
+	resp_errorf(redis_conn_out(f->c), "ERR docraft: %s", msg);
+	fan_end(f);
 }
 
-/* A failure of a submitting call: its callback never runs. */
-static void submit_failed(struct cmd *x, int rv)
+size_t fan_tablet_of(const struct fan *f, uint16_t slot)
 {
-	fail(x, rv, docraft_errmsg());
+	size_t n = docraft_result_ntablets(f->tablets);
+
+	for (size_t i = 0; i < n; i++) {
+		docraft_redis_tablet t;
+		docraft_result_redis_tablet(f->tablets, i, &t);
+		if (slot >= t.first_slot && slot <= t.last_slot)
+			return i;
+	}
+	return SIZE_MAX;
 }
 
-static bool no_client(struct redis_conn *c)
+/* The group a sub of slot goes to: one per slot, per tablet when the
+ * tablets are known (a slot no tablet covers, a hole in the cache: alone),
+ * or one for all. */
+static struct fan_group *group_for(struct fan *f, uint16_t slot)
 {
-	struct redis_data *d = redis_conn_data(c);
-	if (d != NULL && d->client != NULL)
+	size_t key = slot;
+	struct fan_group *g;
+
+	if (f->single)
+		key = 0;
+	else if (f->tablets != NULL && !f->by_slot && (key = fan_tablet_of(f, slot)) == SIZE_MAX)
+		key = (size_t)1 << 20 | slot;
+	for (size_t i = f->round; i < f->n_groups; i++)
+		if (f->groups[i].key == key && (f->single || f->groups[i].n < GROUP_MAX))
+			return &f->groups[i];
+	g = &f->groups[f->n_groups++];
+	g->f = f;
+	g->slot = slot;
+	g->key = key;
+	return g;
+}
+
+static void send_groups(struct fan *f);
+
+/* One group less to wait for; the last writes the reply and ends the fan.
+ * A request grouped per tablet that a tablet refused as spanning other
+ * tablets (the cache is stale) is sent again per slot, its subs only: the
+ * other groups' replies stand (a retry of theirs could change a DEL's
+ * count). */
+static void release(struct fan *f)
+{
+	if (--f->pending > 0)
+		return;
+	if (f->status == DOCRAFT_EWRONGTABLET && f->regroup && !f->by_slot) {
+		f->by_slot = true;
+		f->status = DOCRAFT_OK;
+		f->errmsg[0] = '\0';
+		send_groups(f);
+		return;
+	}
+	if (f->status != DOCRAFT_OK) {
+		fan_fail(f, f->errmsg);
+		return;
+	}
+	f->done(f);
+	fan_end(f);
+}
+
+static void group_done(docraft_req *req)
+{
+	struct fan_group *g = req->data;
+	struct fan *f = g->f;
+
+	if (req->status != DOCRAFT_OK) {
+		if (f->status == DOCRAFT_OK) {
+			f->status = req->status;
+			snprintf(f->errmsg, sizeof f->errmsg, "%s", req->errmsg);
+		}
+	} else {
+		size_t n = docraft_result_nreplies(req->result);
+		if (n != g->n && f->status == DOCRAFT_OK) {
+			f->status = DOCRAFT_EIO;
+			snprintf(f->errmsg, sizeof f->errmsg,
+				 "the tablet answered %zu replies to %zu commands", n, g->n);
+		}
+		for (size_t i = 0; i < n && i < g->n; i++) {
+			struct fan_sub *s = &f->subs[g->subs[i]];
+			s->rep = docraft_result_reply(req->result, i, &s->rep_n);
+		}
+	}
+	release(f);
+}
+
+static const char *sync_error(int rv)
+{
+	return rv == DOCRAFT_ECLOSED ? "the tserver is stopping" : "a request the client refused";
+}
+
+/* Groups the subs not answered yet and sends a request per group. */
+static void send_groups(struct fan *f)
+{
+	f->round = f->n_groups;
+	for (size_t i = 0; i < f->n_subs; i++) {
+		struct fan_group *g;
+		if (f->subs[i].rep != NULL)
+			continue;
+		g = group_for(f, f->subs[i].slot);
+		if (g->n == g->cap) {
+			g->cap = g->cap == 0 ? 4 : 2 * g->cap;
+			g->subs = xrealloc(g->subs, g->cap * sizeof *g->subs);
+		}
+		g->subs[g->n++] = i;
+	}
+	f->pending =
+		f->n_groups - f->round + 1; /* +1: no answer ends the fan before all are sent */
+	for (size_t i = f->round; i < f->n_groups; i++) {
+		struct fan_group *g = &f->groups[i];
+		docraft_redis_cmd *cmds = arena_alloc(&f->mem, g->n * sizeof *cmds);
+		int rv;
+		for (size_t j = 0; j < g->n; j++) {
+			cmds[j].argc = f->subs[g->subs[j]].argc;
+			cmds[j].argv = f->subs[g->subs[j]].argv;
+		}
+		g->req.data = g;
+		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n,
+					 f->write, group_done);
+		if (rv != 0) {
+			g->req.status = rv;
+			snprintf(g->req.errmsg, sizeof g->req.errmsg, "%s", sync_error(rv));
+			g->req.result = NULL;
+			group_done(&g->req);
+		}
+	}
+	release(f);
+}
+
+int fan_run(struct fan *f, fan_fn done)
+{
+	PRE(f->n_subs > 0);
+	f->done = done;
+	/* n_subs groups at the most, twice with a regroup */
+	f->groups = xcalloc(2 * f->n_subs, sizeof *f->groups);
+	send_groups(f);
+	return REDIS_ASYNC;
+}
+
+static void tablets_done(docraft_req *req)
+{
+	struct fan *f = req->data;
+	fan_fn next = f->done;
+
+	if (req->status != DOCRAFT_OK) {
+		fan_fail(f, req->errmsg);
+		return;
+	}
+	f->tablets = req->result;
+	req->result = NULL;
+	next(f);
+}
+
+int fan_tablets(struct fan *f, fan_fn next)
+{
+	int rv;
+
+	f->done = next;
+	f->treq.data = f;
+	rv = docraft_redis_tablets_async(f->d->client, &f->treq, f->db, tablets_done);
+	if (rv != 0)
+		fan_fail(f, sync_error(rv));
+	return REDIS_ASYNC;
+}
+
+/* ---- reading replies ---- */
+
+/* The number after p[0] up to "\r\n": its value and the line's length. */
+static bool line_ll(const char *p, size_t n, long long *v, size_t *len)
+{
+	const char *cr = n > 1 ? memchr(p, '\r', n) : NULL;
+
+	if (cr == NULL || (size_t)(cr - p) + 1 >= n || cr[1] != '\n')
 		return false;
-	resp_error(redis_conn_out(c), "ERR this tserver has no masters: no data commands");
+	if (!resp_string2ll(p + 1, (size_t)(cr - p) - 1, v))
+		return false;
+	*len = (size_t)(cr - p) + 2;
 	return true;
 }
 
-/* ---- GET ---- */
-
-static void get_done(docraft_req *req)
+bool rr_int(const char *p, size_t n, long long *v)
 {
-	struct cmd *x = req->data;
-	struct buf *out = redis_conn_out(x->c);
-
-	if (req->status == DOCRAFT_ETABLENOTFOUND) {
-		resp_null_bulk(out);
-	} else if (req->status != 0) {
-		fail(x, req->status, req->errmsg);
-		return;
-	} else {
-		docraft_value v = docraft_result_value(req->result, 0, 1);
-		if (docraft_result_nrows(req->result) == 0 || v.type != DOCRAFT_TYPE_BLOB)
-			resp_null_bulk(out);
-		else
-			resp_bulk(out, v.v.s.p, v.v.s.len);
-	}
-	docraft_result_free(req->result);
-	finish(x);
+	size_t len;
+	return n > 0 && p[0] == ':' && line_ll(p, n, v, &len);
 }
 
-static int cmd_get(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+bool rr_array(const char *p, size_t n, long long *count, size_t *hdr)
 {
-	struct cmd *x;
-	int rv;
+	return n > 0 && p[0] == '*' && line_ll(p, n, count, hdr) && *count >= 0;
+}
 
+bool rr_bulk(const char *p, size_t n, const char **s, size_t *sn, size_t *used)
+{
+	long long len;
+	size_t hdr;
+
+	if (n == 0 || p[0] != '$' || !line_ll(p, n, &len, &hdr) || len < 0 ||
+	    (unsigned long long)len > n - hdr || n - hdr - (size_t)len < 2)
+		return false;
+	*s = p + hdr;
+	*sn = (size_t)len;
+	*used = hdr + (size_t)len + 2;
+	return true;
+}
+
+/* ---- one command, one key ---- */
+
+static void one_done(struct fan *f)
+{
+	buf_append(redis_conn_out(f->c), f->subs[0].rep, f->subs[0].rep_n);
+}
+
+static int one_cmd(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
+	const struct yedis_command *y = yedis_command_find(argv[0].p, argv[0].n);
+	struct fan *f = fan_new(c);
+
+	if (f == NULL)
+		return REDIS_DONE;
+	PRE(y != NULL);
+	f->write = (y->flags & YEDIS_WRITE) != 0;
+	/* a keyless engine command (arity 1): any tablet, slot 0's */
+	fan_add(f, argc > 1 ? redis_key_slot(argv[1].p, argv[1].n) : 0, NULL, argc, argv);
+	return fan_run(f, one_done);
+}
+
+/* An engine command that is tablet-wide but not one the front end merges. */
+static int tablet_unknown(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
+{
 	(void)argc;
-	if (no_client(c))
-		return REDIS_DONE;
-	x = cmd_new(c, &argv[1]);
-	rv = docraft_get_async(x->d->client, &x->req, x->table, &x->key, 1, 0, get_done);
-	if (rv != 0)
-		submit_failed(x, rv);
-	return REDIS_ASYNC;
+	resp_errorf(redis_conn_out(c), "ERR docraft: '%.*s' is not supported across tablets",
+		    (int)argv[0].n, argv[0].p);
+	return REDIS_DONE;
 }
 
-/* ---- SET ---- */
+/* ---- the table ---- */
 
-static void created(docraft_req *req)
-{
-	struct cmd *x = req->data;
+#define RO REDIS_CMD_READONLY
+#define WR (REDIS_CMD_WRITE | REDIS_CMD_DENYOOM)
 
-	if (req->status != 0) {
-		fail(x, req->status, req->errmsg);
-		return;
-	}
-	set_write(x);
-}
-
-static void create_table(struct cmd *x)
-{
-	docraft_table_options o = {0, 0, true};
-	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	int rv;
-
-	x->created = true;
-	if ((rv = docraft_schema_new(x->table, &x->schema, errmsg)) != 0 ||
-	    (rv = docraft_schema_add_column(x->schema, "k", DOCRAFT_COLUMN_HASH, "blob", errmsg)) !=
-		    0 ||
-	    (rv = docraft_schema_add_column(x->schema, "v", DOCRAFT_COLUMN_REGULAR, "blob",
-					    errmsg)) != 0) {
-		fail(x, rv, errmsg);
-		return;
-	}
-	rv = docraft_table_create_async(x->d->client, &x->req, x->schema, &o, created);
-	if (rv != 0)
-		submit_failed(x, rv);
-}
-
-static void xx_read(struct cmd *x);
-
-static void set_done(docraft_req *req)
-{
-	struct cmd *x = req->data;
-	struct buf *out = redis_conn_out(x->c);
-
-	if (req->status == 0) {
-		resp_simple(out, "OK");
-	} else if (req->status == DOCRAFT_ETABLENOTFOUND && !x->created && x->cond != SET_XX) {
-		create_table(x);
-		return;
-	} else if (req->status == DOCRAFT_ECONDITION && x->cond == SET_NX) {
-		resp_null_bulk(out);
-	} else if (req->status == DOCRAFT_ECONDITION && x->cond == SET_XX &&
-		   x->attempts < XX_ATTEMPTS) {
-		xx_read(x); /* changed since read: it still exists; read again */
-		return;
-	} else {
-		fail(x, req->status, req->errmsg);
-		return;
-	}
-	finish(x);
-}
-
-/* The op for the current attempt: INSERT k, v = value, its TTL, and the
- * condition (expected: XX's value read; NULL otherwise). */
-static int build_op(struct cmd *x, const docraft_value *expected)
-{
-	int rv;
-
-	docraft_op_free(x->op);
-	x->op = NULL;
-	if ((rv = docraft_op_insert(&x->key, 1, &x->op)) != 0 ||
-	    (rv = docraft_op_column(x->op, "v", &x->val)) != 0)
-		return rv;
-	docraft_op_set_ttl(x->op, x->ttl_ms); /* 0: never, as SET without KEEPTTL */
-	if (x->cond == SET_NX)
-		return docraft_op_if(x->op, "v", NULL);
-	if (x->cond == SET_XX)
-		return docraft_op_if(x->op, "v", expected);
-	return 0;
-}
-
-/* Sends x->op; set_done replies. */
-static void submit_write(struct cmd *x)
-{
-	int rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1,
-				     DOCRAFT_TTL_DEFAULT, set_done);
-	if (rv != 0)
-		submit_failed(x, rv);
-}
-
-static void set_write(struct cmd *x)
-{
-	int rv;
-
-	if (x->op == NULL && (rv = build_op(x, NULL)) != 0) {
-		fail(x, rv, docraft_errmsg());
-		return;
-	}
-	submit_write(x);
-}
-
-static void xx_got(docraft_req *req)
-{
-	struct cmd *x = req->data;
-	docraft_value v;
-	int rv;
-
-	if (req->status == DOCRAFT_ETABLENOTFOUND ||
-	    (req->status == 0 && docraft_result_nrows(req->result) == 0)) {
-		docraft_result_free(req->result);
-		resp_null_bulk(redis_conn_out(x->c));
-		finish(x);
-		return;
-	}
-	if (req->status != 0) {
-		fail(x, req->status, req->errmsg);
-		return;
-	}
-	v = docraft_result_value(req->result, 0, 1);
-	if (v.type != DOCRAFT_TYPE_BLOB) {
-		docraft_result_free(req->result);
-		resp_null_bulk(redis_conn_out(x->c));
-		finish(x);
-		return;
-	}
-	rv = build_op(x, &v); /* copies v before the result goes */
-	docraft_result_free(req->result);
-	if (rv != 0) {
-		fail(x, rv, docraft_errmsg());
-		return;
-	}
-	submit_write(x);
-}
-
-static void xx_read(struct cmd *x)
-{
-	int rv;
-
-	x->attempts++;
-	rv = docraft_get_async(x->d->client, &x->req, x->table, &x->key, 1, 0, xx_got);
-	if (rv != 0)
-		submit_failed(x, rv);
-}
-
-static bool is(const struct resp_arg *a, const char *word)
-{
-	return a->n == strlen(word) && strncasecmp(a->p, word, a->n) == 0;
-}
-
-/* SET key value [NX|XX] [EX s|PX ms]: Redis's option rules and errors
- * (t_string.c parseExtendedStringArgumentsOrReply). */
-static int cmd_set(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	struct buf *out = redis_conn_out(c);
-	int cond = SET_ANY, unit = 0; /* unit: 1 s, 1000 ms */
-	long long expire = 0;
-	struct cmd *x;
-
-	for (uint32_t i = 3; i < argc; i++) {
-		bool has_next = i + 1 < argc;
-		if (is(&argv[i], "nx") && cond != SET_XX) {
-			cond = SET_NX;
-		} else if (is(&argv[i], "xx") && cond != SET_NX) {
-			cond = SET_XX;
-		} else if ((is(&argv[i], "ex") || is(&argv[i], "px")) && unit == 0 && has_next) {
-			unit = is(&argv[i], "ex") ? 1000 : 1;
-			i++;
-			if (!resp_string2ll(argv[i].p, argv[i].n, &expire)) {
-				resp_error(out, "ERR value is not an integer or out of range");
-				return REDIS_DONE;
-			}
-			if (expire <= 0 || expire > INT64_MAX / 1000) {
-				resp_error(out, "ERR invalid expire time in 'set' command");
-				return REDIS_DONE;
-			}
-		} else {
-			resp_error(out, "ERR syntax error");
-			return REDIS_DONE;
-		}
-	}
-	if (no_client(c))
-		return REDIS_DONE;
-	x = cmd_new(c, &argv[1]);
-	x->val = docraft_value_blob(argv[2].p, argv[2].n);
-	x->ttl_ms = expire * unit;
-	x->cond = cond;
-	if (cond == SET_XX)
-		xx_read(x);
-	else
-		set_write(x);
-	return REDIS_ASYNC;
-}
-
-/* ---- EXISTS, DEL ---- */
-
-static void multi_next(struct cmd *x);
-
-static void multi_key_done(struct cmd *x)
-{
-	x->idx++;
-	x->attempts = 0;
-	multi_next(x);
-}
-
-static void del_done(docraft_req *req)
-{
-	struct cmd *x = req->data;
-
-	if (req->status == 0) {
-		x->count++;
-		multi_key_done(x);
-	} else if (req->status == DOCRAFT_ECONDITION && x->attempts < XX_ATTEMPTS) {
-		multi_next(x); /* changed since read: read it again */
-	} else {
-		fail(x, req->status, req->errmsg);
-	}
-}
-
-static void multi_got(docraft_req *req)
-{
-	struct cmd *x = req->data;
-	docraft_value v;
-	int rv;
-
-	if (req->status == DOCRAFT_ETABLENOTFOUND) { /* no key of this database */
-		x->idx = x->argc;
-		multi_next(x);
-		return;
-	}
-	if (req->status != 0) {
-		fail(x, req->status, req->errmsg);
-		return;
-	}
-	v = docraft_result_value(req->result, 0, 1);
-	if (docraft_result_nrows(req->result) == 0 || v.type != DOCRAFT_TYPE_BLOB) {
-		docraft_result_free(req->result);
-		multi_key_done(x);
-		return;
-	}
-	if (x->cond == MULTI_EXISTS) {
-		docraft_result_free(req->result);
-		x->count++;
-		multi_key_done(x);
-		return;
-	}
-	docraft_op_free(x->op);
-	x->op = NULL;
-	if ((rv = docraft_op_delete_row(&x->key, 1, &x->op)) == 0)
-		rv = docraft_op_if(x->op, "v", &v); /* copies v */
-	docraft_result_free(req->result);
-	if (rv != 0) {
-		fail(x, rv, docraft_errmsg());
-		return;
-	}
-	rv = docraft_write_async(x->d->client, &x->req, x->table, &x->op, 1,
-				 DOCRAFT_TTL_DEFAULT, del_done);
-	if (rv != 0)
-		submit_failed(x, rv);
-}
-
-/* Reads the key at idx, or replies the count once every key is done. */
-static void multi_next(struct cmd *x)
-{
-	int rv;
-
-	if (x->idx == x->argc) {
-		resp_int(redis_conn_out(x->c), x->count);
-		finish(x);
-		return;
-	}
-	x->attempts++;
-	x->key = docraft_value_blob(x->argv[x->idx].p, x->argv[x->idx].n);
-	rv = docraft_get_async(x->d->client, &x->req, x->table, &x->key, 1, 0, multi_got);
-	if (rv != 0)
-		submit_failed(x, rv);
-}
-
-static int multi(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv, int kind)
-{
-	struct cmd *x;
-
-	if (no_client(c))
-		return REDIS_DONE;
-	x = cmd_new(c, &argv[1]);
-	x->cond = kind;
-	x->argc = argc;
-	x->argv = argv;
-	x->idx = 1;
-	multi_next(x);
-	return REDIS_ASYNC;
-}
-
-static int cmd_exists(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	return multi(c, argc, argv, MULTI_EXISTS);
-}
-
-static int cmd_del(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv)
-{
-	return multi(c, argc, argv, MULTI_DEL);
-}
-
-const struct redis_command redis_data_commands[] = {
-	{"del", -2, REDIS_CMD_WRITE, 1, -1, 1, cmd_del, NULL, 0},
-	{"exists", -2, REDIS_CMD_READONLY | REDIS_CMD_FAST, 1, -1, 1, cmd_exists, NULL, 0},
-	{"get", 2, REDIS_CMD_READONLY | REDIS_CMD_FAST, 1, 1, 1, cmd_get, NULL, 0},
-	{"set", -3, REDIS_CMD_WRITE | REDIS_CMD_DENYOOM, 1, 1, 1, cmd_set, NULL, 0},
+static const struct redis_command front[] = {
+	{"cluster", -2, 0, 0, 0, 0, NULL, NULL, 0}, /* subs set at init */
+	{"dbsize", 1, RO | REDIS_CMD_FAST, 0, 0, 0, redis_cmd_dbsize, NULL, 0},
+	{"del", -2, REDIS_CMD_WRITE, 1, -1, 1, redis_cmd_del, NULL, 0},
+	{"exists", -2, RO | REDIS_CMD_FAST, 1, -1, 1, redis_cmd_del, NULL, 0},
+	{"flushall", -1, REDIS_CMD_WRITE, 0, 0, 0, redis_cmd_flushall, NULL, 0},
+	{"flushdb", -1, REDIS_CMD_WRITE, 0, 0, 0, redis_cmd_flushdb, NULL, 0},
+	{"keys", 2, RO, 0, 0, 0, redis_cmd_keys, NULL, 0},
+	{"mget", -2, RO | REDIS_CMD_FAST, 1, -1, 1, redis_cmd_mget, NULL, 0},
+	{"mset", -3, WR, 1, -1, 2, redis_cmd_mset, NULL, 0},
+	{"randomkey", 1, RO, 0, 0, 0, redis_cmd_randomkey, NULL, 0},
+	{"scan", -2, RO, 0, 0, 0, redis_cmd_scan, NULL, 0},
 };
-const size_t redis_data_n_commands = sizeof redis_data_commands / sizeof redis_data_commands[0];
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+void redis_data_init(struct redis_data *d, const char *uuid)
+{
+	size_t ny = yedis_command_count(), n = 0;
+	struct redis_command *t = xcalloc(N(front) + ny, sizeof *t);
+
+	for (size_t i = 0; i < N(front); i++) {
+		t[n] = front[i];
+		if (strcmp(t[n].name, "cluster") == 0) {
+			t[n].subs = redis_cluster_subs;
+			t[n].n_subs = redis_cluster_n_subs;
+		}
+		n++;
+	}
+	for (size_t i = 0; i < ny; i++) {
+		const struct yedis_command *y = yedis_command_at(i);
+		bool shadowed = false;
+		for (size_t k = 0; k < N(front); k++)
+			shadowed |= strcasecmp(front[k].name, y->name) == 0;
+		if (shadowed)
+			continue;
+		t[n].name = y->name;
+		t[n].arity = y->arity;
+		t[n].flags =
+			(y->flags & YEDIS_WRITE ? WR : 0) | (y->flags & YEDIS_READONLY ? RO : 0);
+		if (y->flags & YEDIS_TABLET) {
+			t[n].fn = tablet_unknown;
+		} else {
+			t[n].first_key = t[n].last_key = t[n].step = 1;
+			t[n].fn = one_cmd;
+		}
+		n++;
+	}
+	d->commands = t;
+	d->n_commands = n;
+	redis_node_id(d->node_id, uuid);
+}
+
+void redis_data_free(struct redis_data *d)
+{
+	free(d->commands);
+	d->commands = NULL;
+	d->n_commands = 0;
+}

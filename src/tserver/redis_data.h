@@ -1,13 +1,15 @@
-/* The Redis data commands of the tserver's front end (issue 17): GET,
- * SET (EX PX NX XX), EXISTS and DEL, run through the routing client (include/docraft) on
- * the tserver's loop, so a command reaches its tablet's leader wherever
- * it is and every write is replicated by Raft before its reply.
+/* The Redis data commands of the tserver's front end (issue 17): every
+ * command of the YEDIS engine (src/yedis/yedis.h), run on the tablet that
+ * owns its key's slot through the routing client (docraft_redis_async, on
+ * the tserver's loop), so a command reaches its tablet's leader wherever
+ * it is and every write is replicated by Raft before its reply; and the
+ * front end's own commands: multi-key ones split per key (MGET MSET DEL
+ * EXISTS), tablet-wide ones (KEYS SCAN DBSIZE FLUSHDB FLUSHALL), CLUSTER,
+ * and EXEC's work (redis_multi.c).
  *
- * Storage: Redis database n is the docraft table redis_<n> (k blob hash
- * key, v blob), created on first use with the cluster's default tablets
- * and replication factor. A string is the row's v, its expiry the
- * value's TTL. (The slot partitioning of src/redis/slot.h and seed 002's
- * typed documents come with the other value types: src/redis/README.md.)
+ * Storage: Redis database n is the YEDIS table redis_<n>, created on
+ * first use with the cluster's default tablets and replication factor
+ * (docraft.h). docs/redis.md is the user's view.
  *
  * Loop thread only. */
 #ifndef DOCRAFT_TSERVER_REDIS_DATA_H
@@ -21,10 +23,19 @@
 /* What the data commands need: redis_server_options.data points to it. */
 struct redis_data {
 	docraft_client *client; /* on the tserver's loop; NULL: no masters, no data commands */
+	char node_id[41];       /* this tserver's Redis Cluster node id (CLUSTER MYID) */
+	/* the command table redis_data_init built */
+	struct redis_command *commands;
+	size_t n_commands;
 };
 
-/* The command table (DEL, EXISTS, GET, SET), for redis_server_options.commands. */
-extern const struct redis_command redis_data_commands[];
-extern const size_t redis_data_n_commands;
+/* Builds d's command table (the engine's commands and the front end's)
+ * and node id from the tserver's uuid (may be NULL: a made-up id). d's
+ * client is set by the caller. Never fails. */
+void redis_data_init(struct redis_data *d, const char *uuid);
+void redis_data_free(struct redis_data *d);
+
+/* For redis_server_options.exec: EXEC on one tablet (redis_multi.c). */
+int redis_data_exec(struct redis_conn *c, size_t n, const struct redis_queued *q);
 
 #endif

@@ -63,10 +63,17 @@ int tserver_redis_start(struct tserver_redis *r, uv_loop_t *loop, const char *fl
 	if ((rv = listener_parse_address(address, &sa, errmsg)) != 0)
 		return err_wrap(errmsg, rv, "--redis-address");
 	redis_server_options_default(&o);
-	o.commands = redis_data_commands;
-	o.n_commands = redis_data_n_commands;
+	redis_data_init(&r->data, r->uuid);
+	o.commands = r->data.commands;
+	o.n_commands = r->data.n_commands;
 	o.data = &r->data;
+	o.exec = redis_data_exec;
+	o.cluster = true; /* CLUSTER SLOTS & co. (redis_cluster.c) */
+	if (r->max_per_ip_set)
+		o.max_per_ip = r->max_per_ip;
 	rv = redis_server_start(loop, &sa, &o, &r->srv, errmsg);
+	if (rv != 0)
+		redis_data_free(&r->data);
 	if (rv != 0 && defaulted) {
 		LOG_WARN("redis: %s; the Redis protocol port stays off (--redis-address sets it)",
 			 errmsg);
@@ -89,6 +96,7 @@ static void part_closed(void *arg)
 	struct tserver_redis *r = arg;
 	if (--r->closing == 0) {
 		r->srv = NULL;
+		redis_data_free(&r->data);
 		r->data.client = NULL;
 		r->closed(r);
 	}

@@ -16,6 +16,8 @@
 #ifndef DOCRAFT_TSERVER_REDIS_FRONT_H
 #define DOCRAFT_TSERVER_REDIS_FRONT_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "redis/server.h"
@@ -27,6 +29,10 @@ struct tserver_redis {
 	struct redis_server *srv; /* NULL: off */
 	struct redis_data data;   /* its client: NULL without masters */
 	int closing;              /* parts still closing */
+	/* set before tserver_redis_start: */
+	const char *uuid;         /* the tserver's (CLUSTER MYID); may be NULL */
+	uint32_t max_per_ip;      /* --redis-max-connections-per-ip, when set */
+	bool max_per_ip_set;
 	void (*closed)(struct tserver_redis *r);
 };
 

@@ -76,6 +76,7 @@ const char *svc_op_name(enum op_kind k)
 	case OP_CHECKSUM: return "checksum";
 	case OP_DUMP: return "dump";
 	case OP_CREATE: return "create";
+	case OP_REDIS: return "redis";
 	}
 	return "?";
 }
@@ -207,6 +208,7 @@ void svc_op_free(struct svc_op *op)
 		op->next->prev = op->prev;
 	batch_free(&op->batch);
 	buf_free(&op->cond);
+	buf_free(&op->cmds);
 	arena_free(&op->arena);
 	buf_free(&op->text);
 	buf_free(&op->dump_key);
@@ -216,6 +218,8 @@ void svc_op_free(struct svc_op *op)
 		docraft__read_request__free_unpacked(op->read, NULL);
 	if (op->scan != NULL)
 		docraft__scan_request__free_unpacked(op->scan, NULL);
+	if (op->redis != NULL)
+		docraft__redis_request__free_unpacked(op->redis, NULL);
 	if (op->ck_on)
 		checksum_free(&op->ck);
 	free(op);
@@ -381,6 +385,7 @@ static const struct rpc_method methods[] = {
 	TABLE_ENTRY(WRITE, "write", write, LEADER_DATA, svc_write_check, svc_write),
 	TABLE_ENTRY(READ, "read", read, READ_FLAGS, svc_read_check, svc_read),
 	TABLE_ENTRY(SCAN, "scan", scan, LEADER_DATA, NULL, svc_scan),
+	TABLE_ENTRY(REDIS, "redis", redis, LEADER_DATA, svc_redis_check, svc_redis),
 	TABLE_ENTRY(CREATE_TABLET, "create", create_tablet, 0, NULL, svc_create),
 	TABLE_ENTRY(DELETE_TABLET, "delete", delete_tablet, 0, NULL, svc_delete),
 	TABLE_ENTRY(CHANGE_CONFIG, "change config", change_config, RPC_METHOD_FIND, NULL,

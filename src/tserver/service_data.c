@@ -165,11 +165,26 @@ static void write_done(struct tablet_write *w, int status, uint64_t ht)
 		   &resp.base);
 }
 
+/* Issue 17: a Redis tablet (schema.redis) holds YEDIS documents that only
+ * the YEDIS engine reads and writes (TSERVER_REDIS); WRITE, READ and SCAN
+ * are refused with STATUS_INVALID, whatever the client. */
+static bool refuse_redis(struct rpc_call *call, const struct replica *r)
+{
+	if (!r->schema.redis)
+		return false;
+	rpc_reply_errorf(call, DOCRAFT_EINVAL,
+			 "tablet %s: table %s is a Redis database: use a Redis client", r->id,
+			 r->schema.table);
+	return true;
+}
+
 bool svc_write_check(void *ctx, struct rpc_call *call, const void *req, void *obj)
 {
 	const Docraft__WriteRequest *rq = req;
 	const struct replica *r = obj;
 	(void)ctx;
+	if (refuse_redis(call, r))
+		return false;
 	if (rq->schema_version != r->schema.version) {
 		rpc_reply_errorf(call, DOCRAFT_EINVAL, "tablet %s: schema version %u does not "
 				 "match the table's version %u: refresh the schema", r->id,
@@ -218,22 +233,29 @@ enum rpc_dispatch_req svc_write(void *ctx, struct rpc_call *call, void *req, voi
 		svc_op_end(op, rv, errmsg, NULL);
 		return RPC_DISPATCH_FREE;
 	}
-	memcpy(op->w.client_id, rq->client_id.data, ENTRY_CLIENT_ID_LEN);
-	op->w.seq = rq->seq;
-	op->w.min_running = rq->min_running;
 	op->w.batch = op->batch.data.data;
 	op->w.batch_len = op->batch.data.len;
 	op->w.cond = op->cond.len > 0 ? op->cond.data : NULL;
 	op->w.cond_len = op->cond.len;
-	op->w.cb = write_done;
+	svc_write_submit(op, rq->client_id.data, rq->seq, rq->min_running, write_done);
+	return RPC_DISPATCH_FREE;
+}
+
+void svc_write_submit(struct svc_op *op, const uint8_t *client_id, uint64_t seq,
+		      uint64_t min_running, tablet_write_cb cb)
+{
+	int rv;
+	memcpy(op->w.client_id, client_id, ENTRY_CLIENT_ID_LEN);
+	op->w.seq = seq;
+	op->w.min_running = min_running;
+	op->w.cb = cb;
 	op->w.data = op;
-	if ((rv = tablet_write(r->t, &op->w)) != 0) {
+	if ((rv = tablet_write(op->r->t, &op->w)) != 0) {
 		svc_op_end(op, rv, rv == DOCRAFT_ETOOBIG ? "larger than a Raft entry may be" : NULL,
 			   NULL);
-		return RPC_DISPATCH_FREE;
+		return;
 	}
-	r->pending++;
-	return RPC_DISPATCH_FREE;
+	op->r->pending++;
 }
 
 /* ---- reads and scans --------------------------------------------------------------- */
@@ -473,6 +495,8 @@ bool svc_read_check(void *ctx, struct rpc_call *call, const void *req, void *obj
 	const struct replica *r = obj;
 	size_t nk = schema_nkeys(&r->schema);
 	(void)ctx;
+	if (refuse_redis(call, r))
+		return false;
 	if (rq->n_key == nk)
 		return true;
 	rpc_reply_errorf(call, DOCRAFT_EINVAL, "table %s: expected %zu key values, got %zu",
@@ -583,9 +607,12 @@ enum rpc_dispatch_req svc_scan(void *ctx, struct rpc_call *call, void *req, void
 	Docraft__ScanRequest *rq = req;
 	struct replica *r = obj;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	struct svc_op *op = svc_op_new(s, OP_SCAN, call, r->id);
+	struct svc_op *op;
 	int rv;
 
+	if (refuse_redis(call, r))
+		return RPC_DISPATCH_FREE;
+	op = svc_op_new(s, OP_SCAN, call, r->id);
 	op->r = r;
 	op->scan = rq;
 	op->limit = rq->limit == 0 ? SERVICE_SCAN_DEFAULT_LIMIT

@@ -8,6 +8,7 @@
  *   service_data.c   WRITE, READ and SCAN
  *   service_admin.c  CREATE_TABLET, DELETE_TABLET, CHANGE_CONFIG, STEP_DOWN,
  *                    TABLET_STATUS
+ *   service_redis.c  REDIS (issue 17: Redis commands on the tablet)
  *   service_paged.c  DUMP_TABLET and CHECKSUM: work done one page per loop
  *                    turn by checksum_timer
  *
@@ -43,6 +44,7 @@ enum op_kind {
 	OP_CHECKSUM,
 	OP_DUMP,
 	OP_CREATE,
+	OP_REDIS,
 };
 
 /* A request waiting for a tablet callback (or a page of work): it owns its
@@ -62,6 +64,9 @@ struct svc_op {
 	struct tablet_write w;
 	struct batch batch;
 	struct buf cond;         /* condition blob (docdb/condition.h), or empty */
+	/* OP_REDIS */
+	struct buf cmds;         /* a write's commands (entry.h's encoding) */
+	Docraft__RedisRequest *redis; /* a read's request: owned, freed with the op */
 	/* OP_READ, OP_SCAN */
 	struct tablet_read rd;
 	Docraft__ReadRequest *read; /* owned: freed with the op */
@@ -139,6 +144,12 @@ enum rpc_dispatch_req svc_write(void *ctx, struct rpc_call *call, void *req, voi
 /* Schema version, client id and operations of a write, before the leader
  * check. */
 bool svc_write_check(void *ctx, struct rpc_call *call, const void *req, void *obj);
+/* Fills op->w's id (client_id: ENTRY_CLIENT_ID_LEN bytes) and callback
+ * (data: op) and queues it on op->r's tablet, counted in op->r->pending;
+ * a synchronous failure ends op. The payload (batch, conditions or Redis
+ * commands) is set by the caller. */
+void svc_write_submit(struct svc_op *op, const uint8_t *client_id, uint64_t seq,
+		      uint64_t min_running, tablet_write_cb cb);
 enum rpc_dispatch_req svc_read(void *ctx, struct rpc_call *call, void *req, void *obj);
 /* The number of key values of a read, before the leader check. */
 bool svc_read_check(void *ctx, struct rpc_call *call, const void *req, void *obj);
@@ -146,6 +157,13 @@ enum rpc_dispatch_req svc_scan(void *ctx, struct rpc_call *call, void *req, void
 /* Starts op's tablet_read (a barrier for OP_STEP_DOWN), counted in
  * op->r->pending; on failure ends op. */
 void svc_start_read(struct svc_op *op);
+
+/* ---- service_redis.c -------------------------------------------------------------- */
+
+/* The table, the commands (names, arity, write flag, keys in the
+ * partition) and the client id of a Redis request, before the leader check. */
+bool svc_redis_check(void *ctx, struct rpc_call *call, const void *req, void *obj);
+enum rpc_dispatch_req svc_redis(void *ctx, struct rpc_call *call, void *req, void *obj);
 
 /* ---- service_admin.c ------------------------------------------------------------- */
 

@@ -104,6 +104,7 @@ static void dump_op_step(struct svc_op *op, bool *computing)
 		return;
 	memset(&o, 0, sizeof o);
 	o.schema = &r->schema;
+	o.redis = r->schema.redis; /* issue 17: a YEDIS table in the seed's notation */
 	it = store_iter_new(st, &lo, 1, NULL, 0);
 	if (op->dump_key.len == 0) {
 		store_iter_seek_first(it);

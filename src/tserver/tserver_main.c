@@ -105,6 +105,7 @@ static struct {
 	struct tserver_redis redis;
 	bool redis_on;
 	char redis_address[TSERVER_REDIS_ADDRESS_MAX];
+	unsigned redis_max_per_ip; /* --redis-max-connections-per-ip */
 
 	uv_timer_t drain_timer;
 	bool handles_on;
@@ -155,6 +156,9 @@ static const struct config_flag flags[] = {
 	 .dst = S.redis_address, .cap = sizeof S.redis_address,
 	 .help = "Redis protocol port (default: IP:6379 with the IP of --address, left off "
 		 "when taken; :PORT: that IP; off: none)"},
+	{.name = "redis-max-connections-per-ip", .arg = "N", .kind = CONFIG_UINT,
+	 .dst = &S.redis_max_per_ip, .min = 0, .max = 1000000, .what = "a count", .def = "1000",
+	 .help = "Redis connections from one IP address; 0: no limit (default 1000)"},
 	{.name = "heartbeat-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.heartbeat_ms,
 	 .min = 1, .help = "heartbeat period to the master (default 1000)"},
 	{.name = "election-ms", .arg = "MS", .kind = CONFIG_MS, .dst = &S.cfg.election_ms,
@@ -694,9 +698,29 @@ static int open_log(void)
 	return 0;
 }
 
+/* issue 17: the RESP address the heartbeats give the master (clients
+ * connect there): "" when the port is off; a wildcard IP becomes the IP of
+ * the RPC address rpc. */
+static void redis_advertised(const char *rpc, char *out, size_t cap)
+{
+	const char *ra, *port, *rport;
+	out[0] = '\0';
+	if (S.redis.srv == NULL)
+		return;
+	ra = redis_server_address(S.redis.srv);
+	port = strrchr(ra, ':');
+	rport = strrchr(rpc, ':');
+	if (port != NULL && rport != NULL &&
+	    (strncmp(ra, "0.0.0.0:", 8) == 0 || strncmp(ra, "[::]:", 5) == 0))
+		snprintf(out, cap, "%.*s%s", (int)(rport - rpc), rpc, port);
+	else
+		snprintf(out, cap, "%s", ra);
+}
+
 static int start(void)
 {
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	char redis_adv[RPC_ADDRESS_MAX + 1];
 	struct manager_options mo;
 	struct service_options so;
 	const char *address;
@@ -710,6 +734,9 @@ static int start(void)
 	}
 	S.copy_on = true;
 	/* issue 17: the Redis protocol port */
+	S.redis.uuid = S.uuid;
+	S.redis.max_per_ip = S.redis_max_per_ip;
+	S.redis.max_per_ip_set = true;
 	if (tserver_redis_start(&S.redis, &S.proc.loop, S.redis_address, address,
 				(const char *const *)S.masters, S.n_masters, errmsg) != 0) {
 		LOG_ERROR(PROG ": %s", errmsg);
@@ -792,6 +819,8 @@ static int start(void)
 		ho.n_masters = S.n_masters;
 		ho.interval_ms = S.cfg.heartbeat_ms;
 		ho.placement = S.cfg.placement;
+		redis_advertised(address, redis_adv, sizeof redis_adv);
+		ho.redis_address = redis_adv;
 		if (heartbeat_start(&S.hb, &S.proc.loop, &S.cl, &S.m, &S.svc, &ho, errmsg) != 0) {
 			LOG_ERROR(PROG ": %s", errmsg);
 			return -1;

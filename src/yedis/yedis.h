@@ -88,6 +88,32 @@ const struct yedis_command *yedis_command_at(size_t i);
 /* The DocKey of Redis key k (appended to out). */
 void yedis_dockey(struct buf *out, const void *key, size_t n);
 
+/* SCAN's cursor on a tablet (YEDIS_TABLET): slot * 2^40 + n, where n is
+ * how many live keys of that slot, in DocKey order, the previous calls
+ * returned (0 for all but a slot too big for one call: one call returns
+ * whole slots until COUNT keys were examined, and splits a slot only past
+ * 10000 keys of it). A call walks the tablet's store from the cursor's
+ * slot on and replies [next cursor, keys]; next cursor 0 means the
+ * store holds no key at or after the slot where it stopped: the front end
+ * goes on with the first slot of the next tablet (or replies 0 after the
+ * last). A key present throughout a full SCAN is returned exactly once,
+ * except in a split slot (more than 10000 keys in one slot, one hash tag):
+ * keys created before it between the calls may make it come twice, keys
+ * deleted before it may make it be missed. */
+#define YEDIS_SCAN_SLOT_SHIFT 40
+static inline uint64_t yedis_scan_cursor(uint32_t slot, uint64_t n)
+{
+	return ((uint64_t)slot << YEDIS_SCAN_SLOT_SHIFT) | n;
+}
+static inline uint32_t yedis_scan_slot(uint64_t cursor)
+{
+	return (uint32_t)(cursor >> YEDIS_SCAN_SLOT_SHIFT);
+}
+static inline uint64_t yedis_scan_offset(uint64_t cursor)
+{
+	return cursor & ((UINT64_C(1) << YEDIS_SCAN_SLOT_SHIFT) - 1);
+}
+
 /* ---- Evaluation ---- */
 
 struct yedis_txn;

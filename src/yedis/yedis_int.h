@@ -70,6 +70,15 @@ const char *ytype_name(int type);
 #define YERR_SYNTAX "ERR syntax error"
 #define YERR_OVERFLOW "ERR increment or decrement would overflow"
 
+/* Longest key, hash field, set member ... a command may store (bytes): a
+ * DocDB key must fit in 64 KiB (docdb/batch.h) with a key and one subkey,
+ * each escaped (0x00 doubles). yedis_exec checks argv[1] of keyed
+ * commands; a command checks the other arguments it stores as subkeys
+ * with yarg_sub_ok and replies YERR_TOO_LONG. */
+#define YEDIS_MAX_KEY 15000
+#define YERR_TOO_LONG "ERR docraft: key, field or member longer than 15000 bytes"
+bool yarg_sub_ok(const struct resp_arg *a);
+
 /* A key's root, expiry applied. */
 struct yroot {
 	int type;              /* enum ytype */
@@ -91,7 +100,15 @@ int yv_get(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub
  * after the prefix (sub[0..nsub)) and its value; start: begin at this
  * child path (inclusive; NULL: the first / last). fn returns nonzero to
  * stop. Used for HGETALL, SMEMBERS, ZRANGE (the '&' map), LRANGE, TSRANGE
- * and the pops. */
+ * and the pops.
+ * Precisely (view.c, docdb/reader.h reader_children): start compares as
+ * encoded subkeys; forward gives the children at or after it, reverse
+ * those at or before it and those below it (a start [D 5] of the zset
+ * '&' map includes every [D 5, S member]). The stored children are read
+ * one child subtree (one first subkey below the prefix) at a time, so a
+ * walk that stops after k children costs about k, whatever the size of
+ * the collection; the txn's own writes are merged in (a child written
+ * replaces the stored one at its exact path; a tombstone hides it). */
 typedef int (*yv_child_fn)(void *arg, const struct pv *sub, size_t nsub, const struct pv *value);
 int yv_children(struct yedis_txn *t, const struct resp_arg *key, const struct pv *prefix,
 		size_t nprefix, bool reverse, const struct pv *start, size_t nstart, yv_child_fn fn,
@@ -110,6 +127,11 @@ void yw_root(struct yedis_txn *t, const struct resp_arg *key, int type, const st
 /* A primitive child (PV_NULL for set members). */
 void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub,
 	    const struct pv *value);
+/* yw_put with a TTL of the child's own (added by ycoll2 for TSADD
+ * EXPIRE_IN / EXPIRE_AT): ttl_ms > 0 expires the child that long after
+ * the txn's hybrid time; YEDIS_NO_TTL is yw_put. */
+void yw_put_ttl(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
+		size_t nsub, const struct pv *value, int64_t ttl_ms);
 /* A tombstone at a child path. */
 void yw_delete(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
 	       size_t nsub);
@@ -134,5 +156,16 @@ int yarg_double(const struct resp_arg *a, double *v);
 /* Redis's formatting of a double reply (INCRBYFLOAT: "%.17Lg" then
  * trailing zeros removed; scores: "%.17g"). Returns the length. */
 size_t yfmt_double(char *out, size_t cap, double d, bool humanfriendly);
+/* The long double forms Redis uses for INCRBYFLOAT and HINCRBYFLOAT
+ * (string2ld, ld2string: "%.17Lg", or humanfriendly "%.17Lf" without
+ * trailing zeros). yfmt_ldouble returns 0 when cap is too small (cap >= 8;
+ * YFMT_LDOUBLE_CAP always fits). */
+#define YFMT_LDOUBLE_CAP 5120
+int yarg_ldouble(const struct resp_arg *a, long double *v);
+size_t yfmt_ldouble(char *out, size_t cap, long double d, bool humanfriendly);
+
+/* Redis's glob match (util.c stringmatchlen): * ? [a-z] [^x] and \
+ * escapes; KEYS, SCAN MATCH, HSCAN-like filters. */
+bool ystringmatch(const char *pat, size_t plen, const char *s, size_t slen, bool nocase);
 
 #endif

@@ -33,24 +33,6 @@
 
 #include "cluster.h"
 
-/* The CLI's stderr of its last run (<tmp>/cli.log), where errors go. */
-static const char *cli_errors(void)
-{
-	static char text[16384];
-	char path[320];
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/cli.log", C.base);
-	text[0] = '\0';
-	if ((f = fopen(path, "r")) != NULL) {
-		n = fread(text, 1, sizeof text - 1, f);
-		fclose(f);
-	}
-	text[n] = '\0';
-	return text;
-}
-
 TEST(create_96_tablets)
 {
 	struct tablet t[128];
@@ -59,8 +41,8 @@ TEST(create_96_tablets)
 	cluster_up("ddl-96");
 	rv = CLI(120000, "--timeout", "60000", "--tablets", "96", "--rf", "3", "-e",
 		 "CREATE TABLE t96 (k text, v int, PRIMARY KEY (k));");
-	CHECK_MSG(rv == 0 && strstr(cli_errors(), "exists") == NULL, "CREATE TABLE exited %d:\n%s",
-		  rv, cli_errors());
+	CHECK_MSG(rv == 0 && strstr(cluster_cli_errors(), "exists") == NULL, "CREATE TABLE exited %d:\n%s",
+		  rv, cluster_cli_errors());
 	n = tablets_of("t96", t, 128);
 	CHECK_MSG(n == 96, "t96 has %d tablets:\n%s", n, C.out);
 	rv = CLI(60000, "--timeout", "30000", "-e",
@@ -71,8 +53,8 @@ TEST(create_96_tablets)
 	rv = CLI(60000, "--timeout", "30000", "-e", "DROP TABLE t96;");
 	CHECK_MSG(rv == 0, "DROP TABLE exited %d:\n%s", rv, C.out);
 	rv = CLI(60000, "--timeout", "30000", "-e", "DROP TABLE t96;");
-	CHECK_MSG(rv != 0 && strstr(cli_errors(), "not found") != NULL,
-		  "second DROP exited %d:\n%s", rv, cli_errors());
+	CHECK_MSG(rv != 0 && strstr(cluster_cli_errors(), "not found") != NULL,
+		  "second DROP exited %d:\n%s", rv, cluster_cli_errors());
 	cluster_down();
 }
 
@@ -83,10 +65,10 @@ TEST(not_enough_tservers)
 	cluster_up("ddl-rf5");
 	rv = CLI(30000, "--timeout", "3000", "--tablets", "2", "--rf", "5", "-e",
 		 "CREATE TABLE t5 (k text, v int, PRIMARY KEY (k));");
-	CHECK_MSG(rv != 0 && strstr(cli_errors(), "not enough live tservers: 3 live, "
+	CHECK_MSG(rv != 0 && strstr(cluster_cli_errors(), "not enough live tservers: 3 live, "
 						  "replication factor 5") != NULL,
-		  "CREATE TABLE RF 5 exited %d:\n%s", rv, cli_errors());
-	test_note("the CLI said: %s", cli_errors());
+		  "CREATE TABLE RF 5 exited %d:\n%s", rv, cluster_cli_errors());
+	test_note("the CLI said: %s", cluster_cli_errors());
 	cluster_down();
 }
 

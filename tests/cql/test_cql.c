@@ -974,6 +974,25 @@ TEST(select_forms)
 	schema_free(&s);
 }
 
+/* DESCRIBE TABLES / DESCRIBE TABLE t (issue 17: the shell's view of Redis
+ * databases). */
+TEST(describe_forms)
+{
+	struct cql_stmts st;
+	struct cql_error err;
+	const struct cql_stmt *stmt = parse1("describe tables;", &st);
+	CHECK_EQ_INT(stmt->kind, CQL_STMT_DESCRIBE);
+	CHECK(stmt->u.describe.tables);
+	cql_free(&st);
+	stmt = parse1("DESCRIBE TABLE redis_0", &st);
+	CHECK(!stmt->u.describe.tables);
+	CHECK_EQ_STR(stmt->u.describe.table.name, "redis_0");
+	cql_free(&st);
+	CHECK(strstr(parse_err("DESCRIBE redis_0;", &err), "expected TABLES or TABLE") != NULL);
+	CHECK(strstr(parse_err("DESCRIBE TABLE;", &err), "expected") != NULL);
+	CHECK(strstr(parse_err("DESCRIBE TABLES x;", &err), "expected ';'") != NULL);
+}
+
 TEST(hybrid_time_strings)
 {
 	uint64_t ht;
@@ -1169,7 +1188,8 @@ TEST(error_caret_display)
 		 1, 26, "5.4096"},
 		{"SELEC * FROM t",
 		 "SELEC * FROM t\n"
-		 "^^^^^ expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE or SELECT\n",
+		 "^^^^^ expected a statement: CREATE, DROP, INSERT, UPDATE, DELETE, SELECT or "
+		 "DESCRIBE\n",
 		 1, 1, "SELEC"},
 		{"SELECT * FROM t;\r\nSELECT * FROM t WHERE a = \"x\"\r\n",
 		 "SELECT * FROM t WHERE a = \"x\"\n"
@@ -1919,7 +1939,7 @@ TEST_MAIN(T(seeds_each_parse), T(seeds_together_parse), T(seed_msgs_create),
 	  T(seed_curly_quotes), T(seed_delete_column_and_row), T(seed_ttl_insert_update),
 	  T(seed_sessions_default_ttl), T(seed_ysql_statements), T(seed_selects),
 	  T(create_table_forms), T(update_operations), T(update_if), T(delete_forms), T(select_forms),
-	  T(hybrid_time_strings), T(literals), T(lexical_details), T(error_caret_display),
+	  T(describe_forms), T(hybrid_time_strings), T(literals), T(lexical_details), T(error_caret_display),
 	  T(error_display_long_line), T(input_limits), T(bind_values),
 	  T(bind_column_errors_located), T(bind_functions), T(create_schema_errors),
 	  T(check_stmt_errors), T(every_prefix_fails_cleanly), T(mutations_fail_cleanly),

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "docdb/key.h"
+#include "docdb/value.h"
+
 bool fx_packed(void)
 {
 	const char *e = getenv("DOCRAFT_TEST_PACKED");
@@ -37,6 +40,19 @@ void fx_close(struct fx *f)
 	test_tmpdir_remove(f->dir);
 	buf_free(&f->dump);
 	arena_free(&f->arena);
+}
+
+void fx_put_path(struct batch *b, const struct buf *dk, const struct pv *sub, size_t nsub,
+		 const struct docvalue *v)
+{
+	struct buf k = BUF_INIT, val = BUF_INIT;
+	buf_append(&k, dk->data, dk->len);
+	for (size_t i = 0; i < nsub; i++)
+		key_append_pv(&k, &sub[i]);
+	value_append(&val, v);
+	batch_put(b, k.data, k.len, val.data, val.len);
+	buf_free(&k);
+	buf_free(&val);
 }
 
 void fx_apply(struct fx *f, struct batch *b, uint64_t ht)

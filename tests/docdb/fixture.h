@@ -49,6 +49,10 @@ static inline uint64_t fx_ht_us(int64_t seconds, int64_t micros)
 {
 	return ht_make(FX_BASE_US + (uint64_t)(seconds * 1000000 + micros), 0);
 }
+/* Appends DocKey dk + subkeys sub[0..nsub) -> v to b (a raw pair, as
+ * docwrite_put_path would write it, without its checks). */
+void fx_put_path(struct batch *b, const struct buf *dk, const struct pv *sub, size_t nsub,
+		 const struct docvalue *v);
 /* Applies b at ht (next raft index), then resets b. */
 void fx_apply(struct fx *f, struct batch *b, uint64_t ht);
 void fx_label_ht(struct fx *f, uint64_t ht, const char *label);

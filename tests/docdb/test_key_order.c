@@ -211,6 +211,12 @@ static struct pv gen(uint64_t *s, enum pv_type t, uint8_t *store, size_t cap)
 		return pv_system_column(gen_i64(s));
 	case PV_ARRAY_INDEX:
 		return pv_array_index(gen_i64(s));
+	case PV_REDIS_COUNTER:
+		return pv_redis_counter();
+	case PV_SS_FORWARD:
+		return pv_ss_forward();
+	case PV_SS_REVERSE:
+		return pv_ss_reverse();
 	case PV_TYPE_COUNT:
 		break;
 	}
@@ -297,6 +303,73 @@ TEST(order_uuid) { order_type(PV_UUID, true); }
 TEST(order_column_id) { order_type(PV_COLUMN_ID, false); }
 TEST(order_system_column_id) { order_type(PV_SYSTEM_COLUMN_ID, false); }
 TEST(order_array_index) { order_type(PV_ARRAY_INDEX, false); }
+
+TEST(order_redis_markers)
+{
+	/* '%' < '&' < '\'' (a sorted set's counter, then its two maps), each
+	 * ordered against other types by its byte; each is its type byte
+	 * alone and decodes back, leaving the bytes that follow. */
+	uint64_t seed = test_seed();
+	const struct pv m[3] = {pv_redis_counter(), pv_ss_forward(), pv_ss_reverse()};
+	const uint8_t bytes[3] = {'%', '&', '\''};
+	struct pv others[] = {pv_null(), pv_double(-INFINITY), pv_int64(INT64_MIN), pv_str(""),
+			      pv_array_index(0), pv_bool(false)};
+	struct arena a;
+	arena_init(&a);
+	for (int i = 0; i < 3; i++) {
+		struct pv d;
+		const uint8_t *p;
+		order_type(m[i].type, false);
+		buf_reset(&ea);
+		key_append_pv(&ea, &m[i]);
+		CHECK_EQ_INT(ea.len, 1);
+		CHECK_EQ_INT(ea.data[0], bytes[i]);
+		buf_push(&ea, 'S');
+		p = ea.data;
+		CHECK_EQ_INT(key_decode_pv(&p, ea.data + ea.len, &d, &a), 0);
+		CHECK_EQ_INT(d.type, m[i].type);
+		CHECK(p == ea.data + 1);
+		CHECK(pv_equal(&d, &m[i]));
+		for (int j = 0; j < 3; j++)
+			check_pair(__FILE__, __LINE__, m[i], m[j], false, &seed);
+		for (size_t j = 0; j < sizeof others / sizeof others[0]; j++)
+			check_pair(__FILE__, __LINE__, m[i], others[j], false, &seed);
+	}
+	CHECK(pv_compare(&m[0], &m[1]) < 0 && pv_compare(&m[1], &m[2]) < 0);
+	{
+		/* A sorted set's forward entry as a whole key: DocKey '&' 'D'
+		 * score 'S' member '#' DocHT decodes back, and sorts after the
+		 * counter's key and before the reverse map's. */
+		struct pv h = pv_str("z"), sub[3] = {pv_ss_forward(), pv_double(-1.5), pv_str("m")};
+		struct dockey k = {.has_hash = true, .hash = 0x7f74, .n_hashed = 1, .hashed = &h};
+		struct docht d = {.ht = (UINT64_C(1767225600000000) << 12), .write_id = 1};
+		struct subdockey sk;
+		struct buf c = BUF_INIT, r = BUF_INIT;
+		buf_reset(&ea);
+		dockey_append(&ea, &k);
+		buf_append(&c, ea.data, ea.len);
+		buf_append(&r, ea.data, ea.len);
+		for (int i = 0; i < 3; i++)
+			key_append_pv(&ea, &sub[i]);
+		buf_push(&ea, KT_HYBRID_TIME);
+		docht_append(&ea, d);
+		CHECK_EQ_INT(subdockey_decode(ea.data, ea.len, &sk, &a), 0);
+		CHECK_EQ_INT(sk.n_subkeys, 3);
+		CHECK(sk.has_ht && sk.ht.ht == d.ht && sk.ht.write_id == 1);
+		for (int i = 0; i < 3; i++)
+			CHECK(sk.subkeys[i].type == sub[i].type && pv_equal(&sk.subkeys[i], &sub[i]));
+		key_append_pv(&c, &m[0]);
+		key_append_pv(&r, &m[2]);
+		key_append_pv(&r, &sub[2]);
+		CHECK_EQ_INT(lexcmp(&c, &ea), -1);
+		CHECK_EQ_INT(lexcmp(&ea, &r), -1);
+		buf_free(&c);
+		buf_free(&r);
+	}
+	arena_free(&a);
+	buf_free(&ea);
+	buf_free(&eb);
+}
 
 TEST(order_float_edges)
 {
@@ -520,7 +593,7 @@ TEST(order_path_before_extensions)
 		buf_reset(&eb);
 		buf_append(&eb, p.data, p.len);
 		if (sub.type != PV_COLUMN_ID && sub.type != PV_SYSTEM_COLUMN_ID &&
-		    sub.type != PV_ARRAY_INDEX)
+		    sub.type != PV_ARRAY_INDEX && !pv_is_marker(&sub))
 			sub.desc = rnd(&seed) & 1;
 		key_append_pv(&eb, &sub);
 		buf_push(&eb, KT_HYBRID_TIME);
@@ -541,5 +614,6 @@ TEST(order_path_before_extensions)
 TEST_MAIN(T(order_null), T(order_bool), T(order_int32), T(order_int64), T(order_uint32),
 	  T(order_uint64), T(order_float), T(order_double), T(order_string), T(order_timestamp),
 	  T(order_uuid), T(order_column_id), T(order_system_column_id), T(order_array_index),
+	  T(order_redis_markers),
 	  T(order_float_edges), T(order_across_types), T(order_dockeys), T(order_docht),
 	  T(order_path_before_extensions))

@@ -7,8 +7,11 @@
  *    iterates to the end with exactly the pairs batch_validate counted, and
  *    its condition blob decodes (condition_decode) to the conditions
  *    condition_validate accepted, each DocKey well-formed;
- *  - a version-2 entry that decodes re-encodes (entry_begin,
- *    entry_add_request_if) to exactly its bytes before the padding;
+ *  - a Redis request's commands (version 3) iterate to exactly the count
+ *    entry_redis_validate gave, every word inside the input;
+ *  - a version-2 or -3 entry that decodes re-encodes (entry_begin_v,
+ *    entry_add_request_if, entry_add_redis) to exactly its bytes before
+ *    the padding;
  *  - errors come with a message. */
 #include "fuzz.h"
 
@@ -34,6 +37,23 @@ static void check_request(const struct entry_request *q, const uint8_t *data, si
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
 	int rv;
 
+	if (q->kind == ENTRY_KIND_REDIS) {
+		struct entry_redis_iter ri;
+		const struct resp_arg *argv;
+		uint32_t argc, ncmds = 0;
+		FUZZ_CHECK(inside(q->redis, q->redis_len, data, size) && q->batch_len == 0);
+		entry_redis_iter_init(&ri, q->redis, q->redis_len);
+		while (entry_redis_iter_next(&ri, &argc, &argv)) {
+			FUZZ_CHECK(argc >= 1);
+			for (uint32_t i = 0; i < argc; i++)
+				FUZZ_CHECK(inside((const uint8_t *)argv[i].p, argv[i].n, q->redis,
+						  q->redis_len));
+			ncmds++;
+		}
+		entry_redis_iter_free(&ri);
+		FUZZ_CHECK(ncmds == q->redis_n && ncmds >= 1);
+		return;
+	}
 	FUZZ_CHECK(inside(q->batch, q->batch_len, data, size));
 	FUZZ_CHECK(batch_validate(q->batch, q->batch_len, &count, errmsg) == 0);
 	batch_iter_init(&it, q->batch, q->batch_len);
@@ -73,11 +93,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(errmsg[0] != '\0');
 		return 0;
 	}
-	entry_begin(&enc, r.ht, r.n_requests);
+	entry_begin_v(&enc, r.ht, r.n_requests, r.version >= 2 ? r.version : 2);
 	while ((rv = entry_next(&r, &q, errmsg)) == 1) {
 		check_request(&q, data, size);
-		entry_add_request_if(&enc, q.client_id, q.seq, q.min_running, q.cond, q.cond_len,
-				     q.batch, q.batch_len);
+		if (q.kind == ENTRY_KIND_REDIS)
+			entry_add_redis(&enc, q.client_id, q.seq, q.min_running, q.redis,
+					q.redis_len);
+		else
+			entry_add_request_if(&enc, q.client_id, q.seq, q.min_running, q.cond,
+					     q.cond_len, q.batch, q.batch_len);
 		/* Bounded work: a request costs at least its fixed fields. */
 		FUZZ_CHECK(r.read <= size / (ENTRY_CLIENT_ID_LEN + 16));
 	}
@@ -85,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(rv == -DOCRAFT_ECORRUPT && errmsg[0] != '\0');
 	} else {
 		FUZZ_CHECK(rv == 0 && r.read == r.n_requests);
-		if (r.version == ENTRY_VERSION) {
+		if (r.version >= 2) {
 			FUZZ_CHECK(enc.len <= size && size - enc.len < 8);
 			FUZZ_CHECK(memcmp(enc.data, data, enc.len) == 0);
 		}
@@ -183,6 +207,43 @@ static void fuzz_seeds(void)
 	entry_begin(&e, 1, 0);
 	entry_finish(&e);
 	seed_buf("empty", &e);
+
+	/* Version 3: two Redis requests (SET, then INCR and GET). */
+	{
+		struct buf cmds = BUF_INIT;
+		entry_redis_begin(&cmds, 1);
+		entry_redis_command(&cmds, 3);
+		entry_redis_arg(&cmds, "set", 3);
+		entry_redis_arg(&cmds, "k", 1);
+		entry_redis_arg(&cmds, "v", 1);
+		buf_reset(&e);
+		entry_begin_v(&e, 77, 2, ENTRY_VERSION);
+		entry_add_redis(&e, client, 10, 10, cmds.data, cmds.len);
+		buf_reset(&cmds);
+		entry_redis_begin(&cmds, 2);
+		entry_redis_command(&cmds, 2);
+		entry_redis_arg(&cmds, "incr", 4);
+		entry_redis_arg(&cmds, "n", 1);
+		entry_redis_command(&cmds, 2);
+		entry_redis_arg(&cmds, "get", 3);
+		entry_redis_arg(&cmds, "k", 1);
+		entry_add_redis(&e, client, 11, 10, cmds.data, cmds.len);
+		entry_finish(&e);
+		seed_buf("redis", &e);
+		/* Version 3 with a batch and a conditional entry. */
+		buf_reset(&e);
+		entry_begin_v(&e, 78, 1, ENTRY_VERSION);
+		entry_add_request(&e, client, 12, 12, b1.data.data, b1.data.len);
+		entry_finish(&e);
+		seed_buf("v3-batch", &e);
+		buf_reset(&e);
+		entry_begin_v(&e, 79, 1, ENTRY_VERSION);
+		entry_add_request_if(&e, client, 13, 13, cond.data, cond.len, b1.data.data,
+				     b1.data.len);
+		entry_finish(&e);
+		seed_buf("v3-conditional", &e);
+		buf_free(&cmds);
+	}
 
 	buf_free(&e);
 	buf_free(&cond);

@@ -4,7 +4,7 @@
 # against binaries that already exist.
 #
 #   tests/jepsen/run.sh --out DIR [--time SEC] [--nemesis LIST|all]
-#       [--clients N] [--workload registers|set|both] [--netns yes|no]
+#       [--clients N] [--workload registers|set|both|redis] [--netns yes|no]
 #       [--skew yes|no|auto] [--masters 1|3] [--tservers N] [--rf R]
 #       [--tablets N] [--keys K] [--interval SEC] [--seed S]
 #       [--final-timeout SEC] [--check-time-limit SEC] [--expect valid|invalid]
@@ -41,6 +41,11 @@
 # removed); with a healing nemesis both are required, as is the absence of
 # `unhealed` notes in the nemesis log. --order cycle runs the nemeses in the
 # order given instead of at random.
+#
+# --workload redis: registers through the tservers' Redis ports
+# (tests/jepsen/redis_workload.py, GET/SET/DEL and INCR counters, issue 17)
+# instead of docraft-jepsen; its table is redis_0 (the nemesis's kill-leader
+# table, the checksums', the leaders waited for); no set, so no lost adds.
 #
 # DIR also holds history.txt, nemesis.log, check.txt/check.json,
 # checksum-<table>.txt, workload.{out,err}, nemesis.err, cluster.err and
@@ -156,7 +161,7 @@ done
 case $NETNS in yes | no) ;; *) bad "--netns: yes or no" ;; esac
 case $SKEW in yes | no | auto) ;; *) bad "--skew: yes, no or auto" ;; esac
 case $EXPECT in valid | invalid) ;; *) bad "--expect: valid or invalid" ;; esac
-case $WORKLOAD in registers | set | both) ;; *) bad "--workload: registers, set or both" ;; esac
+case $WORKLOAD in registers | set | both | redis) ;; *) bad "--workload: registers, set, both or redis" ;; esac
 case $MASTERS in 1 | 3) ;; *) bad "--masters: 1 or 3" ;; esac
 case $ORDER in random | cycle) ;; *) bad "--order: random or cycle" ;; esac
 [ -z "$FAILED_AFTER" ] || { [[ $FAILED_AFTER =~ ^[0-9]+$ ]] && [ "$FAILED_AFTER" -gt 0 ]; } ||
@@ -195,8 +200,13 @@ BASE=$OUT/cluster
 REG_TABLE=${PREFIX}_registers
 SET_TABLE=${PREFIX}_set
 TABLES=()
-[ "$WORKLOAD" != set ] && TABLES+=("$REG_TABLE")
-[ "$WORKLOAD" != registers ] && TABLES+=("$SET_TABLE")
+if [ "$WORKLOAD" = redis ]; then
+	REG_TABLE=redis_0 # Redis database 0 (issue 17)
+	TABLES=("$REG_TABLE")
+else
+	[ "$WORKLOAD" != set ] && TABLES+=("$REG_TABLE")
+	[ "$WORKLOAD" != registers ] && TABLES+=("$SET_TABLE")
+fi
 FEATURES=""
 [ "$NETNS" = yes ] && FEATURES+="netns,"
 [ "$SKEW" = yes ] && FEATURES+="skew,"
@@ -369,10 +379,17 @@ fi
 if [ "$CLUSTER_OK" -eq 1 ]; then
 	say "workload: $WORKLOAD, $CLIENTS clients, ${TIME}s, seed $SEED, masters $MASTER_ADDRS"
 	echo "$(date +%s%3N) workload-start - -" >>"$OUT/nemesis.log"
-	"$JEPSEN" --masters "$MASTER_ADDRS" --out "$OUT/history.txt" --time "$TIME" \
-		--clients "$CLIENTS" --workload "$WORKLOAD" --keys "$KEYS" --seed "$SEED" \
-		--final-timeout "$FINAL_TIMEOUT" --table-prefix "$PREFIX" --tablets "$TABLETS" \
-		--rf "$RF" >"$OUT/workload.out" 2>"$OUT/workload.err" &
+	if [ "$WORKLOAD" = redis ]; then
+		REDIS_ADDRS=$(dl env 2>>"$OUT/cluster.err" | sed -n 's/^\(export \)\{0,1\}REDIS=//p' | tr -d "\"'")
+		/usr/bin/python3 "$HERE/redis_workload.py" --redis "$REDIS_ADDRS" --out "$OUT/history.txt" \
+			--time "$TIME" --clients "$CLIENTS" --keys "$KEYS" --seed "$SEED" \
+			--final-timeout "$FINAL_TIMEOUT" >"$OUT/workload.out" 2>"$OUT/workload.err" &
+	else
+		"$JEPSEN" --masters "$MASTER_ADDRS" --out "$OUT/history.txt" --time "$TIME" \
+			--clients "$CLIENTS" --workload "$WORKLOAD" --keys "$KEYS" --seed "$SEED" \
+			--final-timeout "$FINAL_TIMEOUT" --table-prefix "$PREFIX" --tablets "$TABLETS" \
+			--rf "$RF" >"$OUT/workload.out" 2>"$OUT/workload.err" &
+	fi
 	WPID=$!
 	# The nemesis starts with the workload's time 0 (after its table setup).
 	started=0
@@ -505,7 +522,7 @@ if [ "$EXPECT" = invalid ]; then
 else
 	[ "$CLUSTER_OK" -eq 1 ] || REASONS+=("the cluster did not start")
 	[ "$VERDICT" = valid ] || REASONS+=("checker verdict: $VERDICT")
-	if [ "$WORKLOAD" != registers ]; then
+	if [ "$WORKLOAD" != registers ] && [ "$WORKLOAD" != redis ]; then
 		[ "${FINAL_READ:-0}" = 1 ] || REASONS+=("no final set read")
 		[ "${LOST:-1}" = 0 ] || REASONS+=("acknowledged adds lost: ${LOST:-unknown}")
 	fi

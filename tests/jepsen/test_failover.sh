@@ -11,8 +11,10 @@
 # dir), DOCRAFT_REPO, DOCRAFT_LOCAL. FAILOVER_TIME (default 100) and
 # FAILOVER_CLIENTS (default 6) shorten or widen a run by hand.
 # FAILOVER_NEMESES (a list for run.sh --nemesis, instead of the one above),
-# FAILOVER_MASTERS (1), FAILOVER_INTERVAL (10) and FAILOVER_ORDER (random,
-# or cycle) make other runs of it: meson's test_heal_nemeses runs the
+# FAILOVER_MASTERS (1), FAILOVER_INTERVAL (10), FAILOVER_ORDER (random,
+# or cycle) and FAILOVER_WORKLOAD (both, or redis: registers and INCR
+# counters through the tservers' Redis ports; check 3 is then "the counters
+# lost no acknowledged INCR") make other runs of it: meson's test_heal_nemeses runs the
 # healing nemeses (kill-permanently, drain-and-stop, add-node-and-rebalance)
 # in turn, test_failover_masters master-replace with 3 masters; with a
 # FAILOVER_NEMESES list the 6th check (every tablet back at RF, every
@@ -32,6 +34,7 @@ TIME=${FAILOVER_TIME:-100}
 CLIENTS=${FAILOVER_CLIENTS:-6}
 INTERVAL=${FAILOVER_INTERVAL:-10}
 ORDER=${FAILOVER_ORDER:-random}
+WORKLOAD=${FAILOVER_WORKLOAD:-both}
 
 echo "1..7"
 out=$(mktemp -d "${TMPDIR:-/tmp}/docraft-failover.XXXXXX")
@@ -63,10 +66,10 @@ if [ -n "${FAILOVER_NEMESES:-}" ]; then
 	case ,$nemeses, in *,skew,*) skew=yes ;; esac
 fi
 MASTERS=${FAILOVER_MASTERS:-1}
-echo "# run dir $out; nemeses $nemeses ($ORDER); ${TIME}s, $CLIENTS clients, $MASTERS master(s)"
+echo "# run dir $out; nemeses $nemeses ($ORDER); ${TIME}s, $CLIENTS clients, $MASTERS master(s), workload $WORKLOAD"
 
 "$REPO/tests/jepsen/run.sh" --out "$out" --time "$TIME" --nemesis "$nemeses" \
-	--clients "$CLIENTS" --workload both --netns no --skew "$skew" --masters "$MASTERS" \
+	--clients "$CLIENTS" --workload "$WORKLOAD" --netns no --skew "$skew" --masters "$MASTERS" \
 	--tservers 3 --rf 3 --interval "$INTERVAL" --order "$ORDER" --final-timeout 60 \
 	--check-time-limit 90 --label "default-suite failover test" 2> >(sed 's/^/# /') &
 RUN_PID=$!
@@ -83,8 +86,13 @@ tap() { # ok? description
 tap $((! $?)) "1 - cluster up, workload ran and did its final reads ($(val workload_summary))"
 [ "$(val verdict)" = valid ]
 tap $((! $?)) "2 - checker verdict: $(val verdict)"
-[ "$(val lost_adds)" = 0 ] && [ "$(val final_read)" = 1 ]
-tap $((! $?)) "3 - no acknowledged add lost (lost: $(val lost_adds), final read: $(val final_read))"
+if [ "$WORKLOAD" = redis ]; then
+	[ "$(val workload_rc)" = 0 ] && [[ $(val workload_summary) == *counters=ok* ]]
+	tap $((! $?)) "3 - no acknowledged INCR lost or applied twice ($(val workload_summary))"
+else
+	[ "$(val lost_adds)" = 0 ] && [ "$(val final_read)" = 1 ]
+	tap $((! $?)) "3 - no acknowledged add lost (lost: $(val lost_adds), final read: $(val final_read))"
+fi
 [ "$(val checksums)" = agree ]
 tap $((! $?)) "4 - replica checksums after healing: $(val checksums)"
 # Nothing of the run may survive it: no process started from its directory.

@@ -179,6 +179,23 @@ void tserver_start(int k)
 		  "tserver %d: unexpected first line: %s", k + 1, line);
 }
 
+const char *cluster_cli_errors(void)
+{
+	static char text[16384];
+	char path[320];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/cli.log", C.base);
+	text[0] = '\0';
+	if ((f = fopen(path, "r")) != NULL) {
+		n = fread(text, 1, sizeof text - 1, f);
+		fclose(f);
+	}
+	text[n] = '\0';
+	return text;
+}
+
 int live_tservers(void)
 {
 	int live = 0;

@@ -120,6 +120,10 @@ void tserver_start(int k);
 int cluster_cli(int timeout_ms, const char *const *args);
 #define CLI(timeout_ms, ...) cluster_cli((timeout_ms), (const char *const[]){__VA_ARGS__, NULL})
 
+/* The CLI's stderr of its last run (<tmp>/cli.log, where errors go), up to
+ * 16 KiB; a static buffer, valid until the next call. */
+const char *cluster_cli_errors(void);
+
 /* Live tservers according to `docraft tservers`, -1 if the CLI failed. */
 int live_tservers(void);
 

@@ -6,6 +6,9 @@
 #   ok DESC                  a passed check
 #   not_ok DESC [NOTE...]    a failed one, each NOTE a "# " line
 #   check DESC WANT GOT      ok when WANT = GOT, else not_ok showing both
+#   tap_cluster_finish       an EXIT trap for a test on ../lib/cluster.sh:
+#                            a PANIC in a log or a failed check fails the
+#                            test; the cluster is stopped
 TAP_N=0
 FAILED=0
 ok() {
@@ -26,4 +29,14 @@ check() {
 	else
 		not_ok "$1" "want: $(printf %q "$2")" "got:  $(printf %q "$3")"
 	fi
+}
+tap_cluster_finish() {
+	local rc=$?
+	[ "$FAILED" -ne 0 ] && rc=1
+	if grep -q PANIC "$CLUSTER_BASE"/*.log 2>/dev/null; then
+		grep -h -B3 PANIC "$CLUSTER_BASE"/*.log
+		rc=1
+	fi
+	cluster_down "$rc"
+	exit "$rc"
 }

@@ -86,7 +86,11 @@ case $info in
 *redis_version:7.0.0*"tcp_port:$pr"*) ok "INFO: version, port" ;;
 *) not_ok "INFO: version, port" "$info" ;;
 esac
-check "COMMAND COUNT: 8 of the server, 4 data commands" "12" "$("${R[@]}" COMMAND COUNT)"
+ncmd=$("${R[@]}" COMMAND COUNT)
+case $ncmd in
+[2-9][0-9] | [1-9][0-9][0-9]) ok "COMMAND COUNT: the server's and the engine's ($ncmd)" ;;
+*) not_ok "COMMAND COUNT: the server's and the engine's" "got $ncmd" ;;
+esac
 # one connection: the name stays with it
 check "CLIENT SETNAME / GETNAME" "$(printf 'OK\nme')" \
 	"$(printf 'CLIENT SETNAME me\nCLIENT GETNAME\n' | "${R[@]}")"
@@ -110,7 +114,7 @@ check "too big inline request closes" "-ERR Protocol error: too big inline reque
 	"$(raw "$big")"
 
 # pipelines: raw, both forms mixed, and redis-cli --pipe
-check "a raw pipeline keeps its order" "+PONG|\$2|hi|+OK|:12|+PONG|\$-1|" \
+check "a raw pipeline keeps its order" "+PONG|\$2|hi|+OK|:$ncmd|+PONG|\$-1|" \
 	"$(raw "$(hex 'PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nSELECT 1\nCOMMAND COUNT\r\n*1\r\n$4\r\nPING\r\nCLIENT GETNAME\r\n')" | sed 's/<closed>//')"
 pipe_out=$(python3 -c '
 import sys

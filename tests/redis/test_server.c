@@ -189,8 +189,8 @@ static void expect(int fd, const char *want)
 
 	while (got < n) {
 		ssize_t r = recv(fd, b + got, n - got, 0);
-		CHECK_MSG(r > 0, "recv: %zd (%s) after %zu of %zu bytes", r, strerror(errno), got,
-			  n);
+		CHECK_MSG(r > 0, "recv: %zd (%s) after %zu of %zu bytes: %.*s", r, strerror(errno),
+			  got, n, (int)got, b);
 		got += (size_t)r;
 	}
 	b[n] = '\0';
@@ -268,11 +268,101 @@ TEST(command_errors)
 	SEND(fd, "CLIENT SETNAME \"a b\"\r\nCLIENT GETNAME\r\nCLIENT SETNAME me\r\n"
 		 "client getname\r\nCONFIG GET *\r\nCOMMAND COUNT\r\nECHO \"\"\r\n");
 	expect(fd, "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
-		   "$-1\r\n+OK\r\n$2\r\nme\r\n*0\r\n:10\r\n$0\r\n\r\n");
+		   "$-1\r\n+OK\r\n$2\r\nme\r\n*0\r\n:15\r\n$0\r\n\r\n");
 	SEND(fd, "QUIT\r\nPING\r\n");
 	expect(fd, "+OK\r\n");
 	expect_eof(fd);
 	close(fd);
+	stop(&f);
+}
+
+/* The exec hook: an array of, per queued command, its reply when it is a
+ * connection command, else "name:argc". */
+static int exec_hook(struct redis_conn *c, size_t n, const struct redis_queued *q)
+{
+	struct buf *out = redis_conn_out(c);
+
+	resp_array(out, n);
+	for (size_t i = 0; i < n; i++) {
+		if (q[i].cmd->flags & REDIS_CMD_LOCAL) {
+			redis_conn_run_local(c, &q[i], out);
+		} else {
+			char t[64];
+			snprintf(t, sizeof t, "%s:%u", q[i].cmd->name, q[i].argc);
+			resp_bulk_str(out, t);
+		}
+	}
+	return REDIS_DONE;
+}
+
+static void with_exec(struct redis_server_options *o)
+{
+	o->exec = exec_hook;
+}
+
+/* Redis 7's MULTI: queueing, its errors, EXECABORT, nested MULTI and WATCH
+ * not dirtying the queue, EXEC and DISCARD without MULTI. */
+TEST(multi_exec)
+{
+	struct fixture f;
+	int fd = serve(&f, with_exec);
+	SEND(fd, "EXEC\r\nDISCARD\r\nWATCH a\r\nUNWATCH\r\nMULTI\r\nMULTI\r\nWATCH x\r\n"
+		 "SLOW a 1\r\nPING\r\nECHO hi\r\nEXEC\r\n");
+	expect(fd, "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n"
+		   "-ERR docraft: WATCH is not supported\r\n-ERR docraft: WATCH is not supported\r\n"
+		   "+OK\r\n-ERR MULTI calls can not be nested\r\n"
+		   "-ERR WATCH inside MULTI is not allowed\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
+		   "*3\r\n$6\r\nslow:3\r\n+PONG\r\n$2\r\nhi\r\n");
+	/* an arity error or unknown command while queueing: EXECABORT */
+	SEND(fd, "MULTI\r\nSLOW a\r\nPING\r\nEXEC\r\nMULTI\r\nnope\r\nEXEC\r\n"
+		 "MULTI\r\nclient foo\r\nEXEC\r\n");
+	expect(fd, "+OK\r\n-ERR wrong number of arguments for 'slow' command\r\n+QUEUED\r\n"
+		   "-EXECABORT Transaction discarded because of previous errors.\r\n"
+		   "+OK\r\n-ERR unknown command 'nope', with args beginning with: \r\n"
+		   "-EXECABORT Transaction discarded because of previous errors.\r\n"
+		   "+OK\r\n-ERR unknown subcommand 'foo'. Try CLIENT HELP.\r\n"
+		   "-EXECABORT Transaction discarded because of previous errors.\r\n");
+	/* DISCARD drops the queue; an empty EXEC is an empty array; SELECT queued */
+	SEND(fd, "MULTI\r\nSLOW a 1\r\nDISCARD\r\nEXEC\r\nMULTI\r\nEXEC\r\n"
+		 "MULTI\r\nSELECT 3\r\nCLIENT ID\r\nEXEC\r\nQUIT\r\n");
+	expect(fd, "+OK\r\n+QUEUED\r\n+OK\r\n-ERR EXEC without MULTI\r\n+OK\r\n*0\r\n"
+		   "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n:1\r\n+OK\r\n");
+	expect_eof(fd);
+	close(fd);
+	stop(&f);
+}
+
+static void two_per_ip(struct redis_server_options *o)
+{
+	o->max_per_ip = 2;
+}
+
+static bool one_connection(void *arg)
+{
+	return redis_server_connections(arg) == 1; /* a word read across threads, polled */
+}
+
+/* Past max_per_ip connections from one address: the error, then closed. */
+TEST(per_ip_limit)
+{
+	struct fixture f;
+	int a = serve(&f, two_per_ip), b = client(f.port), c;
+	SEND(a, "PING\r\n");
+	expect(a, "+PONG\r\n");
+	SEND(b, "PING\r\n");
+	expect(b, "+PONG\r\n");
+	c = client(f.port);
+	expect(c, "-ERR max number of clients per IP reached\r\n");
+	expect_eof(c);
+	close(c);
+	close(b);
+	/* one closed: room again (the server sees the close asynchronously) */
+	CHECK(wait_for(one_connection, f.srv, 10000));
+	c = client(f.port);
+	SEND(c, "PING\r\n");
+	expect(c, "+PONG\r\n");
+	close(c);
+	close(a);
 	stop(&f);
 }
 
@@ -417,6 +507,7 @@ TEST(close_with_command_in_progress)
 	close(fd);
 }
 
-TEST_MAIN(T(pipeline_keeps_order_across_async_commands), T(command_errors),
+TEST_MAIN(T(pipeline_keeps_order_across_async_commands), T(command_errors), T(multi_exec),
+	  T(per_ip_limit),
 	  T(protocol_error_replies_then_closes), T(back_pressure), T(client_limit_and_idle_timeout),
 	  T(request_size_limit), T(close_with_command_in_progress))

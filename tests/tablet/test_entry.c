@@ -65,37 +65,56 @@ TEST(round_trip)
 	batch_free(&b2);
 }
 
-/* Every prefix and every single-byte corruption decodes or fails cleanly. */
-TEST(hostile_input)
+/* Every prefix of e fails, every single-bit corruption decodes or fails
+ * cleanly (the sanitizers watch). */
+static void hostile(const struct buf *e0)
 {
-	struct buf e = BUF_INIT;
-	struct batch b1, b2;
+	const struct buf *e = e0;
 	char err[DOCRAFT_ERRMSG_SIZE];
-	make(&e, &b1, &b2);
-	for (size_t n = 0; n < e.len; n++) {
+	for (size_t n = 0; n < e->len; n++) {
 		struct entry_reader r;
 		struct entry_request q;
 		int rv = 0;
 		uint8_t *copy = malloc(n ? n : 1);
-		memcpy(copy, e.data, n);
+		memcpy(copy, e->data, n);
 		if (entry_open(&r, copy, n, err) == 0)
 			while ((rv = entry_next(&r, &q, err)) == 1)
 				;
-		CHECK_MSG(n < ENTRY_HEADER_SIZE || rv == -DOCRAFT_ECORRUPT, "prefix %zu: %d", n, rv);
+		bool padding = true; /* only padding cut: decodes */
+		for (size_t i = n; i < e->len; i++)
+			padding = padding && e->data[i] == 0;
+		CHECK_MSG(n < ENTRY_HEADER_SIZE || rv == -DOCRAFT_ECORRUPT || (padding && rv == 0),
+			  "prefix %zu: %d", n, rv);
 		free(copy);
 	}
-	for (size_t i = 0; i < e.len; i++)
+	for (size_t i = 0; i < e->len; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			struct entry_reader r;
 			struct entry_request q;
-			uint8_t *copy = malloc(e.len);
-			memcpy(copy, e.data, e.len);
+			uint8_t *copy = malloc(e->len);
+			memcpy(copy, e->data, e->len);
 			copy[i] ^= (uint8_t)(1 << bit);
-			if (entry_open(&r, copy, e.len, err) == 0)
+			if (entry_open(&r, copy, e->len, err) == 0)
 				while (entry_next(&r, &q, err) == 1)
-					;
+					if (q.kind == ENTRY_KIND_REDIS) {
+						struct entry_redis_iter it;
+						const struct resp_arg *argv;
+						uint32_t argc;
+						entry_redis_iter_init(&it, q.redis, q.redis_len);
+						while (entry_redis_iter_next(&it, &argc, &argv))
+							;
+						entry_redis_iter_free(&it);
+					}
 			free(copy);
 		}
+}
+
+TEST(hostile_input)
+{
+	struct buf e = BUF_INIT;
+	struct batch b1, b2;
+	make(&e, &b1, &b2);
+	hostile(&e);
 	buf_free(&e);
 	batch_free(&b1);
 	batch_free(&b2);
@@ -375,4 +394,185 @@ TEST(malformed_conditions)
 	buf_free(&x);
 }
 
-TEST_MAIN(T(round_trip), T(hostile_input), T(conditional_round_trip), T(malformed_conditions))
+/* Commands: SET k v, then INCR n and GET k (two requests). */
+static void make_redis(struct buf *e, struct buf *c1, struct buf *c2)
+{
+	static const uint8_t a[16] = {1}, b[16] = {2};
+	entry_redis_begin(c1, 1);
+	entry_redis_command(c1, 3);
+	entry_redis_arg(c1, "SET", 3);
+	entry_redis_arg(c1, "k", 1);
+	entry_redis_arg(c1, "v\0v", 3);
+	entry_redis_begin(c2, 2);
+	entry_redis_command(c2, 2);
+	entry_redis_arg(c2, "incr", 4);
+	entry_redis_arg(c2, "n", 1);
+	entry_redis_command(c2, 2);
+	entry_redis_arg(c2, "get", 3);
+	entry_redis_arg(c2, "", 0);
+	entry_begin_v(e, 555, 2, ENTRY_VERSION);
+	entry_add_redis(e, a, 3, 1, c1->data, c1->len);
+	entry_add_redis(e, b, 4, 4, c2->data, c2->len);
+	entry_finish(e);
+}
+
+static void check_command(struct entry_redis_iter *it, uint32_t want_argc, const char *w0,
+			  const char *w1, size_t w1len)
+{
+	const struct resp_arg *argv;
+	uint32_t argc;
+	CHECK(entry_redis_iter_next(it, &argc, &argv));
+	CHECK_EQ_INT(argc, want_argc);
+	CHECK_EQ_MEM(argv[0].p, argv[0].n, w0, strlen(w0));
+	CHECK_EQ_MEM(argv[1].p, argv[1].n, w1, w1len);
+}
+
+TEST(redis_round_trip)
+{
+	struct buf e = BUF_INIT, c1 = BUF_INIT, c2 = BUF_INIT;
+	struct entry_reader r;
+	struct entry_request q;
+	struct entry_redis_iter it;
+	const struct resp_arg *argv;
+	uint32_t argc;
+	char err[DOCRAFT_ERRMSG_SIZE];
+
+	make_redis(&e, &c1, &c2);
+	CHECK_EQ_INT(e.data[0], 3);
+	CHECK_OK(entry_open(&r, e.data, e.len, err));
+	CHECK_EQ_U64(r.ht, 555);
+	CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+	CHECK_EQ_INT(q.kind, ENTRY_KIND_REDIS);
+	CHECK_EQ_U64(q.seq, 3);
+	CHECK_EQ_U64(q.min_running, 1);
+	CHECK_EQ_INT(q.redis_n, 1);
+	CHECK(q.batch_len == 0 && q.cond == NULL);
+	CHECK_EQ_MEM(q.redis, q.redis_len, c1.data, c1.len);
+	entry_redis_iter_init(&it, q.redis, q.redis_len);
+	check_command(&it, 3, "SET", "k", 1);
+	CHECK(!entry_redis_iter_next(&it, &argc, &argv));
+	entry_redis_iter_free(&it);
+	CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+	CHECK_EQ_INT(q.client_id[0], 2);
+	CHECK_EQ_INT(q.redis_n, 2);
+	entry_redis_iter_init(&it, q.redis, q.redis_len);
+	check_command(&it, 2, "incr", "n", 1);
+	check_command(&it, 2, "get", "", 0);
+	CHECK(!entry_redis_iter_next(&it, &argc, &argv));
+	entry_redis_iter_free(&it);
+	CHECK_EQ_INT(entry_next(&r, &q, err), 0);
+
+	/* Version 3 also carries batches and conditions (kinds 0 and 1). */
+	{
+		struct batch b1, b2;
+		struct buf e2 = BUF_INIT;
+		static const uint8_t cid[16] = {5};
+		batch_init(&b1);
+		batch_put(&b1, "k1", 2, "v1", 2);
+		entry_begin_v(&e2, 9, 1, ENTRY_VERSION);
+		entry_add_request(&e2, cid, 1, 1, b1.data.data, b1.data.len);
+		entry_finish(&e2);
+		CHECK_OK(entry_open(&r, e2.data, e2.len, err));
+		CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+		CHECK_EQ_INT(q.kind, ENTRY_KIND_BATCH);
+		CHECK_EQ_MEM(q.batch, q.batch_len, b1.data.data, b1.data.len);
+		CHECK_EQ_INT(entry_next(&r, &q, err), 0);
+		/* A version-2 writer's entry decodes as before. */
+		buf_reset(&e2);
+		batch_free(&b1);
+		make(&e2, &b1, &b2);
+		CHECK_EQ_INT(e2.data[0], 2);
+		CHECK_OK(entry_open(&r, e2.data, e2.len, err));
+		CHECK_EQ_INT(entry_next(&r, &q, err), 1);
+		CHECK_EQ_INT(q.kind, ENTRY_KIND_BATCH);
+		buf_free(&e2);
+		batch_free(&b1);
+		batch_free(&b2);
+	}
+	buf_free(&e);
+	buf_free(&c1);
+	buf_free(&c2);
+}
+
+TEST(redis_hostile)
+{
+	struct buf e = BUF_INIT, c1 = BUF_INIT, c2 = BUF_INIT, bad = BUF_INIT;
+	static const uint8_t cid[16] = {7};
+	uint32_t n;
+	char err[DOCRAFT_ERRMSG_SIZE];
+	struct batch b;
+
+	make_redis(&e, &c1, &c2);
+	hostile(&e);
+
+	/* Command blobs: none, too many, a command without words, truncated,
+	 * stray bytes, a huge argc. */
+	CHECK_EQ_INT(entry_redis_validate("", 0, &n, err), DOCRAFT_ECORRUPT);
+	buf_append_be32(&bad, 0);
+	CHECK_EQ_INT(entry_redis_validate(bad.data, bad.len, &n, err), DOCRAFT_ECORRUPT);
+	CHECK(strstr(err, "0 commands") != NULL);
+	buf_reset(&bad);
+	buf_append_be32(&bad, ENTRY_REDIS_MAX_COMMANDS + 1);
+	CHECK_EQ_INT(entry_redis_validate(bad.data, bad.len, &n, err), DOCRAFT_ECORRUPT);
+	buf_reset(&bad);
+	entry_redis_begin(&bad, 1);
+	entry_redis_command(&bad, 0);
+	CHECK_EQ_INT(entry_redis_validate(bad.data, bad.len, &n, err), DOCRAFT_ECORRUPT);
+	CHECK(strstr(err, "no words") != NULL);
+	buf_reset(&bad);
+	entry_redis_begin(&bad, 1);
+	entry_redis_command(&bad, 0xffffffffu);
+	entry_redis_arg(&bad, "get", 3);
+	CHECK_EQ_INT(entry_redis_validate(bad.data, bad.len, &n, err), DOCRAFT_ECORRUPT);
+	CHECK(strstr(err, "truncated") != NULL);
+	CHECK_OK(entry_redis_validate(c2.data, c2.len, &n, err));
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(entry_redis_validate(c2.data, c2.len - 1, &n, err), DOCRAFT_ECORRUPT);
+	buf_reset(&bad);
+	buf_append(&bad, c2.data, c2.len);
+	buf_push(&bad, 0);
+	CHECK_EQ_INT(entry_redis_validate(bad.data, bad.len, &n, err), DOCRAFT_ECORRUPT);
+	CHECK(strstr(err, "stray") != NULL);
+
+	/* An unknown kind; Redis and batch requests in one entry. */
+	buf_reset(&e);
+	entry_begin_v(&e, 1, 1, ENTRY_VERSION);
+	entry_add_redis(&e, cid, 1, 1, c1.data, c1.len);
+	e.data[ENTRY_HEADER_SIZE + 32] = 3;
+	entry_finish(&e);
+	expect_corrupt(&e, "unknown kind");
+	batch_init(&b);
+	batch_put(&b, "k", 1, "v", 1);
+	buf_reset(&e);
+	entry_begin_v(&e, 1, 2, ENTRY_VERSION);
+	entry_add_redis(&e, cid, 1, 1, c1.data, c1.len);
+	entry_add_request(&e, cid, 2, 1, b.data.data, b.data.len);
+	entry_finish(&e);
+	expect_corrupt(&e, "redis and batch");
+	/* A conditional kind without conditions. */
+	buf_reset(&e);
+	entry_begin_v(&e, 1, 1, ENTRY_VERSION);
+	buf_append(&e, cid, sizeof cid);
+	buf_append_be64(&e, 2);
+	buf_append_be64(&e, 1);
+	buf_push(&e, ENTRY_KIND_COND);
+	buf_append_be32(&e, 0);
+	buf_append_be32(&e, (uint32_t)b.data.len);
+	buf_append(&e, b.data.data, b.data.len);
+	entry_finish(&e);
+	expect_corrupt(&e, "without conditions");
+	/* A version beyond 3. */
+	e.data[0] = 4;
+	{
+		struct entry_reader r;
+		CHECK_EQ_INT(entry_open(&r, e.data, e.len, err), DOCRAFT_ECORRUPT);
+	}
+	batch_free(&b);
+	buf_free(&e);
+	buf_free(&c1);
+	buf_free(&c2);
+	buf_free(&bad);
+}
+
+TEST_MAIN(T(round_trip), T(hostile_input), T(conditional_round_trip), T(malformed_conditions),
+	  T(redis_round_trip), T(redis_hostile))

@@ -701,7 +701,7 @@ static void chunk(struct buf *v, uint64_t w, const uint64_t *seqs, const uint8_t
 TEST(corrupt_records)
 {
 	static const uint64_t s12[] = {1, 2}, s21[] = {2, 1}, s5[] = {5};
-	static const uint8_t ok2[] = {0, 1}, bad2[] = {0, 2}, ok1[] = {0};
+	static const uint8_t ok2[] = {0, 1}, bad2[] = {0, 3}, ok1[] = {0};
 	struct side x;
 	struct buf v = BUF_INIT, v2 = BUF_INIT;
 	uint8_t k[RETRY_KEY_LEN], k2[RETRY_KEY_LEN];
@@ -722,7 +722,7 @@ TEST(corrupt_records)
 		 NULL, 0, "value of 27 bytes"},
 		{"a chunk without its tag", RETRY_CHUNK_HEAD_LEN + RETRY_CHUNK_ITEM_LEN, 0, NULL,
 		 NULL, 0, "value of 26 bytes"},
-		{"outcome 2", 0, 0, s12, bad2, 2, "outcome 2"},
+		{"outcome 3", 0, 0, s12, bad2, 2, "outcome 3"},
 		{"unsorted", 0, 0, s21, ok2, 2, "unsorted"},
 	};
 
@@ -789,5 +789,89 @@ TEST(corrupt_records)
 	side_close(&x);
 }
 
+/* ---- reply records (RETRY_OUTCOME_REPLIES, issue 17) ---- */
+
+static unsigned n_reply_records(struct store *s)
+{
+	const uint8_t lo = RETRY_REPLY_PREFIX, hi = RETRY_REPLY_PREFIX + 1;
+	struct store_iter *it = store_iter_new(s, &lo, 1, &hi, 1);
+	unsigned n = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+		n++;
+	store_iter_free(it);
+	return n;
+}
+
+/* Entry idx: (client, seq) recorded with its replies kept (as fsm_redis.c
+ * does: the record's put with the entry's retry changes). */
+static void apply_replies(struct side *x, uint64_t idx, uint8_t client, uint64_t seq,
+			  uint64_t min_running)
+{
+	char errmsg[DOCRAFT_ERRMSG_SIZE];
+	uint8_t cid[ENTRY_CLIENT_ID_LEN], key[RETRY_KEY_LEN];
+	struct store_raw *raw;
+
+	cid_of(cid, client);
+	retry_changes_reset(&x->ch, idx);
+	retry_expire(&x->t, ht_of(idx), &x->ch);
+	CHECK(!retry_applied(&x->t, cid, seq) && !retry_expired(&x->t, cid, seq, ht_of(idx)));
+	retry_record_replies(&x->t, cid, seq, min_running, ht_of(idx), &x->ch);
+	retry_changes_finish(&x->ch);
+	raw = calloc(x->ch.n + 1, sizeof *raw);
+	memcpy(raw, x->ch.raw, x->ch.n * sizeof *raw);
+	retry_reply_key(key, cid, seq);
+	raw[x->ch.n] = (struct store_raw){key, sizeof key, "r", 1, false};
+	CHECK_OK_MSG(store_apply_parts(x->s, NULL, 0, raw, x->ch.n + 1, ht_of(idx), idx, errmsg),
+		     errmsg);
+	free(raw);
+	x->idx = idx;
+}
+
+TEST(reply_records)
+{
+	struct side x, y;
+	uint8_t c5[ENTRY_CLIENT_ID_LEN];
+	uint64_t ht;
+	int status = -1;
+
+	side_open(&x, "retry-replies");
+	cid_of(c5, 5);
+	apply_replies(&x, 1, 5, 1, 1);
+	apply_replies(&x, 2, 5, 2, 1);
+	CHECK(retry_has_replies(&x.t, c5, 1) && retry_has_replies(&x.t, c5, 2));
+	CHECK(retry_lookup(&x.t, c5, 1, &ht, &status));
+	CHECK_EQ_INT(status, 0);
+	CHECK_EQ_U64(ht, ht_of(1));
+	CHECK(!retry_has_replies(&x.t, c5, 3));
+	CHECK_EQ_INT(n_reply_records(x.s), 2);
+	/* Loaded, the outcome (so the record's owner) is the same. */
+	reload(&x);
+	CHECK(retry_has_replies(&x.t, c5, 1) && retry_has_replies(&x.t, c5, 2));
+	/* A plain record forgetting seq 1 deletes its reply record. */
+	{
+		const struct req q[] = {{5, 3, 2, 0}};
+		apply_entry(&x, 3, q, 1);
+	}
+	CHECK(!retry_applied(&x.t, c5, 1) && retry_has_replies(&x.t, c5, 2));
+	CHECK(!retry_has_replies(&x.t, c5, 3));
+	CHECK_EQ_INT(n_reply_records(x.s), 1);
+	side_close(&x);
+
+	/* An expired client's reply records go with it. */
+	side_open(&y, "retry-replies-expiry");
+	retry_set_ttl(&y.t, 2000); /* two entries */
+	apply_replies(&y, 1, 6, 1, 1);
+	apply_replies(&y, 2, 6, 2, 1);
+	CHECK_EQ_INT(n_reply_records(y.s), 2);
+	{
+		const struct req q[] = {{7, 1, 1, 0}};
+		apply_entry(&y, 10, q, 1);
+	}
+	CHECK_EQ_INT(n_reply_records(y.s), 0);
+	CHECK_EQ_U64(y.t.nclients, 1);
+	side_close(&y);
+}
+
 TEST_MAIN(T(chunk_format), T(reload_equals_live_random), T(reload_equals_live_random_expiry),
-	  T(expiry_window), T(many_clients_expire), T(shuffled_order), T(legacy_records), T(corrupt_records))
+	  T(expiry_window), T(many_clients_expire), T(shuffled_order), T(legacy_records), T(corrupt_records),
+	  T(reply_records))

@@ -41,6 +41,11 @@
  *       applies once; healed, the old leader drops its copy and every store
  *       is byte-identical. Fails if the old leader applied its uncommitted
  *       entry or the retry were refused.
+ *   leader_change_redis_incr_once  (issue 17) an INCR in flight at a
+ *       depose is answered DOCRAFT_ELEADERLOST, the next leader commits it
+ *       (n = 1 everywhere), and its retry there is answered with the FIRST
+ *       reply, ":1", from the replicated state, n staying 1. Fails if the
+ *       retry ran again (":2") or were answered without its reply.
  *   slow_follower_keeps_apply_order  a follower's disk at 70 ms, the other
  *       follower's messages at 45 ms, four entries in flight: after every
  *       step every replica's "seq" key only grows, every write is
@@ -57,6 +62,7 @@
 #include "docdb/key.h"
 #include "docdb/reader.h"
 #include "docdb/value.h"
+#include "redis_cmds.h"
 #include "store_dump.h"
 #include "tablet_fixture.h"
 #include "test.h"
@@ -552,6 +558,26 @@ TEST(group_commit_shares_next_entry)
 
 /* ---- leader change ---------------------------------------------------------- */
 
+/* The write just given to leader l (st0: l's status before) goes out to
+ * the followers, whose answers the depose drops: steps until it is
+ * proposed, deposes l, steps until done(arg) (its answer), lets another
+ * replica win the next election (the fixture's "random" election timeouts
+ * are these values) and apply everything; returns that replica. */
+static unsigned depose_inflight(unsigned l, const struct tablet_status *st0,
+				bool (*done)(struct tablet_fixture *tf, void *arg), void *arg)
+{
+	struct entries_arg e = {l, st0->entries + 1};
+	unsigned m;
+	CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
+	raft_fixture_depose(&TF.f);
+	CHECK(tablet_fixture_step_until(&TF, done, arg, 5000));
+	for (unsigned i = 0; i < NS; i++)
+		raft_fixture_set_randomized_election_timeout(&TF.f, i, i == l ? 2000 : 1000);
+	m = other_ready_leader(l);
+	all_apply_what(m);
+	return m;
+}
+
 TEST(leader_change_acked_survives_inflight_once)
 {
 	struct tablet_status st0;
@@ -560,24 +586,11 @@ TEST(leader_change_acked_survives_inflight_once)
 
 	l = up_with_a(TABLET_LEASE_AUTO, 1);
 
-	/* b goes out to the followers, whose answers the depose drops. */
 	st0 = status_of(l);
 	w_init(&b, 9, 1, "b", 10);
 	w_submit(&b, l);
-	{
-		struct entries_arg e = {l, st0.entries + 1};
-		CHECK(tablet_fixture_step_until(&TF, proposed, &e, 1000));
-	}
-	raft_fixture_depose(&TF.f);
-	CHECK(tablet_fixture_step_until(&TF, w_done, &b, 5000));
+	m = depose_inflight(l, &st0, w_done, &b);
 	CHECK_EQ_INT(b.status, DOCRAFT_ELEADERLOST);
-
-	/* Another replica wins the next election (the fixture's "random"
-	 * election timeouts are these values). */
-	for (unsigned i = 0; i < NS; i++)
-		raft_fixture_set_randomized_election_timeout(&TF.f, i, i == l ? 2000 : 1000);
-	m = other_ready_leader(l);
-	all_apply_what(m);
 	test_note("leader %u deposed; %u leads at %" PRIu64 " ms", l, m,
 		  tablet_fixture_now(&TF));
 	for (unsigned i = 0; i < NS; i++) {
@@ -634,6 +647,50 @@ TEST(leader_change_lost_inflight_retried_once)
 	batch_free(&again.b);
 	buf_free(&d0);
 	buf_free(&d);
+	tablet_fixture_down(&TF);
+}
+
+static bool rw_done(struct tablet_fixture *tf, void *arg)
+{
+	(void)tf;
+	return ((struct rw *)arg)->done;
+}
+
+/* GET n on every replica (at a time of its clock past all it applied). */
+static void every_replica_n(const char *want)
+{
+	struct buf out = BUF_INIT;
+	for (unsigned i = 0; i < NS; i++) {
+		redis_read(tablet_store(TF.t[i]), tablet_now(TF.t[i]), "get n", &out);
+		buf_push(&out, 0);
+		CHECK_EQ_STR((const char *)out.data, want);
+	}
+	buf_free(&out);
+}
+
+TEST(leader_change_redis_incr_once)
+{
+	struct tablet_status st0;
+	struct rw b, again;
+	unsigned l, m;
+
+	l = up_with_a(TABLET_LEASE_AUTO, 1);
+	st0 = status_of(l);
+	rw_init(&b, 9, 1, "incr n");
+	CHECK_OK(tablet_write(TF.t[l], &b.req));
+	m = depose_inflight(l, &st0, rw_done, &b);
+	CHECK_EQ_INT(b.status, DOCRAFT_ELEADERLOST);
+	every_replica_n("$1\r\n1\r\n");
+
+	rw_init(&again, 9, 1, "incr n");
+	CHECK_OK(tablet_write(TF.t[m], &again.req));
+	CHECK(tablet_fixture_step_until(&TF, rw_done, &again, 5000));
+	CHECK_EQ_INT(again.status, 0);
+	CHECK_EQ_STR((const char *)again.replies.data, ":1\r\n");
+	all_apply_what(m);
+	every_replica_n("$1\r\n1\r\n");
+	rw_free(&b);
+	rw_free(&again);
 	tablet_fixture_down(&TF);
 }
 
@@ -714,4 +771,5 @@ TEST(slow_follower_keeps_apply_order)
 
 TEST_MAIN(T(lease_outlives_no_new_leader), T(barrier_read_on_deposed_leader),
 	  T(group_commit_shares_next_entry), T(leader_change_acked_survives_inflight_once),
-	  T(leader_change_lost_inflight_retried_once), T(slow_follower_keeps_apply_order))
+	  T(leader_change_lost_inflight_retried_once), T(leader_change_redis_incr_once),
+	  T(slow_follower_keeps_apply_order))

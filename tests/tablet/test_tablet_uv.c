@@ -2,8 +2,10 @@
  * loop: three servers (listeners on 127.0.0.1/.2/.3), one tablet with a
  * replica on each. Writes through the leader, linearizable reads, retried
  * writes applied once, restarts that replay only what was not flushed,
- * leadership transfer with writes in flight, and conditional writes
- * (compare-and-set) decided at apply on every replica.
+ * leadership transfer with writes in flight, conditional writes
+ * (compare-and-set) decided at apply on every replica, and Redis writes
+ * (issue 17): run at apply, grouped, answered with their replies, a retry
+ * with its first replies after a restart and a leader change.
  *
  * Raft log: each server has a shared log (raftlog.h) in <tmp>/logI, as a
  * tserver does, except in the cases about raft_uv's own files
@@ -35,9 +37,12 @@
 #include "raft/segfill.h"
 #include "raftlog/raftlog.h"
 #include "tablet/remote_copy.h"
+#include "tablet/fsm.h"
+#include "tablet/retry.h"
 #include "tablet/tablet.h"
 #include "test.h"
 #include "loop.h"
+#include "redis_cmds.h"
 
 #define N 3
 
@@ -1360,8 +1365,267 @@ TEST(snapshot_by_bytes)
 	cluster_down();
 }
 
+/* ---- Redis writes (issue 17) ---------------------------------------------- */
+
+static bool rws_done(void *arg)
+{
+	struct rw **ws = arg;
+	for (int i = 0; ws[i] != NULL; i++)
+		if (!ws[i]->done)
+			return false;
+	return true;
+}
+
+/* w through replica i, answered with status 0 and the replies want. */
+static void rw_expect(struct rw *w, int i, const char *want)
+{
+	struct rw *one[2] = {w, NULL};
+	CHECK_OK(tablet_write(C.n[i].t, &w->req));
+	CHECK(run_until(rws_done, one, 10000));
+	CHECK_EQ_INT(w->status, 0);
+	CHECK_EQ_STR((const char *)w->replies.data, want);
+}
+
+static bool read_done(void *arg)
+{
+	return ((struct r *)arg)->done;
+}
+
+/* line's replies, read linearizably at replica i. */
+static void redis_read_at(int i, const char *line, struct buf *out)
+{
+	struct r rd;
+	memset(&rd, 0, sizeof rd);
+	rd.req.data = &rd;
+	rd.req.cb = read_cb;
+	CHECK_OK(tablet_read(C.n[i].t, &rd.req));
+	CHECK(run_until(read_done, &rd, 10000));
+	CHECK_EQ_INT(rd.status, 0);
+	redis_read(tablet_store(C.n[i].t), rd.ht, line, out);
+	buf_push(out, 0);
+}
+
+static void redis_read_expect(int i, const char *line, const char *want)
+{
+	struct buf out = BUF_INIT;
+	redis_read_at(i, line, &out);
+	CHECK_EQ_STR((const char *)out.data, want);
+	buf_free(&out);
+}
+
+/* Stored reply records (0x03) of replica i. */
+static int reply_records(int i)
+{
+	const uint8_t hi = RETRY_REPLY_PREFIX + 1;
+	int n;
+	checksum_range(i, RETRY_REPLY_PREFIX, &hi, &n);
+	return n;
+}
+
+#define NR 50
+
+/* SET then GET; INCRs of one key from 50 clients grouped into few entries
+ * give 1..50; a request's commands see each other; a retry, later or at
+ * once, gets the first replies and increments nothing; replicas end equal,
+ * reply records included; malformed commands never reach the log. */
+TEST(redis_writes)
+{
+	static struct rw ws[NR];
+	struct rw *list[NR + 1], set, multi, again, d1, d2, bad;
+	struct tablet_status st0, st;
+	bool seen[NR + 1] = {false};
+	uint64_t idx;
+	const uint8_t hi = RETRY_REPLY_PREFIX + 1;
+
+	cluster_up("tablet-uv-redis");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	rw_init(&set, 1, 1, "set k v");
+	rw_expect(&set, l, "+OK\r\n");
+	redis_read_expect(l, "get k", "$1\r\nv\r\n");
+
+	tablet_get_status(C.n[l].t, &st0);
+	for (int i = 0; i < NR; i++) {
+		rw_init(&ws[i], (uint8_t)(10 + i), 1, "incr n");
+		CHECK_OK(tablet_write(C.n[l].t, &ws[i].req));
+		list[i] = &ws[i];
+	}
+	list[NR] = NULL;
+	CHECK(run_until(rws_done, list, 10000));
+	for (int i = 0; i < NR; i++) {
+		int v = 0;
+		CHECK_EQ_INT(ws[i].status, 0);
+		CHECK(sscanf((const char *)ws[i].replies.data, ":%d\r\n", &v) == 1);
+		CHECK_MSG(v >= 1 && v <= NR && !seen[v], "reply %d", v);
+		seen[v] = true;
+	}
+	tablet_get_status(C.n[l].t, &st);
+	test_note("%d INCRs in %" PRIu64 " entries", NR, st.entries - st0.entries);
+	CHECK(st.entries - st0.entries < NR / 2);
+
+	rw_init(&multi, 2, 1, "incr n;incr n;get n;get k");
+	rw_expect(&multi, l, ":51\r\n:52\r\n$2\r\n52\r\n$1\r\nv\r\n");
+
+	/* The retry's replies are the first ones, nothing applies again. */
+	rw_init(&again, 10, 1, "incr n");
+	rw_expect(&again, l, (const char *)ws[0].replies.data);
+	/* Twice at once: the second waits for the first, same replies. */
+	rw_init(&d1, 3, 1, "incr n");
+	rw_init(&d2, 3, 1, "incr n");
+	CHECK_OK(tablet_write(C.n[l].t, &d1.req));
+	rw_expect(&d2, l, ":53\r\n");
+	CHECK(d1.done && d1.status == 0);
+	CHECK_EQ_STR((const char *)d1.replies.data, ":53\r\n");
+	redis_read_expect(l, "get n", "$2\r\n53\r\n");
+
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ_U64(checksum(i), checksum(l));
+		CHECK_EQ_U64(checksum_range(i, RETRY_REPLY_PREFIX, &hi, NULL),
+			     checksum_range(l, RETRY_REPLY_PREFIX, &hi, NULL));
+		/* The INCRs' and the MULTI's; not the SET's: "+OK" needs none. */
+		CHECK_EQ_INT(reply_records(i), NR + 2);
+	}
+	/* A retry of the SET (client 1, seq 1) is answered "+OK" without a
+	 * record and applies nothing again. */
+	rw_free(&set);
+	rw_init(&set, 1, 1, "set k v");
+	rw_expect(&set, l, "+OK\r\n");
+	redis_read_expect(l, "get k", "$1\r\nv\r\n");
+
+	/* 2000 INCRs over 10 keys from 20 clients in one loop turn: on each
+	 * key the replies are exactly 1..200 (a measurement, noted). */
+	{
+		enum { NC = 20, NS_ = 100, NK = 10 };
+		static struct rw many[NC * NS_];
+		static struct rw *ml[NC * NS_ + 1];
+		static bool got[NK][NC * NS_ / NK + 1];
+		uint64_t t0 = uv_hrtime();
+		tablet_get_status(C.n[l].t, &st0);
+		for (int c = 0; c < NC; c++)
+			for (int q = 0; q < NS_; q++) {
+				char cmd[32];
+				int i = c * NS_ + q;
+				snprintf(cmd, sizeof cmd, "incr m%d", q % NK);
+				rw_init(&many[i], (uint8_t)(100 + c), (uint64_t)q + 1, cmd);
+				CHECK_OK(tablet_write(C.n[l].t, &many[i].req));
+				ml[i] = &many[i];
+			}
+		ml[NC * NS_] = NULL;
+		CHECK(run_until(rws_done, ml, 30000));
+		tablet_get_status(C.n[l].t, &st);
+		test_note("%d INCRs from %d clients in %" PRIu64 " entries, %.1f ms", NC * NS_, NC,
+			  st.entries - st0.entries, (double)(uv_hrtime() - t0) / 1e6);
+		for (int i = 0; i < NC * NS_; i++) {
+			int v = 0;
+			CHECK_EQ_INT(many[i].status, 0);
+			CHECK(sscanf((const char *)many[i].replies.data, ":%d\r\n", &v) == 1);
+			CHECK(v >= 1 && v <= NC * NS_ / NK && !got[(i % NS_) % NK][v]);
+			got[(i % NS_) % NK][v] = true;
+			rw_free(&many[i]);
+		}
+		redis_read_expect(l, "get m0;get m9", "$3\r\n200\r\n$3\r\n200\r\n");
+	}
+
+	/* Malformed commands, or commands with a batch: refused at once. */
+	rw_init(&bad, 4, 1, "get k");
+	bad.req.redis_len = 3;
+	CHECK_EQ_INT(tablet_write(C.n[l].t, &bad.req), DOCRAFT_EINVAL);
+	bad.req.redis_len = bad.cmds.len;
+	bad.req.batch = "x";
+	bad.req.batch_len = 1;
+	CHECK_EQ_INT(tablet_write(C.n[l].t, &bad.req), DOCRAFT_EINVAL);
+
+	for (int i = 0; i < NR; i++)
+		rw_free(&ws[i]);
+	rw_free(&set);
+	rw_free(&multi);
+	rw_free(&again);
+	rw_free(&d1);
+	rw_free(&d2);
+	rw_free(&bad);
+	cluster_down();
+}
+
+/* A retried INCR is answered with its first reply from the replicated
+ * state after every replica restarted and after a leadership transfer; a
+ * reply too large to keep is answered with the documented error; reply
+ * records go when their client forgets their seqs. */
+TEST(redis_replies_survive_restart_and_transfer)
+{
+	static char line[80000];
+	struct rw a, big, retry, fgt;
+	struct buf want = BUF_INIT;
+	uint64_t idx;
+
+	cluster_up("tablet-uv-redis-restart");
+	CHECK(run_until(has_leader, NULL, 10000));
+	int l = leader_index();
+	rw_init(&a, 7, 1, "incr c");
+	rw_expect(&a, l, ":1\r\n");
+	memcpy(line, "set big ", 8);
+	memset(line + 8, 'x', 70000);
+	strcpy(line + 8 + 70000, ";get big");
+	rw_init(&big, 7, 2, line);
+	CHECK_OK(tablet_write(C.n[l].t, &big.req));
+	{
+		struct rw *one[2] = {&big, NULL};
+		CHECK(run_until(rws_done, one, 10000));
+	}
+	CHECK_EQ_INT(big.status, 0);
+	CHECK_EQ_U64(big.replies.len, 5 + 8 + 70000 + 2);
+	store_applied(tablet_store(C.n[l].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+
+	for (int i = 0; i < N; i++) {
+		node_close(i);
+		log_close(i);
+		log_open(i);
+	}
+	for (int i = 0; i < N; i++)
+		node_open(i, false);
+	CHECK(run_until(has_leader, NULL, 10000));
+	int m = leader_index();
+	rw_init(&retry, 7, 1, "incr c");
+	rw_expect(&retry, m, ":1\r\n");
+	rw_free(&retry);
+	redis_read_expect(m, "get c", "$1\r\n1\r\n");
+	for (int k = 0; k < 2; k++)
+		buf_append(&want, "-" FSM_REDIS_TOO_LARGE "\r\n", strlen(FSM_REDIS_TOO_LARGE) + 3);
+	buf_push(&want, 0);
+	rw_init(&retry, 7, 2, line);
+	rw_expect(&retry, m, (const char *)want.data);
+	rw_free(&retry);
+
+	transferred = false;
+	CHECK_OK_MSG(tablet_transfer(C.n[m].t, 0, transfer_cb, NULL, C.errmsg), C.errmsg);
+	CHECK(run_until(transfer_done, &m, 10000));
+	int nl = leader_index();
+	test_note("leader %d, after the restart %d, after the transfer %d", l + 1, m + 1, nl + 1);
+	rw_init(&retry, 7, 1, "incr c");
+	rw_expect(&retry, nl, ":1\r\n");
+	rw_free(&retry);
+
+	/* min_running 3 forgets seqs 1 and 2: their reply records go. */
+	rw_init(&fgt, 7, 3, "incr c");
+	fgt.req.min_running = 3;
+	rw_expect(&fgt, nl, ":2\r\n");
+	store_applied(tablet_store(C.n[nl].t), &idx, NULL);
+	CHECK(run_until(applied_on_all, &idx, 10000));
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ_INT(reply_records(i), 1);
+		CHECK_EQ_U64(checksum(i), checksum(nl));
+	}
+	rw_free(&a);
+	rw_free(&big);
+	rw_free(&fgt);
+	buf_free(&want);
+	cluster_down();
+}
+
 TEST_MAIN(T(writes_reads_and_retries), T(linearizable_reads), T(restart_replays_only_unflushed),
 	  T(follower_catches_up_by_copy), T(close_during_copy), T(transfer_with_writes_in_flight),
 	  T(remove_replica),
 	  T(conditional_writes), T(lease_reads), T(segments_are_written),
-	  T(snapshot_by_bytes))
+	  T(snapshot_by_bytes), T(redis_writes), T(redis_replies_survive_restart_and_transfer))

@@ -34,6 +34,14 @@
  *                           memtable budget and deletes of replicas with
  *                           large memtables keep loop turns < 1 s; every
  *                           acknowledged write reads back
+ *   redis_through_rpc       (issue 17) TSERVER_REDIS on a 3-replica YEDIS
+ *                           tablet: SET, INCR, a retried INCR answered with
+ *                           its first reply, a read request (GET, DBSIZE),
+ *                           NOT_LEADER from a follower, and the refusals
+ *                           (unknown command, arity, a write in a read, too
+ *                           many commands, client id, not a Redis table,
+ *                           replies larger than an answer may be); WRITE,
+ *                           READ and SCAN on the Redis tablet refused
  *   corrupt_raft_log_stops_the_server  a gap in the shared Raft log's
  *                           segments: the server does not start and says
  *                           which file
@@ -1834,7 +1842,217 @@ TEST(corrupt_raft_log_stops_the_server)
 	cluster_down();
 }
 
+/* ---- Redis (issue 17) ---- */
+
+#define RTABLET "redis_0-0-0000abcd"
+
+/* Creates the YEDIS tablet id (table redis_0: k blob hash key) on k, its
+ * partition [0, part_end). */
+static void create_redis_on(int k, const char *id, uint32_t part_end)
+{
+	char err[DOCRAFT_ERRMSG_SIZE];
+	struct schema sc;
+	struct res r = {0};
+	Docraft__CreateTabletRequest *req = create_req(id, (uint64_t)k + 1, false);
+	Docraft__TableSchema *pb = anew(sizeof *pb);
+	CHECK_OK(schema_init(&sc, "redis_0", err));
+	CHECK_OK(schema_add(&sc, "k", COL_HASH, CT_BLOB, err));
+	sc.redis = true;
+	wire_schema_to_pb(&sc, pb, &C.a);
+	pb->name = arena_dup(&C.a, "redis_0", 8);
+	pb->columns[0]->name = arena_dup(&C.a, "k", 2);
+	schema_free(&sc);
+	req->schema = pb;
+	req->partition_end = part_end;
+	CHECK_MSG(call(k, DOCRAFT__METHOD__TSERVER_CREATE_TABLET, &req->base, &r) == 0,
+		  "create on node %d: %s", k + 1, r.message);
+	res_free(&r);
+}
+
+/* A RedisRequest of line's commands ("set k v;incr n") to node k of
+ * tablet (client "test-redis-00001", seq) into *r; the replies,
+ * concatenated, into out (status 0). Returns the status. */
+static int redis_call(int k, const char *tablet, bool write, uint64_t seq, const char *line,
+		      struct res *r, struct buf *out)
+{
+	static uint8_t client[16] = "test-redis-00001";
+	Docraft__RedisRequest req = DOCRAFT__REDIS_REQUEST__INIT;
+	Docraft__RedisCommand *cmds[16];
+	Docraft__RedisCommand cmd[16];
+	ProtobufCBinaryData args[16][8];
+	const char *p = line;
+	int rv;
+	while (*p != '\0') {
+		size_t c = req.n_commands++;
+		CHECK(c < 16);
+		docraft__redis_command__init(&cmd[c]);
+		cmds[c] = &cmd[c];
+		cmd[c].args = args[c];
+		while (*p != '\0' && *p != ';') {
+			const char *w = p;
+			while (*p != '\0' && *p != ';' && *p != ' ')
+				p++;
+			CHECK(cmd[c].n_args < 8);
+			args[c][cmd[c].n_args].data = (uint8_t *)w;
+			args[c][cmd[c].n_args++].len = (size_t)(p - w);
+			if (*p == ' ')
+				p++;
+		}
+		if (*p == ';')
+			p++;
+	}
+	req.tablet_id = (char *)tablet;
+	req.write = write;
+	req.client_id.data = client;
+	req.client_id.len = 16;
+	req.seq = seq;
+	req.min_running = 1;
+	req.commands = cmds;
+	rv = call(k, DOCRAFT__METHOD__TSERVER_REDIS, &req.base, r);
+	buf_reset(out);
+	if (rv == 0) {
+		Docraft__RedisResponse *resp = docraft__redis_response__unpack(NULL, r->len,
+									      r->reply);
+		CHECK(resp != NULL);
+		CHECK_EQ_U64(resp->n_replies, req.n_commands);
+		CHECK(resp->ht != 0);
+		for (size_t i = 0; i < resp->n_replies; i++)
+			buf_append(out, resp->replies[i].data, resp->replies[i].len);
+		docraft__redis_response__free_unpacked(resp, NULL);
+	}
+	buf_push(out, 0);
+	return rv;
+}
+
+/* line at node k answered ok with want. */
+static void redis_ok(int k, bool write, uint64_t seq, const char *line, const char *want)
+{
+	struct res r = {0};
+	struct buf out = BUF_INIT;
+	int rv = redis_call(k, RTABLET, write, seq, line, &r, &out);
+	CHECK_MSG(rv == 0, "%s: %d %s", line, rv, r.message);
+	CHECK_EQ_STR((const char *)out.data, want);
+	res_free(&r);
+	buf_free(&out);
+}
+
+/* A request refused with code and a message holding msg. */
+static void redis_refused(int k, const char *tablet, bool write, const char *line, int code,
+			  const char *msg)
+{
+	struct res r = {0};
+	struct buf out = BUF_INIT;
+	CHECK_EQ_INT(redis_call(k, tablet, write, 99, line, &r, &out), code);
+	CHECK_MSG(strstr(r.message, msg) != NULL, "\"%s\" lacks \"%s\"", r.message, msg);
+	res_free(&r);
+	buf_free(&out);
+}
+
+TEST(redis_through_rpc)
+{
+	struct res r = {0};
+	struct buf out = BUF_INIT;
+	int l = -1;
+
+	cluster_up("tserver-redis", true);
+	for (int k = 0; k < NN; k++) {
+		create_redis_on(k, RTABLET, 65536);
+		create_on(k, TABLET, (uint64_t)k + 1, false);
+	}
+	/* The first write finds the leader: retried with the same seq, it
+	 * applies once. */
+	for (uint64_t end = proc_now_ms() + 15000; l < 0 && proc_now_ms() < end;) {
+		for (int k = 0; k < NN && l < 0; k++)
+			if (redis_call(k, RTABLET, true, 1, "set k v", &r, &out) == 0)
+				l = k;
+		if (l < 0)
+			pause_ms(100);
+	}
+	CHECK_MSG(l >= 0, "no leader for %s", RTABLET);
+	CHECK_EQ_STR((const char *)out.data, "+OK\r\n");
+	redis_ok(l, true, 2, "incr n", ":1\r\n");
+	redis_ok(l, true, 2, "incr n", ":1\r\n"); /* a retry: the first reply */
+	redis_ok(l, true, 3, "incr n;incr n;get n", ":2\r\n:3\r\n$1\r\n3\r\n");
+	redis_ok(l, false, 0, "get n;get k;get none;dbsize", "$1\r\n3\r\n$1\r\nv\r\n$-1\r\n:2\r\n");
+
+	/* Replies beyond the largest answer: TOO_BIG, not a cut frame. */
+	{
+		size_t big = 2u << 20;
+		char *line = malloc(big + 16);
+		memcpy(line, "set big ", 8);
+		memset(line + 8, 'x', big);
+		line[8 + big] = '\0';
+		redis_ok(l, true, 4, line, "+OK\r\n");
+		free(line);
+		redis_refused(l, RTABLET, false,
+			      "get big;get big;get big;get big;get big;get big;get big;get big;get big",
+			      DOCRAFT_ETOOBIG, "exceed the largest answer");
+	}
+
+	int f = (l + 1) % NN;
+	CHECK_EQ_INT(redis_call(f, RTABLET, false, 0, "get n", &r, &out), DOCRAFT_ENOTLEADER);
+	CHECK_EQ_STR(r.leader, C.n[l].addr);
+
+	redis_refused(l, RTABLET, true, "nope k", DOCRAFT_EINVAL, "unknown command 'nope'");
+	redis_refused(l, RTABLET, false, "get", DOCRAFT_EINVAL,
+		      "wrong number of arguments for 'get' command");
+	redis_refused(l, RTABLET, false, "get n;incr n", DOCRAFT_EINVAL,
+		      "'incr' writes: send it in a write request");
+	redis_refused(l, TABLET, true, "set k v", DOCRAFT_EINVAL, "is not a Redis table");
+	/* A tablet of slot 0 only (partition [0, 4)): "k" is slot 7629. */
+	create_redis_on(l, "redis_0-1-0000abcd", 4);
+	redis_refused(l, "redis_0-1-0000abcd", false, "get k", DOCRAFT_EWRONGTABLET,
+		      "key slot 7629 (partition 0x7734) is outside its partition");
+	{
+		Docraft__RedisRequest req = DOCRAFT__REDIS_REQUEST__INIT;
+		Docraft__RedisCommand c = DOCRAFT__REDIS_COMMAND__INIT;
+		Docraft__RedisCommand **many = calloc(10001, sizeof *many);
+		ProtobufCBinaryData a[2] = {{3, (uint8_t *)"get"}, {1, (uint8_t *)"n"}};
+		c.n_args = 2;
+		c.args = a;
+		for (int i = 0; i < 10001; i++)
+			many[i] = &c;
+		req.tablet_id = (char *)RTABLET;
+		req.n_commands = 10001;
+		req.commands = many;
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_REDIS, &req.base, &r), DOCRAFT_EINVAL);
+		CHECK(strstr(r.message, "10001 Redis commands") != NULL);
+		/* A write with a client id of 3 bytes. */
+		req.n_commands = 1;
+		req.write = true;
+		req.client_id.data = (uint8_t *)"abc";
+		req.client_id.len = 3;
+		CHECK_EQ_INT(call(l, DOCRAFT__METHOD__TSERVER_REDIS, &req.base, &r), DOCRAFT_EINVAL);
+		CHECK(strstr(r.message, "client_id must be 16 bytes") != NULL);
+		free(many);
+	}
+	{
+		/* The tablet server itself refuses the data methods on a Redis
+		 * tablet, whatever the client (ydrop). */
+		Docraft__WriteRequest wr = DOCRAFT__WRITE_REQUEST__INIT;
+		Docraft__ReadRequest rd = DOCRAFT__READ_REQUEST__INIT;
+		Docraft__ScanRequest sc = DOCRAFT__SCAN_REQUEST__INIT;
+		const ProtobufCMessage *msgs[3] = {&wr.base, &rd.base, &sc.base};
+		const uint16_t methods[3] = {DOCRAFT__METHOD__TSERVER_WRITE,
+					     DOCRAFT__METHOD__TSERVER_READ,
+					     DOCRAFT__METHOD__TSERVER_SCAN};
+		wr.tablet_id = rd.tablet_id = sc.tablet_id = (char *)RTABLET;
+		wr.client_id.data = (uint8_t *)"test-tserver-001";
+		wr.client_id.len = 16;
+		for (int i = 0; i < 3; i++) {
+			CHECK_EQ_INT(call(l, methods[i], msgs[i], &r), DOCRAFT_EINVAL);
+			CHECK_MSG(strstr(r.message, "is a Redis database: use a Redis client") !=
+					  NULL,
+				  "method %u: %s", methods[i], r.message);
+		}
+	}
+	res_free(&r);
+	buf_free(&out);
+	cluster_down();
+}
+
 TEST_MAIN(T(seeds_through_rpc), T(leadership_and_restart), T(membership_and_delete),
+	  T(redis_through_rpc),
 	  T(creates_off_the_loop_and_races),
 	  T(heartbeats_to_a_fake_master), T(flags_and_config),
 	  T(memtable_budget_and_delete_off_the_loop), T(corrupt_raft_log_stops_the_server))

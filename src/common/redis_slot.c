@@ -1,8 +1,8 @@
-/* Redis Cluster key slots (slot.h). The CRC is computed bit by bit from
+/* Redis Cluster key slots (redis_slot.h). The CRC is computed bit by bit from
  * its definition (XMODEM: poly 0x1021, init 0, MSB first): keys are short,
  * and no table means nothing to initialize or share between threads; the
  * test checks it against the cluster spec's values. */
-#include "redis/slot.h"
+#include "common/redis_slot.h"
 
 #include <string.h>
 

@@ -1,0 +1,64 @@
+/* The txn's insides, shared by yedis.c (which creates and frees it and
+ * dispatches commands) and view.c (which reads and writes through it).
+ * Internal to src/yedis: command files use yedis_int.h only.
+ *
+ * The overlay. A txn's own writes must be visible to its later commands
+ * before the batch is applied, so view.c keeps, per Redis key written, an
+ * okey: whether the root was replaced in this txn (then the store's
+ * versions of the key are hidden entirely) and with what, whether a TTL
+ * merge record was written on top, and the children written (encoded
+ * subkey paths after the DocKey -> encoded values, 'X' for a tombstone),
+ * kept unsorted with a sequence number and sorted lazily when read (later
+ * writes of a path win). Okeys are found by their DocKey in an open
+ * addressing table. Everything lives in the txn's arena but the kids
+ * arrays (xgrow, freed with the txn). One thread. */
+#ifndef DOCRAFT_YEDIS_TXN_H
+#define DOCRAFT_YEDIS_TXN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "docdb/value.h"
+#include "yedis/yedis.h"
+
+struct okid {
+	const uint8_t *path; /* encoded subkeys after the DocKey */
+	size_t plen;
+	const uint8_t *val; /* encoded value ('X': tombstone) */
+	size_t vlen;
+	uint64_t seq; /* write order: the later one wins */
+};
+
+struct okey {
+	const uint8_t *dockey;
+	size_t dlen;
+	uint64_t hash;
+	bool root_written;    /* a new root or a root tombstone in this txn */
+	bool root_deleted;    /* ... a tombstone */
+	struct docvalue root; /* with root_written && !root_deleted; TTL from the txn's ht */
+	bool merged;          /* a TTL merge record after it (or over the store's root) */
+	bool merge_has_ttl;
+	int64_t merge_ttl_ms;
+	struct okid *kids;
+	size_t nkids, kids_cap;
+	bool sorted; /* kids sorted by path, one per path */
+};
+
+struct yedis_txn {
+	struct yedis_txn_options o;
+	struct arena arena;
+	uint64_t rng;
+	uint64_t seq;
+	struct okey **tab; /* open addressing, tab_cap a power of 2 */
+	size_t tab_cap, nkeys;
+	struct buf kbuf; /* scratch: keys */
+	struct buf vbuf; /* scratch: values */
+};
+
+/* view.c: the overlay's teardown (yedis_txn_free). */
+void view_free(struct yedis_txn *t);
+
+#endif
