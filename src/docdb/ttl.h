@@ -23,7 +23,9 @@ static inline bool ttl_expired(uint64_t at, int64_t default_ttl_ms, bool has_exp
 		ttl_ms = default_ttl_ms;
 		from = write_ht;
 	}
-	if (ttl_ms <= 0)
+	/* A TTL past what microseconds since the epoch can hold never ends
+	 * (Redis accepts EXPIRE up to LLONG_MAX seconds' worth of ms). */
+	if (ttl_ms <= 0 || (uint64_t)ttl_ms > UINT64_MAX / 1000)
 		return false;
 	return ht_physical(at) - ht_physical(from) > (uint64_t)ttl_ms * 1000;
 }

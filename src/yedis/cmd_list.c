@@ -44,7 +44,11 @@ static int list_state(struct yedis_txn *t, const struct resp_arg *key, int64_t *
 		rv = yv_get(t, key, &sub, 1, &v, &found, errmsg);
 	if (rv != 0)
 		return rv;
-	if (!found || v.type != PV_INT64 || (*len > 0 && v.v.i64 > INT64_MAX - (*len - 1)))
+	/* A list that exists has at least one element: an emptied one is
+	 * deleted with its counter. */
+	if (*len == 0)
+		return ycoll_corrupt(errmsg, "list", key, "missing length record");
+	if (!found || v.type != PV_INT64 || v.v.i64 > INT64_MAX - (*len - 1))
 		return ycoll_corrupt(errmsg, "list", key, "bad head record");
 	*head = v.v.i64;
 	return 0;

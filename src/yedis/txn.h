@@ -44,7 +44,14 @@ struct okey {
 	int64_t merge_ttl_ms;
 	struct okid *kids;
 	size_t nkids, kids_cap;
-	bool sorted; /* kids sorted by path, one per path */
+	bool sorted; /* kids sorted by path (always one per path: a write to a
+			path already there replaces it) */
+	/* Index of kids by path (open addressing, kid index + 1, 0 empty;
+	 * ix_cap a power of 2 or 0): point lookups and writes cost O(1)
+	 * whatever the order the paths come in; rebuilt after a sort. */
+	size_t *ix;
+	size_t ix_cap;
+	bool ix_valid;
 };
 
 struct yedis_txn {

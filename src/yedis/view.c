@@ -139,7 +139,10 @@ void view_free(struct yedis_txn *t)
 {
 	for (size_t i = 0; i < t->tab_cap; i++)
 		if (t->tab[i] != NULL)
+		{
 			free(t->tab[i]->kids);
+			free(t->tab[i]->ix);
+		}
 	free(t->tab);
 	t->tab = NULL;
 	t->tab_cap = t->nkeys = 0;
@@ -162,40 +165,51 @@ static int cmp_kid(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Sorts k's children by path, keeping the latest write of each path. */
+/* Sorts k's children by path (each path is there once: put_child
+ * replaces). Only range reads need the order. */
 static void kids_normalize(struct okey *k)
 {
-	size_t n = 0;
 	if (k->sorted)
 		return;
 	qsort(k->kids, k->nkids, sizeof *k->kids, cmp_kid);
-	for (size_t i = 0; i < k->nkids; i++) {
-		if (n > 0 && cmp_bytes(k->kids[n - 1].path, k->kids[n - 1].plen, k->kids[i].path,
-				       k->kids[i].plen) == 0)
-			n--;
-		k->kids[n++] = k->kids[i];
-	}
-	k->nkids = n;
 	k->sorted = true;
+	k->ix_valid = false;
+}
+
+static size_t ix_slot(const struct okey *k, const uint8_t *path, size_t plen)
+{
+	size_t j = hash_bytes(path, plen) & (k->ix_cap - 1);
+	for (; k->ix[j] != 0; j = (j + 1) & (k->ix_cap - 1)) {
+		const struct okid *o = &k->kids[k->ix[j] - 1];
+		if (cmp_bytes(o->path, o->plen, path, plen) == 0)
+			break;
+	}
+	return j;
+}
+
+/* Makes the index cover k->kids[0..nkids) with room for one more. */
+static void ix_ready(struct okey *k)
+{
+	if (k->ix_valid && 2 * (k->nkids + 1) <= k->ix_cap)
+		return;
+	while (2 * (k->nkids + 1) > k->ix_cap)
+		k->ix_cap = k->ix_cap ? k->ix_cap * 2 : 16;
+	free(k->ix);
+	k->ix = xzalloc(k->ix_cap * sizeof *k->ix);
+	for (size_t i = 0; i < k->nkids; i++)
+		k->ix[ix_slot(k, k->kids[i].path, k->kids[i].plen)] = i + 1;
+	k->ix_valid = true;
 }
 
 /* The overlay's child at the encoded path, or NULL. */
-static const struct okid *kid_find(struct okey *k, const uint8_t *path, size_t plen)
+static struct okid *kid_find(struct okey *k, const uint8_t *path, size_t plen)
 {
-	size_t lo = 0, hi;
-	kids_normalize(k);
-	hi = k->nkids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = cmp_bytes(k->kids[mid].path, k->kids[mid].plen, path, plen);
-		if (c == 0)
-			return &k->kids[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	size_t j;
+	if (k->nkids == 0)
+		return NULL;
+	ix_ready(k);
+	j = ix_slot(k, path, plen);
+	return k->ix[j] != 0 ? &k->kids[k->ix[j] - 1] : NULL;
 }
 
 static void encode_subs(struct buf *out, const struct pv *sub, size_t nsub)
@@ -261,9 +275,12 @@ static uint8_t kind_of_type(int type)
 	}
 }
 
+/* The absolute expiry of a TTL counted from ht, saturating (a stored TTL
+ * near INT64_MAX means "never" in practice, not an overflow). */
 static int64_t at_ms(uint64_t ht, int64_t ttl_ms)
 {
-	return (int64_t)(ht_physical(ht) / 1000) + ttl_ms;
+	int64_t now = (int64_t)(ht_physical(ht) / 1000);
+	return ttl_ms > INT64_MAX - now ? INT64_MAX : now + ttl_ms;
 }
 
 int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, char *errmsg)
@@ -600,6 +617,7 @@ void yw_root(struct yedis_txn *t, const struct resp_arg *key, int type, const st
 	k->merged = false;
 	k->nkids = 0;
 	k->sorted = true;
+	k->ix_valid = false;
 }
 
 void yw_delete_key(struct yedis_txn *t, const struct resp_arg *key)
@@ -614,6 +632,7 @@ void yw_delete_key(struct yedis_txn *t, const struct resp_arg *key)
 	k->merged = false;
 	k->nkids = 0;
 	k->sorted = true;
+	k->ix_valid = false;
 }
 
 static void put_child(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
@@ -622,21 +641,29 @@ static void put_child(struct yedis_txn *t, const struct resp_arg *key, const str
 	size_t dl = key_dockey(t, key);
 	struct okey *k = okey_find(t, t->kbuf.data, dl, true);
 	struct okid *c;
+	size_t j;
 
 	PRE(nsub > 0);
 	encode_subs(&t->kbuf, sub, nsub);
 	put_pair(t, t->kbuf.data, t->kbuf.len, v);
-	k->kids = xgrow(k->kids, &k->kids_cap, k->nkids + 1, sizeof *k->kids, 8);
-	c = &k->kids[k->nkids++];
-	c->plen = t->kbuf.len - dl;
-	c->path = arena_dup(&t->arena, t->kbuf.data + dl, c->plen);
+	ix_ready(k);
+	j = ix_slot(k, t->kbuf.data + dl, t->kbuf.len - dl);
+	if (k->ix[j] != 0) { /* the path again: the later write replaces it */
+		c = &k->kids[k->ix[j] - 1];
+	} else {
+		k->kids = xgrow(k->kids, &k->kids_cap, k->nkids + 1, sizeof *k->kids, 8);
+		c = &k->kids[k->nkids++];
+		c->plen = t->kbuf.len - dl;
+		c->path = arena_dup(&t->arena, t->kbuf.data + dl, c->plen);
+		k->ix[j] = k->nkids;
+		if (k->nkids > 1 && k->sorted) {
+			const struct okid *p = &k->kids[k->nkids - 2];
+			k->sorted = cmp_bytes(p->path, p->plen, c->path, c->plen) < 0;
+		}
+	}
 	c->vlen = t->vbuf.len;
 	c->val = arena_dup(&t->arena, t->vbuf.data, t->vbuf.len);
 	c->seq = ++t->seq;
-	if (k->nkids > 1 && k->sorted) {
-		const struct okid *p = &k->kids[k->nkids - 2];
-		k->sorted = cmp_bytes(p->path, p->plen, c->path, c->plen) < 0;
-	}
 }
 
 void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub,
