@@ -54,6 +54,13 @@ TEST(expire_and_ttl)
 	EQ(yh_read(&h, yh_ht(1), "TTL a"), "-1");
 	EQ(yh_read(&h, yh_ht(5), "TTL a"), "97");
 
+	/* A TTL whose microseconds pass 2^64 never ends (it used to wrap to
+	 * 0.45 s and the key vanished). */
+	EQ(yh_cmd(&h, yh_ht(40), "SET huge v"), "OK");
+	EQ(yh_cmd(&h, yh_ht(41), "EXPIRE huge 18446744073710"), "1");
+	EQ(yh_read(&h, yh_ht(45), "GET huge"), "\"v\"");
+	EQ(yh_read(&h, yh_ht(45), "EXISTS huge"), "1");
+
 	/* EXPIREAT / PEXPIREAT: absolute times. */
 	{
 		char cmd[128];
