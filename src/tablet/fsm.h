@@ -86,6 +86,13 @@ struct tablet_fsm {
  * command, with FSM_REDIS_TOO_LARGE (fsm_redis.c). */
 #define FSM_REDIS_REPLY_KEEP_MAX (64u << 10)
 #define FSM_REDIS_TOO_LARGE "ERR docraft: reply of a retried command is too large to keep"
+/* Replies one Redis request may build at apply (every replica, at every
+ * replay): past it each further command still runs but its reply is
+ * FSM_REDIS_DROPPED (deterministic: it depends on the data only), so a
+ * committed entry can never make apply allocate without bound. The
+ * largest RPC answer is below it anyway. */
+#define FSM_REDIS_REPLIES_MAX (16u << 20)
+#define FSM_REDIS_DROPPED "ERR docraft: reply not kept: this request's replies exceed 16 MiB (the command was applied)"
 
 /* ---- fsm_redis.c (apply's Redis part; the loop thread) ---- */
 

@@ -92,6 +92,8 @@ void fsm_redis_reset(struct tablet_fsm *f, uint64_t idx, uint64_t ht)
 		yedis_txn_free(r->txn);
 	r->txn = NULL;
 	batch_reset(&r->batch);
+	if (r->replies.cap > (1u << 20)) /* a big entry does not pin its buffer */
+		buf_free(&r->replies);
 	buf_reset(&r->replies);
 	buf_reset(&r->vals);
 	r->nreq = 0;
@@ -181,6 +183,10 @@ int fsm_redis_run(struct tablet_fsm *f, const struct entry_request *q, bool *rec
 		/* The leader checked the names; a replica of another build
 		 * may not know one: yedis_exec replies an error, like Redis. */
 		rv = yedis_exec(r->txn, argc, argv, &r->replies, errmsg);
+		if (rv == 0 && r->replies.len - rep->off > FSM_REDIS_REPLIES_MAX) {
+			r->replies.len = before;
+			resp_error(&r->replies, FSM_REDIS_DROPPED);
+		}
 		if (r->nlens == r->lenscap) {
 			r->lenscap = r->lenscap ? r->lenscap * 2 : 64;
 			r->lens = xrealloc(r->lens, r->lenscap * sizeof *r->lens);

@@ -145,7 +145,9 @@ static struct fan_group *group_for(struct fan *f, uint16_t slot)
 	for (size_t i = f->round; i < f->n_groups; i++)
 		if (f->groups[i].key == key && (f->single || f->groups[i].n < GROUP_MAX))
 			return &f->groups[i];
+	f->groups = xgrow(f->groups, &f->groups_cap, f->n_groups + 1, sizeof *f->groups, 8);
 	g = &f->groups[f->n_groups++];
+	memset(g, 0, sizeof *g);
 	g->f = f;
 	g->slot = slot;
 	g->key = key;
@@ -163,7 +165,7 @@ static void release(struct fan *f)
 {
 	if (--f->pending > 0)
 		return;
-	if (f->status == DOCRAFT_EWRONGTABLET && f->regroup && !f->by_slot) {
+	if (f->status == DOCRAFT_EWRONGTABLET && f->regroup && !f->by_slot && !f->unsure) {
 		f->by_slot = true;
 		f->status = DOCRAFT_OK;
 		f->errmsg[0] = '\0';
@@ -184,6 +186,8 @@ static void group_done(docraft_req *req)
 	struct fan *f = g->f;
 
 	if (req->status != DOCRAFT_OK) {
+		if (req->status != DOCRAFT_EWRONGTABLET)
+			f->unsure = true;
 		if (f->status == DOCRAFT_OK) {
 			f->status = req->status;
 			snprintf(f->errmsg, sizeof f->errmsg, "%s", req->errmsg);
@@ -205,7 +209,7 @@ static void group_done(docraft_req *req)
 
 static const char *sync_error(int rv)
 {
-	return rv == DOCRAFT_ECLOSED ? "the tserver is stopping" : "a request the client refused";
+	return rv == DOCRAFT_ECLOSED ? "the tserver is stopping" : docraft_errmsg();
 }
 
 /* Groups the subs not answered yet and sends a request per group. */
@@ -250,8 +254,6 @@ int fan_run(struct fan *f, fan_fn done)
 {
 	PRE(f->n_subs > 0);
 	f->done = done;
-	/* n_subs groups at the most, twice with a regroup */
-	f->groups = xcalloc(2 * f->n_subs, sizeof *f->groups);
 	send_groups(f);
 	return REDIS_ASYNC;
 }

@@ -47,14 +47,17 @@ struct fan {
 	/* grouped per tablet (f->tablets), regrouped per slot when a tablet
 	 * refuses a request as spanning others (a stale cache) */
 	bool regroup, by_slot;
+	bool unsure; /* a group failed for another reason than EWRONGTABLET:
+			its commands may have applied, so no regroup resends them */
 	fan_fn done; /* every group answered: write the reply */
 	/* the command's own state (EXEC's queue, SCAN's cursor...) */
 	const void *arg;
 	size_t n_arg;
 	uint64_t u;
 	docraft_result *tablets; /* fan_tablets' answer; NULL before */
-	struct fan_group *groups;
-	size_t n_groups, pending;
+	struct fan_group *groups; /* grown as groups are made (never while a
+				     round's requests are in flight) */
+	size_t n_groups, groups_cap, pending;
 	size_t round; /* the first group of the requests in flight */
 	int status;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];

@@ -75,6 +75,14 @@ static const struct yedis_command *check_command(struct rpc_call *call, const st
 				 cmd->name);
 		return NULL;
 	}
+	if (write && (cmd->flags & YEDIS_TABLET)) {
+		/* Walks the whole tablet: never inside an entry, where every
+		 * replica's apply would pay for it. */
+		rpc_reply_errorf(call, DOCRAFT_EINVAL,
+				 "tablet %s: '%s' is a read: send it in a read request", r->id,
+				 cmd->name);
+		return NULL;
+	}
 	if (!(cmd->flags & YEDIS_TABLET)) {
 		uint16_t h = redis_slot_partition(redis_key_slot(a[1].data, a[1].len));
 		if (h < r->part_start || h >= r->part_end) {
@@ -110,9 +118,19 @@ bool svc_redis_check(void *ctx, struct rpc_call *call, const void *req, void *ob
 				 ENTRY_CLIENT_ID_LEN, rq->client_id.len);
 		return false;
 	}
-	for (size_t i = 0; i < rq->n_commands; i++)
-		if (check_command(call, r, rq->commands[i], rq->write) == NULL)
+	size_t tablet_wide = 0;
+	for (size_t i = 0; i < rq->n_commands; i++) {
+		const struct yedis_command *cmd = check_command(call, r, rq->commands[i], rq->write);
+		if (cmd == NULL)
 			return false;
+		/* KEYS / SCAN / DBSIZE walk the tablet: one per request. */
+		if ((cmd->flags & YEDIS_TABLET) && ++tablet_wide > 1) {
+			rpc_reply_errorf(call, DOCRAFT_EINVAL,
+					 "tablet %s: at most one tablet-wide command (KEYS, SCAN, "
+					 "DBSIZE, ...) per request", r->id);
+			return false;
+		}
+	}
 	return true;
 }
 
@@ -132,7 +150,7 @@ static void fill_response(Docraft__RedisResponse *resp, struct arena *a, const u
 
 /* Whether n replies of lens[i] bytes fit in one answer of op; else op is
  * answered TOO_BIG. */
-static bool replies_fit(struct svc_op *op, const uint32_t *lens, uint32_t n)
+static bool replies_fit(struct svc_op *op, const uint32_t *lens, uint32_t n, bool write)
 {
 	uint64_t total = 0;
 	char msg[DOCRAFT_ERRMSG_SIZE];
@@ -142,8 +160,11 @@ static bool replies_fit(struct svc_op *op, const uint32_t *lens, uint32_t n)
 		return true;
 	snprintf(msg, sizeof msg,
 		 "tablet %s: %u Redis replies of %" PRIu64 " bytes exceed the largest answer "
-		 "(%u bytes): ask for less (SCAN with COUNT instead of KEYS)",
-		 op->tablet_id, n, total, op->s->o.max_reply_bytes);
+		 "(%u bytes)%s",
+		 op->tablet_id, n, total, op->s->o.max_reply_bytes,
+		 write ? ": the commands WERE applied, only their replies are not returned; "
+			 "do not resend them"
+		       : ": ask for less (SCAN with COUNT instead of KEYS)");
 	svc_op_fail(op, DOCRAFT_ETOOBIG, msg);
 	return false;
 }
@@ -155,7 +176,7 @@ static void redis_write_done(struct tablet_write *w, int status, uint64_t ht)
 	struct svc_op *op = w->data;
 	Docraft__RedisResponse resp = DOCRAFT__REDIS_RESPONSE__INIT;
 	op->r->pending--;
-	if (status == 0 && !replies_fit(op, w->reply_len, w->nreplies)) {
+	if (status == 0 && !replies_fit(op, w->reply_len, w->nreplies, true)) {
 		svc_op_free(op);
 		return;
 	}
@@ -217,6 +238,7 @@ static bool do_redis_read(struct svc_op *op, uint64_t at)
 	struct resp_arg *argv = NULL;
 	size_t cap = 0;
 	struct yedis_txn *txn;
+	size_t i;
 	int rv = 0;
 
 	struct yedis_txn_options o = {
@@ -227,7 +249,10 @@ static bool do_redis_read(struct svc_op *op, uint64_t at)
 		.default_ttl_ms = op->r->schema.default_ttl_ms,
 	};
 	txn = yedis_txn_new(&o);
-	for (size_t i = 0; i < rq->n_commands && rv == 0; i++) {
+	/* Stops once the replies outgrow one answer: a peer cannot make this
+	 * loop build more than that (TOO_BIG below). */
+	for (i = 0; i < rq->n_commands && rv == 0 && replies.len <= op->s->o.max_reply_bytes;
+	     i++) {
 		const Docraft__RedisCommand *c = rq->commands[i];
 		size_t before = replies.len;
 		if (c->n_args > cap) {
@@ -248,7 +273,7 @@ static bool do_redis_read(struct svc_op *op, uint64_t at)
 	}
 	if (rv != 0) {
 		svc_op_fail(op, rv, errmsg);
-	} else if (replies_fit(op, lens, (uint32_t)rq->n_commands)) {
+	} else if (replies_fit(op, lens, (uint32_t)i, false)) {
 		fill_response(&resp, &op->arena, replies.data, lens, (uint32_t)rq->n_commands, at);
 		svc_op_ok(op, &resp.base);
 	}

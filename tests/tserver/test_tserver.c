@@ -1998,6 +1998,11 @@ TEST(redis_through_rpc)
 		      "wrong number of arguments for 'get' command");
 	redis_refused(l, RTABLET, false, "get n;incr n", DOCRAFT_EINVAL,
 		      "'incr' writes: send it in a write request");
+	/* Tablet-wide walks: never inside an entry, one per request. */
+	redis_refused(l, RTABLET, true, "set k v;keys *", DOCRAFT_EINVAL,
+		      "'keys' is a read: send it in a read request");
+	redis_refused(l, RTABLET, false, "dbsize;keys *", DOCRAFT_EINVAL,
+		      "at most one tablet-wide command");
 	redis_refused(l, TABLET, true, "set k v", DOCRAFT_EINVAL, "is not a Redis table");
 	/* A tablet of slot 0 only (partition [0, 4)): "k" is slot 7629. */
 	create_redis_on(l, "redis_0-1-0000abcd", 4);
