@@ -113,13 +113,13 @@ typedef struct docraft_value {
 	int type; /* enum docraft_type */
 	union {
 		bool b;
-		int64_t i;   /* INT; TIMESTAMP (µs) */
+		int64_t i; /* INT; TIMESTAMP (µs) */
 		float f;
 		double d;
 		struct {
 			const char *p;
 			size_t len;
-		} s;         /* TEXT, BLOB */
+		} s; /* TEXT, BLOB */
 		uint8_t uuid[16];
 		uint32_t date;
 	} v;
@@ -221,9 +221,9 @@ DOCRAFT_API const char *docraft_errmsg(void);
 typedef struct docraft_schema docraft_schema;
 
 enum docraft_column_kind {
-	DOCRAFT_COLUMN_HASH = 1,  /* partition key: hashed to pick the tablet */
-	DOCRAFT_COLUMN_RANGE,     /* clustering key, ascending */
-	DOCRAFT_COLUMN_RANGE_DESC,/* clustering key, descending */
+	DOCRAFT_COLUMN_HASH = 1,   /* partition key: hashed to pick the tablet */
+	DOCRAFT_COLUMN_RANGE,      /* clustering key, ascending */
+	DOCRAFT_COLUMN_RANGE_DESC, /* clustering key, descending */
 	DOCRAFT_COLUMN_REGULAR,
 };
 
@@ -281,8 +281,8 @@ DOCRAFT_API int docraft_op_update(const docraft_value *key, size_t nkey, docraft
 /* DELETE FROM: the whole row. */
 DOCRAFT_API int docraft_op_delete_row(const docraft_value *key, size_t nkey, docraft_op **out);
 /* DELETE column: one column (a collection as a whole too). */
-DOCRAFT_API int docraft_op_delete_column(const docraft_value *key, size_t nkey,
-					 const char *column, docraft_op **out);
+DOCRAFT_API int docraft_op_delete_column(const docraft_value *key, size_t nkey, const char *column,
+					 docraft_op **out);
 /* m = m + {mkeys[i]: mvals[i]} */
 DOCRAFT_API int docraft_op_map_put(const docraft_value *key, size_t nkey, const char *column,
 				   const docraft_value *mkeys, const docraft_value *mvals, size_t n,
@@ -298,9 +298,8 @@ DOCRAFT_API int docraft_op_set_remove(const docraft_value *key, size_t nkey, con
 /* l = l + [elems...] / l = [elems...] + l */
 DOCRAFT_API int docraft_op_list_append(const docraft_value *key, size_t nkey, const char *column,
 				       const docraft_value *elems, size_t n, docraft_op **out);
-DOCRAFT_API int docraft_op_list_prepend(const docraft_value *key, size_t nkey,
-					const char *column, const docraft_value *elems, size_t n,
-					docraft_op **out);
+DOCRAFT_API int docraft_op_list_prepend(const docraft_value *key, size_t nkey, const char *column,
+					const docraft_value *elems, size_t n, docraft_op **out);
 /* c = {...} / [...]: replaces the whole collection (mvals only for maps,
  * else NULL). */
 DOCRAFT_API int docraft_op_collection_replace(const docraft_value *key, size_t nkey,
@@ -312,9 +311,8 @@ DOCRAFT_API int docraft_op_collection_replace(const docraft_value *key, size_t n
  * another kind of op. */
 DOCRAFT_API int docraft_op_column(docraft_op *op, const char *column, const docraft_value *v);
 /* INSERT: a collection column's elements (vals only for maps, else NULL). */
-DOCRAFT_API int docraft_op_collection(docraft_op *op, const char *column,
-				      const docraft_value *keys, const docraft_value *vals,
-				      size_t n);
+DOCRAFT_API int docraft_op_collection(docraft_op *op, const char *column, const docraft_value *keys,
+				      const docraft_value *vals, size_t n);
 /* Conditional writes (compare-and-set). Adds a condition to op: the write
  * that carries op applies only if, at the op's place in its tablet's Raft
  * log, op's row has column equal to *expected; expected NULL (or a NULL
@@ -388,8 +386,8 @@ DOCRAFT_API int docraft_scan(docraft_client *c, const char *table, const docraft
 			     docraft_result **out);
 /* The next up to limit rows after prev (a scan result with has_more; limit
  * 0: the original scan's limit). prev stays valid (free it). */
-DOCRAFT_API int docraft_scan_resume(docraft_client *c, const docraft_result *prev,
-				    uint64_t limit, docraft_result **out);
+DOCRAFT_API int docraft_scan_resume(docraft_client *c, const docraft_result *prev, uint64_t limit,
+				    docraft_result **out);
 
 DOCRAFT_API size_t docraft_result_nrows(const docraft_result *r);
 DOCRAFT_API size_t docraft_result_ncolumns(const docraft_result *r);
@@ -463,8 +461,8 @@ DOCRAFT_API int docraft_admin_tablets(docraft_client *c, const char *table,
 				      const docraft_printer *p);
 DOCRAFT_API int docraft_admin_step_down(docraft_client *c, const char *tablet_id,
 					const docraft_printer *p);
-DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id,
-					   const char *to, const docraft_printer *p);
+DOCRAFT_API int docraft_admin_step_down_to(docraft_client *c, const char *tablet_id, const char *to,
+					   const docraft_printer *p);
 DOCRAFT_API int docraft_admin_dump(docraft_client *c, const char *tablet_id, const char *replica,
 				   const docraft_printer *p);
 /* Master membership (docs/cluster.md, "Master membership").
@@ -542,9 +540,9 @@ struct docraft_req {
 	void *data; /* free for the caller */
 
 	/* The outcome, set before the callback runs. */
-	int status;                      /* DOCRAFT_OK or a DOCRAFT_E* code */
+	int status;                       /* DOCRAFT_OK or a DOCRAFT_E* code */
 	char errmsg[DOCRAFT_ERRMSG_SIZE]; /* "" on success */
-	uint64_t ht;                     /* write: applied at; get/scan: read at */
+	uint64_t ht;                      /* write: applied at; get/scan: read at */
 	/* get/scan: the rows; the callback owns them from then on (free with
 	 * docraft_result_free); NULL on failure. */
 	docraft_result *result;
@@ -577,7 +575,6 @@ DOCRAFT_API int docraft_table_create_async(docraft_client *c, docraft_req *req,
 DOCRAFT_API int docraft_table_drop_async(docraft_client *c, docraft_req *req, const char *table,
 					 bool if_exists, docraft_req_cb cb);
 
-
 /* ------------------------------------------------------------------------
  * YEDIS: Redis commands on the tablet that owns a slot (issue 17)
  * ------------------------------------------------------------------------
@@ -607,9 +604,9 @@ typedef struct docraft_redis_cmd {
  * replies); failures of the cluster are req->status / req->errmsg.
  * Synchronous errors: DOCRAFT_EINVAL (n 0, argc 0, slot >= 16384),
  * DOCRAFT_ECLOSED. */
-DOCRAFT_API int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db,
-				    uint16_t slot, const docraft_redis_cmd *cmds, size_t n,
-				    bool write, docraft_req_cb cb);
+DOCRAFT_API int docraft_redis_async(docraft_client *c, docraft_req *req, unsigned db, uint16_t slot,
+				    const docraft_redis_cmd *cmds, size_t n, bool write,
+				    docraft_req_cb cb);
 /* The replies of a docraft_redis_async result: i < docraft_result_nreplies(r);
  * *len bytes at the returned pointer, owned by r. */
 DOCRAFT_API size_t docraft_result_nreplies(const docraft_result *r);
@@ -633,6 +630,15 @@ typedef struct docraft_redis_tablet {
  * (strings owned by the result). */
 DOCRAFT_API int docraft_redis_tablets_async(docraft_client *c, docraft_req *req, unsigned db,
 					    docraft_req_cb cb);
+/* The slots first..last of the tablet of database db that owns slot, as
+ * the client's cache knows it now, without a request: 0, or
+ * DOCRAFT_ENOTFOUND while the cache holds no tablets of that database (no
+ * request to it yet). A stale answer is possible (a split since): a
+ * request that relies on it is refused WRONG_TABLET as a whole. Only for a
+ * client embedded in its caller's loop (docraft_client_options.loop), on
+ * that loop's thread. */
+DOCRAFT_API int docraft_redis_slot_tablet(docraft_client *c, unsigned db, uint16_t slot,
+					  uint16_t *first, uint16_t *last);
 DOCRAFT_API size_t docraft_result_ntablets(const docraft_result *r);
 DOCRAFT_API void docraft_result_redis_tablet(const docraft_result *r, size_t i,
 					     docraft_redis_tablet *out);

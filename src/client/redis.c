@@ -435,6 +435,26 @@ const void *docraft_result_reply(const docraft_result *r, size_t i, size_t *len)
 	return r->replies[i].p;
 }
 
+int docraft_redis_slot_tablet(docraft_client *c, unsigned db, uint16_t slot, uint16_t *first,
+			      uint16_t *last)
+{
+	char name[REDIS_TABLE_NAME_MAX];
+	const struct mc_table *t;
+	const struct mc_tablet *tb;
+
+	if (c == NULL || first == NULL || last == NULL || c->owns_loop)
+		return client_error(DOCRAFT_EINVAL, "NULL argument or a client with its own loop");
+	if (slot >= REDIS_SLOTS)
+		return client_error(DOCRAFT_EINVAL, "slot %u is not below %u", slot, REDIS_SLOTS);
+	snprintf(name, sizeof name, "redis_%u", db);
+	t = metacache_table(&c->mc, name);
+	if (!t->loaded || (tb = metacache_lookup(t, redis_slot_partition(slot))) == NULL)
+		return DOCRAFT_ENOTFOUND;
+	*first = (uint16_t)redis_partition_slot(tb->start);
+	*last = (uint16_t)(redis_partition_slot(tb->end) - 1);
+	return 0;
+}
+
 size_t docraft_result_ntablets(const docraft_result *r)
 {
 	return r != NULL ? r->nrtablets : 0;

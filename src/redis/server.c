@@ -12,8 +12,10 @@
  *
  * Buffers. Input: one buffer, requests consumed from its front (pos),
  * compacted only between commands, so the arguments of a command in
- * progress (pointers into it) stay valid; reading is stopped meanwhile, so
- * nothing reallocates it. Output: two buffers, `out` where commands write
+ * progress (pointers into it) stay valid; meanwhile reading goes on only
+ * into the buffer's spare room, never growing (moving) it, and stops when
+ * that is full. A client with one command in flight at a time, as most
+ * are, is thus never stopped and started (two epoll_ctl per command). Output: two buffers, `out` where commands write
  * and `wr` the one uv_write is sending; when a write ends, out becomes wr.
  *
  * Lifetime. A connection is freed once its handle is closed and no
@@ -57,9 +59,9 @@ struct redis_conn {
 	uint64_t id;
 	struct resp_parser parser;
 	struct buf in;
-	size_t pos;       /* in: bytes consumed */
-	struct buf out;   /* replies being written by commands */
-	struct buf wr;    /* replies uv_write is sending */
+	size_t pos;     /* in: bytes consumed */
+	struct buf out; /* replies being written by commands */
+	struct buf wr;  /* replies uv_write is sending */
 	uv_write_t write_req;
 	uint64_t last_active;
 	unsigned db;
@@ -79,8 +81,8 @@ struct redis_server {
 	uv_timer_t sweep;
 	struct redis_server_options o;
 	struct redis_conn *conns;
-	uint32_t n_conns; /* open (in conns) */
-	uint32_t live;    /* allocated: open, or closed with a command in progress */
+	uint32_t n_conns;  /* open (in conns) */
+	uint32_t live;     /* allocated: open, or closed with a command in progress */
 	uint32_t refusing; /* connections refused past max_clients, still closing */
 	uint64_t next_id;
 	const struct redis_command **table; /* sorted by name */
@@ -264,8 +266,7 @@ static int cmd_exec(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 	}
 	if (c->multi_dirty) {
 		multi_clear(c);
-		resp_error(&c->out,
-			   "EXECABORT Transaction discarded because of previous errors.");
+		resp_error(&c->out, "EXECABORT Transaction discarded because of previous errors.");
 		return REDIS_DONE;
 	}
 	c->multi = false;
@@ -314,6 +315,10 @@ static int cmd_info(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 		   "# Cluster\r\ncluster_enabled:%d\r\n",
 		   c->s->o.cluster ? "cluster" : "standalone", port != NULL ? port + 1 : "",
 		   c->s->n_conns, c->s->o.max_clients, c->s->o.cluster ? 1 : 0);
+	if (c->s->o.info != NULL) {
+		buf_append(&b, "\r\n", 2);
+		c->s->o.info(c->s->o.data, &b);
+	}
 	resp_bulk(&c->out, b.data, b.len);
 	buf_free(&b);
 	return REDIS_DONE;
@@ -326,8 +331,9 @@ static int cmd_command_docs(struct redis_conn *c, uint32_t argc, const struct re
 static int cmd_help(struct redis_conn *c, uint32_t argc, const struct resp_arg *argv);
 
 #define FLAGS_CONN (REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST | REDIS_CMD_LOCAL)
-#define FLAGS_TX (REDIS_CMD_NOSCRIPT | REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST | \
-		  REDIS_CMD_NOQUEUE)
+#define FLAGS_TX                                                                     \
+	(REDIS_CMD_NOSCRIPT | REDIS_CMD_LOADING | REDIS_CMD_STALE | REDIS_CMD_FAST | \
+	 REDIS_CMD_NOQUEUE)
 
 static const struct redis_command client_subs[] = {
 	{"getname", 2, FLAGS_CONN, 0, 0, 0, cmd_client_getname, NULL, 0},
@@ -443,8 +449,8 @@ static int build_table(struct redis_server *s, char *errmsg)
 	for (size_t i = 0; i < n; i++) {
 		for (const char *p = s->table[i]->name; *p != '\0'; p++) {
 			if (isupper((unsigned char)*p)) {
-				err_set(errmsg, DOCRAFT_EINVAL, "redis command '%s' not in lower case",
-					s->table[i]->name);
+				err_set(errmsg, DOCRAFT_EINVAL,
+					"redis command '%s' not in lower case", s->table[i]->name);
 				free(s->table);
 				s->table = NULL;
 				return DOCRAFT_EINVAL;
@@ -459,8 +465,8 @@ static int build_table(struct redis_server *s, char *errmsg)
 
 static void command_info(struct buf *b, const struct redis_command *cmd, const char *parent)
 {
-	static const char *const names[] = {"write", "readonly", "denyoom", "admin",
-					    "noscript", "loading", "stale", "fast"};
+	static const char *const names[] = {"write",    "readonly", "denyoom", "admin",
+					    "noscript", "loading",  "stale",   "fast"};
 	size_t nflags = 0;
 
 	resp_array(b, 10);
@@ -665,7 +671,8 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	(void)hint;
 	if (want < READ_CHUNK)
 		want = READ_CHUNK;
-	buf_reserve(&c->in, want);
+	if (!c->pending) /* else argv points into it: the room there is */
+		buf_reserve(&c->in, want);
 	b->base = (char *)c->in.data + c->in.len;
 	b->len = c->in.cap - c->in.len;
 }
@@ -677,6 +684,11 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	(void)b;
 	if (nread == 0)
 		return;
+	if (nread == UV_ENOBUFS) { /* a command in progress, its buffer full */
+		uv_read_stop(st);
+		c->reading = false;
+		return;
+	}
 	if (nread < 0) {
 		if (nread != UV_EOF) {
 			conn_close(c);
@@ -716,14 +728,30 @@ static void flush(struct redis_conn *c)
 {
 	struct buf t;
 	uv_buf_t b;
+	size_t sent;
 	int rv;
 
 	if (c->writing || c->out.len == 0 || c->closing)
 		return;
+	/* Most replies fit the socket: written here, no request, no write
+	 * callback, no epoll change (libuv re-arms the watcher after every
+	 * uv_write); the rest, if any, goes through uv_write. */
+	b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+	rv = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+	if (rv < 0 && rv != UV_EAGAIN) {
+		conn_close(c);
+		return;
+	}
+	if (rv >= 0 && (size_t)rv == c->out.len) {
+		buf_reset(&c->out);
+		c->last_active = uv_now(c->s->loop);
+		return;
+	}
 	t = c->wr;
 	c->wr = c->out;
 	c->out = t;
-	b = uv_buf_init((char *)c->wr.data, (unsigned)c->wr.len);
+	sent = rv > 0 ? (size_t)rv : 0;
+	b = uv_buf_init((char *)c->wr.data + sent, (unsigned)(c->wr.len - sent));
 	c->write_req.data = c;
 	if ((rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, write_cb)) != 0) {
 		conn_close(c);
@@ -743,7 +771,8 @@ static void want_read(struct redis_conn *c)
 
 	if (c->closing)
 		return;
-	want = !c->pending && !c->eof && !c->close_after && queued(c) < c->s->o.max_queued_bytes;
+	want = !c->eof && !c->close_after && queued(c) < c->s->o.max_queued_bytes &&
+	       (!c->pending || c->in.len < c->in.cap);
 
 	if (want && !c->reading) {
 		if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) {
@@ -770,11 +799,18 @@ static void compact(struct redis_conn *c)
 
 static void pump(struct redis_conn *c)
 {
-	while (!c->pending && !c->close_after && !c->closing &&
-	       queued(c) < c->s->o.max_queued_bytes) {
+	for (;;) {
 		struct resp_request req;
-		int rv = resp_parse(&c->parser, (const char *)c->in.data + c->pos,
-				    c->in.len - c->pos, &req);
+		int rv;
+		/* replies at the cap: write them now (a write that empties
+		 * the queue at once calls nobody back), go on if that did */
+		if (!c->closing && queued(c) >= c->s->o.max_queued_bytes)
+			flush(c);
+		if (c->pending || c->close_after || c->closing ||
+		    queued(c) >= c->s->o.max_queued_bytes)
+			break;
+		rv = resp_parse(&c->parser, (const char *)c->in.data + c->pos, c->in.len - c->pos,
+				&req);
 		if (rv == RESP_MORE) {
 			if (c->eof)
 				c->close_after = true;
@@ -953,8 +989,7 @@ static void accept_cb(uv_stream_t *ls, int status)
 	buf_init(&c->out);
 	buf_init(&c->wr);
 	c->last_active = uv_now(s->loop);
-	if (s->o.max_per_ip > 0 && c->peer.s_addr != 0 &&
-	    same_ip(s, c->peer) >= s->o.max_per_ip) {
+	if (s->o.max_per_ip > 0 && c->peer.s_addr != 0 && same_ip(s, c->peer) >= s->o.max_per_ip) {
 		/* replied like any reply, then closed (QUIT's path) */
 		resp_error(&c->out, "ERR max number of clients per IP reached");
 		c->close_after = true;
@@ -977,8 +1012,8 @@ static void sweep_cb(uv_timer_t *t)
 	for (c = s->conns; c != NULL; c = next) {
 		next = c->next;
 		if (!c->pending && !c->closing && now - c->last_active >= s->o.idle_timeout_ms) {
-			LOG_DEBUG("redis: closing client %" PRIu64 " idle for %" PRIu64 " ms", c->id,
-				  now - c->last_active);
+			LOG_DEBUG("redis: closing client %" PRIu64 " idle for %" PRIu64 " ms",
+				  c->id, now - c->last_active);
 			conn_close(c);
 		}
 	}

@@ -122,6 +122,9 @@ struct redis_server_options {
 	/* The layer above answers CLUSTER: INFO says redis_mode:cluster and
 	 * cluster_enabled:1 (cluster clients check it). */
 	bool cluster;
+	/* Appends the layer above's own INFO section(s) ("# Name\r\nkey:value
+	 * \r\n..."), after the server's; NULL: none. Loop thread. */
+	void (*info)(void *data, struct buf *out);
 };
 
 void redis_server_options_default(struct redis_server_options *o);

@@ -27,6 +27,7 @@
  * among them) pass through byte for byte. */
 #include "tserver/redis_data.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,6 @@
 /* Commands of one request but EXEC's (a tablet takes up to 10,000): an
  * MGET of more keys of one slot takes several requests. */
 #define GROUP_MAX 1000
-
-struct fan_group {
-	docraft_req req;
-	struct fan *f;
-	uint16_t slot; /* the route: its first sub's slot */
-	size_t key;    /* what group_for groups by */
-	size_t n, cap;
-	size_t *subs; /* indexes into f->subs, in order */
-};
 
 /* ---- the fan ---- */
 
@@ -180,39 +172,73 @@ static void release(struct fan *f)
 	fan_end(f);
 }
 
-static void group_done(docraft_req *req)
+void fan_group_answer(struct fan_group *g, int status, const char *errmsg, const docraft_result *r,
+		      size_t first)
 {
-	struct fan_group *g = req->data;
 	struct fan *f = g->f;
 
-	if (req->status != DOCRAFT_OK) {
-		if (req->status != DOCRAFT_EWRONGTABLET)
+	if (status != DOCRAFT_OK) {
+		if (status != DOCRAFT_EWRONGTABLET)
 			f->unsure = true;
 		if (f->status == DOCRAFT_OK) {
-			f->status = req->status;
-			snprintf(f->errmsg, sizeof f->errmsg, "%s", req->errmsg);
+			f->status = status;
+			snprintf(f->errmsg, sizeof f->errmsg, "%s", errmsg);
 		}
 	} else {
-		size_t n = docraft_result_nreplies(req->result);
-		if (n != g->n && f->status == DOCRAFT_OK) {
-			f->status = DOCRAFT_EIO;
-			snprintf(f->errmsg, sizeof f->errmsg,
-				 "the tablet answered %zu replies to %zu commands", n, g->n);
-		}
-		for (size_t i = 0; i < n && i < g->n; i++) {
+		for (size_t i = 0; i < g->n; i++) {
 			struct fan_sub *s = &f->subs[g->subs[i]];
-			s->rep = docraft_result_reply(req->result, i, &s->rep_n);
+			s->rep = docraft_result_reply(r, first + i, &s->rep_n);
 		}
 	}
 	release(f);
 }
 
-static const char *sync_error(int rv)
+static void group_done(docraft_req *req)
+{
+	struct fan_group *g = req->data;
+	size_t n = docraft_result_nreplies(req->result);
+
+	if (req->status == DOCRAFT_OK && n != g->n) {
+		char msg[DOCRAFT_ERRMSG_SIZE];
+		snprintf(msg, sizeof msg, "the tablet answered %zu replies to %zu commands", n,
+			 g->n);
+		fan_group_answer(g, DOCRAFT_EIO, msg, NULL, 0);
+		return;
+	}
+	fan_group_answer(g, req->status, req->errmsg, req->result, 0);
+}
+
+const char *fan_sync_error(int rv)
 {
 	return rv == DOCRAFT_ECLOSED ? "the tserver is stopping" : docraft_errmsg();
 }
 
-/* Groups the subs not answered yet and sends a request per group. */
+void fan_group_cmd(const struct fan_group *g, docraft_redis_cmd *out)
+{
+	PRE(g->n == 1);
+	out->argc = g->f->subs[g->subs[0]].argc;
+	out->argv = g->f->subs[g->subs[0]].argv;
+}
+
+void fan_group_send(struct fan_group *g)
+{
+	struct fan *f = g->f;
+	docraft_redis_cmd *cmds = arena_alloc(&f->mem, g->n * sizeof *cmds);
+	int rv;
+
+	for (size_t j = 0; j < g->n; j++) {
+		cmds[j].argc = f->subs[g->subs[j]].argc;
+		cmds[j].argv = f->subs[g->subs[j]].argv;
+	}
+	g->req.data = g;
+	rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n, f->write,
+				 group_done);
+	if (rv != 0)
+		fan_group_answer(g, rv, fan_sync_error(rv), NULL, 0);
+}
+
+/* Groups the subs not answered yet and sends a request per group (a
+ * batchable command's into its tablet's shared request). */
 static void send_groups(struct fan *f)
 {
 	f->round = f->n_groups;
@@ -231,20 +257,14 @@ static void send_groups(struct fan *f)
 		f->n_groups - f->round + 1; /* +1: no answer ends the fan before all are sent */
 	for (size_t i = f->round; i < f->n_groups; i++) {
 		struct fan_group *g = &f->groups[i];
-		docraft_redis_cmd *cmds = arena_alloc(&f->mem, g->n * sizeof *cmds);
-		int rv;
-		for (size_t j = 0; j < g->n; j++) {
-			cmds[j].argc = f->subs[g->subs[j]].argc;
-			cmds[j].argv = f->subs[g->subs[j]].argv;
-		}
-		g->req.data = g;
-		rv = docraft_redis_async(f->d->client, &g->req, f->db, g->slot, cmds, g->n,
-					 f->write, group_done);
-		if (rv != 0) {
-			g->req.status = rv;
-			snprintf(g->req.errmsg, sizeof g->req.errmsg, "%s", sync_error(rv));
-			g->req.result = NULL;
-			group_done(&g->req);
+		if (f->batch && f->n_subs == 1 && f->d->batcher != NULL) {
+			const struct fan_sub *s = &f->subs[0];
+			size_t bytes = 0;
+			for (uint32_t a = 0; a < s->argc; a++)
+				bytes += s->argv[a].n;
+			redis_batch_add(f->d->batcher, g, f->db, f->write, g->slot, bytes);
+		} else {
+			fan_group_send(g);
 		}
 	}
 	release(f);
@@ -280,7 +300,7 @@ int fan_tablets(struct fan *f, fan_fn next)
 	f->treq.data = f;
 	rv = docraft_redis_tablets_async(f->d->client, &f->treq, f->db, tablets_done);
 	if (rv != 0)
-		fan_fail(f, sync_error(rv));
+		fan_fail(f, fan_sync_error(rv));
 	return REDIS_ASYNC;
 }
 
@@ -340,6 +360,7 @@ static int one_cmd(struct redis_conn *c, uint32_t argc, const struct resp_arg *a
 		return REDIS_DONE;
 	PRE(y != NULL);
 	f->write = (y->flags & YEDIS_WRITE) != 0;
+	f->batch = !f->write || yedis_reply_small(y, argc, argv);
 	/* a keyless engine command (arity 1): any tablet, slot 0's */
 	fan_add(f, argc > 1 ? redis_key_slot(argv[1].p, argv[1].n) : 0, NULL, argc, argv);
 	return fan_run(f, one_done);
@@ -409,7 +430,21 @@ void redis_data_init(struct redis_data *d, const char *uuid)
 	}
 	d->commands = t;
 	d->n_commands = n;
+	d->batcher = NULL;
 	redis_node_id(d->node_id, uuid);
+}
+
+void redis_data_info(void *data, struct buf *out)
+{
+	struct redis_data *d = data;
+	struct redis_batch_stats st = {0};
+
+	if (d->batcher != NULL)
+		redis_batcher_stats(d->batcher, &st);
+	buf_printf(out,
+		   "# Docraft\r\nbatched_requests:%" PRIu64 "\r\nbatched_commands:%" PRIu64
+		   "\r\nbatches_split:%" PRIu64 "\r\n",
+		   st.requests, st.commands, st.split);
 }
 
 void redis_data_free(struct redis_data *d)

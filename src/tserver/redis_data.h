@@ -23,6 +23,7 @@
 /* What the data commands need: redis_server_options.data points to it. */
 struct redis_data {
 	docraft_client *client; /* on the tserver's loop; NULL: no masters, no data commands */
+	struct redis_batcher *batcher; /* NULL: every command in its own request */
 	char node_id[41];       /* this tserver's Redis Cluster node id (CLUSTER MYID) */
 	/* the command table redis_data_init built */
 	struct redis_command *commands;
@@ -34,6 +35,10 @@ struct redis_data {
  * client is set by the caller. Never fails. */
 void redis_data_init(struct redis_data *d, const char *uuid);
 void redis_data_free(struct redis_data *d);
+
+/* For redis_server_options.info: the "# Docraft" section (the batcher's
+ * counts, redis_int.h). */
+void redis_data_info(void *data, struct buf *out);
 
 /* For redis_server_options.exec: EXEC on one tablet (redis_multi.c). */
 int redis_data_exec(struct redis_conn *c, size_t n, const struct redis_queued *q);

@@ -9,6 +9,7 @@
 #include "docdb/docwrite.h"
 #include "net/listener.h"
 #include "tserver/heartbeat.h"
+#include "tserver/redis_int.h"
 
 /* A value as large as DocDB stores is a bulk Redis accepts, no larger. */
 _Static_assert(RESP_DEFAULT_MAX_BULK == DOCWRITE_MAX_VALUE,
@@ -68,6 +69,7 @@ int tserver_redis_start(struct tserver_redis *r, uv_loop_t *loop, const char *fl
 	o.n_commands = r->data.n_commands;
 	o.data = &r->data;
 	o.exec = redis_data_exec;
+	o.info = redis_data_info;
 	o.cluster = true; /* CLUSTER SLOTS & co. (redis_cluster.c) */
 	if (r->max_per_ip_set)
 		o.max_per_ip = r->max_per_ip;
@@ -87,6 +89,12 @@ int tserver_redis_start(struct tserver_redis *r, uv_loop_t *loop, const char *fl
 		LOG_WARN("redis: no data commands: %s", errmsg);
 		r->data.client = NULL;
 	}
+	r->data.batcher = NULL;
+	if (r->data.client != NULL &&
+	    (rv = redis_batcher_new(loop, r->data.client, &r->data.batcher)) != 0) {
+		LOG_WARN("redis: every command in its own request: %s", uv_strerror(rv));
+		r->data.batcher = NULL;
+	}
 	LOG_INFO("redis: Redis protocol on %s", redis_server_address(r->srv));
 	return 0;
 }
@@ -102,10 +110,22 @@ static void part_closed(void *arg)
 	}
 }
 
+static void batcher_closed(void *arg)
+{
+	struct tserver_redis *r = arg;
+	r->data.batcher = NULL;
+	part_closed(r);
+}
+
 void tserver_redis_close(struct tserver_redis *r, void (*cb)(struct tserver_redis *r))
 {
 	r->closed = cb;
 	r->closing = 1;
+	/* what the batcher holds goes to the client before it closes */
+	if (r->data.batcher != NULL) {
+		r->closing++;
+		redis_batcher_close(r->data.batcher, batcher_closed, r);
+	}
 	/* the client first: its requests fail now, and the commands waiting
 	 * for them reply and release their connections */
 	if (r->data.client != NULL) {

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "common/arena.h"
 #include "common/buf.h"
 #include "docraft/docraft.h"
@@ -35,6 +37,16 @@ struct fan_sub {
 	size_t rep_n;
 };
 
+/* One request of a fan: subs[0..n) are indexes into f->subs. */
+struct fan_group {
+	docraft_req req;
+	struct fan *f;
+	uint16_t slot; /* the route: its first sub's slot */
+	size_t key;    /* what group_for groups by */
+	size_t n, cap;
+	size_t *subs;
+};
+
 struct fan {
 	struct redis_conn *c;
 	struct redis_data *d;
@@ -43,6 +55,8 @@ struct fan {
 	struct fan_sub *subs;
 	size_t n_subs, cap_subs;
 	bool write;  /* some sub writes */
+	bool batch;  /* one command that may share a request with other
+			connections' (redis_batch.c) */
 	bool single; /* every sub into one request (EXEC) */
 	/* grouped per tablet (f->tablets), regrouped per slot when a tablet
 	 * refuses a request as spanning others (a stale cache) */
@@ -54,7 +68,7 @@ struct fan {
 	const void *arg;
 	size_t n_arg;
 	uint64_t u;
-	docraft_result *tablets; /* fan_tablets' answer; NULL before */
+	docraft_result *tablets;  /* fan_tablets' answer; NULL before */
 	struct fan_group *groups; /* grown as groups are made (never while a
 				     round's requests are in flight) */
 	size_t n_groups, groups_cap, pending;
@@ -84,6 +98,42 @@ size_t fan_tablet_of(const struct fan *f, uint16_t slot);
 void fan_end(struct fan *f);
 /* Ends the fan replying "-ERR docraft: <msg>". */
 void fan_fail(struct fan *f, const char *msg);
+
+/* Sends group g (of a round of fan_run) in a request of its own. */
+void fan_group_send(struct fan_group *g);
+/* The command of g (one sub) as the client takes it. */
+void fan_group_cmd(const struct fan_group *g, docraft_redis_cmd *out);
+/* g's request answered: status, with errmsg when not DOCRAFT_OK, else
+ * replies first..first + g->n of r (the caller checked they exist; r
+ * must outlive the fan, which a fan of one group ends in here). */
+void fan_group_answer(struct fan_group *g, int status, const char *errmsg, const docraft_result *r,
+		      size_t first);
+/* The message of a synchronous failure rv of a docraft_redis_async. */
+const char *fan_sync_error(int rv);
+
+/* ---- batching across connections (redis_batch.c) ----
+ *
+ * The single-key commands of a loop turn bound for one tablet share one
+ * request, sent in that turn's check phase: the design note of
+ * redis_batch.c. Loop thread only. */
+struct redis_batcher;
+struct redis_batch_stats {
+	uint64_t requests; /* shared requests sent (two commands or more) */
+	uint64_t commands; /* commands they carried */
+	uint64_t split;    /* refused whole (stale tablet, read too big): sent one by one */
+};
+/* A batcher of client's requests on loop: 0, or a libuv error. */
+int redis_batcher_new(uv_loop_t *loop, docraft_client *client, struct redis_batcher **out);
+/* Adds group g (one command, of database db, write or read, bytes of
+ * arguments, a read or a yedis_reply_small write) to this turn's request
+ * for its tablet; it is answered through fan_group_answer, or sent on its
+ * own (fan_group_send). */
+void redis_batch_add(struct redis_batcher *b, struct fan_group *g, unsigned db, bool write,
+		     uint16_t slot, size_t bytes);
+void redis_batcher_stats(const struct redis_batcher *b, struct redis_batch_stats *out);
+/* Sends what is collected, then frees b and calls cb(arg) from the loop.
+ * Before the client closes. */
+void redis_batcher_close(struct redis_batcher *b, void (*cb)(void *arg), void *arg);
 
 /* ---- reading replies (the tablets' RESP2, trusted only so far) ---- */
 

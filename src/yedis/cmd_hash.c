@@ -35,22 +35,23 @@ static int field_get(struct yedis_txn *t, const struct resp_arg *key, const stru
 
 /* The hash's state and the value of field argv[2] (absent when the hash
  * is): *ok false when a reply (WRONGTYPE) has been appended. */
-static int field_lookup(struct yedis_txn *t, const struct resp_arg *argv, int *state,
-		      struct pv *v, bool *found, bool *ok, struct buf *reply, char *errmsg)
+static int field_lookup(struct yedis_txn *t, const struct resp_arg *argv, int *state, struct pv *v,
+			bool *found, bool *ok, struct buf *reply, char *errmsg)
 {
 	int rv = ycoll_lookup(t, &argv[1], YT_HASH, state, reply, errmsg);
 	*found = false;
 	*ok = false;
 	if (rv != 0 || *state == YCOLL_WRONGTYPE)
 		return rv;
-	if (*state == YCOLL_PRESENT && (rv = field_get(t, &argv[1], &argv[2], v, found, errmsg)) != 0)
+	if (*state == YCOLL_PRESENT &&
+	    (rv = field_get(t, &argv[1], &argv[2], v, found, errmsg)) != 0)
 		return rv;
 	*ok = true;
 	return 0;
 }
 
-static int hmget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		 struct buf *reply, char *errmsg)
+static int hmget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		 char *errmsg)
 {
 	int state, rv;
 	if ((rv = ycoll_lookup(t, &argv[1], YT_HASH, &state, reply, errmsg)) != 0)
@@ -75,8 +76,8 @@ static int hmget(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv
 enum { FIELD_VALUE, FIELD_EXISTS, FIELD_STRLEN };
 
 /* HGET (the value or nil), HEXISTS (1 or 0), HSTRLEN (its length or 0). */
-static int one_field(struct yedis_txn *t, const struct resp_arg *argv, int what,
-		     struct buf *reply, char *errmsg)
+static int one_field(struct yedis_txn *t, const struct resp_arg *argv, int what, struct buf *reply,
+		     char *errmsg)
 {
 	int state, rv;
 	struct pv v;
@@ -167,15 +168,15 @@ static int hgetall(struct yedis_txn *t, uint32_t argc, const struct resp_arg *ar
 	return hall(t, &argv[1], WITH_FIELDS | WITH_VALUES, reply, errmsg);
 }
 
-static int hkeys(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		 struct buf *reply, char *errmsg)
+static int hkeys(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		 char *errmsg)
 {
 	(void)argc;
 	return hall(t, &argv[1], WITH_FIELDS, reply, errmsg);
 }
 
-static int hvals(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		 struct buf *reply, char *errmsg)
+static int hvals(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		 char *errmsg)
 {
 	(void)argc;
 	return hall(t, &argv[1], WITH_VALUES, reply, errmsg);
@@ -231,8 +232,8 @@ static int hset(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
 	return hset_pairs(t, argc, argv, reply, errmsg, "hset");
 }
 
-static int hmset(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		 struct buf *reply, char *errmsg)
+static int hmset(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		 char *errmsg)
 {
 	return hset_pairs(t, argc, argv, reply, errmsg, "hmset");
 }
@@ -336,19 +337,19 @@ static int hincrbyfloat(struct yedis_txn *t, uint32_t argc, const struct resp_ar
 }
 
 static const struct ycmd cmds[] = {
-	{{"hset", -4, YEDIS_WRITE}, hset},
-	{{"hsetnx", 4, YEDIS_WRITE}, hsetnx},
+	{{"hset", -4, YEDIS_WRITE | YEDIS_SMALL}, hset},
+	{{"hsetnx", 4, YEDIS_WRITE | YEDIS_SMALL}, hsetnx},
 	{{"hget", 3, YEDIS_READONLY}, hget},
-	{{"hmset", -4, YEDIS_WRITE}, hmset},
+	{{"hmset", -4, YEDIS_WRITE | YEDIS_SMALL}, hmset},
 	{{"hmget", -3, YEDIS_READONLY}, hmget},
 	{{"hgetall", 2, YEDIS_READONLY}, hgetall},
-	{{"hdel", -3, YEDIS_WRITE}, hdel},
+	{{"hdel", -3, YEDIS_WRITE | YEDIS_SMALL}, hdel},
 	{{"hexists", 3, YEDIS_READONLY}, hexists},
 	{{"hlen", 2, YEDIS_READONLY}, hlen},
 	{{"hkeys", 2, YEDIS_READONLY}, hkeys},
 	{{"hvals", 2, YEDIS_READONLY}, hvals},
-	{{"hincrby", 4, YEDIS_WRITE}, hincrby},
-	{{"hincrbyfloat", 4, YEDIS_WRITE}, hincrbyfloat},
+	{{"hincrby", 4, YEDIS_WRITE | YEDIS_SMALL}, hincrby},
+	{{"hincrbyfloat", 4, YEDIS_WRITE | YEDIS_SMALL}, hincrbyfloat},
 	{{"hstrlen", 3, YEDIS_READONLY}, hstrlen},
 };
 

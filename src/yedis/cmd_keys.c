@@ -114,8 +114,8 @@ static void bad_expire_time(const struct resp_arg *argv, struct buf *reply)
 }
 
 /* expireGenericCommand: basetime 0 (..AT) or now, unit 1000 (seconds) or 1. */
-static int expire_generic(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-			  bool at, long long unit, struct buf *reply, char *errmsg)
+static int expire_generic(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, bool at,
+			  long long unit, struct buf *reply, char *errmsg)
 {
 	unsigned flags = 0;
 	long long when, base = at ? 0 : yv_now_ms(t), now = yv_now_ms(t), cur = -1;
@@ -138,7 +138,8 @@ static int expire_generic(struct yedis_txn *t, uint32_t argc, const struct resp_
 		}
 	}
 	if ((flags & EXP_NX) && (flags & (EXP_XX | EXP_GT | EXP_LT))) {
-		resp_error(reply, "ERR NX and XX, GT or LT options at the same time are not compatible");
+		resp_error(reply,
+			   "ERR NX and XX, GT or LT options at the same time are not compatible");
 		return 0;
 	}
 	if ((flags & EXP_GT) && (flags & EXP_LT)) {
@@ -207,8 +208,8 @@ static int cmd_pexpireat(struct yedis_txn *t, uint32_t argc, const struct resp_a
 	return expire_generic(t, argc, argv, true, 1, reply, errmsg);
 }
 
-static int ttl_generic(struct yedis_txn *t, const struct resp_arg *key, bool ms,
-		       struct buf *reply, char *errmsg)
+static int ttl_generic(struct yedis_txn *t, const struct resp_arg *key, bool ms, struct buf *reply,
+		       char *errmsg)
 {
 	struct yroot r;
 	long long left;
@@ -686,16 +687,16 @@ static int cmd_scan(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 }
 
 static const struct ycmd cmds[] = {
-	{{"del", -2, YEDIS_WRITE}, cmd_del},
+	{{"del", -2, YEDIS_WRITE | YEDIS_SMALL}, cmd_del},
 	{{"exists", -2, YEDIS_READONLY}, cmd_exists},
 	{{"type", 2, YEDIS_READONLY}, cmd_type},
-	{{"expire", -3, YEDIS_WRITE}, cmd_expire},
-	{{"pexpire", -3, YEDIS_WRITE}, cmd_pexpire},
-	{{"expireat", -3, YEDIS_WRITE}, cmd_expireat},
-	{{"pexpireat", -3, YEDIS_WRITE}, cmd_pexpireat},
+	{{"expire", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_expire},
+	{{"pexpire", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_pexpire},
+	{{"expireat", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_expireat},
+	{{"pexpireat", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_pexpireat},
 	{{"ttl", 2, YEDIS_READONLY}, cmd_ttl},
 	{{"pttl", 2, YEDIS_READONLY}, cmd_pttl},
-	{{"persist", 2, YEDIS_WRITE}, cmd_persist},
+	{{"persist", 2, YEDIS_WRITE | YEDIS_SMALL}, cmd_persist},
 	{{"keys", 2, YEDIS_READONLY | YEDIS_TABLET}, cmd_keys},
 	{{"scan", -2, YEDIS_READONLY | YEDIS_TABLET}, cmd_scan},
 	{{"dbsize", 1, YEDIS_READONLY | YEDIS_TABLET}, cmd_dbsize},

@@ -319,10 +319,14 @@ static int cmd_lindex(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 }
 
 static const struct ycmd cmds[] = {
-	{{"lpush", -3, YEDIS_WRITE}, cmd_lpush},     {{"rpush", -3, YEDIS_WRITE}, cmd_rpush},
-	{{"lpushx", -3, YEDIS_WRITE}, cmd_lpushx},   {{"rpushx", -3, YEDIS_WRITE}, cmd_rpushx},
-	{{"lpop", -2, YEDIS_WRITE}, cmd_lpop},       {{"rpop", -2, YEDIS_WRITE}, cmd_rpop},
-	{{"llen", 2, YEDIS_READONLY}, cmd_llen},     {{"lrange", 4, YEDIS_READONLY}, cmd_lrange},
+	{{"lpush", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_lpush},
+	{{"rpush", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_rpush},
+	{{"lpushx", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_lpushx},
+	{{"rpushx", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_rpushx},
+	{{"lpop", -2, YEDIS_WRITE}, cmd_lpop},
+	{{"rpop", -2, YEDIS_WRITE}, cmd_rpop},
+	{{"llen", 2, YEDIS_READONLY}, cmd_llen},
+	{{"lrange", 4, YEDIS_READONLY}, cmd_lrange},
 	{{"lindex", 3, YEDIS_READONLY}, cmd_lindex},
 };
 

@@ -23,8 +23,8 @@ static void member_reply(struct buf *reply, const struct yitem *it)
 	resp_bulk(reply, it->sub.v.s.p, it->sub.v.s.len);
 }
 
-static int member_exists(struct yedis_txn *t, const struct resp_arg *key,
-			 const struct resp_arg *m, bool *found, char *errmsg)
+static int member_exists(struct yedis_txn *t, const struct resp_arg *key, const struct resp_arg *m,
+			 bool *found, char *errmsg)
 {
 	struct pv sub = ycoll_sub(m), v;
 	return yv_get(t, key, &sub, 1, &v, found, errmsg);
@@ -122,8 +122,8 @@ static int smismember(struct yedis_txn *t, uint32_t argc, const struct resp_arg 
 	return ismember(t, argc, argv, reply, errmsg, true);
 }
 
-static int scard(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-		 struct buf *reply, char *errmsg)
+static int scard(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+		 char *errmsg)
 {
 	int state, rv;
 	bool ok;
@@ -210,8 +210,8 @@ static int parse_count(uint32_t argc, const struct resp_arg *argv, bool pop, lon
 
 /* SPOP (pop: the members drawn are removed, the key when all are) and
  * SRANDMEMBER. Without a count: one member or nil; with one: an array. */
-static int random_members(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-			  bool pop, struct buf *reply, char *errmsg)
+static int random_members(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, bool pop,
+			  struct buf *reply, char *errmsg)
 {
 	long long count;
 	struct yitem *it = NULL;
@@ -257,8 +257,8 @@ static int srandmember(struct yedis_txn *t, uint32_t argc, const struct resp_arg
 }
 
 static const struct ycmd cmds[] = {
-	{{"sadd", -3, YEDIS_WRITE}, sadd},
-	{{"srem", -3, YEDIS_WRITE}, srem},
+	{{"sadd", -3, YEDIS_WRITE | YEDIS_SMALL}, sadd},
+	{{"srem", -3, YEDIS_WRITE | YEDIS_SMALL}, srem},
 	{{"smembers", 2, YEDIS_READONLY}, smembers},
 	{{"sismember", 3, YEDIS_READONLY}, sismember},
 	{{"smismember", -3, YEDIS_READONLY}, smismember},

@@ -423,8 +423,7 @@ static int incr_by(struct yedis_txn *t, const struct resp_arg *key, long long in
 	int rv, n;
 	if ((rv = string_root(t, key, &r, &wrong, reply, errmsg)) != 0 || wrong)
 		return rv;
-	if (r.type == YT_STRING &&
-	    !resp_string2ll((const char *)r.str.v.s.p, r.str.v.s.len, &v)) {
+	if (r.type == YT_STRING && !resp_string2ll((const char *)r.str.v.s.p, r.str.v.s.len, &v)) {
 		resp_error(reply, YERR_NOT_INT);
 		return 0;
 	}
@@ -519,21 +518,21 @@ static int cmd_incrbyfloat(struct yedis_txn *t, uint32_t argc, const struct resp
 
 static const struct ycmd cmds[] = {
 	{{"get", 2, YEDIS_READONLY}, cmd_get},
-	{{"set", -3, YEDIS_WRITE}, cmd_set},
-	{{"setex", 4, YEDIS_WRITE}, cmd_setex},
-	{{"psetex", 4, YEDIS_WRITE}, cmd_psetex},
-	{{"setnx", 3, YEDIS_WRITE}, cmd_setnx},
+	{{"set", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_set},
+	{{"setex", 4, YEDIS_WRITE | YEDIS_SMALL}, cmd_setex},
+	{{"psetex", 4, YEDIS_WRITE | YEDIS_SMALL}, cmd_psetex},
+	{{"setnx", 3, YEDIS_WRITE | YEDIS_SMALL}, cmd_setnx},
 	{{"getset", 3, YEDIS_WRITE}, cmd_getset},
 	{{"getdel", 2, YEDIS_WRITE}, cmd_getdel},
-	{{"append", 3, YEDIS_WRITE}, cmd_append},
+	{{"append", 3, YEDIS_WRITE | YEDIS_SMALL}, cmd_append},
 	{{"strlen", 2, YEDIS_READONLY}, cmd_strlen},
 	{{"getrange", 4, YEDIS_READONLY}, cmd_getrange},
-	{{"setrange", 4, YEDIS_WRITE}, cmd_setrange},
-	{{"incr", 2, YEDIS_WRITE}, cmd_incr},
-	{{"incrby", 3, YEDIS_WRITE}, cmd_incrby},
-	{{"decr", 2, YEDIS_WRITE}, cmd_decr},
-	{{"decrby", 3, YEDIS_WRITE}, cmd_decrby},
-	{{"incrbyfloat", 3, YEDIS_WRITE}, cmd_incrbyfloat},
+	{{"setrange", 4, YEDIS_WRITE | YEDIS_SMALL}, cmd_setrange},
+	{{"incr", 2, YEDIS_WRITE | YEDIS_SMALL}, cmd_incr},
+	{{"incrby", 3, YEDIS_WRITE | YEDIS_SMALL}, cmd_incrby},
+	{{"decr", 2, YEDIS_WRITE | YEDIS_SMALL}, cmd_decr},
+	{{"decrby", 3, YEDIS_WRITE | YEDIS_SMALL}, cmd_decrby},
+	{{"incrbyfloat", 3, YEDIS_WRITE | YEDIS_SMALL}, cmd_incrbyfloat},
 };
 
 const struct ycmd_table ycmd_strings = {cmds, sizeof cmds / sizeof cmds[0]};

@@ -361,8 +361,8 @@ static int cmd_tslastn(struct yedis_txn *t, uint32_t argc, const struct resp_arg
 }
 
 static const struct ycmd cmds[] = {
-	{{"tsadd", -4, YEDIS_WRITE}, cmd_tsadd},
-	{{"tsrem", -3, YEDIS_WRITE}, cmd_tsrem},
+	{{"tsadd", -4, YEDIS_WRITE | YEDIS_SMALL}, cmd_tsadd},
+	{{"tsrem", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_tsrem},
 	{{"tsget", 3, YEDIS_READONLY}, cmd_tsget},
 	{{"tsrangebytime", 4, YEDIS_READONLY}, cmd_tsrangebytime},
 	{{"tsrevrangebytime", -4, YEDIS_READONLY}, cmd_tsrevrangebytime},

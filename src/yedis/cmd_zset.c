@@ -668,9 +668,9 @@ static int cmd_zpopmax(struct yedis_txn *t, uint32_t argc, const struct resp_arg
 }
 
 static const struct ycmd cmds[] = {
-	{{"zadd", -4, YEDIS_WRITE}, cmd_zadd},
-	{{"zincrby", 4, YEDIS_WRITE}, cmd_zincrby},
-	{{"zrem", -3, YEDIS_WRITE}, cmd_zrem},
+	{{"zadd", -4, YEDIS_WRITE | YEDIS_SMALL}, cmd_zadd},
+	{{"zincrby", 4, YEDIS_WRITE | YEDIS_SMALL}, cmd_zincrby},
+	{{"zrem", -3, YEDIS_WRITE | YEDIS_SMALL}, cmd_zrem},
 	{{"zpopmin", -2, YEDIS_WRITE}, cmd_zpopmin},
 	{{"zpopmax", -2, YEDIS_WRITE}, cmd_zpopmax},
 	{{"zcard", 2, YEDIS_READONLY}, cmd_zcard},

@@ -21,11 +21,7 @@
 #include "yedis/yedis_int.h"
 
 static const struct ycmd_table *const fragments[] = {
-	&ycmd_strings,
-	&ycmd_keys,
-	&ycmd_hashes,
-	&ycmd_sets,
-	&ycmd_zsets, &ycmd_lists, &ycmd_ts,
+	&ycmd_strings, &ycmd_keys, &ycmd_hashes, &ycmd_sets, &ycmd_zsets, &ycmd_lists, &ycmd_ts,
 };
 
 #define NFRAGMENTS (sizeof fragments / sizeof fragments[0])
@@ -69,6 +65,17 @@ const struct yedis_command *yedis_command_find(const char *name, size_t n)
 {
 	const struct ycmd *c = ycmd_find(name, n);
 	return c != NULL ? &c->info : NULL;
+}
+
+bool yedis_reply_small(const struct yedis_command *cmd, uint32_t argc, const struct resp_arg *argv)
+{
+	if (!(cmd->flags & YEDIS_SMALL))
+		return false;
+	if (strcmp(cmd->name, "set") == 0) /* SET k v [options]: GET returns the old value */
+		for (uint32_t i = 3; i < argc; i++)
+			if (argv[i].n == 3 && strncasecmp(argv[i].p, "get", 3) == 0)
+				return false;
+	return true;
 }
 
 const char *ytype_name(int type)
@@ -123,8 +130,8 @@ bool yarg_sub_ok(const struct resp_arg *a)
 	return a->n <= YEDIS_MAX_KEY;
 }
 
-int yedis_exec(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-	       struct buf *reply, char *errmsg)
+int yedis_exec(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+	       char *errmsg)
 {
 	const struct ycmd *c;
 	char name[64];

@@ -64,6 +64,9 @@ enum {
 	YEDIS_TABLET = 1u << 2,   /* tablet-wide (KEYS, SCAN, DBSIZE): no key; the
 				     front end sends it to every tablet (SCAN: to
 				     the cursor's) and merges the replies */
+	YEDIS_SMALL = 1u << 3,    /* a write whose reply is a status, an integer,
+				     a number, nil or an error: short whatever the
+				     data (yedis_reply_small) */
 };
 
 /* One data command the engine runs (lower-case name, Redis's arity rule:
@@ -80,6 +83,12 @@ struct yedis_command {
 /* The command named argv[0] (case-insensitive), or NULL when the engine
  * does not run it (a front-end command, or unknown). */
 const struct yedis_command *yedis_command_find(const char *name, size_t n);
+
+/* Whether cmd's reply to argv is short whatever the data: a YEDIS_SMALL
+ * write (SET only without its GET option). The front end batches such
+ * writes of many clients into one request, which one client's large reply
+ * could otherwise fail for all of them. */
+bool yedis_reply_small(const struct yedis_command *cmd, uint32_t argc, const struct resp_arg *argv);
 
 /* The whole table, for COMMAND and the front end: i < yedis_command_count(). */
 size_t yedis_command_count(void);
@@ -120,9 +129,9 @@ struct yedis_txn;
 
 struct yedis_txn_options {
 	struct store *store;
-	uint64_t ht;         /* read time; for writes the entry's hybrid time */
-	uint64_t seed;       /* SPOP / SRANDMEMBER (e.g. the entry's raft index) */
-	struct batch *batch; /* writes go here; NULL: a read-only txn (a write
+	uint64_t ht;            /* read time; for writes the entry's hybrid time */
+	uint64_t seed;          /* SPOP / SRANDMEMBER (e.g. the entry's raft index) */
+	struct batch *batch;    /* writes go here; NULL: a read-only txn (a write
 				command then replies an error) */
 	int64_t default_ttl_ms; /* the table's default TTL (0: none) */
 };
@@ -135,7 +144,7 @@ void yedis_txn_free(struct yedis_txn *t);
  * is checked here too, with Redis's text) and appends exactly one reply
  * to reply. 0, or a storage failure (see above) with errmsg: the reply
  * and batch are then unspecified and the txn must be freed. */
-int yedis_exec(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv,
-	       struct buf *reply, char *errmsg);
+int yedis_exec(struct yedis_txn *t, uint32_t argc, const struct resp_arg *argv, struct buf *reply,
+	       char *errmsg);
 
 #endif

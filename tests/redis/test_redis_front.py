@@ -124,6 +124,47 @@ p.set("{rc}x", 5).incr("{rc}x").get("{rc}x")
 assert p.execute() == [True, 6, b"6"]
 rc.close()
 
+# many clients of one tserver at once: their single-key commands share
+# requests (INFO's batched_commands grows), each still applies once and
+# answers its own client; a SET with GET (a long reply) goes alone
+import threading
+
+
+def docraft_info(c):
+    return {k: v for k, v in c.info().items() if k.startswith("batch")}
+
+
+before = docraft_info(rs[1])
+errors = []
+
+
+def worker(w):
+    c = redis.Redis(host="127.0.0.2", port=port, socket_timeout=30)
+    try:
+        for i in range(100):
+            c.incr("batched-counter")
+            assert c.set("bw%d" % w, i) is True
+            assert c.get("bw%d" % w) == str(i).encode()
+            assert c.set("bw%d" % w, "g%d" % i, get=True) == str(i).encode()
+            assert c.hset("bh", "w%d" % w, i) in (0, 1)
+    except Exception as e:  # reported below: an assertion in a thread is silent
+        errors.append(repr(e))
+    finally:
+        c.close()
+
+
+ts = [threading.Thread(target=worker, args=(w,)) for w in range(16)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+assert not errors, errors
+assert r.get("batched-counter") == b"1600"
+assert r.hgetall("bh") == {("w%d" % w).encode(): b"99" for w in range(16)}
+after = docraft_info(rs[1])
+assert after["batched_requests"] > before["batched_requests"], (before, after)
+assert after["batched_commands"] >= after["batched_requests"] * 2, after
+
 # another database
 r2 = redis.Redis(host="127.0.0.3", port=port, db=2, socket_timeout=30)
 assert r2.set("s", "db2") is True and r2.get("s") == b"db2" and r.get("s") == b"42"
