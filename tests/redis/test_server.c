@@ -29,7 +29,7 @@
 struct slow {
 	uv_timer_t t;
 	struct redis_conn *c;
-	char text[64];
+	struct resp_arg text; /* argv[1] itself: valid until the command completes */
 };
 
 static atomic_int big_runs;
@@ -44,7 +44,7 @@ static void slow_fire(uv_timer_t *t)
 {
 	struct slow *sl = t->data;
 
-	resp_bulk_str(redis_conn_out(sl->c), sl->text);
+	resp_bulk(redis_conn_out(sl->c), sl->text.p, sl->text.n);
 	atomic_fetch_sub(&slow_pending, 1);
 	redis_conn_complete(sl->c);
 	uv_close((uv_handle_t *)t, slow_closed);
@@ -67,7 +67,7 @@ static int cmd_slow(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 	sl = calloc(1, sizeof *sl);
 	if (!resp_string2ll(argv[2].p, argv[2].n, &ms) || ms < 0)
 		ms = 0;
-	snprintf(sl->text, sizeof sl->text, "%.*s", (int)argv[1].n, argv[1].p);
+	sl->text = argv[1];
 	sl->c = c;
 	uv_timer_init(uv_default_loop(), &sl->t);
 	sl->t.data = sl;
@@ -236,6 +236,34 @@ TEST(pipeline_keeps_order_across_async_commands)
 	stop(&f);
 }
 
+/* While a command is in flight the server reads on, into its buffer's
+ * room only: the command's argv stays where it was (SLOW replies from
+ * it), the requests behind it (far more than that room) wait, then run in
+ * order. */
+TEST(reads_on_while_a_command_is_in_flight)
+{
+	struct fixture f;
+	struct buf req = BUF_INIT, want = BUF_INIT;
+	const int n = 20000; /* 20,000 ECHOs: 240 KB behind the SLOW */
+	int fd = serve(&f, NULL);
+
+	/* alone (room behind it), as an array: its argv points into the
+	 * input buffer (an inline command's words are the parser's copy) */
+	SEND(fd, "*3\r\n$4\r\nSLOW\r\n$19\r\nfirst-argument-kept\r\n$3\r\n300\r\n");
+	sleep_ms(50);
+	buf_printf(&want, "$19\r\nfirst-argument-kept\r\n");
+	for (int i = 0; i < n; i++) {
+		buf_printf(&req, "ECHO %05d\r\n", i);
+		buf_printf(&want, "$5\r\n%05d\r\n", i);
+	}
+	send_all(fd, req.data, req.len);
+	expect(fd, (const char *)buf_cstr(&want));
+	buf_free(&req);
+	buf_free(&want);
+	close(fd);
+	stop(&f);
+}
+
 TEST(command_errors)
 {
 	struct fixture f;
@@ -260,9 +288,10 @@ TEST(command_errors)
 		snprintf(line, sizeof line, "nope \"a\\nb\" %s never\r\n", arg);
 		send_all(fd, line, strlen(line));
 		/* 'a b' takes 6 bytes: the second argument gets 128 - 6 = 122 */
-		snprintf(want, sizeof want,
-			 "-ERR unknown command 'nope', with args beginning with: 'a b' '%.122s' \r\n",
-			 arg);
+		snprintf(
+			want, sizeof want,
+			"-ERR unknown command 'nope', with args beginning with: 'a b' '%.122s' \r\n",
+			arg);
 		expect(fd, want);
 	}
 	SEND(fd, "CLIENT SETNAME \"a b\"\r\nCLIENT GETNAME\r\nCLIENT SETNAME me\r\n"
@@ -308,11 +337,12 @@ TEST(multi_exec)
 	int fd = serve(&f, with_exec);
 	SEND(fd, "EXEC\r\nDISCARD\r\nWATCH a\r\nUNWATCH\r\nMULTI\r\nMULTI\r\nWATCH x\r\n"
 		 "SLOW a 1\r\nPING\r\nECHO hi\r\nEXEC\r\n");
-	expect(fd, "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n"
-		   "-ERR docraft: WATCH is not supported\r\n-ERR docraft: WATCH is not supported\r\n"
-		   "+OK\r\n-ERR MULTI calls can not be nested\r\n"
-		   "-ERR WATCH inside MULTI is not allowed\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
-		   "*3\r\n$6\r\nslow:3\r\n+PONG\r\n$2\r\nhi\r\n");
+	expect(fd,
+	       "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n"
+	       "-ERR docraft: WATCH is not supported\r\n-ERR docraft: WATCH is not supported\r\n"
+	       "+OK\r\n-ERR MULTI calls can not be nested\r\n"
+	       "-ERR WATCH inside MULTI is not allowed\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
+	       "*3\r\n$6\r\nslow:3\r\n+PONG\r\n$2\r\nhi\r\n");
 	/* an arity error or unknown command while queueing: EXECABORT */
 	SEND(fd, "MULTI\r\nSLOW a\r\nPING\r\nEXEC\r\nMULTI\r\nnope\r\nEXEC\r\n"
 		 "MULTI\r\nclient foo\r\nEXEC\r\n");
@@ -507,7 +537,7 @@ TEST(close_with_command_in_progress)
 	close(fd);
 }
 
-TEST_MAIN(T(pipeline_keeps_order_across_async_commands), T(command_errors), T(multi_exec),
-	  T(per_ip_limit),
-	  T(protocol_error_replies_then_closes), T(back_pressure), T(client_limit_and_idle_timeout),
-	  T(request_size_limit), T(close_with_command_in_progress))
+TEST_MAIN(T(pipeline_keeps_order_across_async_commands), T(reads_on_while_a_command_is_in_flight),
+	  T(command_errors), T(multi_exec), T(per_ip_limit), T(protocol_error_replies_then_closes),
+	  T(back_pressure), T(client_limit_and_idle_timeout), T(request_size_limit),
+	  T(close_with_command_in_progress))
