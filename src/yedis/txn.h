@@ -63,6 +63,12 @@ struct yedis_txn {
 	size_t tab_cap, nkeys;
 	struct buf kbuf; /* scratch: keys */
 	struct buf vbuf; /* scratch: values */
+	/* A read-only txn (no batch) reads at one time and writes nothing,
+	 * so the root it last read stays true for the txn: a request of
+	 * many reads of one hot key (the front end's shared requests) reads
+	 * the store once (yv_root). */
+	struct buf memo_key;             /* the DocKey; len 0: none */
+	const struct docnode *memo_node; /* its root node, NULL: absent; in arena */
 };
 
 /* view.c: the overlay's teardown (yedis_txn_free). */

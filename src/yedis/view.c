@@ -138,8 +138,7 @@ static struct okey *okey_find(struct yedis_txn *t, const uint8_t *dk, size_t dle
 void view_free(struct yedis_txn *t)
 {
 	for (size_t i = 0; i < t->tab_cap; i++)
-		if (t->tab[i] != NULL)
-		{
+		if (t->tab[i] != NULL) {
 			free(t->tab[i]->kids);
 			free(t->tab[i]->ix);
 		}
@@ -307,9 +306,19 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 			out->expire_at_ms = at_ms(t->o.ht, t->o.default_ttl_ms);
 		}
 	} else {
-		if ((rv = reader_get_node(t->o.store, t->kbuf.data, dl, NULL, 0, t->o.ht,
-					  t->o.default_ttl_ms, &t->arena, &n, errmsg)) != 0)
-			return rv;
+		if (t->o.batch == NULL && t->memo_key.len == dl &&
+		    memcmp(t->memo_key.data, t->kbuf.data, dl) == 0) {
+			n = t->memo_node;
+		} else {
+			if ((rv = reader_get_node(t->o.store, t->kbuf.data, dl, NULL, 0, t->o.ht,
+						  t->o.default_ttl_ms, &t->arena, &n, errmsg)) != 0)
+				return rv;
+			if (t->o.batch == NULL) {
+				buf_reset(&t->memo_key);
+				buf_append(&t->memo_key, t->kbuf.data, dl);
+				t->memo_node = n;
+			}
+		}
 		if (n == NULL)
 			return 0;
 		if (type_of_kind(n->kind, n->value.type, &out->type) != 0)
@@ -330,7 +339,7 @@ int yv_root(struct yedis_txn *t, const struct resp_arg *key, struct yroot *out, 
 		/* As the reader folds the merge record: its TTL from the txn's
 		 * time; PERSIST leaves the table default from the write time. */
 		out->has_expiry = k->merge_has_ttl || t->o.default_ttl_ms > 0;
-		out->expire_at_ms = k->merge_has_ttl ? at_ms(t->o.ht, k->merge_ttl_ms)
+		out->expire_at_ms = k->merge_has_ttl  ? at_ms(t->o.ht, k->merge_ttl_ms)
 				    : out->has_expiry ? at_ms(written, t->o.default_ttl_ms)
 						      : 0;
 	}
@@ -373,7 +382,8 @@ int yv_get(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub
 		if (c != NULL) {
 			struct docvalue v;
 			if (value_decode(c->val, c->vlen, &v) != 0)
-				return err_set(errmsg, DOCRAFT_ECORRUPT, "yedis: bad overlay value");
+				return err_set(errmsg, DOCRAFT_ECORRUPT,
+					       "yedis: bad overlay value");
 			if (live_primitive(&v)) {
 				*out = v.prim;
 				*found = true;
@@ -417,8 +427,8 @@ static void childv_push(struct childv *cv, const struct child *c)
 
 /* The overlay's children below the encoded prefix (pre[0..plen) after the
  * DocKey), in path order. */
-static int overlay_children(struct yedis_txn *t, struct okey *k, const uint8_t *pre,
-			    size_t plen, struct childv *out, char *errmsg)
+static int overlay_children(struct yedis_txn *t, struct okey *k, const uint8_t *pre, size_t plen,
+			    struct childv *out, char *errmsg)
 {
 	kids_normalize(k);
 	for (size_t i = 0; i < k->nkids; i++) {
@@ -575,8 +585,7 @@ out:
 
 /* ---- writes ---- */
 
-static void put_pair(struct yedis_txn *t, const uint8_t *key, size_t klen,
-		     const struct docvalue *v)
+static void put_pair(struct yedis_txn *t, const uint8_t *key, size_t klen, const struct docvalue *v)
 {
 	buf_reset(&t->vbuf);
 	value_append(&t->vbuf, v);
@@ -673,16 +682,15 @@ void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *su
 	put_child(t, key, sub, nsub, &v);
 }
 
-void yw_put_ttl(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
-		size_t nsub, const struct pv *value, int64_t ttl_ms)
+void yw_put_ttl(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub,
+		const struct pv *value, int64_t ttl_ms)
 {
 	struct docvalue v = docvalue_of(*value);
 	set_ttl(&v, ttl_ms);
 	put_child(t, key, sub, nsub, &v);
 }
 
-void yw_delete(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub,
-	       size_t nsub)
+void yw_delete(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub)
 {
 	struct docvalue v = docvalue_kind(VAL_TOMBSTONE);
 	put_child(t, key, sub, nsub, &v);

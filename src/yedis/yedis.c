@@ -109,6 +109,7 @@ struct yedis_txn *yedis_txn_new(const struct yedis_txn_options *o)
 	t->rng = o->seed;
 	buf_init(&t->kbuf);
 	buf_init(&t->vbuf);
+	buf_init(&t->memo_key);
 	return t;
 }
 
@@ -120,6 +121,7 @@ void yedis_txn_free(struct yedis_txn *t)
 	arena_free(&t->arena);
 	buf_free(&t->kbuf);
 	buf_free(&t->vbuf);
+	buf_free(&t->memo_key);
 	free(t);
 }
 

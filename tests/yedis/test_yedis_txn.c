@@ -182,9 +182,9 @@ TEST(hash_overlay)
 TEST(determinism)
 {
 	static const char *const cmds[] = {
-		"SET a 1 EX 100", "INCR a", "APPEND b xyz", "SETRANGE b 5 q", "EXPIRE b 10",
-		"PERSIST b", "INCRBYFLOAT c 1.5", "GETSET a 7", "DEL c", "SET d 1 KEEPTTL",
-		"PEXPIRE a 5000 GT", "GETDEL d",
+		"SET a 1 EX 100", "INCR a",          "APPEND b xyz",      "SETRANGE b 5 q",
+		"EXPIRE b 10",    "PERSIST b",       "INCRBYFLOAT c 1.5", "GETSET a 7",
+		"DEL c",          "SET d 1 KEEPTTL", "PEXPIRE a 5000 GT", "GETDEL d",
 	};
 	struct buf batches[2], replies[2];
 	for (int s = 0; s < 2; s++) {
@@ -212,7 +212,7 @@ TEST(determinism)
 
 TEST(read_only_and_unknown)
 {
-	static const char *const writes[] = {"SET a 1", "DEL a", "INCR a", "EXPIRE a 1",
+	static const char *const writes[] = {"SET a 1",   "DEL a",      "INCR a",  "EXPIRE a 1",
 					     "PERSIST a", "APPEND a x", "GETDEL a"};
 	yh_open(&h, "ytxn");
 	for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++)
@@ -238,6 +238,52 @@ TEST(read_only_and_unknown)
 		yh_commit(&h);
 	}
 	yh_close(&h);
+}
+
+/* One read-only txn reading the same keys again and again (the front
+ * end's shared requests): each read answers its own key, missing and
+ * wrong-typed ones included, keys of one length told apart. */
+TEST(read_txn_repeated_keys)
+{
+	yh_open(&h, "ytxn");
+	EQ(yh_cmd(&h, yh_ht(1), "SET ka one"), "OK");
+	EQ(yh_cmd(&h, yh_ht(1), "SET kb two"), "OK");
+	yh_hset(&h, yh_ht(1), "kh", "f", "v");
+	yh_begin(&h, yh_ht(2), false);
+	for (int i = 0; i < 3; i++) {
+		EQ(yh_run(&h, "GET ka"), "\"one\"");
+		EQ(yh_run(&h, "GET ka"), "\"one\"");
+		EQ(yh_run(&h, "GET kb"), "\"two\"");
+		EQ(yh_run(&h, "GET kc"), "nil");
+		EQ(yh_run(&h, "STRLEN kb"), "3");
+		CHECK(strncmp(yh_run(&h, "GET kh"), "(error) WRONGTYPE", 17) == 0);
+		EQ(yh_run(&h, "HGET kh f"), "\"v\"");
+	}
+	yh_commit(&h);
+	yh_close(&h);
+}
+
+/* Which writes have a short reply whatever the data (the front end shares
+ * requests among clients for those only). */
+TEST(reply_small)
+{
+	struct resp_arg set[4] = {{"SET", 3}, {"k", 1}, {"v", 1}, {"gEt", 3}};
+	struct resp_arg one[2] = {{"x", 1}, {"k", 1}};
+	const struct yedis_command *c = yedis_command_find("set", 3);
+
+	CHECK(yedis_reply_small(c, 3, set));
+	CHECK(!yedis_reply_small(c, 4, set));
+	CHECK(yedis_reply_small(yedis_command_find("incr", 4), 2, one));
+	CHECK(yedis_reply_small(yedis_command_find("hset", 4), 2, one));
+	CHECK(!yedis_reply_small(yedis_command_find("getset", 6), 2, one));
+	CHECK(!yedis_reply_small(yedis_command_find("getdel", 6), 2, one));
+	CHECK(!yedis_reply_small(yedis_command_find("spop", 4), 2, one));
+	CHECK(!yedis_reply_small(yedis_command_find("lpop", 4), 2, one));
+	CHECK(!yedis_reply_small(yedis_command_find("zpopmin", 7), 2, one));
+	for (size_t i = 0; i < yedis_command_count(); i++) {
+		const struct yedis_command *y = yedis_command_at(i);
+		CHECK(!(y->flags & YEDIS_SMALL) || (y->flags & YEDIS_WRITE));
+	}
 }
 
 /* Seed 002, "Mapping YEDIS keys to DocDB documents": the string row
@@ -276,5 +322,5 @@ TEST(seed_002_strings)
 	yh_close(&h);
 }
 
-TEST_MAIN(T(incr_three_times), T(set_get_del_exists), T(hash_overlay), T(determinism),
-	  T(read_only_and_unknown), T(seed_002_strings))
+TEST_MAIN(T(incr_three_times), T(read_txn_repeated_keys), T(reply_small), T(set_get_del_exists),
+	  T(hash_overlay), T(determinism), T(read_only_and_unknown), T(seed_002_strings))
