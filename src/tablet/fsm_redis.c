@@ -216,6 +216,7 @@ void fsm_redis_finish(struct tablet_fsm *f, struct store_part *part, const struc
 		r->raw[i].key = r->vals.data + (uintptr_t)r->raw[i].key;
 		r->raw[i].val = r->vals.data + (uintptr_t)r->raw[i].val;
 	}
+	yedis_txn_seal(r->txn);
 	part->batch = r->batch.data.data;
 	part->len = r->batch.data.len;
 	*raw = r->raw;

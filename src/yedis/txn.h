@@ -52,6 +52,10 @@ struct okey {
 	size_t *ix;
 	size_t ix_cap;
 	bool ix_valid;
+	/* Where this txn's pairs of the key start in the batch: a new root
+	 * (or root tombstone) hides them all, so yedis_txn_seal drops them. */
+	size_t *pairs;
+	size_t npairs, pairs_cap;
 };
 
 struct yedis_txn {
@@ -67,6 +71,8 @@ struct yedis_txn {
 	 * so the root it last read stays true for the txn: a request of
 	 * many reads of one hot key (the front end's shared requests) reads
 	 * the store once (yv_root). */
+	size_t *hidden; /* batch offsets of pairs a later root write hides */
+	size_t nhidden, hidden_cap;
 	struct buf memo_key;             /* the DocKey; len 0: none */
 	const struct docnode *memo_node; /* its root node, NULL: absent; in arena */
 };

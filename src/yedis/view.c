@@ -141,10 +141,14 @@ void view_free(struct yedis_txn *t)
 		if (t->tab[i] != NULL) {
 			free(t->tab[i]->kids);
 			free(t->tab[i]->ix);
+			free(t->tab[i]->pairs);
 		}
 	free(t->tab);
 	t->tab = NULL;
 	t->tab_cap = t->nkeys = 0;
+	free(t->hidden);
+	t->hidden = NULL;
+	t->nhidden = t->hidden_cap = 0;
 }
 
 static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
@@ -585,12 +589,72 @@ out:
 
 /* ---- writes ---- */
 
-static void put_pair(struct yedis_txn *t, const uint8_t *key, size_t klen, const struct docvalue *v)
+/* Appends the pair (key, v) of okey k to the batch. */
+static void put_pair(struct yedis_txn *t, struct okey *k, const uint8_t *key, size_t klen,
+		     const struct docvalue *v)
 {
 	buf_reset(&t->vbuf);
 	value_append(&t->vbuf, v);
 	PRE(t->o.batch != NULL);
+	k->pairs = xgrow(k->pairs, &k->pairs_cap, k->npairs + 1, sizeof *k->pairs, 4);
+	k->pairs[k->npairs++] = t->o.batch->data.len;
 	batch_put(t->o.batch, key, klen, t->vbuf.data, t->vbuf.len);
+}
+
+/* A new root of k is being written: every pair the txn wrote for k before
+ * is hidden by it (the overlay's first rule) from every reader, so it need
+ * not reach the store (yedis_txn_seal): a hot key SET by many clients in
+ * one entry costs one pair, not one per SET. */
+static void hide_pairs(struct yedis_txn *t, struct okey *k)
+{
+	if (k->npairs == 0)
+		return;
+	t->hidden = xgrow(t->hidden, &t->hidden_cap, t->nhidden + k->npairs, sizeof *t->hidden, 16);
+	memcpy(t->hidden + t->nhidden, k->pairs, k->npairs * sizeof *k->pairs);
+	t->nhidden += k->npairs;
+	k->npairs = 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void yedis_txn_seal(struct yedis_txn *t)
+{
+	struct batch *b = t->o.batch;
+	struct buf out = BUF_INIT;
+	struct batch_iter it;
+	const uint8_t *k, *v;
+	size_t kl, vl, h = 0;
+	uint32_t count = 0;
+
+	if (b == NULL || t->nhidden == 0)
+		return;
+	qsort(t->hidden, t->nhidden, sizeof *t->hidden, cmp_size);
+	batch_iter_init(&it, b->data.data, b->data.len);
+	for (;;) {
+		const uint8_t *start = it.p;
+		size_t at = (size_t)(start - b->data.data);
+		int rv = batch_next(&it, &k, &kl, &v, &vl);
+		ASSERT(rv >= 0); /* built here */
+		if (rv == 0)
+			break;
+		while (h < t->nhidden && t->hidden[h] < at)
+			h++;
+		if (h < t->nhidden && t->hidden[h] == at)
+			continue;
+		buf_append(&out, start, (size_t)(it.p - start));
+		count++;
+	}
+	buf_free(&b->data);
+	b->data = out;
+	b->count = count;
+	t->nhidden = 0;
+	for (size_t i = 0; i < t->tab_cap; i++)
+		if (t->tab[i] != NULL)
+			t->tab[i]->npairs = 0; /* offsets into the old bytes */
 }
 
 static void set_ttl(struct docvalue *v, int64_t ttl_ms)
@@ -619,7 +683,8 @@ void yw_root(struct yedis_txn *t, const struct resp_arg *key, int type, const st
 		v = docvalue_kind((enum val_kind)kind_of_type(type));
 	}
 	set_ttl(&v, ttl_ms);
-	put_pair(t, t->kbuf.data, dl, &v);
+	hide_pairs(t, k);
+	put_pair(t, k, t->kbuf.data, dl, &v);
 	k->root_written = true;
 	k->root_deleted = false;
 	k->root = v;
@@ -635,7 +700,8 @@ void yw_delete_key(struct yedis_txn *t, const struct resp_arg *key)
 	struct okey *k = okey_find(t, t->kbuf.data, dl, true);
 	struct docvalue v = docvalue_kind(VAL_TOMBSTONE);
 
-	put_pair(t, t->kbuf.data, dl, &v);
+	hide_pairs(t, k);
+	put_pair(t, k, t->kbuf.data, dl, &v);
 	k->root_written = true;
 	k->root_deleted = true;
 	k->merged = false;
@@ -654,7 +720,7 @@ static void put_child(struct yedis_txn *t, const struct resp_arg *key, const str
 
 	PRE(nsub > 0);
 	encode_subs(&t->kbuf, sub, nsub);
-	put_pair(t, t->kbuf.data, t->kbuf.len, v);
+	put_pair(t, k, t->kbuf.data, t->kbuf.len, v);
 	ix_ready(k);
 	j = ix_slot(k, t->kbuf.data + dl, t->kbuf.len - dl);
 	if (k->ix[j] != 0) { /* the path again: the later write replaces it */
@@ -710,7 +776,7 @@ void yw_expire(struct yedis_txn *t, const struct resp_arg *key, int type, int64_
 		v = docvalue_kind((enum val_kind)kind_of_type(type));
 	v.merge_flags = 1;
 	set_ttl(&v, ttl_ms);
-	put_pair(t, t->kbuf.data, dl, &v);
+	put_pair(t, k, t->kbuf.data, dl, &v);
 	k->merged = true;
 	k->merge_has_ttl = ttl_ms > 0;
 	k->merge_ttl_ms = ttl_ms > 0 ? ttl_ms : 0;

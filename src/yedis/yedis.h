@@ -139,6 +139,12 @@ struct yedis_txn_options {
 /* A new txn (never fails: allocation failure aborts, as everywhere). */
 struct yedis_txn *yedis_txn_new(const struct yedis_txn_options *o);
 void yedis_txn_free(struct yedis_txn *t);
+/* After the txn's last command, before its batch is applied: drops the
+ * pairs that a later root write of the same key in this txn hides (no
+ * reader could see them), so a key written many times in one txn reaches
+ * the store once. Deterministic: every replica drops the same pairs. The
+ * txn takes no more commands afterwards. */
+void yedis_txn_seal(struct yedis_txn *t);
 
 /* Runs argv[0..argc) (argv[0] a name yedis_command_find knows; the arity
  * is checked here too, with Redis's text) and appends exactly one reply

@@ -263,6 +263,43 @@ TEST(read_txn_repeated_keys)
 	yh_close(&h);
 }
 
+/* The pairs of one txn that a later root write of their key hides never
+ * reach the store (yedis_txn_seal); what every read sees is unchanged. */
+TEST(seal_drops_hidden_pairs)
+{
+	uint32_t n;
+
+	yh_open(&h, "ytxn");
+	yh_begin(&h, yh_ht(1), true);
+	EQ(yh_run(&h, "SET k 1"), "OK");
+	EQ(yh_run(&h, "SET k 2"), "OK");
+	EQ(yh_run(&h, "DEL k"), "1");
+	EQ(yh_run(&h, "SET k 3"), "OK");
+	EQ(yh_run(&h, "EXPIRE k 100"), "1");
+	EQ(yh_run(&h, "SET j x"), "OK");
+	EQ(yh_run(&h, "HSET h a 1 b 2"), "2");
+	EQ(yh_run(&h, "DEL h"), "1");
+	EQ(yh_run(&h, "HSET h c 3"), "1");
+	EQ(yh_run(&h, "HSET h d 4"), "1");
+	yh_commit(&h);
+	/* k: its last root and the merge record after it; j; h: its last
+	 * root and the two fields written after it */
+	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
+	CHECK_EQ_U64(n, 6);
+	EQ(yh_read(&h, yh_ht(2), "GET k"), "\"3\"");
+	EQ(yh_read(&h, yh_ht(2), "TTL k"), "99");
+	EQ(yh_read(&h, yh_ht(2), "GET j"), "\"x\"");
+	EQ(yh_read(&h, yh_ht(2), "HGETALL h"), "[\"c\", \"3\", \"d\", \"4\"]");
+	/* nothing hidden: the batch as written */
+	yh_begin(&h, yh_ht(3), true);
+	EQ(yh_run(&h, "SET a 1"), "OK");
+	EQ(yh_run(&h, "HSET h e 5"), "1");
+	yh_commit(&h);
+	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
+	CHECK_EQ_U64(n, 2);
+	yh_close(&h);
+}
+
 /* Which writes have a short reply whatever the data (the front end shares
  * requests among clients for those only). */
 TEST(reply_small)
@@ -322,5 +359,6 @@ TEST(seed_002_strings)
 	yh_close(&h);
 }
 
-TEST_MAIN(T(incr_three_times), T(read_txn_repeated_keys), T(reply_small), T(set_get_del_exists),
-	  T(hash_overlay), T(determinism), T(read_only_and_unknown), T(seed_002_strings))
+TEST_MAIN(T(incr_three_times), T(read_txn_repeated_keys), T(reply_small),
+	  T(seal_drops_hidden_pairs), T(set_get_del_exists), T(hash_overlay), T(determinism),
+	  T(read_only_and_unknown), T(seed_002_strings))

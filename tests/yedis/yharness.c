@@ -174,15 +174,16 @@ const char *yh_run(struct yh *h, const char *line)
 void yh_commit(struct yh *h)
 {
 	CHECK(h->t != NULL);
+	yedis_txn_seal(h->t); /* as the tablet does before applying */
 	yedis_txn_free(h->t);
 	h->t = NULL;
 	buf_reset(&h->last_batch);
 	if (!h->writable || h->b.count == 0)
 		return;
 	buf_append(&h->last_batch, h->b.data.data, h->b.data.len);
-	CHECK_OK_MSG(store_apply(h->s, h->b.data.data, h->b.data.len, h->ht, h->next_index++,
-				 h->errmsg),
-		     h->errmsg);
+	CHECK_OK_MSG(
+		store_apply(h->s, h->b.data.data, h->b.data.len, h->ht, h->next_index++, h->errmsg),
+		h->errmsg);
 	batch_reset(&h->b);
 }
 
