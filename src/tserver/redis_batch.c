@@ -28,7 +28,14 @@
  * Memory: a batch owns its member list and, once answered, the result
  * the members' replies point into; every member's fan completes inside
  * fan_group_answer (one group of one command, no regroup), so the result
- * is freed right after. Threading: the loop thread. */
+ * is freed right after. The batcher lives until it is closed and its last
+ * sent batch answered (requests in flight at shutdown answer later).
+ *
+ * The loop: while a batch is open the check handle is active, and an idle
+ * handle too, so that a batch opened where the check phase of this turn
+ * has passed (a command completed inside the check phase) makes the poll
+ * return at once instead of waiting for unrelated I/O. Threading: the
+ * loop thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +66,13 @@ struct batch {
 
 struct redis_batcher {
 	uv_check_t check;
+	uv_idle_t kick; /* active with check: the poll does not block */
 	docraft_client *client;
 	struct batch **open;
 	size_t n_open, cap_open;
 	bool closing;
+	size_t inflight; /* batches sent, not answered */
+	int handles;     /* handles not closed yet */
 	void (*closed)(void *arg);
 	void *closed_arg;
 	struct redis_batch_stats stats;
@@ -78,7 +88,10 @@ int redis_batcher_new(uv_loop_t *loop, docraft_client *client, struct redis_batc
 		free(b);
 		return rv;
 	}
+	uv_idle_init(loop, &b->kick); /* cannot fail on Linux */
 	b->check.data = b;
+	b->kick.data = b;
+	b->handles = 2;
 	b->client = client;
 	*out = b;
 	return 0;
@@ -103,9 +116,12 @@ static void fail_all(struct batch *bt, int status, const char *errmsg)
 		fan_group_answer(bt->g[i], status, errmsg, NULL, 0);
 }
 
+static void maybe_free(struct redis_batcher *b);
+
 static void batch_done(docraft_req *req)
 {
 	struct batch *bt = req->data;
+	struct redis_batcher *b = bt->b;
 	int st = req->status;
 
 	if (st == DOCRAFT_OK && docraft_result_nreplies(req->result) != bt->n) {
@@ -118,13 +134,15 @@ static void batch_done(docraft_req *req)
 			fan_group_answer(bt->g[i], DOCRAFT_OK, NULL, req->result, i);
 	} else if (st == DOCRAFT_EWRONGTABLET || (st == DOCRAFT_ETOOBIG && !bt->write)) {
 		/* refused whole, nothing ran: each command on its own */
-		bt->b->stats.split++;
+		b->stats.split++;
 		for (size_t i = 0; i < bt->n; i++)
 			fan_group_send(bt->g[i]);
 	} else {
 		fail_all(bt, st, req->errmsg);
 	}
 	batch_free(bt);
+	b->inflight--;
+	maybe_free(b);
 }
 
 static void send_batch(struct redis_batcher *b, struct batch *bt)
@@ -149,22 +167,34 @@ static void send_batch(struct redis_batcher *b, struct batch *bt)
 		batch_free(bt);
 		return;
 	}
+	b->inflight++;
 	b->stats.requests++;
 	b->stats.commands += bt->n;
 }
 
-/* Sends every open batch. */
+/* Sends every open batch, and those opened meanwhile (a send that fails
+ * at once completes commands whose connections go on). */
 static void flush(struct redis_batcher *b)
 {
-	struct batch **open = b->open;
-	size_t n = b->n_open;
-
-	b->open = NULL;
-	b->n_open = b->cap_open = 0;
 	uv_check_stop(&b->check);
-	for (size_t i = 0; i < n; i++)
-		send_batch(b, open[i]);
-	free(open);
+	uv_idle_stop(&b->kick);
+	while (b->n_open > 0) {
+		struct batch **open = b->open;
+		size_t n = b->n_open;
+
+		b->open = NULL;
+		b->n_open = b->cap_open = 0;
+		for (size_t i = 0; i < n; i++)
+			send_batch(b, open[i]);
+		free(open);
+	}
+	uv_check_stop(&b->check);
+	uv_idle_stop(&b->kick);
+}
+
+static void kick_cb(uv_idle_t *h)
+{
+	(void)h; /* the check runs right after this turn's poll */
 }
 
 static void check_cb(uv_check_t *h)
@@ -204,22 +234,36 @@ void redis_batch_add(struct redis_batcher *b, struct fan_group *g, unsigned db, 
 		bt->slot = slot;
 		b->open = xgrow(b->open, &b->cap_open, b->n_open + 1, sizeof *b->open, 8);
 		b->open[b->n_open++] = bt;
-		if (b->n_open == 1)
+		if (b->n_open == 1) {
 			uv_check_start(&b->check, check_cb);
+			uv_idle_start(&b->kick, kick_cb);
+		}
 	}
 	bt->g = xgrow(bt->g, &bt->cap, bt->n + 1, sizeof *bt->g, 8);
 	bt->g[bt->n++] = g;
 	bt->bytes += bytes;
 }
 
+/* Frees b once it is closed: both handles, and no batch in flight. */
+static void maybe_free(struct redis_batcher *b)
+{
+	void (*cb)(void *);
+	void *arg;
+
+	if (!b->closing || b->handles > 0 || b->inflight > 0)
+		return;
+	cb = b->closed;
+	arg = b->closed_arg;
+	free(b);
+	cb(arg);
+}
+
 static void close_cb(uv_handle_t *h)
 {
 	struct redis_batcher *b = h->data;
-	void (*cb)(void *) = b->closed;
-	void *arg = b->closed_arg;
 
-	free(b);
-	cb(arg);
+	b->handles--;
+	maybe_free(b);
 }
 
 void redis_batcher_close(struct redis_batcher *b, void (*cb)(void *arg), void *arg)
@@ -230,4 +274,5 @@ void redis_batcher_close(struct redis_batcher *b, void (*cb)(void *arg), void *a
 	b->closed_arg = arg;
 	flush(b);
 	uv_close((uv_handle_t *)&b->check, close_cb);
+	uv_close((uv_handle_t *)&b->kick, close_cb);
 }

@@ -131,8 +131,9 @@ int redis_batcher_new(uv_loop_t *loop, docraft_client *client, struct redis_batc
 void redis_batch_add(struct redis_batcher *b, struct fan_group *g, unsigned db, bool write,
 		     uint16_t slot, size_t bytes);
 void redis_batcher_stats(const struct redis_batcher *b, struct redis_batch_stats *out);
-/* Sends what is collected, then frees b and calls cb(arg) from the loop.
- * Before the client closes. */
+/* Sends what is collected; frees b and calls cb(arg) from the loop once
+ * its handles are closed and every request it sent is answered (closing
+ * the client answers them). Before the client closes. */
 void redis_batcher_close(struct redis_batcher *b, void (*cb)(void *arg), void *arg);
 
 /* ---- reading replies (the tablets' RESP2, trusted only so far) ---- */
