@@ -165,6 +165,36 @@ after = docraft_info(rs[1])
 assert after["batched_requests"] > before["batched_requests"], (before, after)
 assert after["batched_commands"] >= after["batched_requests"] * 2, after
 
+# reads of large values shared in one request outgrow one answer (16 MiB):
+# the request is refused TOO_BIG and its reads go one by one; every
+# client gets its whole value (rounds until the front end shared some)
+big_value = b"v" * (3 << 20)  # 8 of them: 24 MiB
+assert r.set("big-read", big_value) is True
+split_before = docraft_info(rs[1])["batches_split"]
+for _ in range(20):
+    barrier = threading.Barrier(8)
+    got = []
+
+    def reader():
+        c = redis.Redis(host="127.0.0.2", port=port, socket_timeout=60)
+        try:
+            c.ping()
+            barrier.wait()
+            got.append(c.get("big-read"))
+        finally:
+            c.close()
+
+    ts = [threading.Thread(target=reader) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == [big_value] * 8, [len(g or b"") for g in got]
+    if docraft_info(rs[1])["batches_split"] > split_before:
+        break
+assert docraft_info(rs[1])["batches_split"] > split_before, "no shared read of 24 MiB formed"
+assert r.delete("big-read") == 1
+
 # another database
 r2 = redis.Redis(host="127.0.0.3", port=port, db=2, socket_timeout=30)
 assert r2.set("s", "db2") is True and r2.get("s") == b"db2" and r.get("s") == b"42"
