@@ -30,6 +30,7 @@ struct okid {
 	const uint8_t *val; /* encoded value ('X': tombstone) */
 	size_t vlen;
 	uint64_t seq; /* write order: the later one wins */
+	size_t pair;  /* where its latest pair starts in the batch */
 };
 
 struct okey {

@@ -716,15 +716,19 @@ static void put_child(struct yedis_txn *t, const struct resp_arg *key, const str
 	size_t dl = key_dockey(t, key);
 	struct okey *k = okey_find(t, t->kbuf.data, dl, true);
 	struct okid *c;
-	size_t j;
+	size_t j, at;
 
 	PRE(nsub > 0);
 	encode_subs(&t->kbuf, sub, nsub);
+	at = t->o.batch->data.len;
 	put_pair(t, k, t->kbuf.data, t->kbuf.len, v);
 	ix_ready(k);
 	j = ix_slot(k, t->kbuf.data + dl, t->kbuf.len - dl);
 	if (k->ix[j] != 0) { /* the path again: the later write replaces it */
 		c = &k->kids[k->ix[j] - 1];
+		/* and hides its pair (the same key, an older write id) */
+		t->hidden = xgrow(t->hidden, &t->hidden_cap, t->nhidden + 1, sizeof *t->hidden, 16);
+		t->hidden[t->nhidden++] = c->pair;
 	} else {
 		k->kids = xgrow(k->kids, &k->kids_cap, k->nkids + 1, sizeof *k->kids, 8);
 		c = &k->kids[k->nkids++];
@@ -739,6 +743,7 @@ static void put_child(struct yedis_txn *t, const struct resp_arg *key, const str
 	c->vlen = t->vbuf.len;
 	c->val = arena_dup(&t->arena, t->vbuf.data, t->vbuf.len);
 	c->seq = ++t->seq;
+	c->pair = at;
 }
 
 void yw_put(struct yedis_txn *t, const struct resp_arg *key, const struct pv *sub, size_t nsub,

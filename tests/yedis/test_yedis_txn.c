@@ -290,8 +290,19 @@ TEST(seal_drops_hidden_pairs)
 	EQ(yh_read(&h, yh_ht(2), "TTL k"), "99");
 	EQ(yh_read(&h, yh_ht(2), "GET j"), "\"x\"");
 	EQ(yh_read(&h, yh_ht(2), "HGETALL h"), "[\"c\", \"3\", \"d\", \"4\"]");
-	/* nothing hidden: the batch as written */
+	/* a field written again hides its earlier pair */
 	yh_begin(&h, yh_ht(3), true);
+	EQ(yh_run(&h, "HSET h2 f 1"), "1");
+	EQ(yh_run(&h, "HSET h2 f 2 g 1"), "1");
+	EQ(yh_run(&h, "HSET h2 f 3"), "0");
+	EQ(yh_run(&h, "HDEL h2 g"), "1");
+	yh_commit(&h);
+	/* h2's root, f = 3, g's tombstone */
+	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
+	CHECK_EQ_U64(n, 3);
+	EQ(yh_read(&h, yh_ht(4), "HGETALL h2"), "[\"f\", \"3\"]");
+	/* nothing hidden: the batch as written */
+	yh_begin(&h, yh_ht(5), true);
 	EQ(yh_run(&h, "SET a 1"), "OK");
 	EQ(yh_run(&h, "HSET h e 5"), "1");
 	yh_commit(&h);
