@@ -176,7 +176,8 @@ struct tablet_options {
 	unsigned lease_ms;             /* leader lease; TABLET_LEASE_AUTO (default):
 					* election_ms * 7 / 10; 0: off (every read
 					* waits for a barrier); at most that */
-	size_t max_entry_bytes;        /* group commit cap; default 4 MiB */
+	size_t max_entry_bytes;        /* group commit cap; default 4 MiB (one request
+					  alone: up to 1 MiB more, tablet_write.c) */
 	unsigned max_inflight;         /* entries proposed and not yet applied before
 					* the next one is proposed; default 1 */
 	/* The server's shared Raft log (raftlog/raftlog.h): this replica's

@@ -192,6 +192,17 @@ static bool attach_duplicate(struct tablet *t, struct tablet_write *w)
  * attaching retries of writes in flight on the way. A conditional write
  * goes alone: it ends the group before it and is the only request of its
  * entry. */
+/* The largest entry of one request: the group cap, passed by at most
+ * LONE_SLACK (a write of DocDB's largest value, 4 MiB, with its key and
+ * framing, must fit an entry of its own), never past ENTRY_MAX_BYTES.
+ * take_group puts such a request alone into its entry. */
+#define LONE_SLACK ((size_t)1 << 20)
+static size_t lone_max(const struct tablet *t)
+{
+	size_t m = t->o.max_entry_bytes + LONE_SLACK;
+	return m < ENTRY_MAX_BYTES ? m : ENTRY_MAX_BYTES;
+}
+
 static uint32_t take_group(struct tablet *t, struct tablet_write **take)
 {
 	struct tablet_write **tail = take, *w;
@@ -311,9 +322,8 @@ int tablet_write(struct tablet *t, struct tablet_write *req)
 	    (req->cond == NULL && req->cond_len != 0) ||
 	    (req->redis != NULL && (req->batch_len != 0 || req->cond_len != 0)))
 		return DOCRAFT_EINVAL;
-	if (req->cond_len > t->o.max_entry_bytes || req->redis_len > t->o.max_entry_bytes ||
-	    entry_request_size(req->cond_len, req->batch_len + req->redis_len) +
-			    ENTRY_HEADER_SIZE > t->o.max_entry_bytes)
+	if (entry_request_size(req->cond_len, req->batch_len + req->redis_len) +
+		    ENTRY_HEADER_SIZE > lone_max(t))
 		return DOCRAFT_ETOOBIG;
 	/* Malformed commands in the log would fail every replica's apply. */
 	if (req->redis != NULL) {

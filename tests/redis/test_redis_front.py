@@ -165,6 +165,19 @@ after = docraft_info(rs[1])
 assert after["batched_requests"] > before["batched_requests"], (before, after)
 assert after["batched_commands"] >= after["batched_requests"] * 2, after
 
+# the largest value the protocol takes (4 MiB, DocDB's largest) is stored
+# and read back whole: its entry passes the 4 MiB group-commit cap alone
+largest = bytes(range(256)) * (4 << 12)
+assert len(largest) == 4 << 20
+assert r.set("largest", largest) is True
+assert rs[1].get("largest") == largest
+try:
+    r.append("largest", b"x")
+    raise AssertionError("APPEND past the largest value accepted")
+except redis.ResponseError as e:
+    assert "exceeds maximum allowed size" in str(e), str(e)
+assert r.delete("largest") == 1
+
 # reads of large values shared in one request outgrow one answer (16 MiB):
 # the request is refused TOO_BIG and its reads go one by one; every
 # client gets its whole value (rounds until the front end shared some)
