@@ -8,14 +8,8 @@
 #                                 its dir and log in CLUSTER_BASE; sets
 #                                 REAL_PORT and REAL_PID; 1 if it did not
 #                                 answer PING within 10 s
-#   real_redis_stop               SIGTERM, reaped; safe to call twice (the
-#                                 test's exit trap calls it)
-#   redis_cluster_up TAG          the test's cluster: 3 tservers with the
-#                                 Redis port PR (free on 127.0.0.1..3, set)
-#                                 and an exit trap stopping the cluster and
-#                                 the redis-server (status 1 once a check
-#                                 failed, tap.sh's FAILED); Bail out! if
-#                                 it does not start
+#   real_redis_stop               SIGTERM, reaped; safe to call twice
+#                                 (tap.sh's tap_cluster_finish calls it)
 REAL_PID=""
 REAL_PORT=""
 
@@ -34,17 +28,3 @@ real_redis_stop() {
 	REAL_PID=""
 }
 
-redis_test_finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	real_redis_stop
-	cluster_down "$rc"
-}
-
-redis_cluster_up() {
-	trap redis_test_finish EXIT
-	PR=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-	# shellcheck disable=SC2034 # read by cluster_up
-	CLUSTER_TSERVER_ARGS=(--redis-address ":$PR")
-	cluster_up "$1" 3 || { echo "Bail out! cluster did not start"; exit 1; }
-}

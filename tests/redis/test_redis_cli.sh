@@ -16,13 +16,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/cluster.sh
 . "$here/../lib/cluster.sh"
 
-if ! command -v redis-cli >/dev/null; then
-	echo "1..0 # SKIP redis-cli not installed (apt-get install redis-tools)"
-	exit 0
-fi
-
 # shellcheck source=tap.sh
 . "$here/tap.sh"
+tap_need redis-cli
 
 extra_pids=()
 finish() {

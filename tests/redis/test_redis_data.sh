@@ -15,24 +15,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/cluster.sh
 . "$here/../lib/cluster.sh"
 
-if ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null; then
-	echo "1..0 # SKIP redis-cli / redis-benchmark not installed (apt-get install redis-tools)"
-	exit 0
-fi
-
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-finish() {
-	local rc=$?
-	[ "$FAILED" -ne 0 ] && rc=1
-	cluster_down "$rc"
-}
-trap finish EXIT
+tap_need redis-cli redis-benchmark
 
-pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
-cluster_up redisdata 3 || { echo "Bail out! cluster did not start"; exit 1; }
-r() { local k=$1; shift; redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
+redis_cluster_up redisdata 3
+pr=$PR
 
 # the first SET creates table redis_0 (3 replicas)
 check "SET creates the database's table" "OK" "$(r 1 SET k1 v1)"

@@ -22,20 +22,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/cluster.sh
 . "$here/../lib/cluster.sh"
 
-if ! command -v redis-cli >/dev/null; then
-	echo "1..0 # SKIP redis-cli not installed (apt-get install redis-tools)"
-	exit 0
-fi
-
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-trap tap_cluster_finish EXIT
+tap_need redis-cli
 
-pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr")
+# shellcheck disable=SC2034 # read by cluster_up
 CLUSTER_MASTER_ARGS=(--drop-timeout-ms 1500 --log-level info)
-cluster_up redisdrop 3 || { echo "Bail out! cluster did not start"; exit 1; }
-r() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
+redis_cluster_up redisdrop 3
 cql() { timeout 60 "$DOCRAFT" --masters "$CLUSTER_MASTERS" "$@"; }
 purged() { # N: the master has purged at least N dropped tablets
 	[ "$(grep -c 'dropped tablet .* purged' "$CLUSTER_BASE/master.log")" -ge "$1" ]

@@ -18,19 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/cluster.sh
 . "$here/../lib/cluster.sh"
 
-if ! command -v redis-cli >/dev/null; then
-	echo "1..0 # SKIP redis-cli not installed (apt-get install redis-tools)"
-	exit 0
-fi
-
 # shellcheck source=tap.sh
 . "$here/tap.sh"
-trap tap_cluster_finish EXIT
+tap_need redis-cli
 
-pr=$(cluster_free_port 3) || { echo "Bail out! no free port"; exit 1; }
-CLUSTER_TSERVER_ARGS=(--redis-address ":$pr" --redis-max-connections-per-ip 40)
-cluster_up redisfront 3 || { echo "Bail out! cluster did not start"; exit 1; }
-r() { local k=$1; shift; timeout 60 redis-cli -h "127.0.0.$k" -p "$pr" "$@"; }
+redis_cluster_up redisfront 3 --redis-max-connections-per-ip 40
+pr=$PR
 lines() { printf '%s\n' "$@"; }
 
 # ---- one key at a time, through every tserver ----

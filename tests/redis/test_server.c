@@ -34,6 +34,7 @@ struct slow {
 
 static atomic_int big_runs;
 static atomic_int slow_pending;
+static atomic_int slow_started; /* SLOWs taken (not "now") */
 
 static void slow_closed(uv_handle_t *h)
 {
@@ -72,6 +73,7 @@ static int cmd_slow(struct redis_conn *c, uint32_t argc, const struct resp_arg *
 	uv_timer_init(uv_default_loop(), &sl->t);
 	sl->t.data = sl;
 	atomic_fetch_add(&slow_pending, 1);
+	atomic_fetch_add(&slow_started, 1);
 	uv_timer_start(&sl->t, slow_fire, (uint64_t)ms, 0);
 	return REDIS_ASYNC;
 }
@@ -249,8 +251,12 @@ TEST(reads_on_while_a_command_is_in_flight)
 
 	/* alone (room behind it), as an array: its argv points into the
 	 * input buffer (an inline command's words are the parser's copy) */
+	atomic_store(&slow_started, 0);
 	SEND(fd, "*3\r\n$4\r\nSLOW\r\n$19\r\nfirst-argument-kept\r\n$3\r\n300\r\n");
-	sleep_ms(50);
+	/* the rest only once it runs (within 5 s): then it has been read alone */
+	for (int i = 0; i < 500 && atomic_load(&slow_started) == 0; i++)
+		sleep_ms(10);
+	CHECK_EQ_INT(atomic_load(&slow_started), 1);
 	buf_printf(&want, "$19\r\nfirst-argument-kept\r\n");
 	for (int i = 0; i < n; i++) {
 		buf_printf(&req, "ECHO %05d\r\n", i);
