@@ -502,9 +502,42 @@ static void allocate(const char *path, off_t len)
 
 /* raft_uv's open segments are written before it appends to them: its
  * RWF_NOWAIT appends then never need an extent conversion (segfill.c). */
+/* Every replica's open-* raft_uv segment (scan->segments of them) has no
+ * unwritten extent; else scan->bad names one. */
+struct seg_scan {
+	int segments;
+	char bad[1024];
+};
+
+static bool segments_written(void *arg)
+{
+	struct seg_scan *scan = arg;
+	char dir[512];
+
+	scan->segments = 0;
+	scan->bad[0] = '\0';
+	for (int i = 0; i < N; i++) {
+		struct dirent *e;
+		DIR *d;
+		snprintf(dir, sizeof dir, "%s/raft", C.n[i].dir);
+		CHECK((d = opendir(dir)) != NULL);
+		while ((e = readdir(d)) != NULL) {
+			char path[1024];
+			if (strncmp(e->d_name, "open-", 5) != 0)
+				continue;
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			if (unwritten_extents(path) != 0 && scan->bad[0] == '\0')
+				snprintf(scan->bad, sizeof scan->bad, "%s", path);
+			scan->segments++;
+		}
+		closedir(d);
+	}
+	return scan->bad[0] == '\0';
+}
+
 TEST(segments_are_written)
 {
-	char path[1024], dir[512];
+	char path[1024];
 	char buf[4096];
 	int fd;
 
@@ -554,22 +587,12 @@ TEST(segments_are_written)
 	struct w *list[21];
 	submit_writes(l, 1, "s", ws, list, 20);
 	CHECK(run_until(all_done, list, 10000));
-	int segments = 0;
-	for (int i = 0; i < N; i++) {
-		struct dirent *e;
-		DIR *d;
-		snprintf(dir, sizeof dir, "%s/raft", C.n[i].dir);
-		CHECK((d = opendir(dir)) != NULL);
-		while ((e = readdir(d)) != NULL) {
-			if (strncmp(e->d_name, "open-", 5) != 0)
-				continue;
-			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-			CHECK_MSG(unwritten_extents(path) == 0, "%s has unwritten extents", path);
-			segments++;
-		}
-		closedir(d);
-	}
-	CHECK(segments >= N);
+	/* raft_uv prepares the next segment in its thread pool: one may be
+	 * being filled right now; every one is written once prepared. */
+	struct seg_scan scan = {0};
+	CHECK_MSG(run_until(segments_written, &scan, 10000),
+		  "%s has unwritten extents (%d segments)", scan.bad, scan.segments);
+	CHECK(scan.segments >= N);
 	for (int i = 0; i < 20; i++)
 		batch_free(&ws[i].b);
 	cluster_down();
