@@ -42,6 +42,7 @@
 #include "tablet/tablet.h"
 #include "test.h"
 #include "loop.h"
+#include "proc.h"
 #include "redis_cmds.h"
 
 #define N 3
@@ -169,11 +170,17 @@ static void log_close(int i)
 
 static void cluster_up(const char *tag)
 {
+	/* A fresh port for every case: a case that failed midway may leave its
+	 * listeners bound (a CHECK longjmps past node_close), and the next
+	 * case must not trip over them. */
+	static int last_port = -1;
 	memset(&C, 0, sizeof C);
 	signal(SIGPIPE, SIG_IGN);
 	CHECK_OK(uv_loop_init(&C.loop));
 	test_tmpdir_make(C.base, tag);
-	C.port = 20000 + (int)(getpid() % 20000);
+	C.port = proc_free_port(N, last_port);
+	CHECK_MSG(C.port > 0, "no free port on 127.0.0.1-%d", N);
+	last_port = C.port;
 	for (int i = 0; i < N; i++) {
 		snprintf(C.n[i].addr, sizeof C.n[i].addr, "127.0.0.%d:%d", i + 1, C.port);
 		snprintf(C.n[i].dir, sizeof C.n[i].dir, "%s/n%d", C.base, i + 1);
