@@ -23,6 +23,10 @@
  *                           ops on one tablet, ops on two tablets (EINVAL),
  *                           bad columns and values (EINVAL); CQL UPDATE ...
  *                           IF through the CLI prints [applied] True/False
+ *   largest_value           a blob of 4 MiB (DocDB's largest value) written
+ *                           through the client and read back byte for byte
+ *                           from the leader; one byte more is refused
+ *                           (ETOOBIG, naming the limit), nothing stored
  *
  * MASTER, TSERVER and DOCRAFT name the executables (meson sets them). Each
  * process's stderr goes to <tmp>/<name>.log; the logs' tails are shown when a
@@ -544,6 +548,68 @@ TEST(conditional_writes)
 	cluster_down();
 }
 
+/* Reads blobs row k's v into a fresh copy (*len its length); NULL when the
+ * row or the value is absent. */
+static uint8_t *blob_of(const char *k, size_t *len)
+{
+	docraft_result *r = NULL;
+	docraft_value key = docraft_value_text(k);
+	uint8_t *copy = NULL;
+	int rv = docraft_get(C.client, "blobs", &key, 1, 0, &r);
+	CHECK_MSG(rv == 0, "get of %s: %d %s", k, rv, docraft_errmsg());
+	int col = docraft_result_column_index(r, "v");
+	if (docraft_result_nrows(r) == 1 && col >= 0) {
+		docraft_value v = docraft_result_value(r, 0, (size_t)col);
+		if (v.type == DOCRAFT_TYPE_BLOB) {
+			*len = v.v.s.len;
+			copy = malloc(*len ? *len : 1);
+			memcpy(copy, v.v.s.p, *len);
+		}
+	}
+	docraft_result_free(r);
+	return copy;
+}
+
+static int write_blob(const char *k, const uint8_t *p, size_t len)
+{
+	docraft_value key = docraft_value_text(k), v = docraft_value_blob(p, len);
+	docraft_op *op = NULL;
+	CHECK_OK(docraft_op_insert(&key, 1, &op));
+	CHECK_OK(docraft_op_column(op, "v", &v));
+	int rv = docraft_write(C.client, "blobs", &op, 1, DOCRAFT_TTL_DEFAULT, NULL);
+	docraft_op_free(op);
+	return rv;
+}
+
+TEST(largest_value)
+{
+	const size_t max = (size_t)4 << 20; /* DOCWRITE_MAX_VALUE */
+	docraft_table_options to = {.num_tablets = 2, .replication_factor = 3};
+	uint64_t seed = test_seed();
+	uint8_t *big = malloc(max + 1), *got;
+	size_t len = 0;
+	int rv;
+	CHECK(big != NULL);
+	for (size_t i = 0; i <= max; i++)
+		big[i] = (uint8_t)test_rand(&seed);
+	cluster_up("e2e-big");
+	client_open();
+	CHECK_OK_MSG(docraft_table_create_cql(C.client,
+					      "CREATE TABLE blobs (k text PRIMARY KEY, v blob);", &to),
+		     docraft_errmsg());
+	CHECK_OK_MSG(write_blob("max", big, max), docraft_errmsg());
+	got = blob_of("max", &len);
+	CHECK_MSG(got != NULL && len == max && memcmp(got, big, max) == 0,
+		  "the 4 MiB value read back %s (%zu bytes)", got ? "differs" : "absent", len);
+	free(got);
+	rv = write_blob("over", big, max + 1);
+	CHECK_MSG(rv == DOCRAFT_ETOOBIG && strstr(docraft_errmsg(), "4194304") != NULL,
+		  "4 MiB + 1: %d %s", rv, docraft_errmsg());
+	CHECK(blob_of("over", &len) == NULL);
+	free(big);
+	cluster_down();
+}
+
 TEST_MAIN(T(seeds_through_the_cli), T(step_down_while_writing), T(step_down_to_each_replica),
 	  T(tserver_killed),
-	  T(master_restarted), T(conditional_writes))
+	  T(master_restarted), T(conditional_writes), T(largest_value))
