@@ -363,7 +363,7 @@ static int cmd_zrem(struct yedis_txn *t, uint32_t argc, const struct resp_arg *a
 	rv = ycoll_counter(t, key, &card, errmsg);
 	for (uint32_t j = 2; rv == 0 && j < argc; j++) {
 		const uint8_t *mp = (const uint8_t *)argv[j].p;
-		double cur;
+		double cur = 0;
 		bool found;
 		rv = get_score(t, key, mp, argv[j].n, &cur, &found, errmsg);
 		if (rv == 0 && found) {
