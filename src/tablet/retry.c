@@ -115,6 +115,7 @@ struct chunk {
 	struct tnode n; /* key: an entry's raft index, or a legacy record's seq */
 	size_t count;   /* seqs it holds */
 	bool stored;    /* in the store (else made by the entry being applied) */
+	bool legacy;    /* stored as a legacy record (key: its seq), not a chunk */
 };
 
 /* A record in decision order; cmax: the largest seq pushed up to it. */
@@ -139,6 +140,11 @@ struct retry_client {
 	size_t npending, pcap;
 	uint64_t entry;     /* index of the last entry recorded for it (0: none since the load) */
 	uint64_t watermark; /* that entry's largest drop point */
+	/* The last chunk (not a legacy record) an entry emptied and deleted:
+	 * that entry's index, the delete's place in its raw records, the key. */
+	uint64_t freed_entry;
+	size_t freed_raw;
+	uint64_t freed_key;
 };
 
 void retry_init(struct retry_table *t)
@@ -488,8 +494,14 @@ static void release(struct retry_table *t, struct retry_client *c, uint64_t key,
 	ASSERT(k != NULL && k->count > 0);
 	if (--k->count > 0)
 		return;
-	if (k->stored)
+	if (k->stored) {
 		change(ch, c->id, key, true);
+		if (!k->legacy) {
+			c->freed_entry = ch->index;
+			c->freed_raw = ch->n - 1;
+			c->freed_key = key;
+		}
+	}
 	tremove(&c->chunks, key);
 	free(k);
 	c->nlive--;
@@ -612,12 +624,21 @@ static int cmp_u64(const void *a, const void *b)
 
 /* The put of c's chunk of entry ch->index: every seq it holds, ascending:
  * those the entry recorded and still holds (a later request of the entry
- * may have forgotten some), and a legacy record's sharing the key. */
+ * may have forgotten some), and a legacy record's sharing the key.
+ *
+ * When that chunk is c's only one and the entry emptied and deleted
+ * another of c's chunks (release), the chunk takes the deleted one's key
+ * instead: one put instead of a put and a delete (a client with one
+ * request at a time empties its previous chunk in every entry). The load reads the same table:
+ * c then has no other stored chunk, and every later chunk's key is above
+ * both keys, so the chunks after it (the load rule, retry.h) are the same
+ * for either key. */
 static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 {
-	const struct chunk *k = (const struct chunk *)tfind(c->chunks, ch->index);
+	struct chunk *k = (struct chunk *)tfind(c->chunks, ch->index);
 	const struct record *legacy = held(c, ch->index);
 	size_t items = 0;
+	uint64_t key = ch->index;
 	struct store_raw *r;
 	ASSERT(k != NULL);
 	if (legacy != NULL && legacy->chunk == ch->index) {
@@ -633,7 +654,16 @@ static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 		}
 	}
 	qsort(c->pending, c->npending, sizeof *c->pending, cmp_u64);
-	r = change(ch, c->id, ch->index, false);
+	if (c->nlive == 1 && !k->stored && c->freed_entry == ch->index) {
+		/* nlive 1 and not stored: no legacy record shares the key */
+		key = c->freed_key;
+		r = &ch->raw[c->freed_raw];
+		ASSERT(r->del && key < ch->index);
+		r->del = false;
+		r->val = (const void *)(uintptr_t)ch->keys.len;
+	} else {
+		r = change(ch, c->id, ch->index, false);
+	}
 	buf_push(&ch->keys, RETRY_CHUNK_TAG);
 	buf_append_be64(&ch->keys, c->watermark);
 	for (size_t i = 0; i < c->npending; i++) {
@@ -647,7 +677,19 @@ static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 	}
 	ASSERT(items == k->count);
 	r->vlen = RETRY_CHUNK_HEAD_LEN + items * RETRY_CHUNK_ITEM_LEN;
-	((struct chunk *)k)->stored = true;
+	if (key != ch->index) {
+		/* c's only chunk: every seq it holds is in this one. */
+		for (size_t i = 0; i < c->npending; i++) {
+			struct record *rec = (struct record *)held(c, c->pending[i]);
+			if (rec != NULL && rec->chunk == ch->index)
+				rec->chunk = key;
+		}
+		tremove(&c->chunks, ch->index);
+		k->n.key = key;
+		tinsert(&c->chunks, &k->n);
+	}
+	k->stored = true;
+	k->legacy = false;
 	c->npending = 0;
 }
 
@@ -791,10 +833,12 @@ static int load_client(struct loader *l, char *errmsg)
 		const struct rec *r = &l->recs[i];
 		const uint8_t *v = l->vals.data + r->off;
 		if (r->legacy) {
-			if (r->key >= later &&
-			    (rv = load_seq(l, &c, r->key, r->key, be64_load(v), r->len == 9 ? v[8] : 0,
+			if (r->key < later)
+				continue;
+			if ((rv = load_seq(l, &c, r->key, r->key, be64_load(v), r->len == 9 ? v[8] : 0,
 					   errmsg)) != 0)
 				return rv;
+			((struct chunk *)tfind(c->chunks, r->key))->legacy = true;
 			continue;
 		}
 		for (size_t o = RETRY_CHUNK_HEAD_LEN; o < r->len; o += RETRY_CHUNK_ITEM_LEN) {

@@ -56,11 +56,20 @@
  * time and outcome (0 applied, 1 condition false) it was decided with;
  * watermark W(e): the largest drop point the entry applied for the client.
  * A chunk is written once and deleted when its last seq is forgotten; a
- * partly forgotten chunk is not rewritten. Earlier versions wrote one legacy
+ * partly forgotten chunk is not rewritten. One exception saves a write: when
+ * an entry empties one of the client's chunks (not a legacy record) and the
+ * chunk it builds is then the client's only one, that chunk is put under the
+ * emptied chunk's key k (< e) instead of e, and k is not deleted — a client
+ * with one request in flight at a time does this in every entry, so its one
+ * key is overwritten, one memtable insert per entry instead of two. The
+ * load is the same either way: the client has no other stored chunk, and
+ * every chunk written later has a key above e, so the chunks after it are
+ * the same for k as for e (below). Earlier versions wrote one legacy
  * record per seq, still read and deleted when its seq is forgotten, never
  * written: 0x02 | client id | BE64 seq -> BE64 ht (applied) or BE64 ht | 0x01.
  * Values are told apart by length (legacy 8 or 9, chunks 9 + 17n). An
- * entry's raw records: the deletes, in the order its requests forget seqs,
+ * entry's raw records: the deletes, in the order its requests forget seqs
+ * (one of them turned into a client's put when its chunk takes that key),
  * then one put per client, in the order of the client's first request.
  *
  * In memory: per client its held seqs (each with its ht, outcome and chunk
@@ -86,7 +95,8 @@
  * larger W. Keys are raft indexes, not seqs, because earlier versions could
  * record a forgotten seq again (a late retry) while its old chunk still held
  * other seqs (now such a request is below the floor and refused; their
- * stores still load); chunk keys never collide, and a chunk whose key equals
+ * stores still load); chunk keys never collide (a chunk put under an
+ * emptied chunk's key replaces it), and a chunk whose key equals
  * a held legacy record's (seq == index) carries that seq with its own ht and
  * outcome. The held seqs, their chunks and the chunks' counts after a load
  * are thus exactly those of the live table; so is the floor (the largest W
@@ -209,7 +219,9 @@ void retry_changes_init(struct retry_changes *ch);
 void retry_changes_reset(struct retry_changes *ch, uint64_t idx);
 void retry_changes_free(struct retry_changes *ch);
 /* Appends one put per client recorded for since the reset (its chunk, in the
- * order the clients were first recorded for) after the deletes, then points
+ * order the clients were first recorded for) after the deletes, or turns
+ * the delete of the client's emptied chunk into that put (the store format
+ * above), then points
  * every raw record's key/val into ch->keys; call before using ch->raw. */
 void retry_changes_finish(struct retry_changes *ch);
 

@@ -297,7 +297,7 @@ static void random_run(uint64_t ttl_us)
 	struct req q[R_MAX_REQS];
 	struct buf a = BUF_INIT, b = BUF_INIT;
 	char errmsg[DOCRAFT_ERRMSG_SIZE];
-	unsigned puts = 0, dels = 0, reqs = 0;
+	unsigned puts = 0, dels = 0, reqs = 0, reused = 0;
 
 	unsigned refused = 0;
 	size_t most_clients = 0;
@@ -357,6 +357,14 @@ static void random_run(uint64_t ttl_us)
 		reqs += (unsigned)n;
 		puts += n_puts(&live.ch);
 		dels += (unsigned)live.ch.n - n_puts(&live.ch);
+		for (size_t i = 0; i < live.ch.n; i++) {
+			const uint8_t *k = live.ch.raw[i].key;
+			uint64_t at = 0;
+			for (int j = 0; j < 8; j++)
+				at = at << 8 | k[1 + ENTRY_CLIENT_ID_LEN + j];
+			/* a chunk put under an emptied chunk's key */
+			reused += !live.ch.raw[i].del && k[0] == RETRY_PREFIX && at != idx;
+		}
 		CHECK_MSG(n_puts(&live.ch) <= R_CLIENTS, "entry %llu wrote %u puts",
 			  (unsigned long long)idx, n_puts(&live.ch));
 
@@ -372,10 +380,12 @@ static void random_run(uint64_t ttl_us)
 		CHECK_EQ_INT(n_keys(live.s, 0), live.t.nchunks);
 		reload(&restarted);
 	}
-	test_note("ttl %llu us: %u requests in %u entries (%u refused as expired): %u chunk puts, "
-		  "%u deletes; %zu seqs in %zu chunks held at the end",
-		  (unsigned long long)ttl_us, reqs, R_ENTRIES, refused, puts, dels,
+	test_note("ttl %llu us: %u requests in %u entries (%u refused as expired): %u chunk puts "
+		  "(%u under an emptied chunk's key), %u deletes; %zu seqs in %zu chunks held at "
+		  "the end",
+		  (unsigned long long)ttl_us, reqs, R_ENTRIES, refused, puts, reused, dels,
 		  live.t.nrecords, live.t.nchunks);
+	CHECK(reused > 0); /* the path was taken, and every reload agreed */
 	if (ttl_us != 0) {
 		/* Expiry happened: old retries refused, the silent client gone. */
 		CHECK(refused > 0);
@@ -667,11 +677,17 @@ TEST(legacy_records)
 	check_same(&x.t, &fresh, 0x33, 1, 12, 9);
 
 	apply_entry(&x, 10, e10, 1);
-	/* Deletes of legacy 4 and chunk 9, then chunk 10. */
-	CHECK_EQ_INT(x.ch.n, 3);
+	/* The delete of legacy 4; chunk 9 is emptied and chunk 10, the
+	 * client's only one, takes its key: one put, no delete (a legacy
+	 * record's key is never taken: legacy 4 stays a delete). */
+	CHECK_EQ_INT(x.ch.n, 2);
 	CHECK_EQ_INT(n_puts(&x.ch), 1);
+	key_of(key, 0x33, 4);
+	CHECK(x.ch.raw[0].del);
+	CHECK_EQ_MEM(x.ch.raw[0].key, x.ch.raw[0].klen, key, sizeof key);
 	CHECK_EQ_INT(n_keys(x.s, 0x33), 1);
-	CHECK(stored_value(x.s, 0x33, 10, &v));
+	CHECK(!stored_value(x.s, 0x33, 10, &v));
+	CHECK(stored_value(x.s, 0x33, 9, &v));
 	CHECK_EQ_INT(v.len, RETRY_CHUNK_HEAD_LEN + RETRY_CHUNK_ITEM_LEN);
 	CHECK_EQ_INT(x.t.nrecords, 1);
 	CHECK_EQ_INT(x.t.nchunks, 1);

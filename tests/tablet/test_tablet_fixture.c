@@ -219,6 +219,15 @@ static uint64_t durable_index(struct cluster *c, unsigned i)
 
 /* ---- store inspection ---- */
 
+/* The puts among an entry's raw retry records. */
+static unsigned n_puts_of(const struct retry_changes *ch)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < ch->n; i++)
+		n += !ch->raw[i].del;
+	return n;
+}
+
 static unsigned count_prefix(struct store *s, const void *p, size_t n)
 {
 	struct store_iter *it = store_iter_new(s, NULL, 0, NULL, 0);
@@ -1233,7 +1242,8 @@ TEST(group_commit_one_retry_put_per_client)
 	check_stores_equal(c);
 
 	/* G has nothing below N_GROUP + 1 in flight any more: its first chunk
-	 * goes (one delete); each client gets its chunk of this entry. */
+	 * is emptied, and G's chunk of this entry, its only one, takes that
+	 * chunk's key (one put, no delete); H gets its chunk of this entry. */
 	group_entry(c, &e, N_GROUP + 1, N_GROUP + 1, 4);
 	q = submit(c, l, e.data, e.len);
 	i2 = q->apply.index;
@@ -1242,11 +1252,14 @@ TEST(group_commit_one_retry_put_per_client)
 	for (unsigned i = 0; i < NS; i++) {
 		struct server *s = &c->s[i];
 
-		CHECK_EQ_INT(s->fsm.changes.n, 3);
+		CHECK_EQ_INT(s->fsm.changes.n, 2); /* two puts */
+		CHECK_EQ_INT(n_puts_of(&s->fsm.changes), 2);
 		CHECK_EQ_INT(n_retry_records(s->store), before[i] + 3);
 		retry_key(key, CLIENT_G, i1);
-		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 0);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 1);
 		retry_key(key, CLIENT_G, i2);
+		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 0);
+		retry_key(key, CLIENT_H, i2);
 		CHECK_EQ_INT(count_prefix(s->store, key, sizeof key), 1);
 		CHECK(!has_retry(s->store, CLIENT_G, N_GROUP));
 		CHECK(has_retry(s->store, CLIENT_G, N_GROUP + 1));
