@@ -1021,7 +1021,7 @@ static int parse_hybrid_time(struct parser *p, uint64_t *ht, struct cql_pos *at)
 		*ht = ht_make((uint64_t)us, 0);
 		TRY(next(p));
 	} else if (is_kw(p, "ht")) {
-		uint64_t phys, logical = 0;
+		uint64_t phys = 0, logical = 0;
 		const char *dot;
 		TRY(next(p));
 		TRY(expect(p, CQL_TOK_LPAREN));
