@@ -112,7 +112,9 @@ struct record {
 /* A chunk holding some of a client's seqs: a store key, or one being built
  * by the entry being applied. */
 struct chunk {
-	struct tnode n; /* key: an entry's raft index, or a legacy record's seq */
+	struct tnode n; /* key: an entry's raft index (this entry's or, taken
+			 * from an emptied chunk, an earlier one's), or a
+			 * legacy record's seq */
 	size_t count;   /* seqs it holds */
 	bool stored;    /* in the store (else made by the entry being applied) */
 	bool legacy;    /* stored as a legacy record (key: its seq), not a chunk */

@@ -46,7 +46,8 @@
  * docraft-retrybench).
  *
  * Store format: one chunk per (client, entry) under the internal prefix 0x02,
- * keyed by the entry's raft index:
+ * keyed by the entry's raft index (or by an earlier entry's: the exception
+ * below):
  *
  *   0x02 | client id | BE64 index -> 0xC1 | BE64 watermark |
  *                                    n >= 1 x (BE64 seq, BE64 ht, u8 outcome)
@@ -57,20 +58,26 @@
  * watermark W(e): the largest drop point the entry applied for the client.
  * A chunk is written once and deleted when its last seq is forgotten; a
  * partly forgotten chunk is not rewritten. One exception saves a write: when
- * an entry empties one of the client's chunks (not a legacy record) and the
- * chunk it builds is then the client's only one, that chunk is put under the
- * emptied chunk's key k (< e) instead of e, and k is not deleted — a client
- * with one request in flight at a time does this in every entry, so its one
- * key is overwritten, one memtable insert per entry instead of two. The
- * load is the same either way: the client has no other stored chunk, and
- * every chunk written later has a key above e, so the chunks after it are
- * the same for k as for e (below). Earlier versions wrote one legacy
+ * an entry e empties one or more of the client's chunks (not legacy records)
+ * and the chunk it builds is then the client's only one, that chunk is put
+ * under the key k (< e) of the last chunk it emptied instead of under e, and
+ * k is not deleted: the put replaces the old chunk. A client with one
+ * request in flight at a time does this in every entry, so its one key is
+ * overwritten, one memtable insert per entry instead of two. The load is
+ * the same either way: the client has no other stored chunk, and every
+ * chunk written later has the key k again (replacing this one) or a key
+ * above e, so the chunks after it are the same for k as for e. It never
+ * happens while another of the client's chunks is stored (that one would
+ * be live), so the argument below, which follows chunks with larger keys,
+ * is unchanged. Earlier versions wrote one legacy
  * record per seq, still read and deleted when its seq is forgotten, never
  * written: 0x02 | client id | BE64 seq -> BE64 ht (applied) or BE64 ht | 0x01.
  * Values are told apart by length (legacy 8 or 9, chunks 9 + 17n). An
- * entry's raw records: the deletes, in the order its requests forget seqs
- * (one of them turned into a client's put when its chunk takes that key),
- * then one put per client, in the order of the client's first request.
+ * entry's raw records: retry_expire's deletes, then the deletes in the
+ * order its requests forget seqs (a forgotten seq's 0x03 reply record with
+ * its chunk's; a client's put in place of the delete of the chunk whose key
+ * it takes), then one put per other client, in the order of the client's
+ * first request.
  *
  * In memory: per client its held seqs (each with its ht, outcome and chunk
  * key), its live chunks (key, count of held seqs, whether stored), its floor,
@@ -91,8 +98,9 @@
  * leaves its s >= W(e) in e's chunk (dropping it later in e needs a point
  * > s), so every entry that forgets something writes a chunk with its W, and
  * that chunk can only be deleted by a later entry with W > s >= W(e):
- * following such entries ends at a stored chunk with a larger index and a
- * larger W. Keys are raft indexes, not seqs, because earlier versions could
+ * following such entries ends at a stored chunk with a larger key and a
+ * larger W (no such entry takes an emptied chunk's key: the chunk holding
+ * s is still stored, so the client has another chunk). Keys are raft indexes, not seqs, because earlier versions could
  * record a forgotten seq again (a late retry) while its old chunk still held
  * other seqs (now such a request is below the floor and refused; their
  * stores still load); chunk keys never collide (a chunk put under an
