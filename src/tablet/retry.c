@@ -143,10 +143,9 @@ struct retry_client {
 	uint64_t entry;     /* index of the last entry recorded for it (0: none since the load) */
 	uint64_t watermark; /* that entry's largest drop point */
 	/* The last chunk (not a legacy record) an entry emptied and deleted:
-	 * that entry's index, the delete's place in its raw records, the key. */
+	 * that entry's index and the delete's place in its raw records. */
 	uint64_t freed_entry;
 	size_t freed_raw;
-	uint64_t freed_key;
 };
 
 void retry_init(struct retry_table *t)
@@ -501,7 +500,6 @@ static void release(struct retry_table *t, struct retry_client *c, uint64_t key,
 		if (!k->legacy) {
 			c->freed_entry = ch->index;
 			c->freed_raw = ch->n - 1;
-			c->freed_key = key;
 		}
 	}
 	tremove(&c->chunks, key);
@@ -629,12 +627,11 @@ static int cmp_u64(const void *a, const void *b)
  * may have forgotten some), and a legacy record's sharing the key.
  *
  * When that chunk is c's only one and the entry emptied and deleted
- * another of c's chunks (release), the chunk takes the deleted one's key
- * instead: one put instead of a put and a delete (a client with one
- * request at a time empties its previous chunk in every entry). The load reads the same table:
- * c then has no other stored chunk, and every later chunk's key is above
- * both keys, so the chunks after it (the load rule, retry.h) are the same
- * for either key. */
+ * another of c's chunks (release: the last one it emptied), the chunk
+ * takes that key instead and its delete becomes this put: one put instead
+ * of a put and a delete (a client with one request at a time empties its
+ * previous chunk in every entry). Why the load reads the same table:
+ * retry.h, the store format. */
 static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 {
 	struct chunk *k = (struct chunk *)tfind(c->chunks, ch->index);
@@ -658,8 +655,8 @@ static void put_chunk(struct retry_changes *ch, struct retry_client *c)
 	qsort(c->pending, c->npending, sizeof *c->pending, cmp_u64);
 	if (c->nlive == 1 && !k->stored && c->freed_entry == ch->index) {
 		/* nlive 1 and not stored: no legacy record shares the key */
-		key = c->freed_key;
 		r = &ch->raw[c->freed_raw];
+		key = be64_load(ch->keys.data + (uintptr_t)r->key + 1 + ENTRY_CLIENT_ID_LEN);
 		ASSERT(r->del && key < ch->index);
 		r->del = false;
 		r->val = (const void *)(uintptr_t)ch->keys.len;

@@ -187,11 +187,6 @@ static bool attach_duplicate(struct tablet *t, struct tablet_write *w)
 	return false;
 }
 
-/* Takes from the queue what fits in one entry into *take (n requests,
- * *bytes with the header), answering retries of decided writes and
- * attaching retries of writes in flight on the way. A conditional write
- * goes alone: it ends the group before it and is the only request of its
- * entry. */
 /* The largest entry of one request: the group cap, passed by at most
  * LONE_SLACK (a write of DocDB's largest value, 4 MiB, with its key and
  * framing, must fit an entry of its own), never past ENTRY_MAX_BYTES.
@@ -203,6 +198,11 @@ static size_t lone_max(const struct tablet *t)
 	return m < ENTRY_MAX_BYTES ? m : ENTRY_MAX_BYTES;
 }
 
+/* Takes from the queue what fits in one entry into *take (n requests,
+ * *bytes with the header), answering retries of decided writes and
+ * attaching retries of writes in flight on the way. A conditional write
+ * goes alone: it ends the group before it and is the only request of its
+ * entry. */
 static uint32_t take_group(struct tablet *t, struct tablet_write **take)
 {
 	struct tablet_write **tail = take, *w;

@@ -359,11 +359,9 @@ static void random_run(uint64_t ttl_us)
 		dels += (unsigned)live.ch.n - n_puts(&live.ch);
 		for (size_t i = 0; i < live.ch.n; i++) {
 			const uint8_t *k = live.ch.raw[i].key;
-			uint64_t at = 0;
-			for (int j = 0; j < 8; j++)
-				at = at << 8 | k[1 + ENTRY_CLIENT_ID_LEN + j];
 			/* a chunk put under an emptied chunk's key */
-			reused += !live.ch.raw[i].del && k[0] == RETRY_PREFIX && at != idx;
+			reused += !live.ch.raw[i].del && k[0] == RETRY_PREFIX &&
+				  be64_load(k + 1 + ENTRY_CLIENT_ID_LEN) != idx;
 		}
 		CHECK_MSG(n_puts(&live.ch) <= R_CLIENTS, "entry %llu wrote %u puts",
 			  (unsigned long long)idx, n_puts(&live.ch));

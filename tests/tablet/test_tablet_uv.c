@@ -507,8 +507,6 @@ static void allocate(const char *path, off_t len)
 	extend(path, len);
 }
 
-/* raft_uv's open segments are written before it appends to them: its
- * RWF_NOWAIT appends then never need an extent conversion (segfill.c). */
 /* Every replica's open-* raft_uv segment (scan->segments of them) has no
  * unwritten extent; else scan->bad names one. */
 struct seg_scan {
@@ -542,6 +540,8 @@ static bool segments_written(void *arg)
 	return scan->bad[0] == '\0';
 }
 
+/* raft_uv's open segments are written before it appends to them: its
+ * RWF_NOWAIT appends then never need an extent conversion (segfill.c). */
 TEST(segments_are_written)
 {
 	char path[1024];

@@ -263,12 +263,18 @@ TEST(read_txn_repeated_keys)
 	yh_close(&h);
 }
 
+/* The pairs in the batch of the txn committed last. */
+static uint64_t pairs_committed(void)
+{
+	uint32_t n = 0;
+	CHECK_OK_MSG(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg), h.errmsg);
+	return n;
+}
+
 /* The pairs of one txn that a later root write of their key hides never
  * reach the store (yedis_txn_seal); what every read sees is unchanged. */
 TEST(seal_drops_hidden_pairs)
 {
-	uint32_t n;
-
 	yh_open(&h, "ytxn");
 	yh_begin(&h, yh_ht(1), true);
 	EQ(yh_run(&h, "SET k 1"), "OK");
@@ -284,8 +290,7 @@ TEST(seal_drops_hidden_pairs)
 	yh_commit(&h);
 	/* k: its last root and the merge record after it; j; h: its last
 	 * root and the two fields written after it */
-	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
-	CHECK_EQ_U64(n, 6);
+	CHECK_EQ_U64(pairs_committed(), 6);
 	EQ(yh_read(&h, yh_ht(2), "GET k"), "\"3\"");
 	EQ(yh_read(&h, yh_ht(2), "TTL k"), "99");
 	EQ(yh_read(&h, yh_ht(2), "GET j"), "\"x\"");
@@ -298,16 +303,14 @@ TEST(seal_drops_hidden_pairs)
 	EQ(yh_run(&h, "HDEL h2 g"), "1");
 	yh_commit(&h);
 	/* h2's root, f = 3, g's tombstone */
-	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
-	CHECK_EQ_U64(n, 3);
+	CHECK_EQ_U64(pairs_committed(), 3);
 	EQ(yh_read(&h, yh_ht(4), "HGETALL h2"), "[\"f\", \"3\"]");
 	/* nothing hidden: the batch as written */
 	yh_begin(&h, yh_ht(5), true);
 	EQ(yh_run(&h, "SET a 1"), "OK");
 	EQ(yh_run(&h, "HSET h e 5"), "1");
 	yh_commit(&h);
-	CHECK_OK(batch_validate(h.last_batch.data, h.last_batch.len, &n, h.errmsg));
-	CHECK_EQ_U64(n, 2);
+	CHECK_EQ_U64(pairs_committed(), 2);
 	yh_close(&h);
 }
 
