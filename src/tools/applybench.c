@@ -100,6 +100,7 @@
 #define DEFAULT_TOTAL 300000
 #define PREFIX_LEN 4
 #define PATH_LEN 4096
+/* store.c's applied-marker key, under each tablet's prefix in the shared layouts */
 #define MARKER_KEY \
 	"\x01"     \
 	"applied"
