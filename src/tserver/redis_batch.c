@@ -176,8 +176,6 @@ static void send_batch(struct redis_batcher *b, struct batch *bt)
  * at once completes commands whose connections go on). */
 static void flush(struct redis_batcher *b)
 {
-	uv_check_stop(&b->check);
-	uv_idle_stop(&b->kick);
 	while (b->n_open > 0) {
 		struct batch **open = b->open;
 		size_t n = b->n_open;
