@@ -57,6 +57,11 @@ static inline uint64_t be64_load(const uint8_t *p)
 {
 	return (uint64_t)be32_load(p) << 32 | be32_load(p + 4);
 }
+static inline void be64_store(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
 static inline uint32_t le32_load(const uint8_t *p)
 {
 	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "common/err.h"
 #include "common/hlc.h"
 
@@ -31,8 +32,7 @@ static void fnv_byte(uint64_t *h, uint8_t b)
 static void fnv_be64(uint64_t *h, uint64_t v)
 {
 	uint8_t b[8];
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (56 - 8 * i));
+	be64_store(b, v);
 	fnv_bytes(h, b, sizeof b);
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/buf.h"
 #include "common/check.h"
 
 /* Version 1 uuids: the comparable form's first 8 bytes are timestamp high,
@@ -21,8 +22,7 @@ void uuid_to_comparable(const uint8_t u[16], uint8_t out[16])
 		 * of byte 6 and byte 7. */
 		uint64_t m = be64_load(u);
 		uint64_t r = (m & UINT64_C(0xF000)) << 48 | (m >> 16) << 12 | (m & 0xFFF);
-		for (int i = 0; i < 8; i++)
-			out[i] = (uint8_t)(r >> (56 - 8 * i));
+		be64_store(out, r);
 	}
 	memcpy(out + 8, u + 8, 8);
 }
@@ -36,8 +36,7 @@ void uuid_from_comparable(const uint8_t c[16], uint8_t out[16])
 		uint64_t r = be64_load(c);
 		uint64_t m = ((r >> 12) & UINT64_C(0xFFFFFFFFFFFF)) << 16 | (r >> 60) << 12 |
 			     (r & 0xFFF);
-		for (int i = 0; i < 8; i++)
-			out[i] = (uint8_t)(m >> (56 - 8 * i));
+		be64_store(out, m);
 	}
 	memcpy(out + 8, c + 8, 8);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/check.h"
 #include "common/err.h"
 #include "common/mem.h"
@@ -213,8 +214,7 @@ void rpc_frame_encode_header(uint8_t head[RPC_FRAME_HEADER_SIZE], const struct r
 	head[3] = (uint8_t)length;
 	head[4] = f->kind;
 	head[5] = 0;
-	for (int i = 0; i < 8; i++)
-		head[6 + i] = (uint8_t)(f->call_id >> (56 - 8 * i));
+	be64_store(head + 6, f->call_id);
 	head[14] = (uint8_t)(f->method >> 8);
 	head[15] = (uint8_t)f->method;
 	head[16] = (uint8_t)(f->status >> 8);

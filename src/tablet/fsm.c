@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -256,8 +257,7 @@ static int snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *
 	}
 	memcpy(p, FSM_SNAPSHOT_MAGIC, 4);
 	p[4] = 1;
-	for (int i = 0; i < 8; i++)
-		p[5 + i] = (uint8_t)(idx >> (56 - 8 * i));
+	be64_store(p + 5, idx);
 	b->base = p;
 	b->len = FSM_SNAPSHOT_LEN;
 	*bufs = b;

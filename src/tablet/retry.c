@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/buf.h"
 #include "common/check.h"
 #include "common/err.h"
 #include "common/hlc.h"
@@ -612,8 +613,7 @@ void retry_reply_key(uint8_t key[RETRY_KEY_LEN], const uint8_t cid[ENTRY_CLIENT_
 {
 	key[0] = RETRY_REPLY_PREFIX;
 	memcpy(key + 1, cid, ENTRY_CLIENT_ID_LEN);
-	for (int i = 0; i < 8; i++)
-		key[1 + ENTRY_CLIENT_ID_LEN + i] = (uint8_t)(seq >> (56 - 8 * i));
+	be64_store(key + 1 + ENTRY_CLIENT_ID_LEN, seq);
 }
 
 static int cmp_u64(const void *a, const void *b)

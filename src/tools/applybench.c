@@ -508,10 +508,8 @@ static int shared_add(struct run *r, long t, size_t np, uint64_t ht, char *errms
 					       ch->raw[i].val, ch->raw[i].vlen);
 	}
 	prefixed(r, t, MARKER_KEY, MARKER_KEY_LEN);
-	for (int i = 0; i < 8; i++) {
-		marker[i] = (uint8_t)(r->tabs[t].idx >> (56 - 8 * i));
-		marker[8 + i] = (uint8_t)(ht >> (56 - 8 * i));
-	}
+	be64_store(marker, r->tabs[t].idx);
+	be64_store(marker + 8, ht);
 	rocksdb_writebatch_put(r->wb, (const char *)r->key.data, r->key.len, (const char *)marker,
 			       sizeof marker);
 	return 0;
