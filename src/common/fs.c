@@ -39,6 +39,25 @@ int fs_mkdir_p(const char *path, char *errmsg)
 	return 0;
 }
 
+int fs_mkdtemp(const char *parent, const char *prefix, char *out, size_t len, char *errmsg)
+{
+	int n;
+
+	if (parent == NULL || parent[0] == '\0')
+		parent = getenv("TMPDIR");
+	if (parent == NULL || parent[0] == '\0')
+		parent = "/tmp";
+	n = snprintf(out, len, "%s/%s-XXXXXX", parent, prefix);
+	if (n < 0 || (size_t)n >= len)
+		return err_set(errmsg, DOCRAFT_EINVAL, "temporary directory path too long: %s/%s-XXXXXX",
+			       parent, prefix);
+	if (mkdtemp(out) == NULL)
+		return err_set(errmsg, fs_errno_code(errno),
+			       "cannot create a temporary directory in %s: %s", parent,
+			       strerror(errno));
+	return 0;
+}
+
 int fs_fsync_path(const char *path, char *errmsg)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

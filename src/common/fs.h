@@ -20,6 +20,12 @@ int fs_errno_code(int e);
  * is fine. */
 int fs_mkdir_p(const char *path, char *errmsg);
 
+/* Creates a new, empty directory parent/prefix-XXXXXX (mkdtemp: mode 0700,
+ * a name no other caller gets) and writes its path into out (len bytes).
+ * parent NULL or "": $TMPDIR, or /tmp when that is unset or empty.
+ * DOCRAFT_EINVAL when the path does not fit in out. */
+int fs_mkdtemp(const char *parent, const char *prefix, char *out, size_t len, char *errmsg);
+
 /* fsync of a file or directory by path. */
 int fs_fsync_path(const char *path, char *errmsg);
 

@@ -624,7 +624,6 @@ int main(int argc, char **argv)
 	char base[PATH_LEN], dir[PATH_LEN];
 	struct run runs[L_COUNT];
 	struct data d;
-	const char *parent;
 	struct stat st;
 	long seed = 42;
 	const struct {
@@ -641,7 +640,7 @@ int main(int argc, char **argv)
 		{'w', 0, 65536, &o.write_buffer_mb},
 		{'s', 0, 0x7fffffffffffffff, &seed},
 	};
-	int c, n, idx = 0, rv = 0;
+	int c, idx = 0, rv = 0;
 
 	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
 		bool ok = true;
@@ -688,16 +687,8 @@ int main(int argc, char **argv)
 	}
 	log_init();
 
-	parent = o.dir ? o.dir : getenv("TMPDIR");
-	if (parent == NULL || parent[0] == '\0')
-		parent = "/tmp";
-	n = snprintf(base, sizeof base, "%s/docraft-applybench-XXXXXX", parent);
-	if (n < 0 || (size_t)n >= sizeof base) {
-		fprintf(stderr, "applybench: --dir too long\n");
-		return 1;
-	}
-	if (mkdtemp(base) == NULL) {
-		fprintf(stderr, "applybench: mkdtemp %s: %s\n", base, strerror(errno));
+	if (fs_mkdtemp(o.dir, "docraft-applybench", base, sizeof base, errmsg) != 0) {
+		fprintf(stderr, "applybench: %s\n", errmsg);
 		return 1;
 	}
 	if ((rv = data_build(&d, &o, errmsg)) != 0) {

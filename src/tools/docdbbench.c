@@ -290,9 +290,8 @@ int main(int argc, char **argv)
 	struct data d;
 	struct result (*res)[K_COUNT] = NULL;
 	struct sigaction sa;
-	const char *parent;
 	char *end;
-	int c, n, idx = 0, rv = 0;
+	int c, idx = 0, rv = 0;
 
 	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
 		bool ok = true;
@@ -344,17 +343,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	parent = o.dir ? o.dir : getenv("TMPDIR");
-	if (parent == NULL || parent[0] == '\0')
-		parent = "/tmp";
-	n = snprintf(base, sizeof base, "%s/docraft-docdbbench-XXXXXX", parent);
-	if (n < 0 || (size_t)n >= sizeof base) {
-		fprintf(stderr, "docdbbench: --dir too long\n");
-		return 2;
-	}
-	if (mkdtemp(base) == NULL) {
-		fprintf(stderr, "docdbbench: mkdtemp %s: %s\n", base, strerror(errno));
-		return 1;
+	if ((rv = fs_mkdtemp(o.dir, "docraft-docdbbench", base, sizeof base, errmsg)) != 0) {
+		fprintf(stderr, "docdbbench: %s\n", errmsg);
+		return rv == DOCRAFT_EINVAL ? 2 : 1; /* 2: --dir too long, a usage error */
 	}
 
 	if ((rv = data_build(&d, &o, errmsg)) != 0)

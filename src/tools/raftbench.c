@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fs.h"
 #include "common/histogram.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -291,7 +292,8 @@ int main(int argc, char **argv)
 		{"dir", 1, 0, 'd'},     {"max-inflight", 1, 0, 'e'},
 		{"raft-log", 1, 0, 'r'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
 	struct opts o = {1, 1, 10, 2, 100, 0, 0, NULL, false};
-	char tmpl[] = "/tmp/docraft-raftbench-XXXXXX";
+	char tmp[4096], errmsg[DOCRAFT_ERRMSG_SIZE];
+	bool made = false; /* o.dir is our temporary directory: removed at the end */
 	pid_t pids[NODES];
 	int fds[NODES];
 	int c;
@@ -326,9 +328,13 @@ int main(int argc, char **argv)
 	}
 	if (o.port == 0)
 		o.port = 30000 + (int)(getpid() % 20000);
-	if (o.dir == NULL && (o.dir = mkdtemp(tmpl)) == NULL) {
-		perror("mkdtemp");
-		return 1;
+	if (o.dir == NULL) {
+		if (fs_mkdtemp(NULL, "docraft-raftbench", tmp, sizeof tmp, errmsg) != 0) {
+			fprintf(stderr, "raftbench: %s\n", errmsg);
+			return 1;
+		}
+		o.dir = tmp;
+		made = true;
 	}
 	for (int i = 0; i < NODES; i++) {
 		int p[2];
@@ -371,12 +377,8 @@ int main(int argc, char **argv)
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
 	}
-	if (strncmp(o.dir, "/tmp/docraft-raftbench-", 23) == 0) {
-		char cmd[600];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", o.dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "raftbench: could not remove %s\n", o.dir);
-	}
+	if (made)
+		fs_remove_tree(o.dir);
 	printf("%-8s %-15s %10s %10s %13s %8s %8s %8s\n", "tablets", "writers/tablet", "writes/s",
 	       "entries/s", "writes/entry", "p50 ms", "p99 ms", "max ms");
 	printf("%-8d %-15d %10.0f %10.0f %13.1f %8.2f %8.2f %8.2f\n", o.tablets, o.writers,

@@ -712,13 +712,9 @@ int main(int argc, char **argv)
 		}
 		root = keep;
 	} else {
-		const char *t = getenv("TMPDIR");
-		if (t == NULL || *t == '\0')
-			t = "/tmp";
-		if ((size_t)snprintf(tmp, sizeof tmp, "%s/docraft-seedwalk.XXXXXX", t) >= sizeof tmp ||
-		    mkdtemp(tmp) == NULL) {
-			fprintf(stderr, PROG ": cannot create a temporary directory in %s: %s\n", t,
-				strerror(errno));
+		char errmsg[DOCRAFT_ERRMSG_SIZE];
+		if (fs_mkdtemp(NULL, "docraft-seedwalk", tmp, sizeof tmp, errmsg) != 0) {
+			fprintf(stderr, PROG ": %s\n", errmsg);
 			return 1;
 		}
 		root = tmp;

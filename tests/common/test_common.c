@@ -188,6 +188,12 @@ TEST(buf_big_and_little_endian)
 	CHECK_EQ_U64(be32_load(b.data + 20), 0x80000000u);
 	CHECK_EQ_U64(be64_load(b.data + 24), UINT64_C(0xFEDCBA9876543210));
 	CHECK_EQ_U64(le32_load(b.data + 32), 0xDEADBEEFu);
+	{
+		uint8_t s[10] = {0xAA, 0, 0, 0, 0, 0, 0, 0, 0, 0xAA};
+		be64_store(s + 1, UINT64_C(0xFEDCBA9876543210));
+		CHECK_EQ_MEM(s + 1, 8, want + 24, 8);
+		CHECK(s[0] == 0xAA && s[9] == 0xAA); /* nothing outside the 8 bytes */
+	}
 	buf_free(&b);
 }
 
@@ -775,6 +781,43 @@ TEST(fs_write_then_read_round_trip_leaves_no_tmp)
 	CHECK(!exists(dir));
 }
 
+TEST(fs_mkdtemp_in_parent_tmpdir_and_too_long)
+{
+	char parent[64], a[256], b[256], small[16], want[128], errmsg[DOCRAFT_ERRMSG_SIZE];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	struct stat st;
+
+	temp_dir(parent, sizeof parent);
+	CHECK_OK_MSG(fs_mkdtemp(parent, "x", a, sizeof a, errmsg), errmsg);
+	CHECK_OK_MSG(fs_mkdtemp(parent, "x", b, sizeof b, errmsg), errmsg);
+	snprintf(want, sizeof want, "%s/x-", parent);
+	CHECK_MSG(strncmp(a, want, strlen(want)) == 0 && strlen(a) == strlen(want) + 6, "%s", a);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(lstat(a, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	/* No parent: $TMPDIR. */
+	CHECK_OK(setenv("TMPDIR", parent, 1));
+	CHECK_OK_MSG(fs_mkdtemp(NULL, "y", b, sizeof b, errmsg), errmsg);
+	snprintf(want, sizeof want, "%s/y-", parent);
+	CHECK_MSG(strncmp(b, want, strlen(want)) == 0 && exists(b), "%s", b);
+	CHECK_OK_MSG(fs_mkdtemp("", "y", b, sizeof b, errmsg), errmsg);
+	CHECK_MSG(strncmp(b, want, strlen(want)) == 0 && exists(b), "%s", b);
+	if (saved != NULL)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	/* A path that does not fit: EINVAL, nothing created. */
+	CHECK_EQ_INT(fs_mkdtemp(parent, "z", small, sizeof small, errmsg), DOCRAFT_EINVAL);
+	CHECK_MSG(strstr(errmsg, "too long") != NULL, "%s", errmsg);
+	/* A parent that does not exist: an error naming it. */
+	snprintf(want, sizeof want, "%s/missing", parent);
+	CHECK(fs_mkdtemp(want, "z", a, sizeof a, errmsg) != 0);
+	CHECK_MSG(strstr(errmsg, want) != NULL, "%s", errmsg);
+	fs_remove_tree(parent);
+	CHECK(!exists(parent));
+}
+
 TEST(fs_read_missing_is_notfound_and_max_is_enforced)
 {
 	char dir[64], path[128], errmsg[DOCRAFT_ERRMSG_SIZE];
@@ -923,7 +966,7 @@ TEST_MAIN(T(histogram_quantiles), T(err_set_formats_and_returns_code), T(err_set
 	  T(log_line_without_tablet), T(log_below_threshold_not_written),
 	  T(log_trailing_newline_and_errno), T(log_truncates_long_lines),
 	  T(log_concurrent_lines_do_not_interleave), T(log_init_reads_env_once),
-	  T(fs_write_then_read_round_trip_leaves_no_tmp),
+	  T(fs_write_then_read_round_trip_leaves_no_tmp), T(fs_mkdtemp_in_parent_tmpdir_and_too_long),
 	  T(fs_read_missing_is_notfound_and_max_is_enforced),
 	  T(fs_write_into_a_missing_directory_fails_cleanly), T(fs_mkdir_p_nested_existing_and_errors),
 	  T(fs_remove_tree_nested_and_missing), T(fs_fsync_and_errno_codes), T(mem_allocations))
