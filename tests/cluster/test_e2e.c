@@ -563,6 +563,7 @@ static uint8_t *blob_of(const char *k, size_t *len)
 		if (v.type == DOCRAFT_TYPE_BLOB) {
 			*len = v.v.s.len;
 			copy = malloc(*len ? *len : 1);
+			CHECK(copy != NULL);
 			memcpy(copy, v.v.s.p, *len);
 		}
 	}
@@ -583,7 +584,9 @@ static int write_blob(const char *k, const uint8_t *p, size_t len)
 
 TEST(largest_value)
 {
-	const size_t max = (size_t)4 << 20; /* DOCWRITE_MAX_VALUE */
+	/* DOCWRITE_MAX_VALUE, the limit docs/ name: this test sees only
+	 * the public API, so it states the number. */
+	const size_t max = (size_t)4 << 20;
 	docraft_table_options to = {.num_tablets = 2, .replication_factor = 3};
 	uint64_t seed = test_seed();
 	uint8_t *big = malloc(max + 1), *got;
