@@ -235,7 +235,11 @@ static int node_main(int index, const struct opts *o, int out_fd)
 	if (!o->per_tablet_log) {
 		char dir[512];
 		struct raftlog_options lo = {.dir = dir, .segment_bytes = RAFTLOG_SEGMENT_BYTES};
-		snprintf(dir, sizeof dir, "%s/n%d/raftlog", o->dir, index + 1);
+		if ((size_t)snprintf(dir, sizeof dir, "%s/n%d/raftlog", o->dir, index + 1) >=
+		    sizeof dir) {
+			fprintf(stderr, "raftbench: --dir too long: %s\n", o->dir);
+			return 1;
+		}
 		if (raftlog_open(&n.loop, &lo, &n.log, errmsg) != 0) {
 			fprintf(stderr, "raftbench: %s\n", errmsg);
 			return 1;
@@ -247,7 +251,11 @@ static int node_main(int index, const struct opts *o, int out_fd)
 		struct tablet_peer peers[NODES];
 		char id[16], dir[512];
 		snprintf(id, sizeof id, "bench%d", i);
-		snprintf(dir, sizeof dir, "%s/n%d/%s", o->dir, index + 1, id);
+		if ((size_t)snprintf(dir, sizeof dir, "%s/n%d/%s", o->dir, index + 1, id) >=
+		    sizeof dir) {
+			fprintf(stderr, "raftbench: --dir too long: %s\n", o->dir);
+			return 1;
+		}
 		tablet_options_default(&to);
 		to.id = id;
 		to.dir = dir;
